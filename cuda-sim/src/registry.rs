@@ -1,0 +1,297 @@
+//! The kernel registry: CPU reference implementations that the simulator runs
+//! in place of device code, registered by kernel name.
+//!
+//! A registration says, for each parameter, its size in bytes and whether it
+//! is a scalar or a device pointer the kernel reads, writes, or both. The
+//! simulator uses the sizes for `cuFuncGetParamInfo` and the access kinds for
+//! the race oracle; the implementation reads and writes device memory only
+//! through [`KernelCall`], which checks every access against the live
+//! allocations (an access outside them is `CUDA_ERROR_ILLEGAL_ADDRESS`, a
+//! sticky error, as on a GPU) and records it for the oracle.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// How a kernel uses one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A plain value passed by copy (sizes 1, 2, 4, 8 or a `#[repr(C)]` struct).
+    Scalar,
+    /// A device pointer the kernel only reads through.
+    Read,
+    /// A device pointer the kernel only writes through.
+    Write,
+    /// A device pointer the kernel reads and writes through (counts as a write
+    /// for the race oracle).
+    ReadWrite,
+}
+
+/// One parameter of a registered kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamSpec {
+    /// Size in bytes, as `cuFuncGetParamInfo` reports it (8 for pointers).
+    pub size: usize,
+    /// How the kernel uses it.
+    pub kind: ParamKind,
+}
+
+impl ParamSpec {
+    /// A scalar parameter of `T`.
+    pub const fn scalar<T>() -> ParamSpec {
+        ParamSpec { size: std::mem::size_of::<T>(), kind: ParamKind::Scalar }
+    }
+    /// A device pointer the kernel reads.
+    pub const fn read() -> ParamSpec {
+        ParamSpec { size: 8, kind: ParamKind::Read }
+    }
+    /// A device pointer the kernel writes.
+    pub const fn write() -> ParamSpec {
+        ParamSpec { size: 8, kind: ParamKind::Write }
+    }
+    /// A device pointer the kernel reads and writes.
+    pub const fn read_write() -> ParamSpec {
+        ParamSpec { size: 8, kind: ParamKind::ReadWrite }
+    }
+}
+
+/// A fault a reference implementation reports; the simulator turns it into
+/// the `CUresult` a GPU would give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KernelFault {
+    /// An access outside every live allocation (or to freed memory):
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`, which poisons the context.
+    #[error("kernel {kernel}: parameter {param} accesses {len} bytes at {addr:#x}, outside every live allocation")]
+    IllegalAddress {
+        /// The kernel.
+        kernel: String,
+        /// The parameter index.
+        param: usize,
+        /// First byte accessed.
+        addr: u64,
+        /// Bytes accessed.
+        len: u64,
+    },
+    /// The implementation used a parameter against its registration (wrong
+    /// index, size, or a write through a read-only pointer): a bug in the
+    /// registration, reported as `CUDA_ERROR_INVALID_VALUE`.
+    #[error("kernel {kernel}: parameter {param}: {what}")]
+    BadParam {
+        /// The kernel.
+        kernel: String,
+        /// The parameter index.
+        param: usize,
+        /// What was wrong.
+        what: String,
+    },
+}
+
+/// Device memory as a reference implementation sees it; implemented by the
+/// simulator's memory.
+pub(crate) trait DeviceMemory {
+    /// Copies `out.len()` bytes starting at device address `addr` into `out`.
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)>;
+    /// Copies `data` to device address `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)>;
+}
+
+/// A byte range one kernel touched through one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touched {
+    /// Parameter index.
+    pub param: usize,
+    /// First byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Whether it was written (else read).
+    pub write: bool,
+}
+
+/// One launch as the reference implementation sees it: launch geometry,
+/// parameter values, and checked access to device memory.
+pub struct KernelCall<'a> {
+    pub(crate) spec: &'a KernelSpec,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+    /// Raw bytes of each parameter, as copied at launch.
+    pub(crate) args: Vec<Vec<u8>>,
+    pub(crate) memory: &'a mut dyn DeviceMemory,
+    pub(crate) touched: Vec<Touched>,
+}
+
+impl KernelCall<'_> {
+    /// The kernel's name.
+    pub fn name(&self) -> &'static str {
+        self.spec.name
+    }
+    /// Grid dimensions of the launch.
+    pub fn grid(&self) -> [u32; 3] {
+        self.grid
+    }
+    /// Block dimensions of the launch.
+    pub fn block(&self) -> [u32; 3] {
+        self.block
+    }
+    /// Dynamic shared memory bytes of the launch.
+    pub fn shared_mem_bytes(&self) -> u32 {
+        self.shared_mem_bytes
+    }
+    /// Total threads launched.
+    pub fn threads(&self) -> u64 {
+        let g = self.grid.iter().map(|&v| u64::from(v)).product::<u64>();
+        let b = self.block.iter().map(|&v| u64::from(v)).product::<u64>();
+        g * b
+    }
+
+    fn bad(&self, param: usize, what: impl Into<String>) -> KernelFault {
+        KernelFault::BadParam { kernel: self.spec.name.to_owned(), param, what: what.into() }
+    }
+
+    fn param(&self, index: usize) -> Result<(&ParamSpec, &[u8]), KernelFault> {
+        match (self.spec.params.get(index), self.args.get(index)) {
+            (Some(p), Some(a)) => Ok((p, a)),
+            _ => Err(self.bad(index, "no such parameter")),
+        }
+    }
+
+    /// The value of scalar parameter `index`.
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] if it is not a scalar of `T`'s size.
+    pub fn scalar<T: bytemuck::Pod>(&self, index: usize) -> Result<T, KernelFault> {
+        let (p, a) = self.param(index)?;
+        if p.kind != ParamKind::Scalar || a.len() != std::mem::size_of::<T>() {
+            return Err(self.bad(index, format!("not a scalar of {} bytes", std::mem::size_of::<T>())));
+        }
+        Ok(bytemuck::pod_read_unaligned(a))
+    }
+
+    /// The device address held by pointer parameter `index`.
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] if it is not a pointer parameter.
+    pub fn ptr(&self, index: usize) -> Result<u64, KernelFault> {
+        let (p, a) = self.param(index)?;
+        if p.kind == ParamKind::Scalar || a.len() != 8 {
+            return Err(self.bad(index, "not a pointer"));
+        }
+        Ok(bytemuck::pod_read_unaligned(a))
+    }
+
+    /// Reads `len` elements of `T` starting `offset` elements past pointer
+    /// parameter `index`.
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] for a write-only or scalar parameter;
+    /// [`KernelFault::IllegalAddress`] outside live allocations.
+    pub fn read_at<T: bytemuck::Pod>(
+        &mut self,
+        index: usize,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<T>, KernelFault> {
+        let base = self.ptr(index)?;
+        if self.spec.params[index].kind == ParamKind::Write {
+            return Err(self.bad(index, "read through a write-only pointer"));
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let addr = base.wrapping_add(offset.wrapping_mul(size));
+        let mut out = vec![T::zeroed(); len];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        let n = bytes.len() as u64;
+        if n > 0 {
+            self.memory.read(addr, bytes).map_err(|(addr, len)| KernelFault::IllegalAddress {
+                kernel: self.spec.name.to_owned(),
+                param: index,
+                addr,
+                len,
+            })?;
+            self.touched.push(Touched { param: index, addr, len: n, write: false });
+        }
+        Ok(out)
+    }
+
+    /// Reads `len` elements of `T` at pointer parameter `index`.
+    ///
+    /// # Errors
+    /// As [`KernelCall::read_at`].
+    pub fn read<T: bytemuck::Pod>(&mut self, index: usize, len: usize) -> Result<Vec<T>, KernelFault> {
+        self.read_at(index, 0, len)
+    }
+
+    /// Writes `data` starting `offset` elements past pointer parameter `index`.
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] for a read-only or scalar parameter;
+    /// [`KernelFault::IllegalAddress`] outside live allocations.
+    pub fn write_at<T: bytemuck::Pod>(
+        &mut self,
+        index: usize,
+        offset: u64,
+        data: &[T],
+    ) -> Result<(), KernelFault> {
+        let base = self.ptr(index)?;
+        if self.spec.params[index].kind == ParamKind::Read {
+            return Err(self.bad(index, "write through a read-only pointer"));
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let addr = base.wrapping_add(offset.wrapping_mul(size));
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let n = bytes.len() as u64;
+        if n > 0 {
+            self.memory.write(addr, bytes).map_err(|(addr, len)| KernelFault::IllegalAddress {
+                kernel: self.spec.name.to_owned(),
+                param: index,
+                addr,
+                len,
+            })?;
+            self.touched.push(Touched { param: index, addr, len: n, write: true });
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at pointer parameter `index`.
+    ///
+    /// # Errors
+    /// As [`KernelCall::write_at`].
+    pub fn write<T: bytemuck::Pod>(&mut self, index: usize, data: &[T]) -> Result<(), KernelFault> {
+        self.write_at(index, 0, data)
+    }
+}
+
+/// A reference implementation: runs the whole launch.
+pub type KernelFn = fn(&mut KernelCall<'_>) -> Result<(), KernelFault>;
+
+/// Simulated duration of a launch in nanoseconds (for timing events).
+pub type DurationFn = fn(&KernelCall<'_>) -> u64;
+
+/// A kernel known to the simulator.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec {
+    /// The kernel's name as `cuModuleGetFunction` is asked for it (the
+    /// `extern "C"` symbol).
+    pub name: &'static str,
+    /// Its parameters, in order.
+    pub params: &'static [ParamSpec],
+    /// The reference implementation.
+    pub run: KernelFn,
+    /// Its simulated duration; `None` means a fixed 2 µs.
+    pub duration: Option<DurationFn>,
+}
+
+fn registry() -> &'static Mutex<HashMap<&'static str, KernelSpec>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<&'static str, KernelSpec>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Registers (or replaces) a kernel by name. `cuModuleGetFunction` on any
+/// simulated module finds every registered kernel.
+pub fn register_kernel(spec: KernelSpec) {
+    registry().lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name, spec);
+}
+
+/// The registered kernel of this name.
+pub fn lookup_kernel(name: &str) -> Option<KernelSpec> {
+    registry().lock().unwrap_or_else(|p| p.into_inner()).get(name).copied()
+}

@@ -1,0 +1,189 @@
+//! `CUresult` as an error value, and the loader's errors.
+
+use crate::bindings::CUresult;
+use crate::result_names::RESULT_NAMES;
+use std::ffi::CStr;
+use std::fmt;
+
+/// A `CUresult` other than `CUDA_SUCCESS`, printed with the driver's name and
+/// description for it (`cuGetErrorName`, `cuGetErrorString`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CuError(pub CUresult);
+
+impl CuError {
+    /// The raw code.
+    pub fn code(self) -> u32 {
+        self.0.0
+    }
+
+    /// The code's name (`CUDA_ERROR_INVALID_VALUE`): asked of the loaded
+    /// driver (`cuGetErrorName`), else taken from the 13.0 headers, else
+    /// `"CUDA_ERROR_<code>"` for a code neither knows.
+    pub fn name(self) -> String {
+        if let Some(s) = self.ask_driver(true) {
+            return s;
+        }
+        match RESULT_NAMES.iter().find(|(c, _)| *c == self.code()) {
+            Some((_, n)) => (*n).to_owned(),
+            None => format!("CUDA_ERROR_{}", self.code()),
+        }
+    }
+
+    /// The driver's description of the code (`cuGetErrorString`), or `None`
+    /// when no driver is loaded or it does not know the code.
+    pub fn description(self) -> Option<String> {
+        self.ask_driver(false)
+    }
+
+    fn ask_driver(self, name: bool) -> Option<String> {
+        let drv = crate::installed()?;
+        let f = if name { drv.cuGetErrorName } else { drv.cuGetErrorString }?;
+        let mut p: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: `f` is the driver's cuGetErrorName/cuGetErrorString from the
+        // installed table, which lives for the whole process; it writes a
+        // pointer to a static NUL-terminated string into `p`, or returns an
+        // error for an unknown code and leaves `p` untouched (null).
+        let r = unsafe { f(self.0, &mut p) };
+        if r != CUresult::CUDA_SUCCESS || p.is_null() {
+            return None;
+        }
+        // SAFETY: on success `p` points to a static NUL-terminated string
+        // owned by the driver (documented for both calls).
+        let s = unsafe { CStr::from_ptr(p) };
+        Some(s.to_string_lossy().into_owned())
+    }
+
+    /// Whether the error leaves the context unusable (a "sticky" error: the
+    /// process must restart to use the device again).
+    pub fn is_sticky(self) -> bool {
+        matches!(
+            self.0,
+            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+                | CUresult::CUDA_ERROR_LAUNCH_FAILED
+                | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+                | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | CUresult::CUDA_ERROR_INVALID_PC
+                | CUresult::CUDA_ERROR_ASSERT
+                | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+                | CUresult::CUDA_ERROR_ECC_UNCORRECTABLE
+                | CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED
+        )
+    }
+}
+
+impl fmt::Display for CuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.code())?;
+        if let Some(d) = self.description() {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CuError({} = {})", self.name(), self.code())
+    }
+}
+
+impl std::error::Error for CuError {}
+
+/// `Ok(())` for `CUDA_SUCCESS`, else the code as a [`CuError`].
+pub fn check(r: CUresult) -> Result<(), CuError> {
+    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(CuError(r)) }
+}
+
+/// Why the driver could not be loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    /// No candidate library could be opened.
+    #[error(
+        "could not load the CUDA driver library (libcuda.so.1): {}. Install the NVIDIA driver \
+         (it provides libcuda.so.1; no CUDA toolkit is needed), or set {} to its path",
+        format_tried(.tried),
+        crate::LIBCUDA_ENV
+    )]
+    LibraryNotFound {
+        /// Each path tried, with the dynamic loader's message for it.
+        tried: Vec<(String, String)>,
+    },
+    /// The library opened but lacks a symbol the loader needs.
+    #[error("{library} has no symbol {symbol}: it is not a CUDA driver of version 12.0 or newer")]
+    MissingSymbol {
+        /// The library that was opened.
+        library: String,
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+    /// A bootstrap call failed (`cuInit`, `cuDriverGetVersion`).
+    #[error("{call} failed: {result}{}", hint(*.result))]
+    InitFailed {
+        /// The driver call.
+        call: &'static str,
+        /// What it returned.
+        result: CuError,
+    },
+}
+
+fn format_tried(tried: &[(String, String)]) -> String {
+    tried
+        .iter()
+        .map(|(p, e)| format!("tried {p} ({e})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn hint(e: CuError) -> &'static str {
+    match e.0 {
+        CUresult::CUDA_ERROR_NO_DEVICE => " (the driver is installed but sees no GPU)",
+        CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH => " (the kernel module and libcuda differ in version)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_headers_without_a_driver() {
+        let e = CuError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        assert_eq!(e.code(), 700);
+        if crate::installed().is_none() {
+            assert_eq!(e.name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
+            assert_eq!(format!("{e}"), "CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+        }
+        assert!(e.is_sticky());
+        assert!(!CuError(CUresult::CUDA_ERROR_OUT_OF_MEMORY).is_sticky());
+    }
+
+    #[test]
+    fn unknown_codes_are_values_not_ub() {
+        let e = CuError(CUresult(123_456));
+        assert_eq!(e.name(), "CUDA_ERROR_123456");
+    }
+
+    #[test]
+    fn check_maps_success_only() {
+        assert!(check(CUresult::CUDA_SUCCESS).is_ok());
+        assert_eq!(
+            check(CUresult::CUDA_ERROR_INVALID_VALUE),
+            Err(CuError(CUresult::CUDA_ERROR_INVALID_VALUE))
+        );
+    }
+
+    #[test]
+    fn load_errors_name_what_was_tried() {
+        let e = LoadError::LibraryNotFound {
+            tried: vec![("libcuda.so.1".into(), "cannot open shared object file".into())],
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("libcuda.so.1 (cannot open shared object file)"), "{msg}");
+        assert!(msg.contains("Install the NVIDIA driver"), "{msg}");
+        let e = LoadError::InitFailed { call: "cuInit", result: CuError(CUresult::CUDA_ERROR_NO_DEVICE) };
+        assert!(e.to_string().contains("sees no GPU"), "{e}");
+    }
+}
