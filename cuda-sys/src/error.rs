@@ -23,8 +23,8 @@ impl CuError {
         if let Some(s) = self.ask_driver(true) {
             return s;
         }
-        match RESULT_NAMES.iter().find(|(c, _)| *c == self.code()) {
-            Some((_, n)) => (*n).to_owned(),
+        match result_name(self.0) {
+            Some(n) => n.to_owned(),
             None => format!("CUDA_ERROR_{}", self.code()),
         }
     }
@@ -90,6 +90,12 @@ impl fmt::Debug for CuError {
 }
 
 impl std::error::Error for CuError {}
+
+/// The name the CUDA 13.0 headers give `r` (`"CUDA_ERROR_INVALID_VALUE"`),
+/// without asking any driver; `None` for a code they do not name.
+pub fn result_name(r: CUresult) -> Option<&'static str> {
+    RESULT_NAMES.iter().find(|(c, _)| *c == r.0).map(|(_, n)| *n)
+}
 
 /// `Ok(())` for `CUDA_SUCCESS`, else the code as a [`CuError`].
 pub fn check(r: CUresult) -> Result<(), CuError> {

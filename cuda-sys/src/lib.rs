@@ -39,4 +39,4 @@ pub use driver::{
     CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DefaultStream, Driver, EntryPoint, InstallError,
     LIBCUDA_ENV, LoadOptions, driver, install, installed, version_string,
 };
-pub use error::{CuError, LoadError, check};
+pub use error::{CuError, LoadError, check, result_name};
