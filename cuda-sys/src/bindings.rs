@@ -108,46 +108,31 @@ impl CUevent_wait_flags_enum {
 pub struct CUevent_wait_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUevent_wait_flags_enum as CUevent_wait_flags;
 impl CUdevice_attribute_enum {
-    pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(1);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(2);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(3);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(4);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(5);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(6);
-    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(7);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUdevice_attribute_enum = CUdevice_attribute_enum(1);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: CUdevice_attribute_enum = CUdevice_attribute_enum(2);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: CUdevice_attribute_enum = CUdevice_attribute_enum(3);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: CUdevice_attribute_enum = CUdevice_attribute_enum(4);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: CUdevice_attribute_enum = CUdevice_attribute_enum(5);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: CUdevice_attribute_enum = CUdevice_attribute_enum(6);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: CUdevice_attribute_enum = CUdevice_attribute_enum(7);
     pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: CUdevice_attribute_enum =
         CUdevice_attribute_enum(8);
     pub const CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK: CUdevice_attribute_enum =
         CUdevice_attribute_enum(8);
-    pub const CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(9);
+    pub const CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: CUdevice_attribute_enum = CUdevice_attribute_enum(9);
     pub const CU_DEVICE_ATTRIBUTE_WARP_SIZE: CUdevice_attribute_enum = CUdevice_attribute_enum(10);
     pub const CU_DEVICE_ATTRIBUTE_MAX_PITCH: CUdevice_attribute_enum = CUdevice_attribute_enum(11);
     pub const CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: CUdevice_attribute_enum =
         CUdevice_attribute_enum(12);
-    pub const CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(12);
+    pub const CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK: CUdevice_attribute_enum = CUdevice_attribute_enum(12);
     pub const CU_DEVICE_ATTRIBUTE_CLOCK_RATE: CUdevice_attribute_enum = CUdevice_attribute_enum(13);
-    pub const CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(14);
-    pub const CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(15);
-    pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(16);
-    pub const CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(17);
+    pub const CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: CUdevice_attribute_enum = CUdevice_attribute_enum(14);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: CUdevice_attribute_enum = CUdevice_attribute_enum(15);
+    pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: CUdevice_attribute_enum = CUdevice_attribute_enum(16);
+    pub const CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: CUdevice_attribute_enum = CUdevice_attribute_enum(17);
     pub const CU_DEVICE_ATTRIBUTE_INTEGRATED: CUdevice_attribute_enum = CUdevice_attribute_enum(18);
-    pub const CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(19);
-    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(20);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: CUdevice_attribute_enum = CUdevice_attribute_enum(19);
+    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: CUdevice_attribute_enum = CUdevice_attribute_enum(20);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(21);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: CUdevice_attribute_enum =
@@ -172,34 +157,25 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(28);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES: CUdevice_attribute_enum =
         CUdevice_attribute_enum(29);
-    pub const CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(30);
-    pub const CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(31);
-    pub const CU_DEVICE_ATTRIBUTE_ECC_ENABLED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(32);
+    pub const CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: CUdevice_attribute_enum = CUdevice_attribute_enum(30);
+    pub const CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: CUdevice_attribute_enum = CUdevice_attribute_enum(31);
+    pub const CU_DEVICE_ATTRIBUTE_ECC_ENABLED: CUdevice_attribute_enum = CUdevice_attribute_enum(32);
     pub const CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(33);
-    pub const CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(34);
+    pub const CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(34);
     pub const CU_DEVICE_ATTRIBUTE_TCC_DRIVER: CUdevice_attribute_enum = CUdevice_attribute_enum(35);
-    pub const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(36);
+    pub const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: CUdevice_attribute_enum = CUdevice_attribute_enum(36);
     pub const CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(37);
-    pub const CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(38);
+    pub const CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: CUdevice_attribute_enum = CUdevice_attribute_enum(38);
     pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: CUdevice_attribute_enum =
         CUdevice_attribute_enum(39);
-    pub const CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(40);
-    pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(41);
+    pub const CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: CUdevice_attribute_enum = CUdevice_attribute_enum(40);
+    pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: CUdevice_attribute_enum = CUdevice_attribute_enum(41);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(42);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS: CUdevice_attribute_enum =
         CUdevice_attribute_enum(43);
-    pub const CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(44);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER: CUdevice_attribute_enum = CUdevice_attribute_enum(44);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(45);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT: CUdevice_attribute_enum =
@@ -210,8 +186,7 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(48);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE: CUdevice_attribute_enum =
         CUdevice_attribute_enum(49);
-    pub const CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(50);
+    pub const CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(50);
     pub const CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: CUdevice_attribute_enum =
         CUdevice_attribute_enum(51);
     pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH: CUdevice_attribute_enum =
@@ -276,10 +251,8 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(81);
     pub const CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: CUdevice_attribute_enum =
         CUdevice_attribute_enum(82);
-    pub const CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(83);
-    pub const CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(84);
+    pub const CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: CUdevice_attribute_enum = CUdevice_attribute_enum(83);
+    pub const CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: CUdevice_attribute_enum = CUdevice_attribute_enum(84);
     pub const CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: CUdevice_attribute_enum =
         CUdevice_attribute_enum(85);
     pub const CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: CUdevice_attribute_enum =
@@ -300,8 +273,7 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(93);
     pub const CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1: CUdevice_attribute_enum =
         CUdevice_attribute_enum(94);
-    pub const CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(95);
+    pub const CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: CUdevice_attribute_enum = CUdevice_attribute_enum(95);
     pub const CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(96);
     pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: CUdevice_attribute_enum =
@@ -310,16 +282,16 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(98);
     pub const CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(99);
-    pub const CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
-        CUdevice_attribute_enum = CUdevice_attribute_enum(100);
+    pub const CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: CUdevice_attribute_enum =
+        CUdevice_attribute_enum(100);
     pub const CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: CUdevice_attribute_enum =
         CUdevice_attribute_enum(101);
     pub const CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(102);
     pub const CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(102);
-    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
-        CUdevice_attribute_enum = CUdevice_attribute_enum(103);
+    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: CUdevice_attribute_enum =
+        CUdevice_attribute_enum(103);
     pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(104);
     pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED: CUdevice_attribute_enum =
@@ -352,18 +324,15 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(118);
     pub const CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: CUdevice_attribute_enum =
         CUdevice_attribute_enum(119);
-    pub const CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(120);
+    pub const CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: CUdevice_attribute_enum = CUdevice_attribute_enum(120);
     pub const CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(121);
     pub const CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: CUdevice_attribute_enum =
         CUdevice_attribute_enum(122);
     pub const CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: CUdevice_attribute_enum =
         CUdevice_attribute_enum(123);
-    pub const CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(124);
-    pub const CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(125);
+    pub const CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: CUdevice_attribute_enum = CUdevice_attribute_enum(124);
+    pub const CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: CUdevice_attribute_enum = CUdevice_attribute_enum(125);
     pub const CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: CUdevice_attribute_enum =
         CUdevice_attribute_enum(126);
     pub const CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED: CUdevice_attribute_enum =
@@ -372,41 +341,35 @@ impl CUdevice_attribute_enum {
         CUdevice_attribute_enum(128);
     pub const CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS: CUdevice_attribute_enum =
         CUdevice_attribute_enum(129);
-    pub const CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(130);
+    pub const CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: CUdevice_attribute_enum = CUdevice_attribute_enum(130);
     pub const CU_DEVICE_ATTRIBUTE_NUMA_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(131);
-    pub const CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(132);
-    pub const CU_DEVICE_ATTRIBUTE_MPS_ENABLED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(133);
-    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(134);
-    pub const CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(135);
+    pub const CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: CUdevice_attribute_enum = CUdevice_attribute_enum(132);
+    pub const CU_DEVICE_ATTRIBUTE_MPS_ENABLED: CUdevice_attribute_enum = CUdevice_attribute_enum(133);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(134);
+    pub const CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED: CUdevice_attribute_enum = CUdevice_attribute_enum(135);
     pub const CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK: CUdevice_attribute_enum =
         CUdevice_attribute_enum(136);
     pub const CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH: CUdevice_attribute_enum =
         CUdevice_attribute_enum(137);
     pub const CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(138);
-    pub const CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: CUdevice_attribute_enum =
-        CUdevice_attribute_enum(139);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: CUdevice_attribute_enum = CUdevice_attribute_enum(139);
     pub const CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID: CUdevice_attribute_enum =
         CUdevice_attribute_enum(140);
-    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        CUdevice_attribute_enum = CUdevice_attribute_enum(141);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: CUdevice_attribute_enum =
+        CUdevice_attribute_enum(141);
     pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(142);
     pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(143);
     pub const CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(144);
-    pub const CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        CUdevice_attribute_enum = CUdevice_attribute_enum(145);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: CUdevice_attribute_enum =
+        CUdevice_attribute_enum(145);
     pub const CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED: CUdevice_attribute_enum =
         CUdevice_attribute_enum(146);
-    pub const CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED:
-        CUdevice_attribute_enum = CUdevice_attribute_enum(147);
+    pub const CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: CUdevice_attribute_enum =
+        CUdevice_attribute_enum(147);
     pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = CUdevice_attribute_enum(148);
 }
 #[repr(transparent)]
@@ -416,19 +379,13 @@ pub use self::CUdevice_attribute_enum as CUdevice_attribute;
 impl CUfunction_attribute_enum {
     pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUfunction_attribute_enum =
         CUfunction_attribute_enum(0);
-    pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(1);
-    pub const CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(2);
-    pub const CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(3);
+    pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: CUfunction_attribute_enum = CUfunction_attribute_enum(1);
+    pub const CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: CUfunction_attribute_enum = CUfunction_attribute_enum(2);
+    pub const CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: CUfunction_attribute_enum = CUfunction_attribute_enum(3);
     pub const CU_FUNC_ATTRIBUTE_NUM_REGS: CUfunction_attribute_enum = CUfunction_attribute_enum(4);
-    pub const CU_FUNC_ATTRIBUTE_PTX_VERSION: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(5);
-    pub const CU_FUNC_ATTRIBUTE_BINARY_VERSION: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(6);
-    pub const CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: CUfunction_attribute_enum =
-        CUfunction_attribute_enum(7);
+    pub const CU_FUNC_ATTRIBUTE_PTX_VERSION: CUfunction_attribute_enum = CUfunction_attribute_enum(5);
+    pub const CU_FUNC_ATTRIBUTE_BINARY_VERSION: CUfunction_attribute_enum = CUfunction_attribute_enum(6);
+    pub const CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: CUfunction_attribute_enum = CUfunction_attribute_enum(7);
     pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: CUfunction_attribute_enum =
         CUfunction_attribute_enum(8);
     pub const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: CUfunction_attribute_enum =
@@ -451,13 +408,10 @@ impl CUfunction_attribute_enum {
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUfunction_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
-pub type CUhostFn =
-    ::core::option::Option<unsafe extern "C" fn(userData: *mut ::core::ffi::c_void)>;
+pub type CUhostFn = ::core::option::Option<unsafe extern "C" fn(userData: *mut ::core::ffi::c_void)>;
 impl CUstreamCaptureStatus_enum {
-    pub const CU_STREAM_CAPTURE_STATUS_NONE: CUstreamCaptureStatus_enum =
-        CUstreamCaptureStatus_enum(0);
-    pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: CUstreamCaptureStatus_enum =
-        CUstreamCaptureStatus_enum(1);
+    pub const CU_STREAM_CAPTURE_STATUS_NONE: CUstreamCaptureStatus_enum = CUstreamCaptureStatus_enum(0);
+    pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: CUstreamCaptureStatus_enum = CUstreamCaptureStatus_enum(1);
     pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus_enum =
         CUstreamCaptureStatus_enum(2);
 }
@@ -467,18 +421,15 @@ pub struct CUstreamCaptureStatus_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamCaptureStatus_enum as CUstreamCaptureStatus;
 impl CUstreamCaptureMode_enum {
     pub const CU_STREAM_CAPTURE_MODE_GLOBAL: CUstreamCaptureMode_enum = CUstreamCaptureMode_enum(0);
-    pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: CUstreamCaptureMode_enum =
-        CUstreamCaptureMode_enum(1);
-    pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum =
-        CUstreamCaptureMode_enum(2);
+    pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: CUstreamCaptureMode_enum = CUstreamCaptureMode_enum(1);
+    pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = CUstreamCaptureMode_enum(2);
 }
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamCaptureMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamCaptureMode_enum as CUstreamCaptureMode;
 impl CUdriverProcAddress_flags_enum {
-    pub const CU_GET_PROC_ADDRESS_DEFAULT: CUdriverProcAddress_flags_enum =
-        CUdriverProcAddress_flags_enum(0);
+    pub const CU_GET_PROC_ADDRESS_DEFAULT: CUdriverProcAddress_flags_enum = CUdriverProcAddress_flags_enum(0);
     pub const CU_GET_PROC_ADDRESS_LEGACY_STREAM: CUdriverProcAddress_flags_enum =
         CUdriverProcAddress_flags_enum(1);
     pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: CUdriverProcAddress_flags_enum =
@@ -614,14 +565,10 @@ impl CUmemPool_attribute_enum {
         CUmemPool_attribute_enum(2);
     pub const CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: CUmemPool_attribute_enum =
         CUmemPool_attribute_enum(3);
-    pub const CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: CUmemPool_attribute_enum =
-        CUmemPool_attribute_enum(4);
-    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: CUmemPool_attribute_enum =
-        CUmemPool_attribute_enum(5);
-    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: CUmemPool_attribute_enum =
-        CUmemPool_attribute_enum(6);
-    pub const CU_MEMPOOL_ATTR_USED_MEM_CURRENT: CUmemPool_attribute_enum =
-        CUmemPool_attribute_enum(7);
+    pub const CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: CUmemPool_attribute_enum = CUmemPool_attribute_enum(4);
+    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: CUmemPool_attribute_enum = CUmemPool_attribute_enum(5);
+    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: CUmemPool_attribute_enum = CUmemPool_attribute_enum(6);
+    pub const CU_MEMPOOL_ATTR_USED_MEM_CURRENT: CUmemPool_attribute_enum = CUmemPool_attribute_enum(7);
     pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: CUmemPool_attribute_enum = CUmemPool_attribute_enum(8);
 }
 #[repr(transparent)]
@@ -650,9 +597,8 @@ pub type PFN_cuGetErrorName_v6000 = ::core::option::Option<
 >;
 pub type PFN_cuInit_v2000 =
     ::core::option::Option<unsafe extern "C" fn(Flags: ::core::ffi::c_uint) -> CUresult>;
-pub type PFN_cuDriverGetVersion_v2020 = ::core::option::Option<
-    unsafe extern "C" fn(driverVersion: *mut ::core::ffi::c_int) -> CUresult,
->;
+pub type PFN_cuDriverGetVersion_v2020 =
+    ::core::option::Option<unsafe extern "C" fn(driverVersion: *mut ::core::ffi::c_int) -> CUresult>;
 pub type PFN_cuDeviceGet_v2000 = ::core::option::Option<
     unsafe extern "C" fn(device: *mut CUdevice_v1, ordinal: ::core::ffi::c_int) -> CUresult,
 >;
@@ -676,16 +622,13 @@ pub type PFN_cuDeviceGetAttribute_v2000 = ::core::option::Option<
         dev: CUdevice_v1,
     ) -> CUresult,
 >;
-pub type PFN_cuDeviceGetDefaultMemPool_v11020 = ::core::option::Option<
-    unsafe extern "C" fn(pool_out: *mut CUmemoryPool, dev: CUdevice_v1) -> CUresult,
->;
-pub type PFN_cuDevicePrimaryCtxRetain_v7000 = ::core::option::Option<
-    unsafe extern "C" fn(pctx: *mut CUcontext, dev: CUdevice_v1) -> CUresult,
->;
+pub type PFN_cuDeviceGetDefaultMemPool_v11020 =
+    ::core::option::Option<unsafe extern "C" fn(pool_out: *mut CUmemoryPool, dev: CUdevice_v1) -> CUresult>;
+pub type PFN_cuDevicePrimaryCtxRetain_v7000 =
+    ::core::option::Option<unsafe extern "C" fn(pctx: *mut CUcontext, dev: CUdevice_v1) -> CUresult>;
 pub type PFN_cuDevicePrimaryCtxRelease_v11000 =
     ::core::option::Option<unsafe extern "C" fn(dev: CUdevice_v1) -> CUresult>;
-pub type PFN_cuCtxSetCurrent_v4000 =
-    ::core::option::Option<unsafe extern "C" fn(ctx: CUcontext) -> CUresult>;
+pub type PFN_cuCtxSetCurrent_v4000 = ::core::option::Option<unsafe extern "C" fn(ctx: CUcontext) -> CUresult>;
 pub type PFN_cuCtxGetCurrent_v4000 =
     ::core::option::Option<unsafe extern "C" fn(pctx: *mut CUcontext) -> CUresult>;
 pub type PFN_cuCtxGetDevice_v2000 =
@@ -700,8 +643,7 @@ pub type PFN_cuCtxGetStreamPriorityRange_v5050 = ::core::option::Option<
 pub type PFN_cuModuleLoadData_v2000 = ::core::option::Option<
     unsafe extern "C" fn(module: *mut CUmodule, image: *const ::core::ffi::c_void) -> CUresult,
 >;
-pub type PFN_cuModuleUnload_v2000 =
-    ::core::option::Option<unsafe extern "C" fn(hmod: CUmodule) -> CUresult>;
+pub type PFN_cuModuleUnload_v2000 = ::core::option::Option<unsafe extern "C" fn(hmod: CUmodule) -> CUresult>;
 pub type PFN_cuModuleGetFunction_v2000 = ::core::option::Option<
     unsafe extern "C" fn(
         hfunc: *mut CUfunction,
@@ -711,11 +653,9 @@ pub type PFN_cuModuleGetFunction_v2000 = ::core::option::Option<
 >;
 pub type PFN_cuMemGetInfo_v3020 =
     ::core::option::Option<unsafe extern "C" fn(free: *mut usize, total: *mut usize) -> CUresult>;
-pub type PFN_cuMemAlloc_v3020 = ::core::option::Option<
-    unsafe extern "C" fn(dptr: *mut CUdeviceptr_v2, bytesize: usize) -> CUresult,
->;
-pub type PFN_cuMemFree_v3020 =
-    ::core::option::Option<unsafe extern "C" fn(dptr: CUdeviceptr_v2) -> CUresult>;
+pub type PFN_cuMemAlloc_v3020 =
+    ::core::option::Option<unsafe extern "C" fn(dptr: *mut CUdeviceptr_v2, bytesize: usize) -> CUresult>;
+pub type PFN_cuMemFree_v3020 = ::core::option::Option<unsafe extern "C" fn(dptr: CUdeviceptr_v2) -> CUresult>;
 pub type PFN_cuMemFreeHost_v2000 =
     ::core::option::Option<unsafe extern "C" fn(p: *mut ::core::ffi::c_void) -> CUresult>;
 pub type PFN_cuMemHostAlloc_v2020 = ::core::option::Option<
@@ -739,9 +679,8 @@ pub type PFN_cuDeviceGetPCIBusId_v4010 = ::core::option::Option<
         dev: CUdevice_v1,
     ) -> CUresult,
 >;
-pub type PFN_cuMemPoolTrimTo_v11020 = ::core::option::Option<
-    unsafe extern "C" fn(pool: CUmemoryPool, minBytesToKeep: usize) -> CUresult,
->;
+pub type PFN_cuMemPoolTrimTo_v11020 =
+    ::core::option::Option<unsafe extern "C" fn(pool: CUmemoryPool, minBytesToKeep: usize) -> CUresult>;
 pub type PFN_cuMemPoolSetAttribute_v11020 = ::core::option::Option<
     unsafe extern "C" fn(
         pool: CUmemoryPool,
@@ -768,12 +707,10 @@ pub type PFN_cuStreamDestroy_v4000 =
 pub type PFN_cuEventCreate_v2000 = ::core::option::Option<
     unsafe extern "C" fn(phEvent: *mut CUevent, Flags: ::core::ffi::c_uint) -> CUresult,
 >;
-pub type PFN_cuEventQuery_v2000 =
-    ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent) -> CUresult>;
+pub type PFN_cuEventQuery_v2000 = ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent) -> CUresult>;
 pub type PFN_cuEventSynchronize_v2000 =
     ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent) -> CUresult>;
-pub type PFN_cuEventDestroy_v4000 =
-    ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent) -> CUresult>;
+pub type PFN_cuEventDestroy_v4000 = ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent) -> CUresult>;
 pub type PFN_cuEventElapsedTime_v12080 = ::core::option::Option<
     unsafe extern "C" fn(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) -> CUresult,
 >;
@@ -803,11 +740,7 @@ pub type PFN_cuFuncGetParamInfo_v12040 = ::core::option::Option<
     ) -> CUresult,
 >;
 pub type PFN_cuGraphGetNodes_v10000 = ::core::option::Option<
-    unsafe extern "C" fn(
-        hGraph: CUgraph,
-        nodes: *mut CUgraphNode,
-        numNodes: *mut usize,
-    ) -> CUresult,
+    unsafe extern "C" fn(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) -> CUresult,
 >;
 pub type PFN_cuGraphInstantiateWithFlags_v11040 = ::core::option::Option<
     unsafe extern "C" fn(
@@ -896,11 +829,7 @@ pub type PFN_cuStreamGetFlags_v5050 = ::core::option::Option<
     unsafe extern "C" fn(hStream: CUstream, flags: *mut ::core::ffi::c_uint) -> CUresult,
 >;
 pub type PFN_cuStreamWaitEvent_v3020 = ::core::option::Option<
-    unsafe extern "C" fn(
-        hStream: CUstream,
-        hEvent: CUevent,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult,
+    unsafe extern "C" fn(hStream: CUstream, hEvent: CUevent, Flags: ::core::ffi::c_uint) -> CUresult,
 >;
 pub type PFN_cuStreamQuery_v2000 =
     ::core::option::Option<unsafe extern "C" fn(hStream: CUstream) -> CUresult>;
@@ -924,27 +853,19 @@ pub type PFN_cuLaunchKernel_v4000 = ::core::option::Option<
     ) -> CUresult,
 >;
 pub type PFN_cuLaunchHostFunc_v10000 = ::core::option::Option<
-    unsafe extern "C" fn(
-        hStream: CUstream,
-        fn_: CUhostFn,
-        userData: *mut ::core::ffi::c_void,
-    ) -> CUresult,
+    unsafe extern "C" fn(hStream: CUstream, fn_: CUhostFn, userData: *mut ::core::ffi::c_void) -> CUresult,
 >;
-pub type PFN_cuStreamBeginCapture_v10010 = ::core::option::Option<
-    unsafe extern "C" fn(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult,
->;
-pub type PFN_cuStreamEndCapture_v10000 = ::core::option::Option<
-    unsafe extern "C" fn(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult,
->;
+pub type PFN_cuStreamBeginCapture_v10010 =
+    ::core::option::Option<unsafe extern "C" fn(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult>;
+pub type PFN_cuStreamEndCapture_v10000 =
+    ::core::option::Option<unsafe extern "C" fn(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult>;
 pub type PFN_cuStreamIsCapturing_v10000 = ::core::option::Option<
     unsafe extern "C" fn(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus) -> CUresult,
 >;
-pub type PFN_cuGraphLaunch_v10000 = ::core::option::Option<
-    unsafe extern "C" fn(hGraph: CUgraphExec, hStream: CUstream) -> CUresult,
->;
-pub type PFN_cuMemFreeAsync_v11020 = ::core::option::Option<
-    unsafe extern "C" fn(dptr: CUdeviceptr_v2, hStream: CUstream) -> CUresult,
->;
+pub type PFN_cuGraphLaunch_v10000 =
+    ::core::option::Option<unsafe extern "C" fn(hGraph: CUgraphExec, hStream: CUstream) -> CUresult>;
+pub type PFN_cuMemFreeAsync_v11020 =
+    ::core::option::Option<unsafe extern "C" fn(dptr: CUdeviceptr_v2, hStream: CUstream) -> CUresult>;
 pub type PFN_cuMemAllocAsync_v11020 = ::core::option::Option<
     unsafe extern "C" fn(dptr: *mut CUdeviceptr_v2, bytesize: usize, hStream: CUstream) -> CUresult,
 >;

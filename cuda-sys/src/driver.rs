@@ -235,9 +235,7 @@ impl Driver {
             };
             // Both must be checked: for an unknown name driver 580 returns
             // CUDA_SUCCESS with status SYMBOL_NOT_FOUND and a null pointer.
-            if check(r).is_err()
-                || status != CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
-            {
+            if check(r).is_err() || status != CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS {
                 return std::ptr::null_mut();
             }
             p
@@ -366,10 +364,8 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_an_error_naming_the_path() {
-        let opts = LoadOptions {
-            library: Some("/nonexistent/libcuda-for-test.so.1".into()),
-            ..Default::default()
-        };
+        let opts =
+            LoadOptions { library: Some("/nonexistent/libcuda-for-test.so.1".into()), ..Default::default() };
         match Driver::load_with(&opts) {
             Err(LoadError::LibraryNotFound { tried }) => {
                 assert_eq!(tried.len(), 1);

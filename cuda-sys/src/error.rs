@@ -135,11 +135,7 @@ pub enum LoadError {
 }
 
 fn format_tried(tried: &[(String, String)]) -> String {
-    tried
-        .iter()
-        .map(|(p, e)| format!("tried {p} ({e})"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    tried.iter().map(|(p, e)| format!("tried {p} ({e})")).collect::<Vec<_>>().join(", ")
 }
 
 fn hint(e: CuError) -> &'static str {

@@ -36,7 +36,7 @@ mod result_names;
 
 pub use bindings::*;
 pub use driver::{
-    CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DefaultStream, Driver, EntryPoint, InstallError,
-    LIBCUDA_ENV, LoadOptions, driver, install, installed, version_string,
+    CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DefaultStream, Driver, EntryPoint, InstallError, LIBCUDA_ENV,
+    LoadOptions, driver, install, installed, version_string,
 };
 pub use error::{CuError, LoadError, check, result_name};

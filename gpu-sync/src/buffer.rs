@@ -1,0 +1,380 @@
+//! Device buffers: typed, stream-ordered, freed after every use.
+//!
+//! A buffer is allocated on a stream (`cuMemAllocAsync`); the allocation
+//! counts as a write by that stream, so first use on another stream waits for
+//! it. Dropping the last handle frees it on the allocation stream
+//! (`cuMemFreeAsync`) after device-side waits for every use on other streams
+//! that is not known complete: no host block, and no reuse before the last
+//! reader is done. Without memory pools the fallback is `cuMemAlloc`, and the
+//! free host-waits for the uses before `cuMemFree`.
+//!
+//! Unsafe code: this file calls the driver (`cuMemAllocAsync`, `cuMemFreeAsync`,
+//! `cuMemAlloc`, `cuMemFree`).
+#![allow(unsafe_code)]
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::cu;
+use crate::stream::{Point, Stream, StreamInner};
+use crate::tracker::Resource;
+use bytemuck::Pod;
+use cuda_sys::CUdeviceptr;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+/// One device allocation and its uses.
+pub(crate) struct Allocation {
+    pub ptr: CUdeviceptr,
+    pub bytes: usize,
+    pub device: Device,
+    /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
+    pub stream: Option<Arc<StreamInner>>,
+    pub res: Resource,
+}
+
+/// A free that arrived while its allocation stream was capturing a graph.
+pub(crate) struct DeferredFree {
+    pub alloc: Allocation,
+}
+
+impl Allocation {
+    fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
+        let device = stream.device().clone();
+        let mut alloc =
+            Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new() };
+        if bytes == 0 {
+            return Ok(alloc);
+        }
+        if stream.is_capturing() {
+            return Err(Error::Capturing { op: "DeviceBuffer::alloc" });
+        }
+        let dev = &device.inner;
+        if device.has_memory_pools() {
+            let ((), ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
+                // SAFETY: writes one device pointer through a valid pointer;
+                // `raw` is a live stream of the current context.
+                unsafe { cu!(dev.drv, cuMemAllocAsync(&mut alloc.ptr, bytes, raw)) }
+            })?;
+            alloc.stream = Some(stream.inner.clone());
+            // The allocation happens in stream order: a write by that stream.
+            alloc.res.get_mut().write = Some(Point { stream: stream.inner.clone(), ticket });
+        } else {
+            dev.bind()?;
+            // SAFETY: writes one device pointer; the context is current.
+            unsafe { cu!(dev.drv, cuMemAlloc(&mut alloc.ptr, bytes)) }?;
+        }
+        dev.ledger.allocated(bytes as u64);
+        Ok(alloc)
+    }
+
+    /// Frees now: stream-ordered after the outstanding uses, or (without
+    /// pools) after a host wait for them.
+    fn free(&mut self) -> Result<()> {
+        let dev = self.device.inner.clone();
+        let ptr = self.ptr;
+        let deps = self.res.get_mut().outstanding();
+        match &self.stream {
+            Some(s) => {
+                s.submit("cuMemFreeAsync", &deps, |raw| {
+                    // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
+                    // (here); the free is ordered after every use recorded on
+                    // other streams (the device-side waits `submit` issues for
+                    // `deps`) and after same-stream uses by FIFO order.
+                    unsafe { cu!(dev.drv, cuMemFreeAsync(ptr, raw)) }
+                })?;
+            }
+            None => {
+                for p in &deps {
+                    p.host_wait()?;
+                }
+                dev.bind()?;
+                // SAFETY: `ptr` came from cuMemAlloc, is freed once, and every
+                // recorded use has completed (host waits above).
+                unsafe { cu!(dev.drv, cuMemFree(ptr)) }?;
+            }
+        }
+        dev.ledger.freed(self.bytes as u64);
+        self.ptr = 0;
+        Ok(())
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        if let Some(s) = self.stream.clone() {
+            let mut st = s.lock();
+            if st.capture.is_some() {
+                // A free now would become a node of the graph being captured;
+                // it is issued when the capture ends.
+                let alloc = Allocation {
+                    ptr: std::mem::take(&mut self.ptr),
+                    bytes: self.bytes,
+                    device: self.device.clone(),
+                    stream: self.stream.take(),
+                    res: std::mem::replace(&mut self.res, Resource::new()),
+                };
+                st.deferred.push(DeferredFree { alloc });
+                return;
+            }
+        }
+        if let Err(e) = self.free() {
+            log::error!(
+                "leaking {} bytes of device memory at {:#x} on device {}: the free failed: {e}",
+                self.bytes,
+                self.ptr,
+                self.device.ordinal()
+            );
+        }
+    }
+}
+
+/// A typed buffer in device memory.
+///
+/// `T: bytemuck::Pod`: any bit pattern is a valid `T`, so reading device
+/// memory back can never produce an invalid value. Cheap handle over a shared
+/// allocation: graphs that captured the buffer keep the memory alive until
+/// they are dropped. `Send + Sync`.
+///
+/// Operations take `&DeviceBuffer` to read and `&mut DeviceBuffer` to write;
+/// each records its use (see the crate docs on tracking), so using a buffer on
+/// a second stream needs no manual wait, and dropping it is safe at any time.
+pub struct DeviceBuffer<T: Pod> {
+    pub(crate) alloc: Arc<Allocation>,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// `len` elements on `stream`'s device, allocated in stream order
+    /// (`cuMemAllocAsync`; `cuMemAlloc` without memory pools). The contents
+    /// are unspecified (whatever bytes the memory held).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the size overflows; [`Error::Capturing`]
+    /// on a capturing stream; a driver error (`CUDA_ERROR_OUT_OF_MEMORY`).
+    pub fn alloc(stream: &Stream, len: usize) -> Result<Self> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{len} elements of {} bytes overflow usize",
+                std::mem::size_of::<T>()
+            ))
+        })?;
+        Ok(DeviceBuffer { alloc: Arc::new(Allocation::new(stream, bytes)?), len, _t: PhantomData })
+    }
+
+    /// `len` zeroed elements (`cuMemAllocAsync` then `cuMemsetD8Async`).
+    ///
+    /// # Errors
+    /// As [`DeviceBuffer::alloc`].
+    pub fn zeroed(stream: &Stream, len: usize) -> Result<Self> {
+        let mut b = Self::alloc(stream, len)?;
+        stream.fill_bytes(&mut b, 0)?;
+        Ok(b)
+    }
+
+    /// A copy of `data` (allocated, then a synchronous copy from pageable
+    /// memory; see [`Stream::upload_pageable`]).
+    ///
+    /// # Errors
+    /// As [`DeviceBuffer::alloc`] and [`Stream::upload_pageable`].
+    pub fn from_slice(stream: &Stream, data: &[T]) -> Result<Self> {
+        let mut b = Self::alloc(stream, data.len())?;
+        stream.upload_pageable(data, &mut b)?;
+        Ok(b)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.alloc.bytes
+    }
+
+    /// The buffer's device.
+    pub fn device(&self) -> &Device {
+        &self.alloc.device
+    }
+
+    /// The raw device address (for foreign code; work on it outside gpu-sync
+    /// is not tracked). Zero for an empty buffer.
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.alloc.ptr
+    }
+
+    /// A read-only view of elements `range`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a range outside the buffer.
+    pub fn slice<R: RangeBounds<usize>>(&self, range: R) -> Result<DeviceSlice<'_, T>> {
+        let (offset, len) = resolve(range, self.len)?;
+        Ok(DeviceSlice { alloc: &self.alloc, offset, len, _t: PhantomData })
+    }
+
+    /// A writable view of elements `range`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a range outside the buffer.
+    pub fn slice_mut<R: RangeBounds<usize>>(&mut self, range: R) -> Result<DeviceSliceMut<'_, T>> {
+        let (offset, len) = resolve(range, self.len)?;
+        Ok(DeviceSliceMut { alloc: &self.alloc, offset, len, _t: PhantomData })
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer<{}>({} elements at {:#x} on device {})",
+            std::any::type_name::<T>(),
+            self.len,
+            self.alloc.ptr,
+            self.alloc.device.ordinal()
+        )
+    }
+}
+
+fn resolve<R: RangeBounds<usize>>(range: R, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::OutOfRange { start, end, len });
+    }
+    Ok((start, end - start))
+}
+
+/// A read-only view of part of a [`DeviceBuffer`].
+#[derive(Clone, Copy)]
+pub struct DeviceSlice<'a, T: Pod> {
+    alloc: &'a Arc<Allocation>,
+    offset: usize,
+    len: usize,
+    _t: PhantomData<&'a [T]>,
+}
+
+/// A writable view of part of a [`DeviceBuffer`].
+pub struct DeviceSliceMut<'a, T: Pod> {
+    alloc: &'a Arc<Allocation>,
+    offset: usize,
+    len: usize,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+/// The parts of a view that operations need.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub(crate) alloc: &'a Arc<Allocation>,
+    /// Offset in bytes.
+    pub(crate) offset: usize,
+    /// Length in bytes.
+    pub(crate) bytes: usize,
+    /// Length in elements.
+    pub(crate) len: usize,
+}
+
+impl View<'_> {
+    pub(crate) fn ptr(&self) -> CUdeviceptr {
+        self.alloc.ptr + self.offset as CUdeviceptr
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Device memory an operation can read: a [`DeviceBuffer`], a
+/// [`DeviceSlice`] or a [`DeviceSliceMut`]. Sealed.
+pub trait AsDeviceSlice<T: Pod>: sealed::Sealed {
+    #[doc(hidden)]
+    fn view(&self) -> View<'_>;
+}
+
+/// Device memory an operation can write: a [`DeviceBuffer`] or a
+/// [`DeviceSliceMut`] (taken by `&mut`). Sealed.
+pub trait AsDeviceSliceMut<T: Pod>: AsDeviceSlice<T> {}
+
+fn view_of<T>(alloc: &Arc<Allocation>, offset: usize, len: usize) -> View<'_> {
+    let size = std::mem::size_of::<T>();
+    View { alloc, offset: offset * size, bytes: len * size, len }
+}
+
+impl<T: Pod> sealed::Sealed for DeviceBuffer<T> {}
+impl<T: Pod> AsDeviceSlice<T> for DeviceBuffer<T> {
+    fn view(&self) -> View<'_> {
+        view_of::<T>(&self.alloc, 0, self.len)
+    }
+}
+impl<T: Pod> AsDeviceSliceMut<T> for DeviceBuffer<T> {}
+
+impl<T: Pod> sealed::Sealed for DeviceSlice<'_, T> {}
+impl<T: Pod> AsDeviceSlice<T> for DeviceSlice<'_, T> {
+    fn view(&self) -> View<'_> {
+        view_of::<T>(self.alloc, self.offset, self.len)
+    }
+}
+
+impl<T: Pod> sealed::Sealed for DeviceSliceMut<'_, T> {}
+impl<T: Pod> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {
+    fn view(&self) -> View<'_> {
+        view_of::<T>(self.alloc, self.offset, self.len)
+    }
+}
+impl<T: Pod> AsDeviceSliceMut<T> for DeviceSliceMut<'_, T> {}
+
+impl<T: Pod> DeviceSlice<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The raw device address of the first element.
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
+    }
+}
+
+impl<T: Pod> DeviceSliceMut<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The raw device address of the first element.
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
+    }
+}
+
+/// Issues the frees deferred during a capture of `stream`.
+pub(crate) fn flush_deferred(stream: &Arc<StreamInner>) {
+    let deferred = std::mem::take(&mut stream.lock().deferred);
+    for d in deferred {
+        drop(d.alloc);
+    }
+}

@@ -1,0 +1,373 @@
+//! Devices, their primary contexts, and the device-wide wait.
+//!
+//! Unsafe code: this file calls the driver (`cuDeviceGet*`,
+//! `cuDevicePrimaryCtxRetain`, `cuCtxSetCurrent`, `cuCtxSynchronize`).
+#![allow(unsafe_code)]
+
+use crate::error::{Error, Result};
+use crate::ffi::{cu, driver};
+use crate::scope::DeviceSynced;
+use cuda_sys::{CUcontext, CUdevice, CUdevice_attribute as A, Driver};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// A CUDA device and its retained primary context.
+///
+/// Cheap to clone (a shared handle); `Send + Sync`. Every `Device` for one
+/// ordinal shares one state, so submissions on all its streams draw tickets
+/// from one counter and a [`Device::synchronize`] proof covers all of them.
+///
+/// The primary context (`cuDevicePrimaryCtxRetain`) is retained on first use
+/// and kept for the life of the process. Before each driver call gpu-sync
+/// makes it current on the calling thread (`cuCtxSetCurrent`), caching which
+/// context it made current per thread so the hot path costs a thread-local
+/// read. If foreign code changes the thread's current context behind
+/// gpu-sync's back, call [`Device::make_current`].
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+/// Launch limits read once from the device.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_block: [u32; 3],
+    pub max_grid: [u32; 3],
+    pub max_shared_per_block: u32,
+    pub max_shared_per_block_optin: u32,
+}
+
+pub(crate) struct DeviceInner {
+    pub ordinal: i32,
+    pub raw: CUdevice,
+    pub ctx: CUcontext,
+    pub drv: &'static Driver,
+    pub limits: Limits,
+    pub pools: bool,
+    /// Last ticket handed out to a submission on any stream of this device.
+    pub ticket: AtomicU64,
+    /// Every ticket up to this one is known complete (device-wide waits).
+    pub completed: AtomicU64,
+    /// Submissions hold it shared; a device-wide wait takes it exclusively
+    /// for the instant it reads `ticket`, so every ticket it claims belongs to
+    /// work already handed to the driver.
+    pub submit_gate: RwLock<()>,
+    pub ledger: crate::ledger::Ledger,
+    pub priority_range: (i32, i32),
+}
+
+// SAFETY: `raw` and `ctx` are plain driver handles. The driver API is
+// thread-safe: a primary context may be made current on, and used from, any
+// number of threads at once. All mutable state is atomics or locks.
+unsafe impl Send for DeviceInner {}
+// SAFETY: as above; shared references only read handles or go through atomics
+// and locks.
+unsafe impl Sync for DeviceInner {}
+
+thread_local! {
+    /// The context gpu-sync last made current on this thread.
+    static CURRENT: Cell<CUcontext> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+fn registry() -> &'static Mutex<HashMap<i32, Arc<DeviceInner>>> {
+    static DEVICES: OnceLock<Mutex<HashMap<i32, Arc<DeviceInner>>>> = OnceLock::new();
+    DEVICES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn attr(drv: &'static Driver, dev: CUdevice, a: A) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: cuDeviceGetAttribute writes one int through a valid pointer;
+    // `dev` came from cuDeviceGet.
+    unsafe { cu!(drv, cuDeviceGetAttribute(&mut v, a, dev)) }?;
+    Ok(v)
+}
+
+fn attr_u32(drv: &'static Driver, dev: CUdevice, a: A) -> Result<u32> {
+    Ok(u32::try_from(attr(drv, dev, a)?).unwrap_or(0))
+}
+
+impl Device {
+    /// Number of CUDA devices (`cuDeviceGetCount`).
+    ///
+    /// # Errors
+    /// [`Error::Load`] without a driver; a driver error otherwise.
+    pub fn count() -> Result<usize> {
+        let drv = driver()?;
+        let mut n = 0;
+        // SAFETY: cuDeviceGetCount writes one int through a valid pointer.
+        unsafe { cu!(drv, cuDeviceGetCount(&mut n)) }?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Every device, in ordinal order.
+    ///
+    /// # Errors
+    /// As [`Device::count`] and [`Device::get`].
+    pub fn all() -> Result<Vec<Device>> {
+        (0..Self::count()?).map(|i| Device::get(i as i32)).collect()
+    }
+
+    /// Device `ordinal` (`cuDeviceGet`), retaining its primary context
+    /// (`cuDevicePrimaryCtxRetain`) on first use.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an ordinal the driver does not have;
+    /// [`Error::Load`] without a driver.
+    pub fn get(ordinal: i32) -> Result<Device> {
+        let drv = driver()?;
+        let mut map = registry().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(inner) = map.get(&ordinal) {
+            return Ok(Device { inner: inner.clone() });
+        }
+        let count = {
+            let mut n = 0;
+            // SAFETY: writes one int through a valid pointer.
+            unsafe { cu!(drv, cuDeviceGetCount(&mut n)) }?;
+            n
+        };
+        if ordinal < 0 || ordinal >= count {
+            return Err(Error::InvalidArgument(format!(
+                "no CUDA device {ordinal}: the driver reports {count} device(s)"
+            )));
+        }
+        let mut raw: CUdevice = 0;
+        // SAFETY: writes one CUdevice through a valid pointer; ordinal checked.
+        unsafe { cu!(drv, cuDeviceGet(&mut raw, ordinal)) }?;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: retains the device's primary context and writes its handle;
+        // it is never released, so the handle stays valid for the process.
+        unsafe { cu!(drv, cuDevicePrimaryCtxRetain(&mut ctx, raw)) }?;
+        let limits = Limits {
+            max_threads_per_block: attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block: [
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_per_block: attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_shared_per_block_optin: attr_u32(
+                drv,
+                raw,
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+        };
+        let pools = drv.cuMemAllocAsync.is_some()
+            && drv.cuMemFreeAsync.is_some()
+            && attr(drv, raw, A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0;
+        bind_ctx(drv, ctx)?;
+        if pools {
+            keep_pool_memory(drv, raw)?;
+        }
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: writes two ints through valid pointers; the device's primary
+        // context is current on this thread (just above).
+        unsafe { cu!(drv, cuCtxGetStreamPriorityRange(&mut least, &mut greatest)) }?;
+        let inner = Arc::new(DeviceInner {
+            ordinal,
+            raw,
+            ctx,
+            drv,
+            limits,
+            pools,
+            ticket: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            submit_gate: RwLock::new(()),
+            ledger: crate::ledger::Ledger::default(),
+            priority_range: (least, greatest),
+        });
+        map.insert(ordinal, inner.clone());
+        Ok(Device { inner })
+    }
+
+    /// The device's ordinal.
+    pub fn ordinal(&self) -> i32 {
+        self.inner.ordinal
+    }
+
+    /// The raw `CUdevice`.
+    pub fn as_raw(&self) -> CUdevice {
+        self.inner.raw
+    }
+
+    /// The raw primary context (retained for the life of the process).
+    pub fn raw_context(&self) -> CUcontext {
+        self.inner.ctx
+    }
+
+    /// Whether stream-ordered allocation (`cuMemAllocAsync`) is used for this
+    /// device's buffers; without it buffers use `cuMemAlloc`/`cuMemFree`.
+    pub fn has_memory_pools(&self) -> bool {
+        self.inner.pools
+    }
+
+    /// Makes this device's primary context current on the calling thread
+    /// (`cuCtxSetCurrent`), skipping the call when gpu-sync made it current
+    /// last time on this thread.
+    ///
+    /// # Errors
+    /// A driver error from `cuCtxSetCurrent`.
+    #[inline]
+    pub fn make_current(&self) -> Result<()> {
+        self.inner.bind()
+    }
+
+    /// Device name (`cuDeviceGetName`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn name(&self) -> Result<String> {
+        let mut buf = [0u8; 256];
+        // SAFETY: cuDeviceGetName writes at most `len` bytes (NUL included)
+        // into the buffer, which has that many.
+        unsafe {
+            cu!(self.inner.drv, cuDeviceGetName(buf.as_mut_ptr().cast(), buf.len() as i32, self.inner.raw))
+        }?;
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+
+    /// One attribute (`cuDeviceGetAttribute`).
+    ///
+    /// # Errors
+    /// A driver error (for example an attribute this driver does not know).
+    pub fn attribute(&self, a: A) -> Result<i32> {
+        attr(self.inner.drv, self.inner.raw, a)
+    }
+
+    /// Compute capability `(major, minor)`.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn compute_capability(&self) -> Result<(i32, i32)> {
+        Ok((
+            self.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            self.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ))
+    }
+
+    /// Total device memory in bytes (`cuDeviceTotalMem`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn total_memory(&self) -> Result<u64> {
+        let mut bytes = 0usize;
+        // SAFETY: writes one size_t through a valid pointer.
+        unsafe { cu!(self.inner.drv, cuDeviceTotalMem(&mut bytes, self.inner.raw)) }?;
+        Ok(bytes as u64)
+    }
+
+    /// Free and total memory of the device as the driver sees it
+    /// (`cuMemGetInfo`), in bytes.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn memory_info(&self) -> Result<(u64, u64)> {
+        self.make_current()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: writes two size_t through valid pointers; the device's
+        // context is current on this thread.
+        unsafe { cu!(self.inner.drv, cuMemGetInfo(&mut free, &mut total)) }?;
+        Ok((free as u64, total as u64))
+    }
+
+    /// The stream priority range `(least, greatest)` from
+    /// `cuCtxGetStreamPriorityRange`; numerically lower is higher priority.
+    pub fn stream_priority_range(&self) -> (i32, i32) {
+        self.inner.priority_range
+    }
+
+    /// The driver's CUDA version (`cuDriverGetVersion`), e.g. `13000`.
+    pub fn driver_version(&self) -> i32 {
+        self.inner.drv.version()
+    }
+
+    /// Blocks the host until every stream of this device has finished all
+    /// work submitted before the call (`cuCtxSynchronize`) — the widest host
+    /// wait, after an event's and a stream's.
+    ///
+    /// Returns a proof covering every point submitted on any stream of the
+    /// device before the call.
+    ///
+    /// # Errors
+    /// A driver error; [`Error::ContextLost`] if asynchronous work failed with
+    /// a sticky error.
+    pub fn synchronize(&self) -> Result<DeviceSynced> {
+        let ticket = {
+            let _gate = self.inner.submit_gate.write().unwrap_or_else(|p| p.into_inner());
+            self.inner.ticket.load(Ordering::SeqCst)
+        };
+        self.make_current()?;
+        // SAFETY: the device's primary context is current on this thread;
+        // cuCtxSynchronize takes no arguments (the pre-13.0 ABI).
+        unsafe { cu!(self.inner.drv, cuCtxSynchronize()) }?;
+        self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
+        Ok(DeviceSynced { device: self.inner.ordinal, ticket })
+    }
+
+    pub(crate) fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl DeviceInner {
+    /// See [`Device::make_current`].
+    #[inline]
+    pub(crate) fn bind(&self) -> Result<()> {
+        if CURRENT.with(Cell::get) == self.ctx {
+            return Ok(());
+        }
+        bind_ctx(self.drv, self.ctx)
+    }
+
+    /// Hands out the next ticket (call with the submit gate held shared and
+    /// the stream's state locked).
+    #[inline]
+    pub(crate) fn next_ticket(&self) -> u64 {
+        self.ticket.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// Lets the default memory pool keep freed memory for reuse instead of
+/// returning it to the OS at every synchronization (its release threshold
+/// raised from 0 to the maximum), as caching allocators do;
+/// [`Device::trim_memory_pool`] gives memory back.
+fn keep_pool_memory(drv: &'static Driver, dev: CUdevice) -> Result<()> {
+    let mut pool: cuda_sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: writes one pool handle through a valid pointer.
+    unsafe { cu!(drv, cuDeviceGetDefaultMemPool(&mut pool, dev)) }?;
+    let mut threshold: u64 = u64::MAX;
+    let attr = cuda_sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: CU_MEMPOOL_ATTR_RELEASE_THRESHOLD takes a cuuint64_t, which
+    // `threshold` is.
+    unsafe { cu!(drv, cuMemPoolSetAttribute(pool, attr, (&mut threshold as *mut u64).cast())) }
+}
+
+/// Makes `ctx` current on this thread and remembers it.
+fn bind_ctx(drv: &'static Driver, ctx: CUcontext) -> Result<()> {
+    // SAFETY: `ctx` is a primary context retained by `Device::get` and never
+    // released, so it is valid for the life of the process.
+    unsafe { cu!(drv, cuCtxSetCurrent(ctx)) }?;
+    CURRENT.with(|c| c.set(ctx));
+    Ok(())
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({})", self.inner.ordinal)
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other)
+    }
+}
+impl Eq for Device {}

@@ -1,0 +1,155 @@
+//! The crate's error type: every failure names its cause, and every driver
+//! failure names the driver call and its `CUresult`.
+
+use cuda_sys::{CuError, LoadError};
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in gpu-sync.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The driver could not be loaded (no libcuda, no GPU, `cuInit` failed).
+    #[error("CUDA driver unavailable: {0}")]
+    Load(#[from] LoadError),
+
+    /// A driver call failed.
+    #[error("{call} failed: {error}")]
+    Driver {
+        /// The driver entry point (`cuStreamWaitEvent`).
+        call: &'static str,
+        /// What it returned.
+        error: CuError,
+    },
+
+    /// A driver call reported a sticky error: the context is lost and every
+    /// later call on this device fails; the process must restart to use it.
+    #[error(
+        "the CUDA context is lost ({call} returned {error}); restart the process to use this device again"
+    )]
+    ContextLost {
+        /// The driver entry point that reported it.
+        call: &'static str,
+        /// The sticky error.
+        error: CuError,
+    },
+
+    /// The loaded driver lacks an entry point this feature needs.
+    #[error("{call} needs a CUDA {needs} driver; this driver is CUDA {have}")]
+    Unsupported {
+        /// The missing entry point.
+        call: &'static str,
+        /// Version that introduced it (`"12.4"`).
+        needs: String,
+        /// Version of the loaded driver.
+        have: String,
+    },
+
+    /// An argument was rejected before reaching the driver.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// Two buffers or views that must have one length do not.
+    #[error("length mismatch in {op}: source has {src} elements, destination {dst}")]
+    LengthMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Source length in elements.
+        src: usize,
+        /// Destination length in elements.
+        dst: usize,
+    },
+
+    /// A range outside a buffer.
+    #[error("range {start}..{end} is outside a buffer of {len} elements")]
+    OutOfRange {
+        /// Range start.
+        start: usize,
+        /// Range end (exclusive).
+        end: usize,
+        /// Buffer length.
+        len: usize,
+    },
+
+    /// Objects of two devices were mixed where one device is needed.
+    #[error("{what} belongs to device {found}, but the operation runs on device {expected}")]
+    DeviceMismatch {
+        /// What was on the wrong device.
+        what: &'static str,
+        /// The device the operation runs on.
+        expected: i32,
+        /// The device of the offending object.
+        found: i32,
+    },
+
+    /// A kernel's Rust signature does not match what the driver reports.
+    #[error("kernel `{kernel}`: {problem}")]
+    KernelSignature {
+        /// Kernel name.
+        kernel: String,
+        /// What does not match (names the parameter).
+        problem: String,
+    },
+
+    /// A launch configuration the device cannot run.
+    #[error("invalid launch of `{kernel}`: {reason}")]
+    LaunchConfig {
+        /// Kernel name.
+        kernel: String,
+        /// Which limit it breaks.
+        reason: String,
+    },
+
+    /// An event that was never recorded was asked for something that needs a
+    /// recorded event (`elapsed`).
+    #[error("event has not been recorded")]
+    EventNotRecorded,
+
+    /// `elapsed` was asked of events whose work has not completed.
+    #[error("event has not completed yet; wait for it before reading its time")]
+    EventNotComplete,
+
+    /// The operation is not allowed on a stream that is capturing a graph.
+    #[error("{op} is not allowed while the stream is capturing a CUDA graph")]
+    Capturing {
+        /// The refused operation.
+        op: &'static str,
+    },
+
+    /// A proof was presented that does not cover the work it was asked to.
+    #[error("the wait presented ({proof}) does not cover this work ({work})")]
+    NotCovered {
+        /// What the proof covers.
+        proof: String,
+        /// The work it was asked to cover.
+        work: String,
+    },
+}
+
+impl Error {
+    /// The error for driver call `call` returning `error`: a lost context for
+    /// sticky errors, else [`Error::Driver`].
+    pub(crate) fn driver(call: &'static str, error: CuError) -> Error {
+        if error.is_sticky() { Error::ContextLost { call, error } } else { Error::Driver { call, error } }
+    }
+
+    /// The raw driver error, if this is one.
+    pub fn cu_error(&self) -> Option<CuError> {
+        match self {
+            Error::Driver { error, .. } | Error::ContextLost { error, .. } => Some(*error),
+            Error::Load(LoadError::InitFailed { result, .. }) => Some(*result),
+            _ => None,
+        }
+    }
+
+    /// The driver call that failed, if this is a driver error.
+    pub fn call(&self) -> Option<&'static str> {
+        match self {
+            Error::Driver { call, .. }
+            | Error::ContextLost { call, .. }
+            | Error::Unsupported { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Events: timestamps and fences on a stream. A [`TimingEvent`] can measure
+//! time between two records; a [`SyncEvent`] (`CU_EVENT_DISABLE_TIMING`) is
+//! cheaper and only orders and waits. `elapsed` exists only on the first.
+//!
+//! Unsafe code: this file calls the driver (`cuEventCreate`, `cuEventRecord`,
+//! `cuEventQuery`, `cuEventSynchronize`, `cuEventElapsedTime`).
+#![allow(unsafe_code)]
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::{cu, cu_query};
+use crate::scope::EventSynced;
+use crate::stream::{LegacyStream, PerThreadStream, Point, Stream, destroy_event};
+use cuda_sys::{CUevent, CUevent_flags, CUresult, CUstream};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Where an event was last recorded.
+pub(crate) struct Recorded {
+    /// The stream point it covers; `None` on a default stream (untracked).
+    pub point: Option<Point>,
+}
+
+/// An event's handle and record state (reachable only inside the crate).
+pub struct EventInner {
+    pub raw: CUevent,
+    pub device: Device,
+    record: Mutex<Option<Recorded>>,
+}
+
+// SAFETY: `CUevent` handles may be used from any thread; the record state is
+// behind a mutex.
+unsafe impl Send for EventInner {}
+// SAFETY: as above.
+unsafe impl Sync for EventInner {}
+
+impl EventInner {
+    fn create(device: &Device, flags: u32) -> Result<EventInner> {
+        let dev = &device.inner;
+        dev.bind()?;
+        let mut raw: CUevent = std::ptr::null_mut();
+        // SAFETY: writes one handle through a valid pointer; context current.
+        unsafe { cu!(dev.drv, cuEventCreate(&mut raw, flags)) }?;
+        Ok(EventInner { raw, device: device.clone(), record: Mutex::new(None) })
+    }
+
+    /// Locks the record state; held across a wait on the event so that no
+    /// re-record slips between reading where it was recorded and the wait.
+    pub(crate) fn lock_record(&self) -> MutexGuard<'_, Option<Recorded>> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record_on(&self, target: &dyn RecordSeal) -> Result<()> {
+        let mut rec = self.lock_record();
+        let (raw, device, stream) = target.target();
+        if !device.same(&self.device) {
+            return Err(Error::DeviceMismatch {
+                what: "the event",
+                expected: device.ordinal(),
+                found: self.device.ordinal(),
+            });
+        }
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let point = match stream {
+            Some(s) => {
+                let st = s.inner.lock();
+                if st.capture.is_some() {
+                    return Err(Error::Capturing { op: "Event::record" });
+                }
+                // SAFETY: both handles are live; the stream's state lock makes
+                // the record's position agree with its last ticket.
+                unsafe { cu!(dev.drv, cuEventRecord(self.raw, raw)) }?;
+                Some(Point { stream: s.inner.clone(), ticket: st.last_ticket })
+            }
+            None => {
+                // SAFETY: a default-stream handle is valid in the current
+                // context and the event is live.
+                unsafe { cu!(dev.drv, cuEventRecord(self.raw, raw)) }?;
+                None
+            }
+        };
+        *rec = Some(Recorded { point });
+        Ok(())
+    }
+
+    fn proof(&self, rec: &Option<Recorded>) -> EventSynced {
+        match rec.as_ref().and_then(|r| r.point.as_ref()) {
+            Some(p) => {
+                p.stream.completed.fetch_max(p.ticket, Ordering::AcqRel);
+                EventSynced { stream: Some(p.stream.id), device: self.device.ordinal(), ticket: p.ticket }
+            }
+            None => EventSynced { stream: None, device: self.device.ordinal(), ticket: 0 },
+        }
+    }
+
+    fn query(&self) -> Result<Option<EventSynced>> {
+        let rec = self.lock_record();
+        let dev = &self.device.inner;
+        dev.bind()?;
+        // SAFETY: the event is live.
+        let done = unsafe { cu_query!(dev.drv, cuEventQuery(self.raw)) }?;
+        Ok(done.then(|| self.proof(&rec)))
+    }
+
+    fn synchronize(&self) -> Result<EventSynced> {
+        let rec = self.lock_record();
+        let dev = &self.device.inner;
+        dev.bind()?;
+        // SAFETY: the event is live.
+        unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }?;
+        Ok(self.proof(&rec))
+    }
+}
+
+impl Drop for EventInner {
+    fn drop(&mut self) {
+        destroy_event(&self.device, self.raw);
+    }
+}
+
+/// Seals of the public event traits: public traits in a module outside
+/// code cannot name, so only this crate implements them.
+pub(crate) mod sealed {
+    use super::*;
+
+    /// Seal of [`super::AsEvent`].
+    pub trait EventSeal {
+        /// The event's handle and record state.
+        fn event_inner(&self) -> &EventInner;
+    }
+
+    /// Seal of [`super::RecordTarget`].
+    pub trait RecordSeal {
+        /// The raw stream, its device, and the tracked stream if it is one.
+        fn target(&self) -> (CUstream, &Device, Option<&Stream>);
+    }
+}
+pub(crate) use sealed::EventSeal;
+use sealed::RecordSeal;
+
+/// The two event types, for functions that take either
+/// ([`Stream::wait`]). Sealed.
+pub trait AsEvent: sealed::EventSeal {}
+
+/// What an event can be recorded on: a [`Stream`], the [`LegacyStream`] or a
+/// [`PerThreadStream`]. Sealed.
+pub trait RecordTarget: sealed::RecordSeal {}
+
+impl RecordSeal for Stream {
+    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
+        (self.as_raw(), self.device(), Some(self))
+    }
+}
+impl RecordTarget for Stream {}
+impl RecordSeal for LegacyStream {
+    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
+        (cuda_sys::CU_STREAM_LEGACY, &self.device, None)
+    }
+}
+impl RecordTarget for LegacyStream {}
+impl RecordSeal for PerThreadStream {
+    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
+        (cuda_sys::CU_STREAM_PER_THREAD, &self.device, None)
+    }
+}
+impl RecordTarget for PerThreadStream {}
+
+macro_rules! event_common {
+    ($ty:ident) => {
+        impl EventSeal for $ty {
+            fn event_inner(&self) -> &EventInner {
+                &self.inner
+            }
+        }
+        impl AsEvent for $ty {}
+
+        impl $ty {
+            /// Records the event on `stream` (`cuEventRecord`): it completes
+            /// when all work submitted there before this call has completed.
+            /// Re-recording supersedes the earlier record.
+            ///
+            /// # Errors
+            /// [`Error::DeviceMismatch`] for a stream of another device;
+            /// [`Error::Capturing`] on a capturing stream; a driver error.
+            pub fn record<S: RecordTarget>(&self, stream: &S) -> Result<()> {
+                self.inner.record_on(stream)
+            }
+
+            /// Whether the recorded work has completed (`cuEventQuery`),
+            /// without blocking; `Some(proof)` when it has. A never-recorded
+            /// event counts as complete and its proof covers nothing.
+            ///
+            /// # Errors
+            /// A driver error (asynchronous failures surface here).
+            pub fn query(&self) -> Result<Option<EventSynced>> {
+                self.inner.query()
+            }
+
+            /// Blocks the host until the recorded work has completed
+            /// (`cuEventSynchronize`) — the narrowest host wait. The proof
+            /// covers the recorded stream up to the record.
+            ///
+            /// # Errors
+            /// A driver error.
+            pub fn synchronize(&self) -> Result<EventSynced> {
+                self.inner.synchronize()
+            }
+
+            /// The raw handle, for interop.
+            pub fn as_raw(&self) -> CUevent {
+                self.inner.raw
+            }
+
+            /// The event's device.
+            pub fn device(&self) -> &Device {
+                &self.inner.device
+            }
+
+            /// Whether the event has been recorded at least once.
+            pub fn is_recorded(&self) -> bool {
+                self.inner.lock_record().is_some()
+            }
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!(stringify!($ty), "(device {})"), self.inner.device.ordinal())
+            }
+        }
+    };
+}
+
+/// An event that records a timestamp: [`TimingEvent::elapsed`] measures the
+/// device time between two of them (`cuEventCreate` with `CU_EVENT_DEFAULT`,
+/// or `CU_EVENT_BLOCKING_SYNC` from [`TimingEvent::blocking`]).
+pub struct TimingEvent {
+    inner: EventInner,
+}
+
+/// An event for ordering and waiting only (`CU_EVENT_DISABLE_TIMING`): cheaper
+/// to record and wait on than a [`TimingEvent`]; has no `elapsed`.
+pub struct SyncEvent {
+    inner: EventInner,
+}
+
+event_common!(TimingEvent);
+event_common!(SyncEvent);
+
+impl TimingEvent {
+    /// A timing event whose host waits spin (`CU_EVENT_DEFAULT`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn new(device: &Device) -> Result<TimingEvent> {
+        Ok(TimingEvent { inner: EventInner::create(device, CUevent_flags::CU_EVENT_DEFAULT.0)? })
+    }
+
+    /// A timing event whose host waits block the thread instead of spinning
+    /// (`CU_EVENT_BLOCKING_SYNC`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn blocking(device: &Device) -> Result<TimingEvent> {
+        Ok(TimingEvent { inner: EventInner::create(device, CUevent_flags::CU_EVENT_BLOCKING_SYNC.0)? })
+    }
+
+    /// Device time from this event's record to `end`'s
+    /// (`cuEventElapsedTime`, resolution about 0.5 µs).
+    ///
+    /// # Errors
+    /// [`Error::EventNotRecorded`] if either was never recorded;
+    /// [`Error::DeviceMismatch`] for events of two devices;
+    /// [`Error::EventNotComplete`] if either's work has not completed (never a
+    /// garbage value); [`Error::InvalidArgument`] if `end` completed before
+    /// this one; a driver error.
+    pub fn elapsed(&self, end: &TimingEvent) -> Result<Duration> {
+        if !self.is_recorded() || !end.is_recorded() {
+            return Err(Error::EventNotRecorded);
+        }
+        if !self.inner.device.same(&end.inner.device) {
+            return Err(Error::DeviceMismatch {
+                what: "the end event",
+                expected: self.inner.device.ordinal(),
+                found: end.inner.device.ordinal(),
+            });
+        }
+        if self.query()?.is_none() || end.query()?.is_none() {
+            return Err(Error::EventNotComplete);
+        }
+        let dev = &self.inner.device.inner;
+        dev.bind()?;
+        let mut ms = 0f32;
+        // SAFETY: writes one float; both events are live and recorded.
+        let r = unsafe { cu!(dev.drv, cuEventElapsedTime(&mut ms, self.inner.raw, end.inner.raw)) };
+        match r {
+            Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_READY => {
+                return Err(Error::EventNotComplete);
+            }
+            other => other?,
+        }
+        if ms.is_nan() || ms < 0.0 {
+            return Err(Error::InvalidArgument(format!(
+                "the end event completed {:.3} ms before the start event",
+                -ms
+            )));
+        }
+        Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+    }
+}
+
+impl SyncEvent {
+    /// A sync-only event (`CU_EVENT_DISABLE_TIMING`) whose host waits spin.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn new(device: &Device) -> Result<SyncEvent> {
+        Ok(SyncEvent { inner: EventInner::create(device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)? })
+    }
+
+    /// A sync-only event whose host waits block the thread
+    /// (`CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn blocking(device: &Device) -> Result<SyncEvent> {
+        let flags = CUevent_flags::CU_EVENT_DISABLE_TIMING.0 | CUevent_flags::CU_EVENT_BLOCKING_SYNC.0;
+        Ok(SyncEvent { inner: EventInner::create(device, flags)? })
+    }
+}

@@ -1,0 +1,464 @@
+//! CUDA graphs: capture a stream (and streams forked from it) into a graph,
+//! instantiate it, replay it.
+//!
+//! Tracking stays correct through capture without touching the driver's
+//! event queries (illegal while capturing):
+//! - captured operations are not executed, so they do not enter the buffers'
+//!   trackers; a capture-local tracker orders them among the capture's own
+//!   streams (events recorded and waited inside the capture become graph
+//!   edges);
+//! - the graph remembers every buffer it touches and how, and holds the
+//!   memory alive; each replay ([`GraphExec::launch`]) is one tracked
+//!   operation over that set, so it waits for conflicting uses on other
+//!   streams and later uses wait for it;
+//! - host-visible work (copies to or from host memory, host waits, host
+//!   functions, allocation on a capturing stream) is refused with
+//!   [`Error::Capturing`]; frees that fall due on a capturing stream are
+//!   issued when the capture ends.
+//!
+//! Unsafe code: this file calls the driver (`cuStreamBeginCapture`,
+//! `cuStreamEndCapture`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`, …).
+#![allow(unsafe_code)]
+
+use crate::buffer::{Allocation, flush_deferred};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::cu;
+use crate::module::ModuleInner;
+use crate::stream::{Point, Stream, StreamInner, destroy_event};
+use crate::tracker::{Access, Target, Use, run_tracked};
+use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamCaptureMode};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// What a captured launch keeps alive for the graph.
+pub(crate) type KeepAlive = Arc<ModuleInner>;
+
+#[derive(Default)]
+struct LocalTracker {
+    write: Option<(u64, u64)>,
+    reads: Vec<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct CaptureInner {
+    local: HashMap<u64, LocalTracker>,
+    accesses: HashMap<u64, (Arc<Allocation>, Access)>,
+    modules: Vec<Arc<ModuleInner>>,
+    events: Vec<CUevent>,
+    seq: u64,
+}
+
+/// A capture in progress, shared by the origin stream and its forks.
+pub(crate) struct CaptureState {
+    origin: Arc<StreamInner>,
+    streams: Mutex<Vec<Arc<StreamInner>>>,
+    inner: Mutex<CaptureInner>,
+}
+
+// SAFETY: the raw events inside are driver handles usable from any thread;
+// all state is behind mutexes.
+unsafe impl Send for CaptureState {}
+// SAFETY: as above.
+unsafe impl Sync for CaptureState {}
+
+impl CaptureState {
+    fn stream(&self, id: u64) -> Option<Arc<StreamInner>> {
+        if self.origin.id == id {
+            return Some(self.origin.clone());
+        }
+        self.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Makes capturing stream `to` wait for capturing stream `from`'s work so
+    /// far: an event recorded on `from` and waited on `to`, both captured as
+    /// graph edges.
+    fn edge(
+        &self,
+        inner: &mut CaptureInner,
+        from: &StreamInner,
+        to: CUstream,
+        device: &Device,
+    ) -> Result<()> {
+        let dev = &device.inner;
+        let mut ev: CUevent = std::ptr::null_mut();
+        // SAFETY: writes one event handle; the context is current.
+        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
+        inner.events.push(ev);
+        // SAFETY: both streams are live and part of this capture, so the
+        // record and the wait become graph nodes/edges; `ev` is live until
+        // the capture ends.
+        unsafe { cu!(dev.drv, cuEventRecord(ev, from.raw)) }?;
+        // SAFETY: as above.
+        unsafe { cu!(dev.drv, cuStreamWaitEvent(to, ev, 0)) }
+    }
+}
+
+fn lock_capture(s: &StreamInner) -> Option<Arc<CaptureState>> {
+    s.lock().capture.clone()
+}
+
+/// The capture path of [`run_tracked`].
+pub(crate) fn run_captured<R>(
+    stream: &Stream,
+    op_name: &'static str,
+    uses: &[Use<'_>],
+    keep: Option<KeepAlive>,
+    op: impl FnOnce(CUstream) -> Result<R>,
+) -> Result<R> {
+    let s = &stream.inner;
+    let Some(cap) = lock_capture(s) else {
+        return Err(Error::Capturing { op: op_name });
+    };
+    let device = stream.device();
+    device.inner.bind()?;
+    let mut inner = cap.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let mut deps: Vec<u64> = Vec::new();
+    for (t, a) in uses {
+        let Target::Device(alloc) = t else {
+            return Err(Error::Capturing { op: op_name });
+        };
+        if let Some(lt) = inner.local.get(&alloc.res.id) {
+            if let Some((sid, _)) = lt.write
+                && sid != s.id
+            {
+                deps.push(sid);
+            }
+            if *a == Access::Write {
+                deps.extend(lt.reads.iter().filter(|(sid, _)| *sid != s.id).map(|(sid, _)| *sid));
+            }
+        }
+    }
+    deps.sort_unstable();
+    deps.dedup();
+    for sid in deps {
+        let Some(from) = cap.stream(sid) else { continue };
+        cap.edge(&mut inner, &from, s.raw, device)?;
+    }
+    let r = op(s.raw)?;
+    inner.seq += 1;
+    let seq = inner.seq;
+    for (t, a) in uses {
+        let Target::Device(alloc) = t else { continue };
+        let lt = inner.local.entry(alloc.res.id).or_default();
+        match a {
+            Access::Read => {
+                lt.reads.retain(|(sid, _)| *sid != s.id);
+                lt.reads.push((s.id, seq));
+            }
+            Access::Write => {
+                lt.write = Some((s.id, seq));
+                lt.reads.clear();
+            }
+        }
+        let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| ((*alloc).clone(), *a));
+        if *a == Access::Write {
+            entry.1 = Access::Write;
+        }
+    }
+    if let Some(m) = keep
+        && !inner.modules.iter().any(|x| Arc::ptr_eq(x, &m))
+    {
+        inner.modules.push(m);
+    }
+    Ok(r)
+}
+
+/// [`Stream::wait_stream`] when either stream is capturing: allowed only
+/// between two streams of one capture (a graph edge).
+pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) -> Result<()> {
+    let (a, b) = (lock_capture(to), lock_capture(from));
+    match (a, b) {
+        (Some(a), Some(b)) if Arc::ptr_eq(&a, &b) => {
+            to.device.inner.bind()?;
+            let mut inner = a.inner.lock().unwrap_or_else(|p| p.into_inner());
+            a.edge(&mut inner, from, to.raw, &to.device)
+        }
+        _ => Err(Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" }),
+    }
+}
+
+/// The scope of a capture: the capturing stream, and forks of it.
+pub struct Capture<'a> {
+    origin: &'a Stream,
+    state: Arc<CaptureState>,
+}
+
+impl Capture<'_> {
+    /// The capturing stream (the one [`Stream::capture`] was called on).
+    pub fn stream(&self) -> &Stream {
+        self.origin
+    }
+
+    /// A new stream that joins the capture, ordered after everything captured
+    /// on the origin so far (an event recorded on the origin and waited on
+    /// the fork). Work on it becomes parallel branches of the graph; it is
+    /// joined back into the origin when the capture ends.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn fork(&self) -> Result<Stream> {
+        let fork = Stream::new(self.origin.device())?;
+        {
+            let mut st = fork.inner.lock();
+            st.capture = Some(self.state.clone());
+            fork.inner.capturing.store(true, Ordering::Release);
+        }
+        self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
+        let mut inner = self.state.inner.lock().unwrap_or_else(|p| p.into_inner());
+        self.state.edge(&mut inner, &self.state.origin, fork.inner.raw, self.origin.device())?;
+        Ok(fork)
+    }
+}
+
+impl Stream {
+    /// Captures the work `f` submits on this stream (and on streams it
+    /// [`Capture::fork`]s) into a graph (`cuStreamBeginCapture` in thread-local
+    /// mode … `cuStreamEndCapture`). Nothing runs during the capture; replay
+    /// it with [`Graph::instantiate`] and [`GraphExec::launch`].
+    ///
+    /// Inside `f`, device-side operations (launches, device copies, fills)
+    /// are captured; host-visible ones return [`Error::Capturing`]. Whatever
+    /// `f` returns, the capture is ended and the stream usable again.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] if the stream is already capturing; `f`'s error;
+    /// a driver error (for example `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
+    pub fn capture<F>(&self, f: F) -> Result<Graph>
+    where
+        F: FnOnce(&Capture<'_>) -> Result<()>,
+    {
+        let s = &self.inner;
+        let dev = &s.device.inner;
+        dev.bind()?;
+        let state = Arc::new(CaptureState {
+            origin: s.clone(),
+            streams: Mutex::new(Vec::new()),
+            inner: Mutex::new(CaptureInner::default()),
+        });
+        {
+            let mut st = s.lock();
+            if st.capture.is_some() {
+                return Err(Error::Capturing { op: "Stream::capture" });
+            }
+            // Waits on work from before the capture must never need a new
+            // record on this stream while it captures.
+            s.seal_marker(&mut st)?;
+            let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+            // SAFETY: a live stream of the current context, not capturing.
+            unsafe { cu!(dev.drv, cuStreamBeginCapture(s.raw, mode)) }?;
+            st.capture = Some(state.clone());
+            s.capturing.store(true, Ordering::Release);
+        }
+        let scope = Capture { origin: self, state: state.clone() };
+        let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
+        let ended = end_capture(&state);
+        let body = match body {
+            Ok(r) => r,
+            Err(panic) => {
+                if let Ok(g) = ended {
+                    destroy_graph(&self.inner.device, g);
+                }
+                std::panic::resume_unwind(panic);
+            }
+        };
+        let raw = ended?;
+        if let Err(e) = body {
+            destroy_graph(&self.inner.device, raw);
+            return Err(e);
+        }
+        let inner = std::mem::take(&mut *state.inner.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(Graph {
+            raw,
+            device: self.device().clone(),
+            accesses: inner.accesses.into_values().collect(),
+            modules: inner.modules,
+        })
+    }
+}
+
+/// Joins the forks, ends the capture on every stream, and releases what the
+/// capture held; returns the graph or the driver's error.
+fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
+    let origin = &state.origin;
+    let dev = &origin.device.inner;
+    let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut joined = Ok(());
+    {
+        let mut inner = state.inner.lock().unwrap_or_else(|p| p.into_inner());
+        for f in &forks {
+            if joined.is_ok() {
+                joined = state.edge(&mut inner, f, origin.raw, &origin.device);
+            }
+        }
+    }
+    let mut graph: CUgraph = std::ptr::null_mut();
+    let ended = dev.bind().and_then(|()| {
+        // SAFETY: `origin` is live and capturing; writes one graph handle.
+        unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
+    });
+    for s in forks.iter().chain(std::iter::once(origin)) {
+        let mut st = s.lock();
+        st.capture = None;
+        s.capturing.store(false, Ordering::Release);
+    }
+    let events = std::mem::take(&mut state.inner.lock().unwrap_or_else(|p| p.into_inner()).events);
+    for ev in events {
+        destroy_event(&origin.device, ev);
+    }
+    for s in forks.iter().chain(std::iter::once(origin)) {
+        flush_deferred(s);
+    }
+    joined?;
+    ended?;
+    Ok(graph)
+}
+
+fn destroy_graph(device: &Device, g: CUgraph) {
+    if g.is_null() {
+        return;
+    }
+    let dev = &device.inner;
+    let r = dev.bind().and_then(|()| {
+        // SAFETY: `g` came from cuStreamEndCapture and is destroyed once.
+        unsafe { cu!(dev.drv, cuGraphDestroy(g)) }
+    });
+    if let Err(e) = r {
+        log::warn!("leaking a CUDA graph: {e}");
+    }
+}
+
+/// A captured graph (`CUgraph`). It keeps every buffer it touches, and the
+/// modules of its kernels, alive.
+pub struct Graph {
+    raw: CUgraph,
+    device: Device,
+    accesses: Vec<(Arc<Allocation>, Access)>,
+    modules: Vec<Arc<ModuleInner>>,
+}
+
+// SAFETY: graph handles may be used from any thread; the rest is shared
+// handles that are Send + Sync.
+unsafe impl Send for Graph {}
+// SAFETY: nothing is mutated through `&Graph`.
+unsafe impl Sync for Graph {}
+
+impl Graph {
+    /// Number of nodes (`cuGraphGetNodes`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn node_count(&self) -> Result<usize> {
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut n = 0usize;
+        // SAFETY: with a null array the call only writes the count.
+        unsafe { cu!(dev.drv, cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n)) }?;
+        Ok(n)
+    }
+
+    /// Number of distinct buffers the graph touches.
+    pub fn buffer_count(&self) -> usize {
+        self.accesses.len()
+    }
+
+    /// An executable instance (`cuGraphInstantiateWithFlags`, flags 0).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut exec: CUgraphExec = std::ptr::null_mut();
+        // SAFETY: writes one exec handle; the graph is live.
+        unsafe { cu!(dev.drv, cuGraphInstantiateWithFlags(&mut exec, self.raw, 0)) }?;
+        Ok(GraphExec {
+            raw: exec,
+            device: self.device.clone(),
+            accesses: self.accesses.clone(),
+            _modules: self.modules.clone(),
+            last: Mutex::new(None),
+        })
+    }
+
+    /// The raw handle.
+    pub fn as_raw(&self) -> CUgraph {
+        self.raw
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        destroy_graph(&self.device, self.raw);
+    }
+}
+
+/// An instantiated graph (`CUgraphExec`), replayed with [`GraphExec::launch`].
+pub struct GraphExec {
+    raw: CUgraphExec,
+    device: Device,
+    accesses: Vec<(Arc<Allocation>, Access)>,
+    _modules: Vec<Arc<ModuleInner>>,
+    last: Mutex<Option<Point>>,
+}
+
+// SAFETY: exec handles may be used from any thread; launches are serialized
+// by the stream they go on, `last` is behind a mutex.
+unsafe impl Send for GraphExec {}
+// SAFETY: as above.
+unsafe impl Sync for GraphExec {}
+
+impl GraphExec {
+    /// Replays the graph on `stream` (`cuGraphLaunch`) as one tracked
+    /// operation over every buffer the graph touches.
+    ///
+    /// # Errors
+    /// [`Error::DeviceMismatch`]; [`Error::Capturing`] on a capturing stream;
+    /// a driver error.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if !stream.device().same(&self.device) {
+            return Err(Error::DeviceMismatch {
+                what: "the graph",
+                expected: stream.device().ordinal(),
+                found: self.device.ordinal(),
+            });
+        }
+        if stream.is_capturing() {
+            return Err(Error::Capturing { op: "GraphExec::launch" });
+        }
+        let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
+        let drv = self.device.inner.drv;
+        let exec = self.raw;
+        let ((), ticket) = run_tracked(stream, "cuGraphLaunch", &uses, None, |raw| {
+            // SAFETY: a live exec of this device's context and a live stream;
+            // every buffer the graph touches is kept alive by `accesses` and
+            // ordered by the tracking of this launch.
+            unsafe { cu!(drv, cuGraphLaunch(exec, raw)) }
+        })?;
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Point { stream: stream.inner.clone(), ticket });
+        Ok(())
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(p) = last
+            && let Err(e) = p.host_wait()
+        {
+            log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
+            return;
+        }
+        let dev = &self.device.inner;
+        let r = dev.bind().and_then(|()| {
+            // SAFETY: destroyed once; its last launch has completed (waited
+            // above).
+            unsafe { cu!(dev.drv, cuGraphExecDestroy(self.raw)) }
+        });
+        if let Err(e) = r {
+            log::warn!("leaking a CUDA graph exec: {e}");
+        }
+    }
+}

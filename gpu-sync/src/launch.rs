@@ -1,0 +1,487 @@
+//! Typed kernel launches.
+//!
+//! A kernel's signature is a tuple of parameter types: [`In<T>`] (a device
+//! buffer the kernel reads), [`Out<T>`] (one it writes, and may read), and
+//! plain scalars (`u32`, `f32`, …). [`Module::kernel`](crate::Module::kernel)
+//! checks it once against the driver's parameter list; a launch then takes a
+//! tuple of matching arguments — `&DeviceBuffer<T>` or a [`DeviceSlice`] for
+//! `In<T>`, `&mut DeviceBuffer<T>` or a [`DeviceSliceMut`] for `Out<T>`, the
+//! scalar itself otherwise — so a wrong argument does not compile. Every
+//! buffer argument is a tracked use (see the crate docs).
+//!
+//! Unsafe code: this file calls `cuLaunchKernel` and `cuFuncSetAttribute`.
+#![allow(unsafe_code)]
+
+use crate::buffer::AsDeviceSlice;
+use crate::buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
+use crate::device::Limits;
+use crate::error::{Error, Result};
+use crate::ffi::cu;
+use crate::module::ModuleInner;
+use crate::stream::Stream;
+use crate::tracker::{Access, Target, Use, run_tracked, same_device};
+use bytemuck::Pod;
+use cuda_sys::{CUfunction, CUfunction_attribute};
+use smallvec::SmallVec;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Grid or block dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Dim3 {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Dim3 {
+        Dim3 { x, y, z: 1 }
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+}
+
+impl Dim3 {
+    fn volume(self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A launch of `grid` blocks of `block` threads, no dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> LaunchConfig {
+        LaunchConfig { grid: grid.into(), block: block.into(), shared_mem_bytes: 0 }
+    }
+
+    /// One thread per element: `ceil(n / block)` blocks of `block` threads
+    /// (at least one block; at most 2³¹−1, beyond which a grid-stride kernel
+    /// covers the rest).
+    pub fn for_elements(n: u64, block: u32) -> LaunchConfig {
+        let block = block.max(1);
+        let blocks = n.div_ceil(u64::from(block)).clamp(1, (1 << 31) - 1);
+        LaunchConfig::new(blocks as u32, block)
+    }
+
+    /// The same launch with `bytes` of dynamic shared memory per block.
+    pub fn with_shared_mem(mut self, bytes: u32) -> LaunchConfig {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    fn validate(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
+        let (g, b) = (self.grid, self.block);
+        if g.volume() == 0 || b.volume() == 0 {
+            return Err(format!("grid {g:?} and block {b:?} must have no zero dimension"));
+        }
+        if b.volume() > u64::from(limits.max_threads_per_block) {
+            return Err(format!(
+                "block {b:?} has {} threads; the device allows {}",
+                b.volume(),
+                limits.max_threads_per_block
+            ));
+        }
+        for (axis, (have, max)) in ["x", "y", "z"].iter().zip([
+            (b.x, limits.max_block[0]),
+            (b.y, limits.max_block[1]),
+            (b.z, limits.max_block[2]),
+        ]) {
+            if have > max {
+                return Err(format!("block {axis} = {have} exceeds the device limit {max}"));
+            }
+        }
+        for (axis, (have, max)) in ["x", "y", "z"].iter().zip([
+            (g.x, limits.max_grid[0]),
+            (g.y, limits.max_grid[1]),
+            (g.z, limits.max_grid[2]),
+        ]) {
+            if have > max {
+                return Err(format!("grid {axis} = {have} exceeds the device limit {max}"));
+            }
+        }
+        if self.shared_mem_bytes > max_dynamic_shared {
+            return Err(format!(
+                "{} bytes of dynamic shared memory exceed the kernel's limit of {max_dynamic_shared}; \
+                 raise it with set_max_dynamic_shared_mem (the device allows up to {})",
+                self.shared_mem_bytes, limits.max_shared_per_block_optin
+            ));
+        }
+        Ok(())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    /// Seals [`super::KernelArgs`]: implemented for every tuple, so only the
+    /// crate's own tuple impls (over sealed [`super::KernelArg`]s) exist.
+    pub trait ArgsSealed {}
+}
+
+/// A kernel parameter type: [`In<T>`], [`Out<T>`] or a scalar. Sealed.
+pub trait Param: sealed::Sealed {
+    /// Its size in bytes as the kernel sees it.
+    const SIZE: usize;
+}
+
+/// A parameter the kernel reads through: a `const T*`.
+pub struct In<T>(PhantomData<fn() -> T>);
+/// A parameter the kernel writes (and may read) through: a `T*`.
+pub struct Out<T>(PhantomData<fn() -> T>);
+
+impl<T: Pod> sealed::Sealed for In<T> {}
+impl<T: Pod> Param for In<T> {
+    const SIZE: usize = 8;
+}
+impl<T: Pod> sealed::Sealed for Out<T> {}
+impl<T: Pod> Param for Out<T> {
+    const SIZE: usize = 8;
+}
+
+/// One argument as a launch sees it.
+#[doc(hidden)]
+pub enum RawArg<'a> {
+    /// A scalar's bytes, little-endian in the low bytes.
+    Scalar(u64),
+    /// A device buffer and how the kernel uses it.
+    Buffer(View<'a>, Access),
+}
+
+/// An argument accepted for parameter type `P`. Sealed.
+pub trait KernelArg<P: Param>: sealed::Sealed {
+    #[doc(hidden)]
+    fn raw(&self) -> RawArg<'_>;
+}
+
+macro_rules! scalar_params {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Param for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+        }
+        impl KernelArg<$t> for $t {
+            fn raw(&self) -> RawArg<'_> {
+                let mut bits = [0u8; 8];
+                bits[..std::mem::size_of::<$t>()].copy_from_slice(&self.to_le_bytes());
+                RawArg::Scalar(u64::from_le_bytes(bits))
+            }
+        }
+    )*};
+}
+scalar_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+
+impl<T: Pod> sealed::Sealed for &DeviceBuffer<T> {}
+impl<T: Pod> KernelArg<In<T>> for &DeviceBuffer<T> {
+    fn raw(&self) -> RawArg<'_> {
+        RawArg::Buffer((**self).view(), Access::Read)
+    }
+}
+impl<T: Pod> sealed::Sealed for &mut DeviceBuffer<T> {}
+impl<T: Pod> KernelArg<Out<T>> for &mut DeviceBuffer<T> {
+    fn raw(&self) -> RawArg<'_> {
+        RawArg::Buffer((**self).view(), Access::Write)
+    }
+}
+impl<T: Pod> sealed::Sealed for DeviceSlice<'_, T> {}
+impl<T: Pod> KernelArg<In<T>> for DeviceSlice<'_, T> {
+    fn raw(&self) -> RawArg<'_> {
+        RawArg::Buffer(self.view(), Access::Read)
+    }
+}
+impl<T: Pod> sealed::Sealed for DeviceSliceMut<'_, T> {}
+impl<T: Pod> KernelArg<Out<T>> for DeviceSliceMut<'_, T> {
+    fn raw(&self) -> RawArg<'_> {
+        RawArg::Buffer(self.view(), Access::Write)
+    }
+}
+
+/// A kernel signature: a tuple of [`Param`]s, up to 12. Sealed.
+pub trait Signature: sealed::Sealed {
+    /// Each parameter's size in bytes.
+    const PARAM_SIZES: &'static [usize];
+}
+
+/// Arguments matching signature `S`: a tuple of [`KernelArg`]s. Sealed.
+pub trait KernelArgs<S: Signature>: sealed::ArgsSealed {
+    #[doc(hidden)]
+    fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]>;
+}
+
+macro_rules! tuple_signatures {
+    ($(($($p:ident $a:ident $i:tt),*))*) => {$(
+        impl<$($p: Param),*> sealed::Sealed for ($($p,)*) {}
+        impl<$($a),*> sealed::ArgsSealed for ($($a,)*) {}
+        impl<$($p: Param),*> Signature for ($($p,)*) {
+            const PARAM_SIZES: &'static [usize] = &[$($p::SIZE),*];
+        }
+        impl<$($p: Param, $a: KernelArg<$p>),*> KernelArgs<($($p,)*)> for ($($a,)*) {
+            #[allow(unused_mut)]
+            fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]> {
+                let mut v = SmallVec::new();
+                $(v.push(self.$i.raw());)*
+                v
+            }
+        }
+    )*};
+}
+impl sealed::Sealed for () {}
+impl sealed::ArgsSealed for () {}
+impl Signature for () {
+    const PARAM_SIZES: &'static [usize] = &[];
+}
+impl KernelArgs<()> for () {
+    fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]> {
+        SmallVec::new()
+    }
+}
+tuple_signatures! {
+    (P0 A0 0)
+    (P0 A0 0, P1 A1 1)
+    (P0 A0 0, P1 A1 1, P2 A2 2)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10)
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11)
+}
+
+/// What a kernel handle shares between its typed and raw forms.
+struct KernelCore {
+    f: CUfunction,
+    module: Arc<ModuleInner>,
+    name: String,
+    max_dynamic_shared: AtomicU32,
+}
+
+// SAFETY: function handles may be used from any thread; the module is kept
+// loaded by the Arc; the limit is atomic.
+unsafe impl Send for KernelCore {}
+// SAFETY: as above.
+unsafe impl Sync for KernelCore {}
+
+impl KernelCore {
+    fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
+        let max = module.device.inner.limits.max_shared_per_block;
+        KernelCore { f, module, name, max_dynamic_shared: AtomicU32::new(max) }
+    }
+
+    fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
+        let dev = &self.module.device.inner;
+        if bytes > dev.limits.max_shared_per_block_optin {
+            return Err(Error::LaunchConfig {
+                kernel: self.name.clone(),
+                reason: format!(
+                    "{bytes} bytes of dynamic shared memory exceed the device's opt-in limit of {}",
+                    dev.limits.max_shared_per_block_optin
+                ),
+            });
+        }
+        dev.bind()?;
+        let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: a live function handle of the current context; the value is
+        // within the device's opt-in limit.
+        unsafe { cu!(dev.drv, cuFuncSetAttribute(self.f, attr, bytes as i32)) }?;
+        self.max_dynamic_shared.store(bytes, Ordering::Release);
+        Ok(())
+    }
+
+    fn check(&self, stream: &Stream, cfg: &LaunchConfig) -> Result<()> {
+        if !self.module.device.same(stream.device()) {
+            return Err(Error::DeviceMismatch {
+                what: "the kernel's module",
+                expected: stream.device().ordinal(),
+                found: self.module.device.ordinal(),
+            });
+        }
+        let limits = &stream.device().inner.limits;
+        cfg.validate(limits, self.max_dynamic_shared.load(Ordering::Acquire))
+            .map_err(|reason| Error::LaunchConfig { kernel: self.name.clone(), reason })
+    }
+
+    fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &[RawArg<'_>]) -> Result<()> {
+        self.check(stream, &cfg)?;
+        // The sealed traits make these agree; a launch must never hand the
+        // driver fewer parameter pointers than the kernel reads.
+        if sizes.len() != args.len() || sizes.iter().any(|&s| s > 8) {
+            return Err(Error::KernelSignature {
+                kernel: self.name.clone(),
+                problem: format!("{} arguments for {} parameters", args.len(), sizes.len()),
+            });
+        }
+        let mut slots: SmallVec<[u64; 12]> = SmallVec::new();
+        let mut uses: SmallVec<[Use<'_>; 12]> = SmallVec::new();
+        for a in args {
+            match a {
+                RawArg::Scalar(bits) => slots.push(*bits),
+                RawArg::Buffer(v, access) => {
+                    same_device(stream, v.alloc, "a buffer argument")?;
+                    slots.push(v.ptr());
+                    uses.push((Target::Device(v.alloc), *access));
+                }
+            }
+        }
+        let mut params: SmallVec<[*mut c_void; 12]> =
+            slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
+        let drv = stream.device().inner.drv;
+        let (g, b, f) = (cfg.grid, cfg.block, self.f);
+        run_tracked(stream, "cuLaunchKernel", &uses, Some(self.module.clone()), |raw| {
+            // SAFETY: `f` is a live function of the stream's context (module
+            // kept loaded by the Arc, device checked above); `params` holds one
+            // pointer per parameter, each to a slot holding the argument's
+            // bytes (device pointers as u64, scalars in the low bytes), and the
+            // parameter count and sizes are those of the signature checked at
+            // load (or vouched for by the caller of an unsafe raw launch).
+            // Every buffer is tracked: the kernel runs after conflicting uses
+            // on other streams, and the memory outlives it.
+            unsafe {
+                cu!(
+                    drv,
+                    cuLaunchKernel(
+                        f,
+                        g.x,
+                        g.y,
+                        g.z,
+                        b.x,
+                        b.y,
+                        b.z,
+                        cfg.shared_mem_bytes,
+                        raw,
+                        params.as_mut_ptr(),
+                        std::ptr::null_mut()
+                    )
+                )
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// A kernel with a checked Rust signature `S`.
+pub struct Kernel<S> {
+    core: KernelCore,
+    checked: bool,
+    _s: PhantomData<fn(S)>,
+}
+
+impl<S: Signature> Kernel<S> {
+    pub(crate) fn new(f: CUfunction, module: Arc<ModuleInner>, name: String, checked: bool) -> Kernel<S> {
+        Kernel { core: KernelCore::new(f, module, name), checked, _s: PhantomData }
+    }
+
+    /// Launches the kernel on `stream` (`cuLaunchKernel`). The configuration
+    /// is checked against the device's limits first; each buffer argument is
+    /// a tracked use: the launch waits (device-side) for conflicting uses on
+    /// other streams, and later uses wait for it.
+    ///
+    /// # Errors
+    /// [`Error::LaunchConfig`] for a configuration the device cannot run;
+    /// [`Error::DeviceMismatch`] for a buffer or stream of another device; a
+    /// driver error.
+    pub fn launch<A: KernelArgs<S>>(&self, stream: &Stream, cfg: LaunchConfig, args: A) -> Result<()> {
+        self.core.launch(stream, cfg, S::PARAM_SIZES, &args.raw_args())
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// Whether the signature was checked against the driver at load (it is
+    /// with CUDA 12.4+ drivers, which have `cuFuncGetParamInfo`).
+    pub fn signature_checked(&self) -> bool {
+        self.checked
+    }
+
+    /// Allows launches with up to `bytes` of dynamic shared memory
+    /// (`cuFuncSetAttribute` with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    ///
+    /// # Errors
+    /// [`Error::LaunchConfig`] beyond the device's opt-in limit; a driver error.
+    pub fn set_max_dynamic_shared_mem(&self, bytes: u32) -> Result<()> {
+        self.core.set_max_dynamic_shared(bytes)
+    }
+
+    /// The raw function handle.
+    pub fn as_raw(&self) -> CUfunction {
+        self.core.f
+    }
+}
+
+/// A kernel without a checked signature, for foreign kernels.
+pub struct RawKernel {
+    core: KernelCore,
+}
+
+impl RawKernel {
+    pub(crate) fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> RawKernel {
+        RawKernel { core: KernelCore::new(f, module, name) }
+    }
+
+    /// Launches with arguments of signature `S`, unchecked against the kernel.
+    /// Buffer arguments are tracked exactly as in [`Kernel::launch`].
+    ///
+    /// # Safety
+    /// 1. `S` must be the kernel's real parameter list: the same number of
+    ///    parameters, each of the type the kernel declares (a pointer for
+    ///    [`In`]/[`Out`], the same scalar type otherwise).
+    /// 2. The kernel must access device memory only through its buffer
+    ///    arguments, within their lengths, and only write through [`Out`]
+    ///    ones; any other memory it touches is the caller's to keep alive and
+    ///    ordered.
+    pub unsafe fn launch<S: Signature, A: KernelArgs<S>>(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        self.core.launch(stream, cfg, S::PARAM_SIZES, &args.raw_args())
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// The raw function handle.
+    pub fn as_raw(&self) -> CUfunction {
+        self.core.f
+    }
+}
+
+impl<S> std::fmt::Debug for Kernel<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({})", self.core.name)
+    }
+}
+impl std::fmt::Debug for RawKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawKernel({})", self.core.name)
+    }
+}

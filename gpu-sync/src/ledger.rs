@@ -1,0 +1,143 @@
+//! The memory ledger: what gpu-sync has allocated on a device, its peak, and
+//! what the stream-ordered pool holds — the `torch.cuda.memory_allocated` /
+//! `max_memory_allocated` / `memory_reserved` / `reset_peak_memory_stats`
+//! family.
+//!
+//! Unsafe code: this file calls the driver (`cuDeviceGetDefaultMemPool`,
+//! `cuMemPoolGetAttribute`, `cuMemPoolSetAttribute`, `cuMemPoolTrimTo`).
+#![allow(unsafe_code)]
+
+use crate::device::Device;
+use crate::error::Result;
+use crate::ffi::cu;
+use cuda_sys::{CUmemPool_attribute as P, CUmemoryPool};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Per-device counters of gpu-sync's own allocations.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    allocated: AtomicU64,
+    peak: AtomicU64,
+    live: AtomicU64,
+}
+
+impl Ledger {
+    pub fn allocated(&self, bytes: u64) {
+        let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        self.live.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn freed(&self, bytes: u64) {
+        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A snapshot of a device's memory ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes in live gpu-sync device buffers (a buffer stops counting when its
+    /// stream-ordered free is queued).
+    pub allocated: u64,
+    /// Highest `allocated` since the device was first used or the last
+    /// [`Device::reset_peak_memory`].
+    pub peak_allocated: u64,
+    /// Number of live device buffers.
+    pub live_buffers: u64,
+    /// The default stream-ordered pool's own figures, when the device has
+    /// memory pools.
+    pub pool: Option<PoolStats>,
+}
+
+/// Figures of the device's default memory pool (`cuMemPoolGetAttribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Memory the pool holds from the OS (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
+    pub reserved: u64,
+    /// Its high watermark (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
+    pub reserved_peak: u64,
+    /// Memory handed out by the pool (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`),
+    /// including allocations of other code that use the same pool.
+    pub used: u64,
+    /// Its high watermark (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`).
+    pub used_peak: u64,
+}
+
+impl Device {
+    fn default_pool(&self) -> Result<CUmemoryPool> {
+        let mut pool: CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: writes one pool handle through a valid pointer.
+        unsafe { cu!(self.inner.drv, cuDeviceGetDefaultMemPool(&mut pool, self.inner.raw)) }?;
+        Ok(pool)
+    }
+
+    fn pool_attr(&self, pool: CUmemoryPool, attr: P) -> Result<u64> {
+        let mut v: u64 = 0;
+        // SAFETY: the four attributes read here are documented as cuuint64_t;
+        // `v` is one.
+        unsafe { cu!(self.inner.drv, cuMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast())) }?;
+        Ok(v)
+    }
+
+    /// The device's memory ledger.
+    ///
+    /// # Errors
+    /// A driver error reading the pool's attributes.
+    pub fn memory_stats(&self) -> Result<MemoryStats> {
+        let l = &self.inner.ledger;
+        let pool = if self.has_memory_pools() {
+            let p = self.default_pool()?;
+            Some(PoolStats {
+                reserved: self.pool_attr(p, P::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+                reserved_peak: self.pool_attr(p, P::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
+                used: self.pool_attr(p, P::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+                used_peak: self.pool_attr(p, P::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+            })
+        } else {
+            None
+        };
+        Ok(MemoryStats {
+            allocated: l.allocated.load(Ordering::Acquire),
+            peak_allocated: l.peak.load(Ordering::Acquire),
+            live_buffers: l.live.load(Ordering::Acquire),
+            pool,
+        })
+    }
+
+    /// Resets the peaks to the current values: gpu-sync's `peak_allocated`,
+    /// and the pool's high watermarks (`cuMemPoolSetAttribute` with 0).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn reset_peak_memory(&self) -> Result<()> {
+        let l = &self.inner.ledger;
+        l.peak.store(l.allocated.load(Ordering::Acquire), Ordering::Release);
+        if self.has_memory_pools() {
+            let p = self.default_pool()?;
+            for attr in [P::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, P::CU_MEMPOOL_ATTR_USED_MEM_HIGH] {
+                let mut zero: u64 = 0;
+                // SAFETY: the HIGH attributes take a cuuint64_t whose only
+                // accepted value is 0 (reset to current).
+                unsafe {
+                    cu!(self.inner.drv, cuMemPoolSetAttribute(p, attr, (&mut zero as *mut u64).cast()))
+                }?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases memory the default pool holds beyond `keep_bytes` back to the
+    /// OS (`cuMemPoolTrimTo`); memory in live buffers is never released.
+    ///
+    /// # Errors
+    /// A driver error; nothing happens without memory pools.
+    pub fn trim_memory_pool(&self, keep_bytes: usize) -> Result<()> {
+        if !self.has_memory_pools() {
+            return Ok(());
+        }
+        let p = self.default_pool()?;
+        // SAFETY: `p` is the device's default pool.
+        unsafe { cu!(self.inner.drv, cuMemPoolTrimTo(p, keep_bytes)) }
+    }
+}

@@ -1,0 +1,207 @@
+//! Page-locked ("pinned") host buffers: the only host memory that gets
+//! asynchronous copies.
+//!
+//! A pinned buffer records the device's uses of it like a device buffer:
+//! an upload from it is a device read; a download into it takes the buffer
+//! by value and hands it back in a [`crate::Pending`], so it cannot be touched
+//! until the copy is waited. Host writes ([`PinnedBuffer::as_mut_slice`]) and
+//! the free wait for in-flight uploads first (an event-scope host wait).
+//!
+//! Unsafe code: this file calls the driver (`cuMemHostAlloc`,
+//! `cuMemFreeHost`, `cuMemHostGetDevicePointer`) and hands out slices of the
+//! memory it returns.
+#![allow(unsafe_code)]
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::cu;
+use crate::tracker::Resource;
+use bytemuck::Pod;
+use cuda_sys::CUdeviceptr;
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+bitflags::bitflags! {
+    /// Flags of `cuMemHostAlloc`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct HostAllocFlags: u32 {
+        /// Pinned for every context, not only the allocating one
+        /// (`CU_MEMHOSTALLOC_PORTABLE`).
+        const PORTABLE = cuda_sys::CU_MEMHOSTALLOC_PORTABLE;
+        /// Also mapped into the device's address space
+        /// (`CU_MEMHOSTALLOC_DEVICEMAP`); see [`PinnedBuffer::device_ptr`].
+        const DEVICE_MAP = cuda_sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        /// Write-combined: faster host-to-device transfers, very slow host
+        /// reads (`CU_MEMHOSTALLOC_WRITECOMBINED`).
+        const WRITE_COMBINED = cuda_sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+    }
+}
+
+/// A typed, page-locked host buffer (`cuMemHostAlloc`), zero-initialized.
+///
+/// Reads through [`std::ops::Deref`] never wait: while device work writes into
+/// a pinned buffer, the buffer is owned by a [`crate::Pending`] and cannot be
+/// reached. `Send`/`Sync` like a `Vec<T>`.
+pub struct PinnedBuffer<T: Pod> {
+    ptr: NonNull<T>,
+    len: usize,
+    flags: HostAllocFlags,
+    device: Device,
+    pub(crate) res: Resource,
+}
+
+// SAFETY: the buffer owns its memory like a `Vec<T>`; the device handle and
+// tracker are thread-safe. `T: Pod` is `Send + Sync`.
+unsafe impl<T: Pod> Send for PinnedBuffer<T> {}
+// SAFETY: shared access only reads the memory or locks the tracker.
+unsafe impl<T: Pod> Sync for PinnedBuffer<T> {}
+
+impl<T: Pod> PinnedBuffer<T> {
+    /// `len` zeroed elements of pinned memory for `device`'s context.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the size overflows; a driver error
+    /// (`CUDA_ERROR_OUT_OF_MEMORY` when the OS refuses to lock more pages).
+    pub fn new(device: &Device, len: usize, flags: HostAllocFlags) -> Result<Self> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{len} elements of {} bytes overflow usize",
+                std::mem::size_of::<T>()
+            ))
+        })?;
+        let res = Resource::new();
+        if bytes == 0 {
+            return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
+        }
+        let dev = &device.inner;
+        dev.bind()?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one host pointer through a valid pointer; the
+        // context is current; flags are the driver's own bits.
+        unsafe { cu!(dev.drv, cuMemHostAlloc(&mut p, bytes, flags.bits())) }?;
+        let Some(ptr) = NonNull::new(p.cast::<T>()) else {
+            return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
+        };
+        // SAFETY: the driver returned `bytes` writable bytes at `p`, suitably
+        // aligned for any type (page-aligned); zeroing makes every element a
+        // valid, initialized `T` (`T: Pod`).
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        Ok(PinnedBuffer { ptr, len, flags, device: device.clone(), res })
+    }
+
+    /// A pinned copy of `data`.
+    ///
+    /// # Errors
+    /// As [`PinnedBuffer::new`].
+    pub fn from_slice(device: &Device, data: &[T], flags: HostAllocFlags) -> Result<Self> {
+        let mut b = Self::new(device, data.len(), flags)?;
+        b.as_mut_slice()?.copy_from_slice(data);
+        Ok(b)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The flags it was allocated with.
+    pub fn flags(&self) -> HostAllocFlags {
+        self.flags
+    }
+
+    /// The device whose context allocated it.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The host memory, for writing. Waits first (host-side, on events) for
+    /// every upload still reading it.
+    ///
+    /// # Errors
+    /// A driver error from the wait (the buffer is then left untouched).
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.res.host_wait_all()?;
+        // SAFETY: `ptr` points to `len` initialized `T`s owned by this
+        // buffer; `&mut self` excludes other host access, and no device work
+        // reads or writes it any more (waited above; writes only happen while
+        // the buffer is moved into a Pending).
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) })
+    }
+
+    /// The device address of a [`HostAllocFlags::DEVICE_MAP`] buffer
+    /// (`cuMemHostGetDevicePointer`), for foreign kernels that read host
+    /// memory directly. Such accesses are not tracked.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] without `DEVICE_MAP`; a driver error.
+    pub fn device_ptr(&self) -> Result<CUdeviceptr> {
+        if !self.flags.contains(HostAllocFlags::DEVICE_MAP) {
+            return Err(Error::InvalidArgument("device_ptr needs a DEVICE_MAP pinned buffer".into()));
+        }
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut d: CUdeviceptr = 0;
+        // SAFETY: writes one device pointer; the memory is a live
+        // DEVICE_MAP allocation of this context; flags must be 0.
+        unsafe { cu!(dev.drv, cuMemHostGetDevicePointer(&mut d, self.ptr.as_ptr().cast(), 0)) }?;
+        Ok(d)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Pod> std::ops::Deref for PinnedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` points to `len` initialized `T`s owned by this buffer.
+        // Device work only reads it while it is reachable here (uploads);
+        // device writes need the buffer moved into a Pending, which releases
+        // it only after the write completed.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Pod> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if self.size_bytes() == 0 {
+            return;
+        }
+        if let Err(e) = self.res.host_wait_all() {
+            log::error!(
+                "leaking {} bytes of pinned memory: waiting for its copies failed: {e}",
+                self.size_bytes()
+            );
+            return;
+        }
+        let dev = &self.device.inner;
+        let r = dev.bind().and_then(|()| {
+            // SAFETY: the memory came from cuMemHostAlloc, is freed once, and
+            // no device work uses it any more (waited above).
+            unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr.as_ptr().cast())) }
+        });
+        if let Err(e) = r {
+            log::error!("leaking {} bytes of pinned memory: {e}", self.size_bytes());
+        }
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PinnedBuffer<{}>({} elements, {:?})", std::any::type_name::<T>(), self.len, self.flags)
+    }
+}

@@ -1,0 +1,642 @@
+//! Streams: FIFO queues of device work, and the timeline every tracked
+//! operation is placed on.
+//!
+//! Each owned stream counts its submissions with tickets drawn from its
+//! device's counter; a *point* is (stream, ticket). Another stream or the host
+//! waits on a point through a *marker*: a sync-only event recorded on the
+//! stream covering every ticket so far, cached and reused while it still
+//! covers what is asked. Same-stream work needs no event at all.
+//!
+//! Unsafe code: this file calls the driver (`cuStreamCreateWithPriority`,
+//! `cuStreamWaitEvent`, `cuEventRecord`, `cuLaunchHostFunc`, …).
+#![allow(unsafe_code)]
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::event::AsEvent;
+use crate::ffi::{cu, cu_query};
+use crate::graph::CaptureState;
+use crate::scope::StreamSynced;
+use cuda_sys::{CUevent, CUevent_flags, CUstream, CUstream_flags};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A position on a stream's timeline: everything submitted on `stream` up to
+/// and including `ticket`.
+#[derive(Clone)]
+pub(crate) struct Point {
+    pub stream: Arc<StreamInner>,
+    pub ticket: u64,
+}
+
+impl Point {
+    /// Whether a host wait already proved this point complete.
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        self.ticket <= self.stream.completed.load(Ordering::Acquire)
+            || self.ticket <= self.stream.device.inner.completed.load(Ordering::Acquire)
+    }
+
+    /// Blocks the host until the point is complete (`cuEventSynchronize` on a
+    /// marker covering it).
+    pub fn host_wait(&self) -> Result<()> {
+        if self.is_complete() {
+            return Ok(());
+        }
+        let (marker, covered) = self.stream.marker_covering(self.ticket)?;
+        marker.synchronize()?;
+        self.stream.completed.fetch_max(covered, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// A sync-only event from a stream's pool, recorded on that stream.
+pub(crate) struct Marker {
+    pub raw: CUevent,
+    pool: Arc<EventPool>,
+}
+
+impl Marker {
+    /// `cuEventSynchronize` on the marker.
+    pub fn synchronize(&self) -> Result<()> {
+        let dev = &self.pool.device.inner;
+        dev.bind()?;
+        // SAFETY: `raw` is a live event owned by this marker (returned to the
+        // pool only when the marker drops).
+        unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }
+    }
+
+    /// `cuEventQuery` on the marker: whether its work has completed.
+    pub fn query(&self) -> Result<bool> {
+        let dev = &self.pool.device.inner;
+        dev.bind()?;
+        // SAFETY: as in `synchronize`.
+        unsafe { cu_query!(dev.drv, cuEventQuery(self.raw)) }
+    }
+}
+
+// SAFETY: an event handle may be waited on, queried and destroyed from any
+// thread; the pool it returns to is thread-safe.
+unsafe impl Send for Marker {}
+// SAFETY: `&Marker` only waits on or queries the event.
+unsafe impl Sync for Marker {}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        self.pool.put(self.raw);
+    }
+}
+
+/// Sync-only events (`CU_EVENT_DISABLE_TIMING`) kept for a stream's markers.
+pub(crate) struct EventPool {
+    device: Device,
+    free: Mutex<Vec<CUevent>>,
+}
+
+// SAFETY: `CUevent` handles are usable from any thread; the list is behind a
+// mutex.
+unsafe impl Send for EventPool {}
+// SAFETY: as above.
+unsafe impl Sync for EventPool {}
+
+const POOL_KEEP: usize = 8;
+
+impl EventPool {
+    fn take(&self) -> Result<CUevent> {
+        if let Some(ev) = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(ev);
+        }
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut ev: CUevent = std::ptr::null_mut();
+        // SAFETY: writes one event handle through a valid pointer; the
+        // device's context is current.
+        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
+        Ok(ev)
+    }
+
+    fn put(&self, ev: CUevent) {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        if free.len() < POOL_KEEP {
+            free.push(ev);
+        } else {
+            drop(free);
+            destroy_event(&self.device, ev);
+        }
+    }
+}
+
+impl Drop for EventPool {
+    fn drop(&mut self) {
+        let free = std::mem::take(self.free.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for ev in free {
+            destroy_event(&self.device, ev);
+        }
+    }
+}
+
+/// `cuEventDestroy`, logging (never panicking) on failure.
+pub(crate) fn destroy_event(device: &Device, ev: CUevent) {
+    let dev = &device.inner;
+    let r = dev.bind().and_then(|()| {
+        // SAFETY: `ev` is a live event no longer used by gpu-sync; the driver
+        // defers releasing it until pending work referencing it completes.
+        unsafe { cu!(dev.drv, cuEventDestroy(ev)) }
+    });
+    if let Err(e) = r {
+        log::warn!("leaking a CUDA event: {e}");
+    }
+}
+
+pub(crate) struct StreamState {
+    /// Ticket of the last operation submitted on this stream (0: none yet).
+    pub last_ticket: u64,
+    /// The newest marker and the ticket it covers.
+    marker: Option<(Arc<Marker>, u64)>,
+    /// Device-side waits already made: for stream id, every ticket up to this
+    /// one is ordered before any later work here.
+    known: Vec<(u64, u64)>,
+    /// The graph capture this stream takes part in.
+    pub capture: Option<Arc<CaptureState>>,
+    /// Frees that arrived while capturing; issued when the capture ends.
+    pub deferred: Vec<crate::buffer::DeferredFree>,
+}
+
+const KNOWN_KEEP: usize = 32;
+
+impl StreamState {
+    fn known_for(&self, stream: u64) -> u64 {
+        self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
+    }
+
+    fn set_known(&mut self, stream: u64, ticket: u64) {
+        if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
+            e.1 = e.1.max(ticket);
+        } else {
+            if self.known.len() >= KNOWN_KEEP {
+                self.known.remove(0);
+            }
+            self.known.push((stream, ticket));
+        }
+    }
+}
+
+pub(crate) struct StreamInner {
+    pub raw: CUstream,
+    pub device: Device,
+    pub id: u64,
+    pub priority: i32,
+    pub state: Mutex<StreamState>,
+    /// Every ticket up to this one is known complete (host waits).
+    pub completed: AtomicU64,
+    /// Mirrors `state.capture.is_some()` for a lock-free fast path.
+    pub capturing: AtomicBool,
+    pool: Arc<EventPool>,
+}
+
+// SAFETY: `raw` is a driver stream handle; the driver API lets any thread
+// submit to any stream. Submissions are serialized by `state`, everything
+// else is atomics.
+unsafe impl Send for StreamInner {}
+// SAFETY: as above.
+unsafe impl Sync for StreamInner {}
+
+impl StreamInner {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A marker covering `ticket` (which must already be submitted): the
+    /// cached one if it covers it, else a new one recorded now.
+    pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
+        let mut st = self.lock();
+        if let Some((m, c)) = &st.marker
+            && *c >= ticket
+        {
+            return Ok((m.clone(), *c));
+        }
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: "a wait on work submitted during the capture" });
+        }
+        let ev = self.pool.take()?;
+        let covered = st.last_ticket;
+        let r = self.device.inner.bind().and_then(|()| {
+            // SAFETY: `ev` is a live event from this stream's pool and `raw`
+            // a live stream of the same context; recording is ordered with
+            // this stream's submissions by the state lock held here.
+            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
+        });
+        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
+        r?;
+        st.marker = Some((marker.clone(), covered));
+        Ok((marker, covered))
+    }
+
+    /// Submits `op` as the next operation of this stream, after making the
+    /// stream wait (device-side, `cuStreamWaitEvent`) for every point of
+    /// `deps` on other streams that is neither known complete nor already
+    /// waited for. Returns `op`'s result and the ticket it got.
+    pub(crate) fn submit<R>(
+        &self,
+        op_name: &'static str,
+        deps: &[Point],
+        op: impl FnOnce(CUstream) -> Result<R>,
+    ) -> Result<(R, u64)> {
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut st = self.lock_after_waits(op_name, deps)?;
+        let _gate = dev.submit_gate.read().unwrap_or_else(|p| p.into_inner());
+        let r = op(self.raw)?;
+        let ticket = dev.next_ticket();
+        st.last_ticket = ticket;
+        Ok((r, ticket))
+    }
+
+    /// Device-side waits for `deps` with no operation after them.
+    pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
+        self.device.inner.bind()?;
+        self.lock_after_waits(op_name, deps).map(drop)
+    }
+
+    /// Locks the stream's state after issuing `cuStreamWaitEvent` for every
+    /// point of `deps` that needs one (see [`StreamInner::submit`]).
+    fn lock_after_waits(&self, op_name: &'static str, deps: &[Point]) -> Result<MutexGuard<'_, StreamState>> {
+        let st = self.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: op_name });
+        }
+        if !deps.iter().any(|p| self.needs_wait(&st, p)) {
+            return Ok(st);
+        }
+        // Markers are taken with this stream unlocked: taking one locks the
+        // other stream, and two threads doing so in opposite directions must
+        // not deadlock.
+        drop(st);
+        let mut waits: smallvec::SmallVec<[(u64, Arc<Marker>, u64); 4]> = smallvec::SmallVec::new();
+        for p in deps {
+            if p.stream.id != self.id && !p.is_complete() {
+                let (m, c) = p.stream.marker_covering(p.ticket)?;
+                waits.push((p.stream.id, m, c));
+            }
+        }
+        let mut st = self.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: op_name });
+        }
+        let drv = self.device.inner.drv;
+        for (sid, m, c) in waits {
+            if st.known_for(sid) >= c {
+                continue;
+            }
+            // SAFETY: `m.raw` is a live event recorded on another stream of
+            // this process and `self.raw` a live stream; flags 0.
+            unsafe { cu!(drv, cuStreamWaitEvent(self.raw, m.raw, 0)) }?;
+            st.set_known(sid, c);
+        }
+        Ok(st)
+    }
+
+    fn needs_wait(&self, st: &StreamState, p: &Point) -> bool {
+        p.stream.id != self.id && !p.is_complete() && st.known_for(p.stream.id) < p.ticket
+    }
+
+    /// Records a marker covering everything submitted so far (before a
+    /// capture starts, so waits on earlier points never need a new record).
+    pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
+        let covered = st.last_ticket;
+        if covered == 0 || st.marker.as_ref().is_some_and(|(_, c)| *c >= covered) {
+            return Ok(());
+        }
+        let ev = self.pool.take()?;
+        let r = self.device.inner.bind().and_then(|()| {
+            // SAFETY: as in `marker_covering`; the state lock is held by the
+            // caller.
+            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
+        });
+        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
+        r?;
+        st.marker = Some((marker, covered));
+        Ok(())
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        let dev = &self.device.inner;
+        let r = dev.bind().and_then(|()| {
+            // SAFETY: the last handle to the stream is gone; the driver lets
+            // queued work finish before releasing it.
+            unsafe { cu!(dev.drv, cuStreamDestroy(self.raw)) }
+        });
+        if let Err(e) = r {
+            log::warn!("leaking a CUDA stream: {e}");
+        }
+    }
+}
+
+/// A stream of the device: a FIFO queue of work, non-blocking (it never
+/// synchronizes implicitly with the legacy default stream).
+///
+/// Cheap to clone (a shared handle) and `Send + Sync`: the driver accepts
+/// submissions to one stream from any thread, and gpu-sync serializes them
+/// per stream so its timeline matches the driver's order. The driver stream
+/// is destroyed (`cuStreamDestroy`) when the last handle, and the last buffer
+/// use recorded on it, are gone.
+#[derive(Clone)]
+pub struct Stream {
+    pub(crate) inner: Arc<StreamInner>,
+}
+
+impl Stream {
+    /// A new non-blocking stream at the default (least) priority
+    /// (`cuStreamCreateWithPriority` with `CU_STREAM_NON_BLOCKING`).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn new(device: &Device) -> Result<Stream> {
+        Self::with_priority(device, device.stream_priority_range().0)
+    }
+
+    /// A new non-blocking stream with `priority`, which must lie in
+    /// [`Device::stream_priority_range`] (numerically lower is higher
+    /// priority; on current GPUs the range is `0` to `-5`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a priority outside the range (it is not
+    /// clamped); a driver error.
+    pub fn with_priority(device: &Device, priority: i32) -> Result<Stream> {
+        let (least, greatest) = device.stream_priority_range();
+        let (lo, hi) = (least.min(greatest), least.max(greatest));
+        if priority < lo || priority > hi {
+            return Err(Error::InvalidArgument(format!(
+                "stream priority {priority} is outside the device's range {least} (least) to {greatest} (greatest)"
+            )));
+        }
+        let dev = &device.inner;
+        dev.bind()?;
+        let mut raw: CUstream = std::ptr::null_mut();
+        // SAFETY: writes one stream handle through a valid pointer; the
+        // device's context is current.
+        unsafe {
+            cu!(
+                dev.drv,
+                cuStreamCreateWithPriority(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0, priority)
+            )
+        }?;
+        let pool = Arc::new(EventPool { device: device.clone(), free: Mutex::new(Vec::new()) });
+        Ok(Stream {
+            inner: Arc::new(StreamInner {
+                raw,
+                device: device.clone(),
+                id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+                priority,
+                state: Mutex::new(StreamState {
+                    last_ticket: 0,
+                    marker: None,
+                    known: Vec::new(),
+                    capture: None,
+                    deferred: Vec::new(),
+                }),
+                completed: AtomicU64::new(0),
+                capturing: AtomicBool::new(false),
+                pool,
+            }),
+        })
+    }
+
+    /// The stream's device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// The priority the stream was created with.
+    pub fn priority(&self) -> i32 {
+        self.inner.priority
+    }
+
+    /// The raw handle, for interop with foreign code. Work submitted on it
+    /// behind gpu-sync's back is not tracked.
+    pub fn as_raw(&self) -> CUstream {
+        self.inner.raw
+    }
+
+    /// A process-unique id of the stream.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Whether the stream is capturing a graph ([`Stream::capture`]).
+    pub fn is_capturing(&self) -> bool {
+        self.inner.capturing.load(Ordering::Acquire)
+    }
+
+    /// Whether all work submitted so far has completed (`cuStreamQuery`),
+    /// without blocking. `Some(proof)` when it has.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture; a driver error (an asynchronous
+    /// failure of earlier work surfaces here).
+    pub fn query(&self) -> Result<Option<StreamSynced>> {
+        let ticket = self.prepare_host_wait("Stream::query")?;
+        let dev = &self.inner.device.inner;
+        // SAFETY: `raw` is a live stream of the current context.
+        let done = unsafe { cu_query!(dev.drv, cuStreamQuery(self.inner.raw)) }?;
+        Ok(done.then(|| self.proved(ticket)))
+    }
+
+    /// Blocks the host until all work submitted so far on this stream has
+    /// completed (`cuStreamSynchronize`). The proof covers every point of this
+    /// stream submitted before the call.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture; a driver error.
+    pub fn synchronize(&self) -> Result<StreamSynced> {
+        let ticket = self.prepare_host_wait("Stream::synchronize")?;
+        let dev = &self.inner.device.inner;
+        // SAFETY: `raw` is a live stream of the current context.
+        unsafe { cu!(dev.drv, cuStreamSynchronize(self.inner.raw)) }?;
+        Ok(self.proved(ticket))
+    }
+
+    fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
+        let st = self.inner.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op });
+        }
+        let ticket = st.last_ticket;
+        drop(st);
+        self.inner.device.inner.bind()?;
+        Ok(ticket)
+    }
+
+    fn proved(&self, ticket: u64) -> StreamSynced {
+        self.inner.completed.fetch_max(ticket, Ordering::AcqRel);
+        StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
+    }
+
+    /// Makes later work on this stream wait, on the device, for the event's
+    /// most recent record (`cuStreamWaitEvent`). Never blocks the host. A
+    /// never-recorded event is no wait at all.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture (use the capture's own streams);
+    /// a driver error.
+    pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+        let ev = event.event_inner();
+        let recorded = ev.lock_record();
+        let dev = &self.inner.device.inner;
+        dev.bind()?;
+        let mut st = self.inner.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: "Stream::wait" });
+        }
+        // SAFETY: both handles are live; the event's record lock is held, so
+        // no re-record can slip between reading its point and the wait.
+        unsafe { cu!(dev.drv, cuStreamWaitEvent(self.inner.raw, ev.raw, 0)) }?;
+        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
+            && p.stream.id != self.inner.id
+        {
+            st.set_known(p.stream.id, p.ticket);
+        }
+        Ok(())
+    }
+
+    /// Makes later work on this stream wait, on the device, for all work
+    /// submitted so far on `other` (`cuEventRecord` of a cached marker on
+    /// `other`, then `cuStreamWaitEvent`). Never blocks the host.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] when one stream is capturing and the other is not
+    /// part of the same capture; a driver error.
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            return Ok(());
+        }
+        if self.is_capturing() || other.is_capturing() {
+            return crate::graph::join_in_capture(&self.inner, &other.inner);
+        }
+        let ticket = other.inner.lock().last_ticket;
+        if ticket == 0 {
+            return Ok(());
+        }
+        let dep = Point { stream: other.inner.clone(), ticket };
+        self.inner.submit_waits_only("Stream::wait_stream", &[dep])
+    }
+
+    /// Queues `f` to run on a driver thread once all earlier work on this
+    /// stream has completed (`cuLaunchHostFunc`); later work waits for it.
+    ///
+    /// `f` must not call CUDA (the driver forbids it and returns
+    /// `CUDA_ERROR_NOT_PERMITTED`). A panic in `f` is caught and logged: it
+    /// cannot unwind into the driver.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture; a driver error (then `f` is
+    /// dropped without running).
+    pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        type HostFn = Box<dyn FnOnce() + Send>;
+        unsafe extern "C" fn trampoline(user: *mut c_void) {
+            // SAFETY: `user` is the `Box<HostFn>` leaked by `launch_host_fn`
+            // for exactly this call; the driver calls each host function once.
+            let f = unsafe { Box::from_raw(user.cast::<HostFn>()) };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                log::error!("a stream host function panicked; the panic was stopped at the driver boundary");
+            }
+        }
+        let user: *mut HostFn = Box::into_raw(Box::new(Box::new(f) as HostFn));
+        let dev = &self.inner.device.inner;
+        let r = self.inner.submit("Stream::launch_host_fn", &[], |raw| {
+            // SAFETY: `trampoline` matches CUhostFn; `user` stays valid until
+            // the trampoline reclaims it (exactly once, when it runs).
+            unsafe { cu!(dev.drv, cuLaunchHostFunc(raw, Some(trampoline), user.cast())) }
+        });
+        if let Err(e) = r {
+            // SAFETY: the driver did not take `user` (the call failed or was
+            // never made), so this is its only owner.
+            drop(unsafe { Box::from_raw(user) });
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream(#{} on device {})", self.inner.id, self.inner.device.ordinal())
+    }
+}
+
+/// The legacy default stream (`CU_STREAM_LEGACY`), for interop with code that
+/// submits to it. It synchronizes implicitly with every blocking stream of the
+/// context (gpu-sync's own streams are non-blocking and unaffected).
+///
+/// Tracked work (buffers, launches) goes on [`Stream`]s; this handle offers
+/// what interop needs: record an event on it, make it wait for one, and
+/// synchronize it.
+#[derive(Clone, Debug)]
+pub struct LegacyStream {
+    pub(crate) device: Device,
+}
+
+/// The calling thread's per-thread default stream (`CU_STREAM_PER_THREAD`).
+///
+/// The handle means "this thread's default stream", so it is neither `Send`
+/// nor `Sync`: moved to another thread it would name a different stream.
+#[derive(Debug)]
+pub struct PerThreadStream {
+    pub(crate) device: Device,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Device {
+    /// The legacy default stream, asked for by name.
+    pub fn legacy_stream(&self) -> LegacyStream {
+        LegacyStream { device: self.clone() }
+    }
+
+    /// The calling thread's per-thread default stream, asked for by name.
+    pub fn per_thread_stream(&self) -> PerThreadStream {
+        PerThreadStream { device: self.clone(), _not_send: PhantomData }
+    }
+}
+
+macro_rules! default_stream_impl {
+    ($ty:ty, $handle:expr, $name:literal) => {
+        impl $ty {
+            /// The raw handle.
+            pub fn as_raw(&self) -> CUstream {
+                $handle
+            }
+
+            #[doc = concat!("Blocks the host until all work on the ", $name, " has completed (`cuStreamSynchronize`).")]
+            ///
+            /// # Errors
+            /// A driver error.
+            pub fn synchronize(&self) -> Result<()> {
+                let dev = &self.device.inner;
+                dev.bind()?;
+                // SAFETY: the special handle is valid in the current context.
+                unsafe { cu!(dev.drv, cuStreamSynchronize($handle)) }
+            }
+
+            #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
+            ///
+            /// # Errors
+            /// A driver error.
+            pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+                let ev = event.event_inner();
+                let _record = ev.lock_record();
+                let dev = &self.device.inner;
+                dev.bind()?;
+                // SAFETY: both handles are live in the current context.
+                unsafe { cu!(dev.drv, cuStreamWaitEvent($handle, ev.raw, 0)) }
+            }
+        }
+    };
+}
+default_stream_impl!(LegacyStream, cuda_sys::CU_STREAM_LEGACY, "legacy default stream");
+default_stream_impl!(PerThreadStream, cuda_sys::CU_STREAM_PER_THREAD, "per-thread default stream");
