@@ -307,6 +307,17 @@ mod sealed {
 pub trait AsDeviceSlice<T: Pod>: sealed::Sealed {
     #[doc(hidden)]
     fn view(&self) -> View<'_>;
+
+    /// Device address of the first element (for alignment checks and
+    /// foreign code; zero for an empty buffer).
+    fn device_ptr(&self) -> CUdeviceptr {
+        self.view().ptr()
+    }
+
+    /// Number of elements.
+    fn device_len(&self) -> usize {
+        self.view().len
+    }
 }
 
 /// Device memory an operation can write: a [`DeviceBuffer`] or a

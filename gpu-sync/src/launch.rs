@@ -4,16 +4,16 @@
 //! buffer the kernel reads), [`Out<T>`] (one it writes, and may read), and
 //! plain scalars (`u32`, `f32`, …). [`Module::kernel`](crate::Module::kernel)
 //! checks it once against the driver's parameter list; a launch then takes a
-//! tuple of matching arguments — `&DeviceBuffer<T>` or a [`DeviceSlice`] for
-//! `In<T>`, `&mut DeviceBuffer<T>` or a [`DeviceSliceMut`] for `Out<T>`, the
-//! scalar itself otherwise — so a wrong argument does not compile. Every
+//! tuple of matching arguments — `&DeviceBuffer<T>` or `&DeviceSlice<T>` for
+//! `In<T>`, `&mut DeviceBuffer<T>` or `&mut DeviceSliceMut<T>` for `Out<T>`,
+//! the scalar itself otherwise — so a wrong argument does not compile. Every
 //! buffer argument is a tracked use (see the crate docs).
 //!
 //! Unsafe code: this file calls `cuLaunchKernel` and `cuFuncSetAttribute`.
 #![allow(unsafe_code)]
 
 use crate::buffer::AsDeviceSlice;
-use crate::buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
+use crate::buffer::{AsDeviceSliceMut, View};
 use crate::device::Limits;
 use crate::error::{Error, Result};
 use crate::ffi::cu;
@@ -193,28 +193,20 @@ macro_rules! scalar_params {
 }
 scalar_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
 
-impl<T: Pod> sealed::Sealed for &DeviceBuffer<T> {}
-impl<T: Pod> KernelArg<In<T>> for &DeviceBuffer<T> {
+impl<S: ?Sized> sealed::Sealed for &S {}
+impl<S: ?Sized> sealed::Sealed for &mut S {}
+/// Any readable view — `&DeviceBuffer<T>`, `&DeviceSlice<T>`,
+/// `&DeviceSliceMut<T>` — is an [`In<T>`] argument.
+impl<T: Pod, S: AsDeviceSlice<T> + ?Sized> KernelArg<In<T>> for &S {
     fn raw(&self) -> RawArg<'_> {
         RawArg::Buffer((**self).view(), Access::Read)
     }
 }
-impl<T: Pod> sealed::Sealed for &mut DeviceBuffer<T> {}
-impl<T: Pod> KernelArg<Out<T>> for &mut DeviceBuffer<T> {
+/// Any writable view taken by `&mut` — `&mut DeviceBuffer<T>`,
+/// `&mut DeviceSliceMut<T>` — is an [`Out<T>`] argument.
+impl<T: Pod, S: AsDeviceSliceMut<T> + ?Sized> KernelArg<Out<T>> for &mut S {
     fn raw(&self) -> RawArg<'_> {
         RawArg::Buffer((**self).view(), Access::Write)
-    }
-}
-impl<T: Pod> sealed::Sealed for DeviceSlice<'_, T> {}
-impl<T: Pod> KernelArg<In<T>> for DeviceSlice<'_, T> {
-    fn raw(&self) -> RawArg<'_> {
-        RawArg::Buffer(self.view(), Access::Read)
-    }
-}
-impl<T: Pod> sealed::Sealed for DeviceSliceMut<'_, T> {}
-impl<T: Pod> KernelArg<Out<T>> for DeviceSliceMut<'_, T> {
-    fn raw(&self) -> RawArg<'_> {
-        RawArg::Buffer(self.view(), Access::Write)
     }
 }
 

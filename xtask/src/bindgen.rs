@@ -6,10 +6,9 @@
 //! the `codegen` feature this task re-runs xtask with it, so everyday xtask
 //! runs (CI's `kernels --check`) do not compile bindgen.
 
-use crate::util::{cargo, root};
 use anyhow::Result;
-use std::process::Command;
 
+#[cfg(any(feature = "codegen", test))]
 /// Entry points the workspace uses, by base name. An optional ABI version pins
 /// an older signature where CUDA 13.0 introduced a new one that older drivers
 /// lack (13.0's `cuCtxSynchronize(CUcontext)` vs the classic `cuCtxSynchronize(void)`).
@@ -84,6 +83,7 @@ pub const ENTRY_POINTS: &[(&str, Option<u32>)] = &[
     ("cuGraphGetNodes", None),
 ];
 
+#[cfg(any(feature = "codegen", test))]
 /// One versioned typedef: `PFN_<name>_v<version>` with its parameter text.
 #[derive(Debug, Clone)]
 struct Typedef {
@@ -91,6 +91,7 @@ struct Typedef {
     params: String,
 }
 
+#[cfg(any(feature = "codegen", test))]
 /// The chosen ABI of one entry point.
 #[derive(Debug)]
 pub struct Chosen {
@@ -104,6 +105,7 @@ pub struct Chosen {
     pub request_at_most: u32,
 }
 
+#[cfg(any(feature = "codegen", test))]
 /// Picks each entry point's ABI from the `cudaTypedefs.h` text.
 pub fn choose(typedefs_h: &str, cuda_version: u32) -> Result<Vec<Chosen>> {
     use std::collections::BTreeMap;
@@ -163,9 +165,18 @@ pub fn run() -> Result<()> {
     }
     #[cfg(not(feature = "codegen"))]
     {
-        crate::util::run(Command::new(cargo())
-            .current_dir(root())
-            .args(["run", "--quiet", "--package", "xtask", "--features", "codegen", "--", "bindgen"]))
+        crate::util::run(
+            std::process::Command::new(crate::util::cargo()).current_dir(crate::util::root()).args([
+                "run",
+                "--quiet",
+                "--package",
+                "xtask",
+                "--features",
+                "codegen",
+                "--",
+                "bindgen",
+            ]),
+        )
     }
 }
 
@@ -186,10 +197,8 @@ mod generate {
             .cargo_metadata(false)
             .try_get_compiler()
             .ok()?;
-        let out = std::process::Command::new(compiler.path())
-            .arg("-print-file-name=include")
-            .output()
-            .ok()?;
+        let out =
+            std::process::Command::new(compiler.path()).arg("-print-file-name=include").output().ok()?;
         let dir = std::path::PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
         dir.join("stddef.h").exists().then_some(dir)
     }
@@ -256,10 +265,7 @@ mod generate {
         for c in &chosen {
             builder = builder.allowlist_type(&c.typedef);
         }
-        let bindings = builder
-            .generate()
-            .map_err(|e| anyhow::anyhow!("bindgen failed: {e}"))?
-            .to_string();
+        let bindings = builder.generate().map_err(|e| anyhow::anyhow!("bindgen failed: {e}"))?.to_string();
 
         let header_hash = sha256_hex(&cuda_h);
         let typedefs_hash = sha256_hex(typedefs_h.as_bytes());
@@ -302,5 +308,44 @@ mod generate {
         std::fs::write(out.join("result_names.rs"), names)?;
         eprintln!("wrote cuda-sys/src/bindings.rs and entry_points.rs ({} entry points)", chosen.len());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose;
+
+    const SAMPLE: &str = "\
+typedef CUresult (CUDAAPI *PFN_cuCtxSynchronize_v2000)(void);
+typedef CUresult (CUDAAPI *PFN_cuCtxSynchronize_v13000)(CUcontext ctx);
+typedef CUresult (CUDAAPI *PFN_cuEventElapsedTime_v2000)(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+typedef CUresult (CUDAAPI *PFN_cuEventElapsedTime_v12080)(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+typedef CUresult (CUDAAPI *PFN_cuStreamWaitEvent_v7000_ptsz)(CUstream hStream, CUevent hEvent, unsigned int Flags);
+typedef CUresult (CUDAAPI *PFN_cuStreamWaitEvent_v3020)(CUstream hStream, CUevent hEvent, unsigned int Flags);
+";
+
+    #[test]
+    fn picks_the_newest_abi_and_the_first_version_with_its_signature() {
+        // Only the three names above matter; the rest of ENTRY_POINTS is
+        // missing from the sample, so check the error names the first one.
+        let err = choose(SAMPLE, 13000).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("PFN_cuGetErrorName"), "{err}");
+        let full: String = super::ENTRY_POINTS
+            .iter()
+            .filter(|(n, _)| !SAMPLE.contains(&format!("PFN_{n}_v")))
+            .map(|(n, _)| format!("typedef CUresult (CUDAAPI *PFN_{n}_v2000)(void);\n"))
+            .collect::<String>()
+            + SAMPLE;
+        let chosen = choose(&full, 13000).expect("complete sample");
+        let get = |n: &str| chosen.iter().find(|c| c.name == n).expect(n);
+        let elapsed = get("cuEventElapsedTime");
+        assert_eq!(elapsed.typedef, "PFN_cuEventElapsedTime_v12080");
+        assert_eq!((elapsed.since, elapsed.request_at_most), (2000, 13000));
+        // Pinned to the classic ABI, and never asked for at 13.0.
+        let sync = get("cuCtxSynchronize");
+        assert_eq!(sync.typedef, "PFN_cuCtxSynchronize_v2000");
+        assert_eq!((sync.since, sync.request_at_most), (2000, 12999));
+        // _ptsz variants are never bound.
+        assert_eq!(get("cuStreamWaitEvent").typedef, "PFN_cuStreamWaitEvent_v3020");
     }
 }

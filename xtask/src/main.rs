@@ -52,7 +52,7 @@ fn main() {
             }
         }
         Task::Roofline { args } => roofline::run(&args),
-        Task::GpuBundle => gpu_bundle::run(&[]),
+        Task::GpuBundle => gpu_bundle::run(),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

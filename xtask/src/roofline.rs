@@ -1,8 +1,34 @@
-//! (being written)
-use anyhow::Result;
-#[allow(dead_code)]
-pub fn run(_a: &[String]) -> Result<()> { anyhow::bail!("unfinished") }
-#[allow(dead_code)]
-pub fn check() -> Result<()> { anyhow::bail!("unfinished") }
-#[allow(dead_code)]
-pub fn build() -> Result<()> { anyhow::bail!("unfinished") }
+//! `cargo xtask roofline`: the main job. Builds gpu-bench in release and runs
+//! its `roofline` command, writing `target/roofline/report.md` and
+//! `target/roofline/results.json`.
+
+use crate::util::{cargo, root, run as run_cmd};
+use anyhow::{Context, Result, bail};
+use std::process::Command;
+
+/// Runs the task; `args` go to `gpu-bench roofline`.
+pub fn run(args: &[String]) -> Result<()> {
+    let root = root();
+    run_cmd(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "--quiet",
+        "--package",
+        "gpu-bench",
+    ]))
+    .context("building gpu-bench")?;
+    let bin = root.join("target/release/gpu-bench");
+    let out = root.join("target/roofline");
+    let status = Command::new(&bin)
+        .arg("roofline")
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .status()
+        .with_context(|| format!("could not start {}", bin.display()))?;
+    if !status.success() {
+        bail!("gpu-bench roofline failed ({status}); see its message above");
+    }
+    eprintln!("roofline written to {}/report.md and results.json", out.display());
+    Ok(())
+}

@@ -19,9 +19,7 @@ pub fn cargo() -> String {
 
 /// Runs `cmd`, failing with the command line and its exit status.
 pub fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start {cmd:?}"))?;
+    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }

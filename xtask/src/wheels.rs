@@ -14,12 +14,8 @@ use std::process::Command;
 pub const CUDA_WHEEL_VERSION: &str = "13.0.88";
 
 /// Wheels needed to compile kernels (nvcc, cicc, the crt and runtime headers).
-pub const NVCC_WHEELS: &[&str] = &[
-    "nvidia-cuda-nvcc",
-    "nvidia-nvvm",
-    "nvidia-cuda-crt",
-    "nvidia-cuda-runtime",
-];
+pub const NVCC_WHEELS: &[&str] =
+    &["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime"];
 
 /// Where the wheels are installed.
 pub fn prefix() -> PathBuf {
@@ -36,10 +32,9 @@ pub fn cuda_home() -> PathBuf {
 pub fn ensure(names: &[&str]) -> Result<PathBuf> {
     let prefix = prefix();
     let marker = prefix.join(format!(".installed-{CUDA_WHEEL_VERSION}"));
-    if let Ok(have) = std::fs::read_to_string(&marker) {
-        if names.iter().all(|n| have.split(',').any(|h| h == *n)) {
-            return Ok(cuda_home());
-        }
+    let have = std::fs::read_to_string(&marker).unwrap_or_default();
+    if names.iter().all(|n| have.split(',').any(|h| h == *n)) {
+        return Ok(cuda_home());
     }
     let python = find_python()?;
     eprintln!("installing pinned CUDA {CUDA_WHEEL_VERSION} wheels into {}", prefix.display());

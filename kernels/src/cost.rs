@@ -1,0 +1,158 @@
+//! Cost models: floating-point operations and the minimum bytes each kernel
+//! moves, as functions of its size arguments, so a benchmark can place it
+//! on the roofline.
+//!
+//! "Minimum bytes" counts each input element read once and each output
+//! element written once (a read-write element counts both ways); it ignores
+//! caches, partial sectors and the per-block atomics' extra traffic. Integer
+//! work (hashes, sums) is not counted as FLOPs. Arithmetic saturates instead
+//! of overflowing.
+
+use crate::spec::Kernel;
+
+/// Work and traffic of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Cost {
+    /// Floating-point operations (an FMA counts 2).
+    pub flops: u64,
+    /// Bytes read from device memory.
+    pub bytes_read: u64,
+    /// Bytes written to device memory.
+    pub bytes_written: u64,
+}
+
+impl Cost {
+    /// Bytes moved both ways.
+    pub const fn bytes(&self) -> u64 {
+        self.bytes_read.saturating_add(self.bytes_written)
+    }
+
+    /// Arithmetic intensity: FLOPs per byte moved (0 when nothing moves and
+    /// nothing is computed, infinite when only computing).
+    pub fn intensity(&self) -> f64 {
+        match (self.flops, self.bytes()) {
+            (0, 0) => 0.0,
+            (_, 0) => f64::INFINITY,
+            (f, b) => f as f64 / b as f64,
+        }
+    }
+}
+
+/// The cost of one launch of `kernel` whose size argument (the parameter
+/// [`KernelInfo::size_param`](crate::KernelInfo::size_param) names: `n4` for
+/// the `uint4` kernels, `n` for the others) is `size`; `spin_cycles` ignores it.
+pub const fn for_kernel(kernel: Kernel, size: u64) -> Cost {
+    match kernel {
+        Kernel::ReadSumU32x4 => read_sum_u32x4(size),
+        Kernel::CopyU32x4 => copy_u32x4(size),
+        Kernel::TriadF32 => triad_f32(size),
+        Kernel::SpinCycles => spin_cycles(),
+        Kernel::FillPatternU32 => fill_pattern_u32(size),
+        Kernel::CheckPatternU32 => check_pattern_u32(size),
+        Kernel::ScaleF32 => scale_f32(size),
+        Kernel::AddF32 => add_f32(size),
+        Kernel::MixU32 => mix_u32(size),
+        Kernel::BumpU32 => bump_u32(size),
+    }
+}
+
+const fn bytes(n: u64, size: u64) -> u64 {
+    n.saturating_mul(size)
+}
+
+/// `read_sum_u32x4`: reads `16*n4` bytes; `*out` is read and written once.
+pub const fn read_sum_u32x4(n4: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n4, 16).saturating_add(8), bytes_written: 8 }
+}
+
+/// `copy_u32x4`: `16*n4` bytes each way.
+pub const fn copy_u32x4(n4: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n4, 16), bytes_written: bytes(n4, 16) }
+}
+
+/// `triad_f32`: one FMA (2 FLOPs) per element; reads `b` and `c`, writes `a`.
+pub const fn triad_f32(n: u64) -> Cost {
+    Cost { flops: bytes(n, 2), bytes_read: bytes(n, 8), bytes_written: bytes(n, 4) }
+}
+
+/// `spin_cycles`: writes the 8-byte result only.
+pub const fn spin_cycles() -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: 8 }
+}
+
+/// `fill_pattern_u32`: writes `4*n` bytes.
+pub const fn fill_pattern_u32(n: u64) -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: bytes(n, 4) }
+}
+
+/// `check_pattern_u32`: reads `4*n` bytes; `*mismatches` read and written once.
+pub const fn check_pattern_u32(n: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n, 4).saturating_add(8), bytes_written: 8 }
+}
+
+/// `scale_f32`: one multiply per element; reads and writes `4*n` bytes.
+pub const fn scale_f32(n: u64) -> Cost {
+    Cost { flops: n, bytes_read: bytes(n, 4), bytes_written: bytes(n, 4) }
+}
+
+/// `add_f32`: one add per element; reads `8*n`, writes `4*n` bytes.
+pub const fn add_f32(n: u64) -> Cost {
+    Cost { flops: n, bytes_read: bytes(n, 8), bytes_written: bytes(n, 4) }
+}
+
+/// `mix_u32`: integer only; reads `8*n`, writes `4*n` bytes.
+pub const fn mix_u32(n: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n, 8), bytes_written: bytes(n, 4) }
+}
+
+/// `bump_u32`: integer only; reads and writes `4*n` bytes.
+pub const fn bump_u32(n: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n, 4), bytes_written: bytes(n, 4) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_counts() {
+        // 1 MiB of uint4 = 65536 elements.
+        assert_eq!(read_sum_u32x4(65536), Cost { flops: 0, bytes_read: (1 << 20) + 8, bytes_written: 8 });
+        assert_eq!(copy_u32x4(10).bytes(), 320);
+        // STREAM triad on 1000 floats: 2000 FLOPs, 12000 bytes, intensity 1/6.
+        let t = triad_f32(1000);
+        assert_eq!((t.flops, t.bytes_read, t.bytes_written), (2000, 8000, 4000));
+        assert!((t.intensity() - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!(scale_f32(3), Cost { flops: 3, bytes_read: 12, bytes_written: 12 });
+        assert!((scale_f32(3).intensity() - 0.125).abs() < 1e-12);
+        assert_eq!(add_f32(5), Cost { flops: 5, bytes_read: 40, bytes_written: 20 });
+        assert_eq!(mix_u32(5).bytes(), 60);
+        assert_eq!(bump_u32(5).bytes(), 40);
+        assert_eq!(fill_pattern_u32(5), Cost { flops: 0, bytes_read: 0, bytes_written: 20 });
+        assert_eq!(check_pattern_u32(5).bytes(), 36);
+        assert_eq!(spin_cycles().bytes(), 8);
+        assert_eq!(copy_u32x4(0).intensity(), 0.0);
+        assert_eq!(Cost { flops: 1, bytes_read: 0, bytes_written: 0 }.intensity(), f64::INFINITY);
+    }
+
+    #[test]
+    fn for_kernel_uses_the_size_argument() {
+        assert_eq!(for_kernel(Kernel::TriadF32, 1000), triad_f32(1000));
+        assert_eq!(for_kernel(Kernel::ReadSumU32x4, 7), read_sum_u32x4(7));
+        assert_eq!(for_kernel(Kernel::SpinCycles, 99), spin_cycles());
+        for k in Kernel::ALL {
+            // Every kernel but spin has a size argument, and its cost grows with it.
+            let has_size = k.info().size_param().is_some();
+            assert_eq!(has_size, k != Kernel::SpinCycles, "{}", k.name());
+            if has_size {
+                assert!(for_kernel(k, 2).bytes() > for_kernel(k, 1).bytes(), "{}", k.name());
+            }
+        }
+    }
+
+    #[test]
+    fn saturates() {
+        assert_eq!(copy_u32x4(u64::MAX).bytes(), u64::MAX);
+        assert_eq!(triad_f32(u64::MAX).flops, u64::MAX);
+    }
+}

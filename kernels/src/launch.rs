@@ -1,0 +1,306 @@
+//! Typed launch wrappers: each kernel of [`crate::Kernel`] as a method that
+//! takes gpu-sync buffers, checks what the kernel needs (lengths, 16-byte
+//! alignment of vector-loaded pointers, a zeroed accumulator where the caller
+//! asks for a fresh result) and sizes the grid.
+//!
+//! Signatures are checked against the driver at [`Kernels::load`]
+//! (`cuFuncGetParamInfo`), and every buffer argument is a tracked use.
+
+use crate::spec::{DEFAULT_BLOCK, Kernel, Module};
+use gpu_sync::cuda_sys::CUdevice_attribute;
+use gpu_sync::{
+    AsDeviceSlice, AsDeviceSliceMut, Device, Error, In, Kernel as Typed, LaunchConfig, Out, Result, Stream,
+};
+
+/// `read_sum_u32x4(const uint4* in, u64 n4, u64* out)`.
+pub type ReadSumSig = (In<u32>, u64, Out<u64>);
+/// `copy_u32x4(const uint4* src, uint4* dst, u64 n4)`.
+pub type CopySig = (In<u32>, Out<u32>, u64);
+/// `triad_f32(float* a, const float* b, const float* c, float s, u64 n)`.
+pub type TriadSig = (Out<f32>, In<f32>, In<f32>, f32, u64);
+/// `spin_cycles(u64 cycles, u64* out)`.
+pub type SpinSig = (u64, Out<u64>);
+/// `fill_pattern_u32(unsigned* dst, u64 n, unsigned seed)`.
+pub type FillPatternSig = (Out<u32>, u64, u32);
+/// `check_pattern_u32(const unsigned* src, u64 n, unsigned seed, u64* mismatches)`.
+pub type CheckPatternSig = (In<u32>, u64, u32, Out<u64>);
+/// `scale_f32(const float* in, float* out, float a, u64 n)`.
+pub type ScaleSig = (In<f32>, Out<f32>, f32, u64);
+/// `add_f32(const float* x, const float* y, float* out, u64 n)`.
+pub type AddSig = (In<f32>, In<f32>, Out<f32>, u64);
+/// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
+pub type MixSig = (In<u32>, In<u32>, Out<u32>, u32, u64);
+/// `bump_u32(unsigned* x, unsigned add, u64 n)`.
+pub type BumpSig = (Out<u32>, u32, u64);
+
+/// Every kernel of the crate, loaded into one device.
+pub struct Kernels {
+    device: Device,
+    max_blocks: u32,
+    read_sum: Typed<ReadSumSig>,
+    copy: Typed<CopySig>,
+    triad: Typed<TriadSig>,
+    spin: Typed<SpinSig>,
+    fill_pattern: Typed<FillPatternSig>,
+    check_pattern: Typed<CheckPatternSig>,
+    scale: Typed<ScaleSig>,
+    add: Typed<AddSig>,
+    mix: Typed<MixSig>,
+    bump: Typed<BumpSig>,
+}
+
+fn invalid(kernel: Kernel, what: String) -> Error {
+    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
+}
+
+fn aligned16<T: bytemuck::Pod, S: AsDeviceSlice<T> + ?Sized>(
+    kernel: Kernel,
+    name: &str,
+    v: &S,
+) -> Result<()> {
+    if v.device_ptr() % 16 == 0 {
+        Ok(())
+    } else {
+        Err(invalid(
+            kernel,
+            format!(
+                "`{name}` starts at {:#x}, not 16-byte aligned (the kernel loads 16 bytes at a time)",
+                v.device_ptr()
+            ),
+        ))
+    }
+}
+
+fn same<A: PartialEq + std::fmt::Debug>(kernel: Kernel, what: &str, a: A, b: A) -> Result<()> {
+    if a == b { Ok(()) } else { Err(invalid(kernel, format!("{what}: {a:?} vs {b:?}"))) }
+}
+
+impl Kernels {
+    /// Loads every module into `device` (`cuModuleLoadData`) and takes each
+    /// kernel with its checked signature.
+    ///
+    /// # Errors
+    /// A driver error (`CUDA_ERROR_NO_BINARY_FOR_GPU` on a GPU older than
+    /// sm_80); [`Error::KernelSignature`] if a fatbin and this crate disagree.
+    pub fn load(device: &Device) -> Result<Kernels> {
+        let load = |m: Module| gpu_sync::Module::load(device, m.fatbin());
+        let (stream, spin, pattern, elementwise) =
+            (load(Module::Stream)?, load(Module::Spin)?, load(Module::Pattern)?, load(Module::Elementwise)?);
+        let sms = device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(Kernels {
+            device: device.clone(),
+            // Grid-stride kernels: eight 256-thread blocks per SM keep every
+            // SM fully occupied; more blocks only add scheduling.
+            max_blocks: (sms.max(1) as u32).saturating_mul(8),
+            read_sum: stream.kernel(Kernel::ReadSumU32x4.name())?,
+            copy: stream.kernel(Kernel::CopyU32x4.name())?,
+            triad: stream.kernel(Kernel::TriadF32.name())?,
+            spin: spin.kernel(Kernel::SpinCycles.name())?,
+            fill_pattern: pattern.kernel(Kernel::FillPatternU32.name())?,
+            check_pattern: pattern.kernel(Kernel::CheckPatternU32.name())?,
+            scale: elementwise.kernel(Kernel::ScaleF32.name())?,
+            add: elementwise.kernel(Kernel::AddF32.name())?,
+            mix: elementwise.kernel(Kernel::MixU32.name())?,
+            bump: elementwise.kernel(Kernel::BumpU32.name())?,
+        })
+    }
+
+    /// The device the kernels are loaded into.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// A 1-D launch of [`DEFAULT_BLOCK`]-thread blocks covering `threads`
+    /// threads, capped at eight blocks per SM (the kernels stride over the
+    /// rest).
+    pub fn grid_for(&self, threads: u64) -> LaunchConfig {
+        let blocks = threads.div_ceil(u64::from(DEFAULT_BLOCK)).clamp(1, u64::from(self.max_blocks.max(1)));
+        LaunchConfig::new(blocks as u32, DEFAULT_BLOCK)
+    }
+
+    /// Adds the wrapping sum of every `u32` of `input` to `out[0]`
+    /// (`read_sum_u32x4`, 16-byte loads). Zero `out` first for a fresh sum.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `input` has a multiple of 4 elements
+    /// and starts 16-byte aligned, and `out` has one element; a launch error.
+    pub fn read_sum<I, O>(&self, stream: &Stream, input: &I, out: &mut O) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        let k = Kernel::ReadSumU32x4;
+        if !input.device_len().is_multiple_of(4) {
+            return Err(invalid(k, format!("input has {} words, not a multiple of 4", input.device_len())));
+        }
+        aligned16(k, "in", input)?;
+        same(k, "out must have one element", out.device_len(), 1)?;
+        let n4 = (input.device_len() / 4) as u64;
+        self.read_sum.launch(stream, self.grid_for(n4), (input, n4, out))
+    }
+
+    /// Copies `src` to `dst` (`copy_u32x4`, 16-byte loads and stores).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length, a multiple of
+    /// 4, and start 16-byte aligned; a launch error.
+    pub fn copy<S, D>(&self, stream: &Stream, src: &S, dst: &mut D) -> Result<()>
+    where
+        S: AsDeviceSlice<u32> + ?Sized,
+        D: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = Kernel::CopyU32x4;
+        same(k, "lengths", src.device_len(), dst.device_len())?;
+        if !src.device_len().is_multiple_of(4) {
+            return Err(invalid(k, format!("{} words is not a multiple of 4", src.device_len())));
+        }
+        aligned16(k, "src", src)?;
+        aligned16(k, "dst", dst)?;
+        let n4 = (src.device_len() / 4) as u64;
+        self.copy.launch(stream, self.grid_for(n4), (src, dst, n4))
+    }
+
+    /// `a = scalar * c + b`, one fused multiply-add per element (`triad_f32`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the three have one length and start
+    /// 16-byte aligned; a launch error.
+    pub fn triad<A, B, C>(&self, stream: &Stream, a: &mut A, b: &B, c: &C, scalar: f32) -> Result<()>
+    where
+        A: AsDeviceSliceMut<f32> + ?Sized,
+        B: AsDeviceSlice<f32> + ?Sized,
+        C: AsDeviceSlice<f32> + ?Sized,
+    {
+        let k = Kernel::TriadF32;
+        same(k, "lengths of a and b", a.device_len(), b.device_len())?;
+        same(k, "lengths of a and c", a.device_len(), c.device_len())?;
+        aligned16(k, "a", a)?;
+        aligned16(k, "b", b)?;
+        aligned16(k, "c", c)?;
+        let n = a.device_len() as u64;
+        // The bulk runs one float4 per thread.
+        self.triad.launch(stream, self.grid_for(n.div_ceil(4)), (a, b, c, scalar, n))
+    }
+
+    /// Busy-waits `cycles` SM clock cycles in one thread; writes the cycles
+    /// actually waited (at least `cycles`) to `out[0]` (`spin_cycles`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `out` has one element; a launch error.
+    pub fn spin<O: AsDeviceSliceMut<u64> + ?Sized>(
+        &self,
+        stream: &Stream,
+        cycles: u64,
+        out: &mut O,
+    ) -> Result<()> {
+        same(Kernel::SpinCycles, "out must have one element", out.device_len(), 1)?;
+        self.spin.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
+    }
+
+    /// Writes `dst[i] = pattern(seed, i)` (`fill_pattern_u32`).
+    ///
+    /// # Errors
+    /// A launch error.
+    pub fn fill_pattern<D: AsDeviceSliceMut<u32> + ?Sized>(
+        &self,
+        stream: &Stream,
+        dst: &mut D,
+        seed: u32,
+    ) -> Result<()> {
+        let n = dst.device_len() as u64;
+        self.fill_pattern.launch(stream, self.grid_for(n), (dst, n, seed))
+    }
+
+    /// Adds to `mismatches[0]` the number of `i` with
+    /// `src[i] != pattern(seed, i)` (`check_pattern_u32`). Zero it first for
+    /// a fresh count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `mismatches` has one element; a
+    /// launch error.
+    pub fn check_pattern<S, M>(&self, stream: &Stream, src: &S, seed: u32, mismatches: &mut M) -> Result<()>
+    where
+        S: AsDeviceSlice<u32> + ?Sized,
+        M: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        same(Kernel::CheckPatternU32, "mismatches must have one element", mismatches.device_len(), 1)?;
+        let n = src.device_len() as u64;
+        self.check_pattern.launch(stream, self.grid_for(n), (src, n, seed, mismatches))
+    }
+
+    /// `out = a * input` (`scale_f32`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    pub fn scale<I, O>(&self, stream: &Stream, input: &I, out: &mut O, a: f32) -> Result<()>
+    where
+        I: AsDeviceSlice<f32> + ?Sized,
+        O: AsDeviceSliceMut<f32> + ?Sized,
+    {
+        same(Kernel::ScaleF32, "lengths", input.device_len(), out.device_len())?;
+        let n = input.device_len() as u64;
+        self.scale.launch(stream, self.grid_for(n), (input, out, a, n))
+    }
+
+    /// `out = x + y` (`add_f32`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    pub fn add<X, Y, O>(&self, stream: &Stream, x: &X, y: &Y, out: &mut O) -> Result<()>
+    where
+        X: AsDeviceSlice<f32> + ?Sized,
+        Y: AsDeviceSlice<f32> + ?Sized,
+        O: AsDeviceSliceMut<f32> + ?Sized,
+    {
+        same(Kernel::AddF32, "lengths of x and y", x.device_len(), y.device_len())?;
+        same(Kernel::AddF32, "lengths of x and out", x.device_len(), out.device_len())?;
+        let n = x.device_len() as u64;
+        self.add.launch(stream, self.grid_for(n), (x, y, out, n))
+    }
+
+    /// `out[i] = mix(a[i], b[i], salt)` (`mix_u32`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    pub fn mix<A, B, O>(&self, stream: &Stream, a: &A, b: &B, out: &mut O, salt: u32) -> Result<()>
+    where
+        A: AsDeviceSlice<u32> + ?Sized,
+        B: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        same(Kernel::MixU32, "lengths of a and b", a.device_len(), b.device_len())?;
+        same(Kernel::MixU32, "lengths of a and out", a.device_len(), out.device_len())?;
+        let n = a.device_len() as u64;
+        self.mix.launch(stream, self.grid_for(n), (a, b, out, salt, n))
+    }
+
+    /// `x[i] += add`, wrapping (`bump_u32`).
+    ///
+    /// # Errors
+    /// A launch error.
+    pub fn bump<X: AsDeviceSliceMut<u32> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &mut X,
+        add: u32,
+    ) -> Result<()> {
+        let n = x.device_len() as u64;
+        self.bump.launch(stream, self.grid_for(n), (x, add, n))
+    }
+
+    /// The typed `add_f32` kernel, for callers that launch it directly
+    /// (benchmarks of the launch path itself).
+    pub fn add_kernel(&self) -> &Typed<AddSig> {
+        &self.add
+    }
+
+    /// The typed `scale_f32` kernel, as [`Kernels::add_kernel`].
+    pub fn scale_kernel(&self) -> &Typed<ScaleSig> {
+        &self.scale
+    }
+
+    /// The typed `bump_u32` kernel, as [`Kernels::add_kernel`].
+    pub fn bump_kernel(&self) -> &Typed<BumpSig> {
+        &self.bump
+    }
+}

@@ -1,0 +1,263 @@
+//! The CPU references registered with `cuda-sim` (feature `sim`), so the
+//! whole stack — launches, the race oracle, timing — runs without a GPU.
+//!
+//! Each registration's parameter list is derived from the spec table, never
+//! written twice. A simulated launch processes the kernel's whole range
+//! whatever the grid (the `.cu` kernels are grid-stride loops, so any grid
+//! gives the same result on a GPU). Before running, every pointer the launch
+//! will touch is checked against the alignment the spec demands.
+
+use crate::cost;
+use crate::reference;
+use crate::spec::{Access, Kernel, Len, Param, ParamKind};
+use cuda_sim::{DurationFn, KernelCall, KernelFault, KernelFn, KernelSpec, ParamSpec, register_kernel};
+use std::sync::OnceLock;
+
+/// The SM clock the simulator reports, in cycles per nanosecond (1980 MHz).
+const SIM_CLOCK_GHZ: f64 = 1.98;
+/// Modelled device-memory bandwidth in bytes per nanosecond (3.0e12 B/s).
+const SIM_BYTES_PER_NS: f64 = 3000.0;
+/// Duration reported when a launch's size argument cannot be read.
+const FALLBACK_NS: u64 = 2000;
+
+/// Registers every kernel of [`Kernel::ALL`] with `cuda_sim` under its
+/// `extern "C"` name (replacing earlier registrations; calling it again is
+/// harmless).
+///
+/// Simulated durations: `spin_cycles` takes `cycles / 1.98` ns (the
+/// simulator's 1980 MHz clock); the other kernels take their
+/// [`cost`](crate::cost) model's bytes at 3.0e12 B/s, at least 1 ns.
+pub fn register_sim_kernels() {
+    for kernel in Kernel::ALL {
+        register_kernel(KernelSpec {
+            name: kernel.name(),
+            params: param_specs(kernel),
+            run: run_fn(kernel),
+            duration: Some(duration as DurationFn),
+        });
+    }
+}
+
+/// The simulator's view of one spec parameter.
+fn param_spec(p: &Param) -> ParamSpec {
+    match p.kind {
+        ParamKind::Scalar(_) => ParamSpec { size: p.size(), kind: cuda_sim::ParamKind::Scalar },
+        ParamKind::Pointer { access: Access::Read, .. } => ParamSpec::read(),
+        ParamKind::Pointer { access: Access::Write, .. } => ParamSpec::write(),
+        ParamKind::Pointer { access: Access::ReadWrite, .. } => ParamSpec::read_write(),
+    }
+}
+
+/// `kernel`'s parameters as `&'static [ParamSpec]`, built once from the spec.
+fn param_specs(kernel: Kernel) -> &'static [ParamSpec] {
+    static SPECS: OnceLock<Vec<(Kernel, Vec<ParamSpec>)>> = OnceLock::new();
+    let all = SPECS.get_or_init(|| {
+        Kernel::ALL.iter().map(|&k| (k, k.info().params.iter().map(param_spec).collect())).collect()
+    });
+    all.iter().find(|(k, _)| *k == kernel).map_or(&[], |(_, v)| v.as_slice())
+}
+
+fn run_fn(kernel: Kernel) -> KernelFn {
+    match kernel {
+        Kernel::ReadSumU32x4 => run_read_sum_u32x4,
+        Kernel::CopyU32x4 => run_copy_u32x4,
+        Kernel::TriadF32 => run_triad_f32,
+        Kernel::SpinCycles => run_spin_cycles,
+        Kernel::FillPatternU32 => run_fill_pattern_u32,
+        Kernel::CheckPatternU32 => run_check_pattern_u32,
+        Kernel::ScaleF32 => run_scale_f32,
+        Kernel::AddF32 => run_add_f32,
+        Kernel::MixU32 => run_mix_u32,
+        Kernel::BumpU32 => run_bump_u32,
+    }
+}
+
+/// The simulated duration of any of our kernels, in nanoseconds.
+fn duration(call: &KernelCall<'_>) -> u64 {
+    let Some(kernel) = Kernel::from_name(call.name()) else {
+        return FALLBACK_NS;
+    };
+    let ns = if kernel == Kernel::SpinCycles {
+        match call.scalar::<u64>(0) {
+            Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
+            Err(_) => return FALLBACK_NS,
+        }
+    } else {
+        let size = match kernel.info().size_param().map(|i| call.scalar::<u64>(i)) {
+            Some(Ok(n)) => n,
+            _ => return FALLBACK_NS,
+        };
+        cost::for_kernel(kernel, size).bytes() as f64 / SIM_BYTES_PER_NS
+    };
+    // Saturating float-to-int conversion; at least 1 ns so time moves.
+    (ns.ceil() as u64).max(1)
+}
+
+fn fault_bad(call: &KernelCall<'_>, param: usize, what: String) -> KernelFault {
+    KernelFault::BadParam { kernel: call.name().to_owned(), param, what }
+}
+
+/// Checks every pointer the launch touches (a non-zero extent) against the
+/// spec's alignment. A GPU would fault with `CUDA_ERROR_MISALIGNED_ADDRESS`;
+/// the registry has no such fault, so this reports `BadParam` naming it.
+fn check_alignment(call: &KernelCall<'_>, kernel: Kernel) -> Result<(), KernelFault> {
+    for (i, p) in kernel.info().params.iter().enumerate() {
+        let ParamKind::Pointer { align, len, .. } = p.kind else {
+            continue;
+        };
+        let n = match len {
+            Len::Param(j) => call.scalar::<u64>(j)?,
+            Len::Fixed(n) => n,
+        };
+        let ptr = call.ptr(i)?;
+        if n > 0 && ptr % align as u64 != 0 {
+            return Err(fault_bad(
+                call,
+                i,
+                format!(
+                    "`{}` = {ptr:#x} is not {align}-byte aligned \
+                     (a GPU faults with CUDA_ERROR_MISALIGNED_ADDRESS)",
+                    p.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `n` elements of `elem_bytes` each through pointer `param`, as a `usize`
+/// count; a range no host could hold is an access outside every allocation.
+fn count(call: &KernelCall<'_>, param: usize, n: Option<u64>, elem_bytes: u64) -> Result<usize, KernelFault> {
+    let fits = n.filter(|n| n.checked_mul(elem_bytes).is_some()).and_then(|n| usize::try_from(n).ok());
+    fits.ok_or_else(|| KernelFault::IllegalAddress {
+        kernel: call.name().to_owned(),
+        param,
+        addr: call.ptr(param).unwrap_or(0),
+        len: n.map_or(u64::MAX, |n| n.saturating_mul(elem_bytes)),
+    })
+}
+
+/// `*ptr += add` (wrapping) on the `u64` behind pointer `param`.
+fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), KernelFault> {
+    let old = call.read::<u64>(param, 1)?;
+    let new = old.first().copied().unwrap_or(0).wrapping_add(add);
+    call.write(param, &[new])
+}
+
+fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::ReadSumU32x4)?;
+    let n4 = call.scalar::<u64>(1)?;
+    let words = count(call, 0, n4.checked_mul(4), 4)?;
+    let data = call.read::<u32>(0, words)?;
+    accumulate(call, 2, reference::read_sum_u32(&data))
+}
+
+fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::CopyU32x4)?;
+    let n4 = call.scalar::<u64>(2)?;
+    let words = count(call, 0, n4.checked_mul(4), 4)?;
+    let src = call.read::<u32>(0, words)?;
+    let mut dst = vec![0u32; words];
+    reference::copy_u32(&src, &mut dst);
+    call.write(1, &dst)
+}
+
+fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::TriadF32)?;
+    let scalar = call.scalar::<f32>(3)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
+    let b = call.read::<f32>(1, n)?;
+    let c = call.read::<f32>(2, n)?;
+    let mut a = vec![0.0f32; n];
+    reference::triad_f32(&mut a, &b, &c, scalar);
+    call.write(0, &a)
+}
+
+fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::SpinCycles)?;
+    let cycles = call.scalar::<u64>(0)?;
+    call.write(1, &[reference::spin_cycles(cycles)])
+}
+
+fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::FillPatternU32)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
+    let seed = call.scalar::<u32>(2)?;
+    let mut dst = vec![0u32; n];
+    reference::fill_pattern_u32(&mut dst, seed);
+    call.write(0, &dst)
+}
+
+fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::CheckPatternU32)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
+    let seed = call.scalar::<u32>(2)?;
+    let src = call.read::<u32>(0, n)?;
+    accumulate(call, 3, reference::check_pattern_u32(&src, seed))
+}
+
+fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::ScaleF32)?;
+    let a = call.scalar::<f32>(2)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
+    let input = call.read::<f32>(0, n)?;
+    let mut out = vec![0.0f32; n];
+    reference::scale_f32(&input, &mut out, a);
+    call.write(1, &out)
+}
+
+fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::AddF32)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
+    let x = call.read::<f32>(0, n)?;
+    let y = call.read::<f32>(1, n)?;
+    let mut out = vec![0.0f32; n];
+    reference::add_f32(&x, &y, &mut out);
+    call.write(2, &out)
+}
+
+fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::MixU32)?;
+    let salt = call.scalar::<u32>(3)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
+    let a = call.read::<u32>(0, n)?;
+    let b = call.read::<u32>(1, n)?;
+    let mut out = vec![0u32; n];
+    reference::mix_u32(&a, &b, &mut out, salt);
+    call.write(2, &out)
+}
+
+fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::BumpU32)?;
+    let add = call.scalar::<u32>(1)?;
+    let n = count(call, 0, Some(call.scalar::<u64>(2)?), 4)?;
+    let mut x = call.read::<u32>(0, n)?;
+    reference::bump_u32(&mut x, add);
+    call.write(0, &x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registrations_follow_the_spec() {
+        register_sim_kernels();
+        for k in Kernel::ALL {
+            let spec = cuda_sim::lookup_kernel(k.name()).expect("registered");
+            let info = k.info();
+            assert_eq!(spec.params.len(), info.params.len(), "{}", info.name);
+            for (s, p) in spec.params.iter().zip(info.params) {
+                assert_eq!(s.size, p.size(), "{}.{}", info.name, p.name);
+                let want = match p.kind {
+                    ParamKind::Scalar(_) => cuda_sim::ParamKind::Scalar,
+                    ParamKind::Pointer { access: Access::Read, .. } => cuda_sim::ParamKind::Read,
+                    ParamKind::Pointer { access: Access::Write, .. } => cuda_sim::ParamKind::Write,
+                    ParamKind::Pointer { access: Access::ReadWrite, .. } => cuda_sim::ParamKind::ReadWrite,
+                };
+                assert_eq!(s.kind, want, "{}.{}", info.name, p.name);
+            }
+            assert!(spec.duration.is_some());
+        }
+    }
+}

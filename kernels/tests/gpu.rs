@@ -1,0 +1,414 @@
+//! The committed fatbins on a real GPU, through the raw driver (no gpu-sync):
+//! every module loads with `cuModuleLoadData`; every kernel's parameter sizes
+//! as the driver reports them (`cuFuncGetParamInfo`) match the spec table;
+//! every kernel's results match the CPU reference bit for bit, for a tiny
+//! grid (many grid-stride iterations) and a full one; `spin_cycles` waits at
+//! least its cycles; a misaligned `uint4` pointer faults as documented. Also
+//! prints the bandwidth the probes reach (information, not asserted).
+//!
+//! Ignored by default: `cargo test -p kernels --test gpu -- --include-ignored`
+//! on a GPU host.
+
+use bytemuck::{Pod, Zeroable};
+use cuda_sys::{
+    CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUmodule, CUresult, CUstream,
+    CUstream_flags, Driver, check, driver,
+};
+use kernels::{Kernel, Module, reference};
+use std::ffi::{CString, c_void};
+
+/// Calls a driver entry point and panics with its name and error on failure.
+macro_rules! cu {
+    ($gpu:expr, $f:ident($($a:expr),* $(,)?)) => {{
+        let r = cu_raw!($gpu, $f($($a),*));
+        check(r).unwrap_or_else(|e| panic!("{} failed: {e}", stringify!($f)))
+    }};
+}
+
+/// Calls a driver entry point and returns its `CUresult`.
+macro_rules! cu_raw {
+    ($gpu:expr, $f:ident($($a:expr),* $(,)?)) => {{
+        let f = $gpu.d.$f.unwrap_or_else(|| panic!("driver lacks {}", stringify!($f)));
+        // SAFETY: as the CUDA Driver API reference documents for this entry
+        // point: every handle passed was created by this test on the current
+        // (primary) context and is alive, and every host pointer points at a
+        // live local or Vec of at least the bytes the call reads or writes.
+        unsafe { f($($a),*) }
+    }};
+}
+
+/// A kernel argument, stored so its address can go into `kernelParams`.
+#[derive(Debug, Clone, Copy)]
+enum Arg {
+    Ptr(CUdeviceptr),
+    U64(u64),
+    U32(u32),
+    F32(f32),
+}
+
+struct Gpu {
+    d: &'static Driver,
+    stream: CUstream,
+    modules: Vec<(Module, CUmodule)>,
+}
+
+impl Gpu {
+    fn new() -> Gpu {
+        let d = driver().expect("a CUDA driver (libcuda.so.1)");
+        let mut gpu = Gpu { d, stream: std::ptr::null_mut(), modules: Vec::new() };
+        let mut dev: CUdevice = 0;
+        cu!(gpu, cuDeviceGet(&mut dev, 0));
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        cu!(gpu, cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        cu!(gpu, cuCtxSetCurrent(ctx));
+        let mut stream: CUstream = std::ptr::null_mut();
+        cu!(gpu, cuStreamCreateWithPriority(&mut stream, CUstream_flags::CU_STREAM_NON_BLOCKING.0, 0));
+        gpu.stream = stream;
+        for m in Module::ALL {
+            let image = m.fatbin();
+            let mut module: CUmodule = std::ptr::null_mut();
+            cu!(gpu, cuModuleLoadData(&mut module, image.as_ptr().cast()));
+            gpu.modules.push((m, module));
+        }
+        gpu
+    }
+
+    fn attribute(&self, attr: CUdevice_attribute) -> i32 {
+        let mut v = 0;
+        cu!(self, cuDeviceGetAttribute(&mut v, attr, 0));
+        v
+    }
+
+    fn function(&self, kernel: Kernel) -> CUfunction {
+        let info = kernel.info();
+        let module = self.modules.iter().find(|(m, _)| *m == info.module).unwrap().1;
+        let name = CString::new(info.name).unwrap();
+        let mut f: CUfunction = std::ptr::null_mut();
+        cu!(self, cuModuleGetFunction(&mut f, module, name.as_ptr()));
+        f
+    }
+
+    fn alloc(&self, bytes: usize) -> CUdeviceptr {
+        let mut p: CUdeviceptr = 0;
+        cu!(self, cuMemAlloc(&mut p, bytes.max(1)));
+        assert_eq!(p % 256, 0, "cuMemAlloc gives 256-byte aligned pointers");
+        p
+    }
+
+    fn upload<T: Pod>(&self, data: &[T]) -> CUdeviceptr {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let p = self.alloc(bytes.len());
+        cu!(self, cuMemcpyHtoDAsync(p, bytes.as_ptr().cast(), bytes.len(), self.stream));
+        self.sync();
+        p
+    }
+
+    fn download<T: Pod + Zeroable>(&self, p: CUdeviceptr, n: usize) -> Vec<T> {
+        let mut out = vec![T::zeroed(); n];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        cu!(self, cuMemcpyDtoHAsync(bytes.as_mut_ptr().cast(), p, bytes.len(), self.stream));
+        self.sync();
+        out
+    }
+
+    fn zero(&self, p: CUdeviceptr, bytes: usize) {
+        cu!(self, cuMemsetD8Async(p, 0, bytes, self.stream));
+    }
+
+    fn sync(&self) {
+        cu!(self, cuStreamSynchronize(self.stream));
+    }
+
+    fn free(&self, p: CUdeviceptr) {
+        cu!(self, cuMemFree(p));
+    }
+
+    /// Launches `kernel` on the test stream; checks each argument's size
+    /// against the spec first. Returns the launch's `CUresult`.
+    fn try_launch(&self, kernel: Kernel, grid: u32, block: u32, args: &[Arg]) -> CUresult {
+        let info = kernel.info();
+        assert_eq!(args.len(), info.params.len(), "{}", info.name);
+        let mut store = args.to_vec();
+        for (a, p) in store.iter().zip(info.params) {
+            let size = match a {
+                Arg::Ptr(_) | Arg::U64(_) => 8,
+                Arg::U32(_) | Arg::F32(_) => 4,
+            };
+            assert_eq!(size, p.size(), "{}.{}", info.name, p.name);
+        }
+        let mut params: Vec<*mut c_void> = store
+            .iter_mut()
+            .map(|a| match a {
+                Arg::Ptr(v) | Arg::U64(v) => (v as *mut u64).cast(),
+                Arg::U32(v) => (v as *mut u32).cast(),
+                Arg::F32(v) => (v as *mut f32).cast(),
+            })
+            .collect();
+        let f = self.function(kernel);
+        cu_raw!(
+            self,
+            cuLaunchKernel(
+                f,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                self.stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut()
+            )
+        )
+    }
+
+    fn launch(&self, kernel: Kernel, grid: u32, block: u32, args: &[Arg]) {
+        check(self.try_launch(kernel, grid, block, args))
+            .unwrap_or_else(|e| panic!("launching {}: {e}", kernel.name()));
+    }
+
+    fn event(&self) -> CUevent {
+        let mut e: CUevent = std::ptr::null_mut();
+        cu!(self, cuEventCreate(&mut e, 0));
+        e
+    }
+
+    /// Milliseconds `body` takes on the stream, by events.
+    fn time(&self, body: impl FnOnce()) -> f32 {
+        let (start, end) = (self.event(), self.event());
+        cu!(self, cuEventRecord(start, self.stream));
+        body();
+        cu!(self, cuEventRecord(end, self.stream));
+        cu!(self, cuEventSynchronize(end));
+        let mut ms = 0.0f32;
+        cu!(self, cuEventElapsedTime(&mut ms, start, end));
+        ms
+    }
+}
+
+fn words(seed: u32, n: usize) -> Vec<u32> {
+    (0..n as u64).map(|i| reference::pattern(seed, i)).collect()
+}
+
+fn floats(seed: u32, n: usize) -> Vec<f32> {
+    words(seed, n).into_iter().map(|w| (w as f32 / u32::MAX as f32) * 200.0 - 100.0).collect()
+}
+
+/// Grids to try: a tiny one (many grid-stride iterations per thread) and
+/// one thread per work item.
+fn grids(items: u64) -> [u32; 2] {
+    let block = u64::from(kernels::DEFAULT_BLOCK);
+    [3, items.div_ceil(block).clamp(1, 1 << 20) as u32]
+}
+
+fn check_param_info(gpu: &Gpu) {
+    for k in Kernel::ALL {
+        let f = gpu.function(k);
+        let info = k.info();
+        for (i, p) in info.params.iter().enumerate() {
+            let (mut offset, mut size) = (0usize, 0usize);
+            cu!(gpu, cuFuncGetParamInfo(f, i, &mut offset, &mut size));
+            assert_eq!(size, p.size(), "{}.{}: driver says {size} bytes", info.name, p.name);
+        }
+        let (mut offset, mut size) = (0usize, 0usize);
+        let past = cu_raw!(gpu, cuFuncGetParamInfo(f, info.params.len(), &mut offset, &mut size));
+        assert!(check(past).is_err(), "{} has more parameters than the spec", info.name);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fatbins_on_the_gpu_match_the_references() {
+    let gpu = Gpu::new();
+    check_param_info(&gpu);
+    let block = kernels::DEFAULT_BLOCK;
+    let n: usize = 1_000_003; // not a multiple of 4: exercises triad's scalar tail
+    let n4: usize = 250_001;
+
+    // read_sum_u32x4 and copy_u32x4.
+    let mut data = words(1, 4 * n4);
+    data[7] = u32::MAX;
+    data[4 * n4 - 1] = u32::MAX;
+    let src = gpu.upload(&data);
+    let out = gpu.alloc(8);
+    let dst = gpu.alloc(16 * n4);
+    for grid in grids(n4 as u64) {
+        gpu.zero(out, 8);
+        gpu.launch(Kernel::ReadSumU32x4, grid, block, &[Arg::Ptr(src), Arg::U64(n4 as u64), Arg::Ptr(out)]);
+        assert_eq!(gpu.download::<u64>(out, 1)[0], reference::read_sum_u32(&data), "read_sum grid {grid}");
+        gpu.zero(dst, 16 * n4);
+        gpu.launch(Kernel::CopyU32x4, grid, block, &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n4 as u64)]);
+        assert!(gpu.download::<u32>(dst, 4 * n4) == data, "copy grid {grid}");
+    }
+
+    // triad_f32.
+    let (b, c) = (floats(2, n), floats(3, n));
+    let scalar = 1.7f32;
+    let mut want = vec![0.0f32; n];
+    reference::triad_f32(&mut want, &b, &c, scalar);
+    let (db, dc, da) = (gpu.upload(&b), gpu.upload(&c), gpu.alloc(4 * n));
+    for grid in grids(n as u64 / 4) {
+        gpu.zero(da, 4 * n);
+        gpu.launch(
+            Kernel::TriadF32,
+            grid,
+            block,
+            &[Arg::Ptr(da), Arg::Ptr(db), Arg::Ptr(dc), Arg::F32(scalar), Arg::U64(n as u64)],
+        );
+        let got = gpu.download::<f32>(da, n);
+        let bad = got.iter().zip(&want).filter(|(g, w)| g.to_bits() != w.to_bits()).count();
+        assert_eq!(bad, 0, "triad grid {grid}: {bad} elements differ in bits");
+    }
+
+    // fill_pattern_u32 and check_pattern_u32.
+    let seed = 0xC0FFEE;
+    let filled = gpu.alloc(4 * n);
+    let mismatches = gpu.alloc(8);
+    for grid in grids(n as u64) {
+        gpu.zero(filled, 4 * n);
+        gpu.launch(
+            Kernel::FillPatternU32,
+            grid,
+            block,
+            &[Arg::Ptr(filled), Arg::U64(n as u64), Arg::U32(seed)],
+        );
+        let mut want = vec![0u32; n];
+        reference::fill_pattern_u32(&mut want, seed);
+        assert!(gpu.download::<u32>(filled, n) == want, "fill grid {grid}");
+        gpu.zero(mismatches, 8);
+        gpu.launch(
+            Kernel::CheckPatternU32,
+            grid,
+            block,
+            &[Arg::Ptr(filled), Arg::U64(n as u64), Arg::U32(seed), Arg::Ptr(mismatches)],
+        );
+        assert_eq!(gpu.download::<u64>(mismatches, 1)[0], 0, "check grid {grid}");
+        let mut planted = want.clone();
+        for i in [0, 1, n / 2, n - 1] {
+            planted[i] ^= 0x8000_0000;
+        }
+        let p = gpu.upload(&planted);
+        gpu.zero(mismatches, 8);
+        gpu.launch(
+            Kernel::CheckPatternU32,
+            grid,
+            block,
+            &[Arg::Ptr(p), Arg::U64(n as u64), Arg::U32(seed), Arg::Ptr(mismatches)],
+        );
+        assert_eq!(gpu.download::<u64>(mismatches, 1)[0], 4, "planted grid {grid}");
+        assert_eq!(reference::check_pattern_u32(&planted, seed), 4);
+        gpu.free(p);
+    }
+
+    // The element-wise kernels.
+    let (x, y) = (floats(4, n), floats(5, n));
+    let (ua, ub) = (words(6, n), words(7, n));
+    let (dx, dy, dua, dub) = (gpu.upload(&x), gpu.upload(&y), gpu.upload(&ua), gpu.upload(&ub));
+    let dout = gpu.alloc(4 * n);
+    for grid in grids(n as u64) {
+        let mut want = vec![0.0f32; n];
+        reference::scale_f32(&x, &mut want, -0.37);
+        gpu.launch(
+            Kernel::ScaleF32,
+            grid,
+            block,
+            &[Arg::Ptr(dx), Arg::Ptr(dout), Arg::F32(-0.37), Arg::U64(n as u64)],
+        );
+        let got = gpu.download::<f32>(dout, n);
+        assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "scale grid {grid}");
+
+        reference::add_f32(&x, &y, &mut want);
+        gpu.launch(
+            Kernel::AddF32,
+            grid,
+            block,
+            &[Arg::Ptr(dx), Arg::Ptr(dy), Arg::Ptr(dout), Arg::U64(n as u64)],
+        );
+        let got = gpu.download::<f32>(dout, n);
+        assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "add grid {grid}");
+
+        let mut want = vec![0u32; n];
+        reference::mix_u32(&ua, &ub, &mut want, 0xABCD);
+        gpu.launch(
+            Kernel::MixU32,
+            grid,
+            block,
+            &[Arg::Ptr(dua), Arg::Ptr(dub), Arg::Ptr(dout), Arg::U32(0xABCD), Arg::U64(n as u64)],
+        );
+        assert!(gpu.download::<u32>(dout, n) == want, "mix grid {grid}");
+
+        let bumped = gpu.upload(&ua);
+        gpu.launch(
+            Kernel::BumpU32,
+            grid,
+            block,
+            &[Arg::Ptr(bumped), Arg::U32(0xFFFF_FFF0), Arg::U64(n as u64)],
+        );
+        let mut want = ua.clone();
+        reference::bump_u32(&mut want, 0xFFFF_FFF0);
+        assert!(gpu.download::<u32>(bumped, n) == want, "bump grid {grid}");
+        gpu.free(bumped);
+    }
+
+    // spin_cycles: waits at least `cycles`; event time vs cycles / clock.
+    let clock_khz = gpu.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    let cycles: u64 = 20_000_000;
+    let sms = gpu.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) as u32;
+    gpu.launch(Kernel::SpinCycles, 1, 32, &[Arg::U64(1000), Arg::Ptr(out)]); // warm up
+    gpu.sync();
+    let ms = gpu.time(|| gpu.launch(Kernel::SpinCycles, sms, 128, &[Arg::U64(cycles), Arg::Ptr(out)]));
+    let waited = gpu.download::<u64>(out, 1)[0];
+    assert!(waited >= cycles, "spin waited {waited} < {cycles}");
+    let expected_ms = cycles as f64 / clock_khz as f64;
+    println!(
+        "spin_cycles: {cycles} cycles (waited {waited}) took {ms:.3} ms; at the reported {clock_khz} kHz \
+         that is {expected_ms:.3} ms (ratio {:.3})",
+        f64::from(ms) / expected_ms
+    );
+
+    // Bandwidth of the probes on 1 GiB (information only).
+    let big4: usize = (1 << 30) / 16;
+    let (s, t, u) = (gpu.alloc(16 * big4), gpu.alloc(16 * big4), gpu.alloc(16 * big4));
+    gpu.zero(s, 16 * big4);
+    gpu.zero(u, 16 * big4);
+    let grid = sms * 8;
+    for (kernel, moved) in
+        [(Kernel::ReadSumU32x4, 16 * big4), (Kernel::CopyU32x4, 32 * big4), (Kernel::TriadF32, 48 * big4)]
+    {
+        let args = match kernel {
+            Kernel::ReadSumU32x4 => vec![Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)],
+            Kernel::CopyU32x4 => vec![Arg::Ptr(s), Arg::Ptr(t), Arg::U64(big4 as u64)],
+            _ => vec![Arg::Ptr(t), Arg::Ptr(s), Arg::Ptr(u), Arg::F32(2.0), Arg::U64(4 * big4 as u64)],
+        };
+        gpu.launch(kernel, grid, block, &args);
+        let mut best = f32::MAX;
+        for _ in 0..5 {
+            best = best.min(gpu.time(|| gpu.launch(kernel, grid, block, &args)));
+        }
+        println!(
+            "{}: {:.0} GB/s ({} blocks x {block}, 1 GiB, best of 5)",
+            kernel.name(),
+            moved as f64 / (f64::from(best) * 1e6),
+            grid
+        );
+    }
+    let tiny = [Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)];
+    let ms = gpu.time(|| gpu.launch(Kernel::ReadSumU32x4, sms, 1024, &tiny));
+    println!(
+        "read_sum_u32x4: {:.0} GB/s with {sms} blocks x 1024",
+        (16 * big4) as f64 / (f64::from(ms) * 1e6)
+    );
+
+    // Last (it poisons the context): a uint4 pointer 4 bytes off faults.
+    let r = gpu.try_launch(Kernel::CopyU32x4, 1, 32, &[Arg::Ptr(src + 4), Arg::Ptr(dst), Arg::U64(4)]);
+    let r = if check(r).is_ok() { cu_raw!(gpu, cuStreamSynchronize(gpu.stream)) } else { r };
+    assert_eq!(r, CUresult::CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned uint4 load");
+    println!("misaligned copy_u32x4 (src + 4 bytes): {}", check(r).unwrap_err());
+}
+
+#[test]
+fn float_inputs_are_finite() {
+    assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));
+    assert_eq!(grids(1000), [3, 4]);
+}
