@@ -7,12 +7,25 @@
 //! the call, so each use sits inside an `unsafe` block whose `SAFETY:` comment
 //! argues that call's contract at that site.
 
+// Unsafe code: `driver` calls `cuInit` through the table.
+#![allow(unsafe_code)]
+
 use crate::error::{Error, Result};
 use cuda_sys::{CUresult, Driver};
 
-/// The process-wide driver (loaded or installed).
+/// The process-wide driver (loaded or installed), initialized with
+/// `cuInit(0)` once: the loader does that for libcuda, but a table installed
+/// by other means (a software driver) arrives uninitialized.
 pub(crate) fn driver() -> Result<&'static Driver> {
-    Ok(cuda_sys::driver()?)
+    static INIT: std::sync::OnceLock<Result<()>> = std::sync::OnceLock::new();
+    let drv = cuda_sys::driver()?;
+    INIT.get_or_init(|| {
+        // SAFETY: cuInit takes only flags, which must be 0; calling it again
+        // after the loader did is harmless.
+        unsafe { cu!(drv, cuInit(0)) }
+    })
+    .clone()?;
+    Ok(drv)
 }
 
 /// `Ok` for `CUDA_SUCCESS`, else the error naming `call`.

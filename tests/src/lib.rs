@@ -1,1 +1,108 @@
-//! (being written)
+//! Shared setup of the integration tests: which driver they run against.
+//!
+//! `GPU_SYNC_DRIVER` picks it: `sim` (the software driver `cuda-sim`), `cuda`
+//! (the real libcuda; a test fails if it cannot load), or unset/`auto` (the
+//! real driver when it loads, else the simulator). CI has no GPU and runs on
+//! the simulator; the GPU bundle sets `GPU_SYNC_DRIVER=cuda`.
+//!
+//! On the simulator every test runs in its own [`cuda_sim::Session`]
+//! (seeded scheduler, race oracle, fault injection), and [`Ctx::finish`]
+//! asserts the oracle saw no race: every test of the safe API is also a
+//! check that gpu-sync's automatic synchronization is complete.
+
+use gpu_sync::Device;
+use std::sync::OnceLock;
+
+/// Environment variable choosing the driver.
+pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
+
+/// The driver the tests run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `cuda-sim`.
+    Sim,
+    /// The real CUDA driver.
+    Cuda,
+}
+
+/// Loads or installs the driver once per test process.
+pub fn backend() -> Backend {
+    static BACKEND: OnceLock<Backend> = OnceLock::new();
+    *BACKEND.get_or_init(|| {
+        let choice = std::env::var(DRIVER_ENV).unwrap_or_default();
+        match choice.as_str() {
+            "sim" => install_sim(),
+            "cuda" => match cuda_sys::driver() {
+                Ok(_) => Backend::Cuda,
+                Err(e) => panic!("{DRIVER_ENV}=cuda but the CUDA driver does not load: {e}"),
+            },
+            "" | "auto" => match cuda_sys::driver() {
+                Ok(_) => Backend::Cuda,
+                Err(_) => install_sim(),
+            },
+            other => panic!("{DRIVER_ENV}={other}: expected sim, cuda or auto"),
+        }
+    })
+}
+
+fn install_sim() -> Backend {
+    if let Err(e) = cuda_sim::install() {
+        panic!("could not install cuda-sim: {e}");
+    }
+    kernels::register_sim_kernels();
+    Backend::Sim
+}
+
+/// Whether the tests run on the simulator.
+pub fn on_sim() -> bool {
+    backend() == Backend::Sim
+}
+
+/// One test's context: device 0 and, on the simulator, the test's session.
+pub struct Ctx {
+    /// Device 0.
+    pub device: Device,
+    /// The simulator session (`None` on a GPU).
+    pub session: Option<cuda_sim::Session>,
+}
+
+/// Sets up a test: picks the driver, opens a simulator session seeded with
+/// `seed` (on a GPU the seed is unused), and gets device 0.
+pub fn ctx(seed: u64) -> Ctx {
+    let session = on_sim().then(|| cuda_sim::Session::new(seed));
+    let device = match Device::get(0) {
+        Ok(d) => d,
+        Err(e) => panic!("device 0: {e}"),
+    };
+    Ctx { device, session }
+}
+
+impl Ctx {
+    /// Ends the test: on the simulator, asserts that the race oracle saw no
+    /// race, use-after-free or double free in this session.
+    pub fn finish(self) {
+        if let Some(s) = &self.session {
+            let races = s.races();
+            assert!(races.is_empty(), "the race oracle reported:\n{}", fmt_races(&races));
+        }
+    }
+
+    /// Whether this test runs on the simulator.
+    pub fn sim(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// SM cycles in about `ms` milliseconds at the device's peak clock.
+    pub fn cycles_for_ms(&self, ms: f64) -> u64 {
+        let khz = self
+            .device
+            .attribute(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+            .unwrap_or(1_980_000);
+        (f64::from(khz) * ms) as u64
+    }
+}
+
+/// Race reports, one per line.
+pub fn fmt_races(races: &[cuda_sim::RaceReport]) -> String {
+    races.iter().map(|r| format!("  {r}")).collect::<Vec<_>>().join("\n")
+}
