@@ -23,14 +23,14 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-/// One device allocation and its uses.
-pub(crate) struct Allocation {
-    pub ptr: CUdeviceptr,
-    pub bytes: usize,
-    pub device: Device,
+/// One device allocation (reachable only inside the crate).
+pub struct Allocation {
+    pub(crate) ptr: CUdeviceptr,
+    pub(crate) bytes: usize,
+    pub(crate) device: Device,
     /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
-    pub stream: Option<Arc<StreamInner>>,
-    pub res: Resource,
+    pub(crate) stream: Option<Arc<StreamInner>>,
+    pub(crate) res: Resource,
 }
 
 /// A free that arrived while its allocation stream was capturing a graph.
@@ -42,7 +42,7 @@ impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
         let device = stream.device().clone();
         let mut alloc =
-            Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new() };
+            Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
         if bytes == 0 {
             return Ok(alloc);
         }
@@ -58,8 +58,9 @@ impl Allocation {
             })?;
             alloc.stream = Some(stream.inner.clone());
             // The allocation happens in stream order: a write by that stream.
-            alloc.res.get_mut().write = Some(Point { stream: stream.inner.clone(), ticket });
+            alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
         } else {
+            crate::graph::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
             // SAFETY: writes one device pointer; the context is current.
             unsafe { cu!(dev.drv, cuMemAlloc(&mut alloc.ptr, bytes)) }?;
@@ -68,12 +69,23 @@ impl Allocation {
         Ok(alloc)
     }
 
+    /// Moves the allocation out, leaving an empty one (which frees nothing).
+    fn take(&mut self) -> Allocation {
+        Allocation {
+            ptr: std::mem::take(&mut self.ptr),
+            bytes: self.bytes,
+            device: self.device.clone(),
+            stream: self.stream.take(),
+            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+        }
+    }
+
     /// Frees now: stream-ordered after the outstanding uses, or (without
     /// pools) after a host wait for them.
     fn free(&mut self) -> Result<()> {
         let dev = self.device.inner.clone();
         let ptr = self.ptr;
-        let deps = self.res.get_mut().outstanding();
+        let deps = self.res.outstanding();
         match &self.stream {
             Some(s) => {
                 s.submit("cuMemFreeAsync", &deps, |raw| {
@@ -110,16 +122,17 @@ impl Drop for Allocation {
             if st.capture.is_some() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
-                let alloc = Allocation {
-                    ptr: std::mem::take(&mut self.ptr),
-                    bytes: self.bytes,
-                    device: self.device.clone(),
-                    stream: self.stream.take(),
-                    res: std::mem::replace(&mut self.res, Resource::new()),
-                };
+                let alloc = self.take();
                 st.deferred.push(DeferredFree { alloc });
                 return;
             }
+        }
+        if crate::graph::thread_is_capturing() {
+            // A capturing thread may not free (cuMemFree) or wait: free when
+            // its capture ends.
+            let alloc = self.take();
+            crate::graph::free_outside_capture(Box::new(move || drop(alloc)));
+            return;
         }
         if let Err(e) = self.free() {
             log::error!(

@@ -17,7 +17,7 @@ use crate::ffi::cu;
 use crate::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
-use crate::tracker::{Access, Target, run_tracked, same_device};
+use crate::tracker::{Access, Target, run_tracked, run_tracked_across, same_device};
 use bytemuck::Pod;
 
 fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
@@ -221,7 +221,7 @@ impl Stream {
                 });
             }
             let (sctx, dctx) = (s.alloc.device.raw_context(), d.alloc.device.raw_context());
-            run_tracked(self, "Stream::copy", &uses, None, |raw| {
+            run_tracked_across(self, "Stream::copy", &uses, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }

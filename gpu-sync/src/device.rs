@@ -11,7 +11,7 @@ use cuda_sys::{CUcontext, CUdevice, CUdevice_attribute as A, Driver};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A CUDA device and its retained primary context.
 ///
@@ -51,12 +51,10 @@ pub(crate) struct DeviceInner {
     pub ticket: AtomicU64,
     /// Every ticket up to this one is known complete (device-wide waits).
     pub completed: AtomicU64,
-    /// Submissions hold it shared; a device-wide wait takes it exclusively
-    /// for the instant it reads `ticket`, so every ticket it claims belongs to
-    /// work already handed to the driver.
-    pub submit_gate: RwLock<()>,
     pub ledger: crate::ledger::Ledger,
     pub priority_range: (i32, i32),
+    /// The trackers of every resource of this device (see `tracker`).
+    trackers: Mutex<crate::tracker::Trackers>,
 }
 
 // SAFETY: `raw` and `ctx` are plain driver handles. The driver API is
@@ -179,9 +177,9 @@ impl Device {
             pools,
             ticket: AtomicU64::new(0),
             completed: AtomicU64::new(0),
-            submit_gate: RwLock::new(()),
             ledger: crate::ledger::Ledger::default(),
             priority_range: (least, greatest),
+            trackers: Mutex::new(crate::tracker::Trackers::default()),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -297,13 +295,15 @@ impl Device {
     /// device before the call.
     ///
     /// # Errors
-    /// A driver error; [`Error::ContextLost`] if asynchronous work failed with
-    /// a sticky error.
+    /// [`Error::Capturing`] on a thread that is capturing a graph; a driver
+    /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
+    /// error.
     pub fn synchronize(&self) -> Result<DeviceSynced> {
-        let ticket = {
-            let _gate = self.inner.submit_gate.write().unwrap_or_else(|p| p.into_inner());
-            self.inner.ticket.load(Ordering::SeqCst)
-        };
+        crate::graph::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
+        // Every ticket up to this value was taken after its driver call
+        // returned (see `next_ticket`), so that work is already queued and the
+        // synchronize below covers it.
+        let ticket = self.inner.ticket.load(Ordering::SeqCst);
         self.make_current()?;
         // SAFETY: the device's primary context is current on this thread;
         // cuCtxSynchronize takes no arguments (the pre-13.0 ABI).
@@ -327,8 +327,18 @@ impl DeviceInner {
         bind_ctx(self.drv, self.ctx)
     }
 
-    /// Hands out the next ticket (call with the submit gate held shared and
-    /// the stream's state locked).
+    /// Locks this device's resource trackers.
+    #[inline]
+    pub(crate) fn lock_trackers(&self) -> std::sync::MutexGuard<'_, crate::tracker::Trackers> {
+        self.trackers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands out the next ticket: call with the stream's state locked, right
+    /// after the driver call that submitted the operation returned. A ticket
+    /// therefore never names work the driver has not been given, which is
+    /// what lets [`Device::synchronize`] read the counter without a lock: if
+    /// it sees ticket T, the operations of every ticket up to T returned
+    /// from the driver before it looked.
     #[inline]
     pub(crate) fn next_ticket(&self) -> u64 {
         self.ticket.fetch_add(1, Ordering::SeqCst) + 1

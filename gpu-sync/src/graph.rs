@@ -26,14 +26,71 @@ use crate::error::{Error, Result};
 use crate::ffi::cu;
 use crate::module::ModuleInner;
 use crate::stream::{Point, Stream, StreamInner, destroy_event};
-use crate::tracker::{Access, Target, Use, run_tracked};
+use crate::tracker::{Access, Target, Use, Uses, run_tracked};
 use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamCaptureMode};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
+
+thread_local! {
+    /// Captures in progress on this thread. In thread-local capture mode the
+    /// driver forbids this thread the calls that may synchronize implicitly
+    /// (`cuMemHostAlloc`, `cuMemAlloc`, `cuMemFree`, `cuMemFreeHost`,
+    /// `cuCtxSynchronize`, …): one of them silently invalidates the capture.
+    static CAPTURING: Cell<u32> = const { Cell::new(0) };
+    /// Frees that fell due on this thread during a capture.
+    static DEFERRED: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread is capturing a graph.
+pub(crate) fn thread_is_capturing() -> bool {
+    CAPTURING.with(Cell::get) > 0
+}
+
+/// [`Error::Capturing`] if this thread is capturing.
+pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
+    if thread_is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
+}
+
+/// Runs `free` now, or when this thread's capture ends if it is capturing
+/// (for frees that come from `Drop` and cannot return an error).
+pub(crate) fn free_outside_capture(free: Box<dyn FnOnce()>) {
+    if thread_is_capturing() {
+        DEFERRED.with(|d| d.borrow_mut().push(free));
+    } else {
+        free();
+    }
+}
+
+/// Marks this thread as capturing for its lifetime.
+struct ThreadCapture;
+
+impl ThreadCapture {
+    fn begin() -> ThreadCapture {
+        CAPTURING.with(|c| c.set(c.get() + 1));
+        ThreadCapture
+    }
+}
+
+impl Drop for ThreadCapture {
+    fn drop(&mut self) {
+        let left = CAPTURING.with(|c| {
+            let n = c.get().saturating_sub(1);
+            c.set(n);
+            n
+        });
+        if left == 0 {
+            let frees = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+            for f in frees {
+                f();
+            }
+        }
+    }
+}
 
 #[derive(Default)]
 struct LocalTracker {
@@ -100,13 +157,22 @@ fn lock_capture(s: &StreamInner) -> Option<Arc<CaptureState>> {
 }
 
 /// The capture path of [`run_tracked`].
-pub(crate) fn run_captured<R>(
+pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
-    uses: &[Use<'_>],
-    keep: Option<KeepAlive>,
+    uses: &U,
+    keep: Option<&KeepAlive>,
     op: impl FnOnce(CUstream) -> Result<R>,
 ) -> Result<R> {
+    let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
+    let mut host = false;
+    uses.each(|t, a| match t {
+        Target::Device(alloc) => list.push((alloc.clone(), a)),
+        Target::Host(_) => host = true,
+    });
+    if host {
+        return Err(Error::Capturing { op: op_name });
+    }
     let s = &stream.inner;
     let Some(cap) = lock_capture(s) else {
         return Err(Error::Capturing { op: op_name });
@@ -115,10 +181,7 @@ pub(crate) fn run_captured<R>(
     device.inner.bind()?;
     let mut inner = cap.inner.lock().unwrap_or_else(|p| p.into_inner());
     let mut deps: Vec<u64> = Vec::new();
-    for (t, a) in uses {
-        let Target::Device(alloc) = t else {
-            return Err(Error::Capturing { op: op_name });
-        };
+    for (alloc, a) in &list {
         if let Some(lt) = inner.local.get(&alloc.res.id) {
             if let Some((sid, _)) = lt.write
                 && sid != s.id
@@ -139,8 +202,7 @@ pub(crate) fn run_captured<R>(
     let r = op(s.raw)?;
     inner.seq += 1;
     let seq = inner.seq;
-    for (t, a) in uses {
-        let Target::Device(alloc) = t else { continue };
+    for (alloc, a) in &list {
         let lt = inner.local.entry(alloc.res.id).or_default();
         match a {
             Access::Read => {
@@ -152,15 +214,15 @@ pub(crate) fn run_captured<R>(
                 lt.reads.clear();
             }
         }
-        let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| ((*alloc).clone(), *a));
+        let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
         if *a == Access::Write {
             entry.1 = Access::Write;
         }
     }
     if let Some(m) = keep
-        && !inner.modules.iter().any(|x| Arc::ptr_eq(x, &m))
+        && !inner.modules.iter().any(|x| Arc::ptr_eq(x, m))
     {
-        inner.modules.push(m);
+        inner.modules.push(m.clone());
     }
     Ok(r)
 }
@@ -252,8 +314,11 @@ impl Stream {
             s.capturing.store(true, Ordering::Release);
         }
         let scope = Capture { origin: self, state: state.clone() };
+        let thread = ThreadCapture::begin();
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
         let ended = end_capture(&state);
+        // Frees deferred on this thread run now, outside the capture.
+        drop(thread);
         let body = match body {
             Ok(r) => r,
             Err(panic) => {
@@ -430,7 +495,7 @@ impl GraphExec {
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         let drv = self.device.inner.drv;
         let exec = self.raw;
-        let ((), ticket) = run_tracked(stream, "cuGraphLaunch", &uses, None, |raw| {
+        let ((), ticket) = run_tracked(stream, "cuGraphLaunch", uses.as_slice(), None, |raw| {
             // SAFETY: a live exec of this device's context and a live stream;
             // every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch.

@@ -13,16 +13,15 @@
 #![allow(unsafe_code)]
 
 use crate::buffer::AsDeviceSlice;
-use crate::buffer::{AsDeviceSliceMut, View};
+use crate::buffer::{Allocation, AsDeviceSliceMut};
 use crate::device::Limits;
 use crate::error::{Error, Result};
 use crate::ffi::cu;
 use crate::module::ModuleInner;
 use crate::stream::Stream;
-use crate::tracker::{Access, Target, Use, run_tracked, same_device};
+use crate::tracker::{Access, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
-use cuda_sys::{CUfunction, CUfunction_attribute};
-use smallvec::SmallVec;
+use cuda_sys::{CUdeviceptr, CUfunction, CUfunction_attribute};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -93,7 +92,32 @@ impl LaunchConfig {
         self
     }
 
+    #[inline]
     fn validate(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
+        let (g, b) = (self.grid, self.block);
+        let ok = g.x != 0
+            && g.y != 0
+            && g.z != 0
+            && b.x != 0
+            && b.y != 0
+            && b.z != 0
+            && b.volume() <= u64::from(limits.max_threads_per_block)
+            && b.x <= limits.max_block[0]
+            && b.y <= limits.max_block[1]
+            && b.z <= limits.max_block[2]
+            && g.x <= limits.max_grid[0]
+            && g.y <= limits.max_grid[1]
+            && g.z <= limits.max_grid[2]
+            && self.shared_mem_bytes <= max_dynamic_shared;
+        if ok {
+            return Ok(());
+        }
+        self.explain(limits, max_dynamic_shared)
+    }
+
+    /// Which limit a rejected configuration breaks.
+    #[cold]
+    fn explain(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
         let (g, b) = (self.grid, self.block);
         if g.volume() == 0 || b.volume() == 0 {
             return Err(format!("grid {g:?} and block {b:?} must have no zero dimension"));
@@ -163,11 +187,13 @@ impl<T: Pod> Param for Out<T> {
 
 /// One argument as a launch sees it.
 #[doc(hidden)]
+#[derive(Clone, Copy)]
 pub enum RawArg<'a> {
     /// A scalar's bytes, little-endian in the low bytes.
     Scalar(u64),
-    /// A device buffer and how the kernel uses it.
-    Buffer(View<'a>, Access),
+    /// A device buffer: its allocation, the address passed, and how the
+    /// kernel uses it.
+    Buffer(&'a Arc<Allocation>, CUdeviceptr, Access),
 }
 
 /// An argument accepted for parameter type `P`. Sealed.
@@ -183,6 +209,7 @@ macro_rules! scalar_params {
             const SIZE: usize = std::mem::size_of::<$t>();
         }
         impl KernelArg<$t> for $t {
+            #[inline]
             fn raw(&self) -> RawArg<'_> {
                 let mut bits = [0u8; 8];
                 bits[..std::mem::size_of::<$t>()].copy_from_slice(&self.to_le_bytes());
@@ -198,15 +225,19 @@ impl<S: ?Sized> sealed::Sealed for &mut S {}
 /// Any readable view — `&DeviceBuffer<T>`, `&DeviceSlice<T>`,
 /// `&DeviceSliceMut<T>` — is an [`In<T>`] argument.
 impl<T: Pod, S: AsDeviceSlice<T> + ?Sized> KernelArg<In<T>> for &S {
+    #[inline]
     fn raw(&self) -> RawArg<'_> {
-        RawArg::Buffer((**self).view(), Access::Read)
+        let v = (**self).view();
+        RawArg::Buffer(v.alloc, v.ptr(), Access::Read)
     }
 }
 /// Any writable view taken by `&mut` — `&mut DeviceBuffer<T>`,
 /// `&mut DeviceSliceMut<T>` — is an [`Out<T>`] argument.
 impl<T: Pod, S: AsDeviceSliceMut<T> + ?Sized> KernelArg<Out<T>> for &mut S {
+    #[inline]
     fn raw(&self) -> RawArg<'_> {
-        RawArg::Buffer((**self).view(), Access::Write)
+        let v = (**self).view();
+        RawArg::Buffer(v.alloc, v.ptr(), Access::Write)
     }
 }
 
@@ -216,10 +247,49 @@ pub trait Signature: sealed::Sealed {
     const PARAM_SIZES: &'static [usize];
 }
 
+/// Most parameters a typed kernel can have.
+pub const MAX_PARAMS: usize = 12;
+
+/// The arguments of one launch, on the stack.
+#[doc(hidden)]
+pub struct ArgList<'a> {
+    len: usize,
+    items: [RawArg<'a>; MAX_PARAMS],
+}
+
+impl<'a> ArgList<'a> {
+    fn new() -> Self {
+        ArgList { len: 0, items: [RawArg::Scalar(0); MAX_PARAMS] }
+    }
+    #[inline]
+    fn push(&mut self, a: RawArg<'a>) {
+        // Tuples have at most MAX_PARAMS elements (the impls below).
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = a;
+            self.len += 1;
+        }
+    }
+    fn as_slice(&self) -> &[RawArg<'a>] {
+        &self.items[..self.len]
+    }
+}
+
+/// A launch's uses are its buffer arguments.
+impl Uses for ArgList<'_> {
+    #[inline]
+    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
+        for a in self.as_slice() {
+            if let RawArg::Buffer(alloc, _, access) = a {
+                f(Target::Device(alloc), *access);
+            }
+        }
+    }
+}
+
 /// Arguments matching signature `S`: a tuple of [`KernelArg`]s. Sealed.
 pub trait KernelArgs<S: Signature>: sealed::ArgsSealed {
     #[doc(hidden)]
-    fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]>;
+    fn raw_args<'a>(&'a self, out: &mut ArgList<'a>);
 }
 
 macro_rules! tuple_signatures {
@@ -230,11 +300,9 @@ macro_rules! tuple_signatures {
             const PARAM_SIZES: &'static [usize] = &[$($p::SIZE),*];
         }
         impl<$($p: Param, $a: KernelArg<$p>),*> KernelArgs<($($p,)*)> for ($($a,)*) {
-            #[allow(unused_mut)]
-            fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]> {
-                let mut v = SmallVec::new();
-                $(v.push(self.$i.raw());)*
-                v
+            #[inline]
+            fn raw_args<'a>(&'a self, out: &mut ArgList<'a>) {
+                $(out.push(self.$i.raw());)*
             }
         }
     )*};
@@ -245,9 +313,7 @@ impl Signature for () {
     const PARAM_SIZES: &'static [usize] = &[];
 }
 impl KernelArgs<()> for () {
-    fn raw_args(&self) -> SmallVec<[RawArg<'_>; 12]> {
-        SmallVec::new()
-    }
+    fn raw_args<'a>(&'a self, _: &mut ArgList<'a>) {}
 }
 tuple_signatures! {
     (P0 A0 0)
@@ -317,33 +383,33 @@ impl KernelCore {
             .map_err(|reason| Error::LaunchConfig { kernel: self.name.clone(), reason })
     }
 
-    fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &[RawArg<'_>]) -> Result<()> {
+    fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &ArgList<'_>) -> Result<()> {
         self.check(stream, &cfg)?;
         // The sealed traits make these agree; a launch must never hand the
         // driver fewer parameter pointers than the kernel reads.
-        if sizes.len() != args.len() || sizes.iter().any(|&s| s > 8) {
+        if sizes.len() != args.len || sizes.iter().any(|&s| s > 8) {
             return Err(Error::KernelSignature {
                 kernel: self.name.clone(),
-                problem: format!("{} arguments for {} parameters", args.len(), sizes.len()),
+                problem: format!("{} arguments for {} parameters", args.len, sizes.len()),
             });
         }
-        let mut slots: SmallVec<[u64; 12]> = SmallVec::new();
-        let mut uses: SmallVec<[Use<'_>; 12]> = SmallVec::new();
-        for a in args {
+        let mut slots = [0u64; MAX_PARAMS];
+        for (slot, a) in slots.iter_mut().zip(args.as_slice()) {
             match a {
-                RawArg::Scalar(bits) => slots.push(*bits),
-                RawArg::Buffer(v, access) => {
-                    same_device(stream, v.alloc, "a buffer argument")?;
-                    slots.push(v.ptr());
-                    uses.push((Target::Device(v.alloc), *access));
+                RawArg::Scalar(bits) => *slot = *bits,
+                RawArg::Buffer(alloc, ptr, _) => {
+                    same_device(stream, alloc, "a buffer argument")?;
+                    *slot = *ptr;
                 }
             }
         }
-        let mut params: SmallVec<[*mut c_void; 12]> =
-            slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
+        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+        for (p, s) in params.iter_mut().zip(slots.iter_mut()) {
+            *p = (s as *mut u64).cast::<c_void>();
+        }
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f);
-        run_tracked(stream, "cuLaunchKernel", &uses, Some(self.module.clone()), |raw| {
+        run_tracked(stream, "cuLaunchKernel", args, Some(&self.module), |raw| {
             // SAFETY: `f` is a live function of the stream's context (module
             // kept loaded by the Arc, device checked above); `params` holds one
             // pointer per parameter, each to a slot holding the argument's
@@ -397,7 +463,9 @@ impl<S: Signature> Kernel<S> {
     /// [`Error::DeviceMismatch`] for a buffer or stream of another device; a
     /// driver error.
     pub fn launch<A: KernelArgs<S>>(&self, stream: &Stream, cfg: LaunchConfig, args: A) -> Result<()> {
-        self.core.launch(stream, cfg, S::PARAM_SIZES, &args.raw_args())
+        let mut list = ArgList::new();
+        args.raw_args(&mut list);
+        self.core.launch(stream, cfg, S::PARAM_SIZES, &list)
     }
 
     /// The kernel's name.
@@ -453,7 +521,9 @@ impl RawKernel {
         cfg: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        self.core.launch(stream, cfg, S::PARAM_SIZES, &args.raw_args())
+        let mut list = ArgList::new();
+        args.raw_args(&mut list);
+        self.core.launch(stream, cfg, S::PARAM_SIZES, &list)
     }
 
     /// The kernel's name.

@@ -69,7 +69,8 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        let res = Resource::new();
+        crate::graph::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
         }
@@ -178,24 +179,47 @@ impl<T: Pod> std::ops::Deref for PinnedBuffer<T> {
 
 impl<T: Pod> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
-        if self.size_bytes() == 0 {
+        let bytes = self.size_bytes();
+        if bytes == 0 {
             return;
         }
+        let host = HostMemory {
+            ptr: self.ptr.as_ptr().cast(),
+            bytes,
+            device: self.device.clone(),
+            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+        };
+        // A capturing thread may not call cuMemFreeHost (nor wait): the free
+        // then runs when its capture ends.
+        crate::graph::free_outside_capture(Box::new(move || host.free()));
+    }
+}
+
+/// Pinned memory on its way to `cuMemFreeHost`.
+struct HostMemory {
+    ptr: *mut c_void,
+    bytes: usize,
+    device: Device,
+    res: Resource,
+}
+
+impl HostMemory {
+    /// Waits for the device's uses, then frees (or leaks, logging, if a
+    /// wait or the free fails).
+    fn free(self) {
         if let Err(e) = self.res.host_wait_all() {
-            log::error!(
-                "leaking {} bytes of pinned memory: waiting for its copies failed: {e}",
-                self.size_bytes()
-            );
+            log::error!("leaking {} bytes of pinned memory: waiting for its copies failed: {e}", self.bytes);
             return;
         }
         let dev = &self.device.inner;
         let r = dev.bind().and_then(|()| {
-            // SAFETY: the memory came from cuMemHostAlloc, is freed once, and
-            // no device work uses it any more (waited above).
-            unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr.as_ptr().cast())) }
+            // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
+            // PinnedBuffer is gone), and no device work uses it any more
+            // (waited above).
+            unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr)) }
         });
         if let Err(e) = r {
-            log::error!("leaking {} bytes of pinned memory: {e}", self.size_bytes());
+            log::error!("leaking {} bytes of pinned memory: {e}", self.bytes);
         }
     }
 }

@@ -249,7 +249,6 @@ impl StreamInner {
         let dev = &self.device.inner;
         dev.bind()?;
         let mut st = self.lock_after_waits(op_name, deps)?;
-        let _gate = dev.submit_gate.read().unwrap_or_else(|p| p.into_inner());
         let r = op(self.raw)?;
         let ticket = dev.next_ticket();
         st.last_ticket = ticket;

@@ -280,12 +280,21 @@ fn capture_refuses_host_visible_work_and_ends_cleanly() {
     let s = Stream::new(&t.device).expect("s");
     let mut x = DeviceBuffer::<u32>::zeroed(&s, 256).expect("x");
     let late = DeviceBuffer::<u32>::zeroed(&s, 256).expect("late");
+    let p = PinnedBuffer::<u32>::new(&t.device, 256, HostAllocFlags::empty()).expect("pinned");
+    let doomed = PinnedBuffer::<u32>::new(&t.device, 256, HostAllocFlags::empty()).expect("pinned");
     let r = s.capture(|cap| {
         let st = cap.stream();
         assert!(st.is_capturing());
         assert!(matches!(st.synchronize(), Err(Error::Capturing { .. })));
         assert!(matches!(DeviceBuffer::<u32>::alloc(st, 4), Err(Error::Capturing { .. })));
-        let p = PinnedBuffer::<u32>::new(&t.device, 256, HostAllocFlags::empty())?;
+        // Calls the driver forbids a capturing thread are refused (they
+        // would silently invalidate the capture), or deferred from Drop.
+        assert!(matches!(
+            PinnedBuffer::<u32>::new(&t.device, 4, HostAllocFlags::empty()),
+            Err(Error::Capturing { .. })
+        ));
+        assert!(matches!(t.device.synchronize(), Err(Error::Capturing { .. })));
+        drop(doomed);
         assert!(matches!(st.download(&x, p), Err(Error::Capturing { .. })));
         assert!(matches!(st.upload_pageable(&[0u32; 256], &mut x), Err(Error::Capturing { .. })));
         assert!(matches!(st.launch_host_fn(|| {}), Err(Error::Capturing { .. })));
