@@ -13,6 +13,8 @@
 use gpu_sync::Device;
 use std::sync::OnceLock;
 
+pub mod program;
+
 /// Environment variable choosing the driver.
 pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
 

@@ -1,0 +1,162 @@
+//! gpu-sync's own bookkeeping per tracked launch, without a GPU: a driver
+//! table whose entry points do nothing (a launch returns at once), so the
+//! time per `Kernel::launch` is gpu-sync's alone.
+//!
+//! `cargo run --release -p sync-tests --example null_driver_overhead`
+//! (`N=…` sets the launches per round). For a count that does not depend on
+//! the machine's load, run it under `valgrind --tool=callgrind` with two
+//! values of N and divide the difference in instructions by the difference
+//! in N. The real comparison against the driver is `gpu-bench overhead`.
+#![allow(unsafe_code)]
+
+use cuda_sys::*;
+use gpu_sync::{DeviceBuffer, In, LaunchConfig, Module, Out, Stream};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+const OK: CUresult = CUresult::CUDA_SUCCESS;
+
+/// Writes `v` through an out-pointer of the driver API.
+///
+/// # Safety
+/// 1. `p` must be valid for a write of one `T` (gpu-sync passes the address
+///    of a local it owns for every out-parameter).
+unsafe fn put<T>(p: *mut T, v: T) -> CUresult {
+    // SAFETY: the caller guarantees `p` is valid for one write.
+    unsafe { p.write(v) };
+    OK
+}
+
+unsafe extern "C" fn init(_: c_uint) -> CUresult {
+    OK
+}
+unsafe extern "C" fn count(n: *mut c_int) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync (see `put`).
+    unsafe { put(n, 1) }
+}
+unsafe extern "C" fn get(d: *mut CUdevice, _: c_int) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync.
+    unsafe { put(d, 0) }
+}
+unsafe extern "C" fn retain(c: *mut CUcontext, _: CUdevice) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; the handle is an opaque token.
+    unsafe { put(c, 8 as CUcontext) }
+}
+unsafe extern "C" fn set_current(_: CUcontext) -> CUresult {
+    OK
+}
+unsafe extern "C" fn attribute(v: *mut c_int, _: CUdevice_attribute, _: CUdevice) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync. Every limit is generous, and memory
+    // pools are "supported".
+    unsafe { put(v, 1 << 20) }
+}
+unsafe extern "C" fn priorities(least: *mut c_int, greatest: *mut c_int) -> CUresult {
+    // SAFETY: out-pointers from gpu-sync.
+    unsafe {
+        put(least, 0);
+        put(greatest, -5)
+    }
+}
+unsafe extern "C" fn pool(p: *mut CUmemoryPool, _: CUdevice) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; an opaque token.
+    unsafe { put(p, 8 as CUmemoryPool) }
+}
+unsafe extern "C" fn pool_set(_: CUmemoryPool, _: CUmemPool_attribute, _: *mut c_void) -> CUresult {
+    OK
+}
+unsafe extern "C" fn stream_create(s: *mut CUstream, _: c_uint, _: c_int) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; an opaque token.
+    unsafe { put(s, 16 as CUstream) }
+}
+unsafe extern "C" fn stream_any(_: CUstream) -> CUresult {
+    OK
+}
+static NEXT_ADDRESS: AtomicU64 = AtomicU64::new(1 << 20);
+unsafe extern "C" fn alloc_async(p: *mut CUdeviceptr, n: usize, _: CUstream) -> CUresult {
+    let a = NEXT_ADDRESS.fetch_add((n as u64 + 255) & !255, Ordering::Relaxed);
+    // SAFETY: out-pointer from gpu-sync. The address is never dereferenced:
+    // every entry point that would touch it does nothing.
+    unsafe { put(p, a) }
+}
+unsafe extern "C" fn free_async(_: CUdeviceptr, _: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn memset8(_: CUdeviceptr, _: u8, _: usize, _: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn module_load(m: *mut CUmodule, _: *const c_void) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; an opaque token.
+    unsafe { put(m, 8 as CUmodule) }
+}
+unsafe extern "C" fn module_unload(_: CUmodule) -> CUresult {
+    OK
+}
+unsafe extern "C" fn get_function(f: *mut CUfunction, _: CUmodule, _: *const c_char) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; an opaque token.
+    unsafe { put(f, 8 as CUfunction) }
+}
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn launch(
+    _: CUfunction,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: c_uint,
+    _: CUstream,
+    _: *mut *mut c_void,
+    _: *mut *mut c_void,
+) -> CUresult {
+    OK
+}
+
+fn main() -> gpu_sync::Result<()> {
+    let mut d = Driver::empty(13000, "null driver");
+    d.cuInit = Some(init);
+    d.cuDeviceGetCount = Some(count);
+    d.cuDeviceGet = Some(get);
+    d.cuDevicePrimaryCtxRetain = Some(retain);
+    d.cuCtxSetCurrent = Some(set_current);
+    d.cuDeviceGetAttribute = Some(attribute);
+    d.cuCtxGetStreamPriorityRange = Some(priorities);
+    d.cuDeviceGetDefaultMemPool = Some(pool);
+    d.cuMemPoolSetAttribute = Some(pool_set);
+    d.cuStreamCreateWithPriority = Some(stream_create);
+    d.cuStreamSynchronize = Some(stream_any);
+    d.cuStreamDestroy = Some(stream_any);
+    d.cuMemAllocAsync = Some(alloc_async);
+    d.cuMemFreeAsync = Some(free_async);
+    d.cuMemsetD8Async = Some(memset8);
+    d.cuModuleLoadData = Some(module_load);
+    d.cuModuleUnload = Some(module_unload);
+    d.cuModuleGetFunction = Some(get_function);
+    d.cuLaunchKernel = Some(launch);
+    // SAFETY: every entry point above behaves as the driver documents for the
+    // calls this program makes, except that no work is ever done: nothing
+    // reads device memory or hands host memory to the "device".
+    if let Err(e) = unsafe { install(d) } {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    let dev = gpu_sync::Device::get(0)?;
+    let s = Stream::new(&dev)?;
+    let m = Module::load(&dev, b"null")?;
+    let k = m.kernel::<(In<f32>, In<f32>, Out<f32>, u64)>("add_f32")?;
+    let x = DeviceBuffer::<f32>::zeroed(&s, 256)?;
+    let y = DeviceBuffer::<f32>::zeroed(&s, 256)?;
+    let mut o = DeviceBuffer::<f32>::zeroed(&s, 256)?;
+    let cfg = LaunchConfig::new(1, 256);
+    let n: u32 = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    for round in 0..3 {
+        let t = Instant::now();
+        for _ in 0..n {
+            k.launch(&s, cfg, (&x, &y, &mut o, 256u64))?;
+        }
+        let ns = t.elapsed().as_nanos() as f64 / f64::from(n.max(1));
+        println!("round {round}: {ns:.1} ns of gpu-sync bookkeeping per tracked launch ({n} launches)");
+    }
+    Ok(())
+}
