@@ -1,6 +1,124 @@
-//! (being written) A software CUDA driver.
+//! A software CUDA **driver**: the [`cuda_sys::Driver`] function table
+//! implemented over host memory, with a seeded scheduler and a race oracle,
+//! so code written against the driver API (the `gpu-sync` crate above all)
+//! is tested in CI without a GPU.
+//!
+//! [`install`] makes it the process-wide driver (or use [`table`] directly).
+//! Each test runs in its own [`Session`]: its own seed, race reports, call
+//! log, fault plan and sticky-error state, so tests stay isolated and
+//! deterministic while cargo runs them in parallel threads.
+//!
+//! # What it models
+//! - **Devices**: [`Config::devices`] H100-like devices (attributes, name,
+//!   UUID, PCI bus id, memory budget), one primary context each, current
+//!   context per OS thread, peer access.
+//! - **Memory**: device memory is host memory the simulator owns
+//!   (poison-filled with `0xCD`); a `CUdeviceptr` is its address, used only
+//!   as a number and looked up in a map. Pinned host memory
+//!   (`cuMemHostAlloc`) is tracked, and device-mapped blocks are addressable
+//!   from the device. Freed blocks are quarantined (up to 256 MiB) so late
+//!   accesses are recognized as use-after-free.
+//! - **Asynchrony**: work is queued per stream and runs only when the host
+//!   synchronizes or queries, in a seeded random order that respects stream
+//!   FIFO order, event waits and the legacy default stream's implicit
+//!   ordering. Pinned copies touch host memory when they execute; pageable
+//!   H2D copies stage at call time and pageable D2H copies block.
+//! - **Timing**: simulated nanoseconds from fixed costs (kernels from their
+//!   registration, copies from PCIe/HBM bandwidths), so
+//!   `cuEventElapsedTime` is exact and reproducible.
+//! - **Race oracle** (PyTorch CSAN's rules): vector clocks per stream and
+//!   per session host; every device access (kernel parameters as
+//!   registered, copies, memsets, stream-ordered allocation and free) and
+//!   declared host access ([`host_read`], [`host_write`]) to pinned memory is
+//!   checked against the allocation's history. Races, use-after-free, double
+//!   free and frees unordered with a use are reported ([`Session::races`]),
+//!   not fatal.
+//! - **Graphs**: stream capture (with fork/join through events), instantiate,
+//!   launch; capture misuse errors (`UNJOINED`, `ISOLATION`, `INVALIDATED`,
+//!   `UNSUPPORTED`, `IMPLICIT`, `UNMATCHED`, `WRONG_THREAD`).
+//! - **Faults**: [`FaultPlan`] fails chosen calls; sticky codes poison the
+//!   session like a lost context. Kernel faults (illegal address) are sticky.
+//! - **Kernels** run as CPU reference implementations registered by name
+//!   ([`register_kernel`]); every module exposes every registered kernel.
+//!
+//! # What it does not model (limits)
+//! - No real device code: module images are only checked for a fatbin, ELF
+//!   or PTX header; `cuModuleGetFunction` finds registered kernels only.
+//! - Inside a capture, `cuMemAllocAsync`, `cuMemFreeAsync`, pageable copies,
+//!   host functions and graph launches are refused with
+//!   `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (and invalidate the capture).
+//! - No race detection between nodes of one graph launch (a launch is one
+//!   operation whose accesses are the union of its nodes').
+//! - A pending kernel's declared range for host checks is from each pointer
+//!   argument to the end of its allocation (conservative).
+//! - Peer access is not enforced for kernels and copies (unified addressing
+//!   makes every device's memory reachable); memory pools are per-session
+//!   statistics over ordinary allocations, never reused addresses.
+//! - Contexts are never destroyed: releasing the last primary-context
+//!   reference keeps its memory and streams (sessions share contexts).
+//! - `CU_EVENT_INTERPROCESS`, `extra` launch parameters and device-launch
+//!   graphs return `CUDA_ERROR_NOT_SUPPORTED`.
+//! - Context synchronization and the scheduler only run the calling
+//!   session's work (other sessions' work runs when they synchronize).
+//! - Host functions run with the simulator's lock held: calling back into
+//!   the driver from one returns `CUDA_ERROR_NOT_PERMITTED`.
+//! - Sticky errors poison the whole session (every device), not one context.
+//! - Pinned memory is device-addressable only when allocated with
+//!   `CU_MEMHOSTALLOC_DEVICEMAP`; a kernel touching other pinned memory
+//!   faults with `CUDA_ERROR_ILLEGAL_ADDRESS`.
+//! - `cuStreamDestroy` of a capturing stream fails with
+//!   `CUDA_ERROR_ILLEGAL_STATE` (it stays capturing).
+//! - Simulated time only advances through queued work and host waits; it
+//!   has no launch overhead, contention between streams or clock changes.
+//! - Use-after-free is recognized only while the block is quarantined;
+//!   after that an access is a plain illegal address.
+//!
+//! # Error codes for misuse (what layers above can match)
+//! - Capture: waiting in a capture on an event recorded outside it:
+//!   `STREAM_CAPTURE_ISOLATION`; ending with a forked stream not joined back:
+//!   `STREAM_CAPTURE_UNJOINED`; synchronizing/querying a capturing stream or
+//!   an event recorded in a capture, `cuCtxSynchronize` with a capture
+//!   active, `cuMemAlloc`/`cuMemFree` during a non-relaxed capture:
+//!   `STREAM_CAPTURE_UNSUPPORTED`; legacy-stream work while a blocking
+//!   stream captures: `STREAM_CAPTURE_IMPLICIT`; each of these invalidates
+//!   the capture, and `cuStreamEndCapture` then fails with
+//!   `STREAM_CAPTURE_INVALIDATED` (and so does further work on the stream).
+//! - Memory: second free `INVALID_VALUE` (and a [`RaceKind::DoubleFree`]
+//!   report); use after free at execution `ILLEGAL_ADDRESS` (sticky) and a
+//!   [`RaceKind::UseAfterFree`] report.
+#![deny(unsafe_code)]
+
+mod clock;
+mod config;
+mod device;
+mod entry;
+mod event;
+mod faults;
+mod graph;
+mod host;
+mod memory;
+mod module;
+mod ops;
+mod oracle;
+mod pool;
 mod registry;
-pub use registry::{
-    DurationFn, KernelCall, KernelFault, KernelFn, KernelSpec, ParamKind, ParamSpec, Touched,
-    lookup_kernel, register_kernel,
+mod report;
+mod result;
+mod rng;
+mod scheduler;
+mod session;
+mod state;
+mod stream;
+
+pub use crate::{
+    config::{Config, ConfigError, DEVICES_ENV, MAX_DEVICES, configure, current_config},
+    entry::{ORIGIN, install, table},
+    faults::FaultPlan,
+    host::{host_read, host_write},
+    registry::{
+        DurationFn, KernelCall, KernelFault, KernelFn, KernelSpec, ParamKind, ParamSpec, Touched,
+        lookup_kernel, register_kernel,
+    },
+    report::{Access, Actor, RaceKind, RaceReport},
+    session::{LiveCounts, Session, SessionGuard},
 };

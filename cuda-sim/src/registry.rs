@@ -60,7 +60,9 @@ impl ParamSpec {
 pub enum KernelFault {
     /// An access outside every live allocation (or to freed memory):
     /// `CUDA_ERROR_ILLEGAL_ADDRESS`, which poisons the context.
-    #[error("kernel {kernel}: parameter {param} accesses {len} bytes at {addr:#x}, outside every live allocation")]
+    #[error(
+        "kernel {kernel}: parameter {param} accesses {len} bytes at {addr:#x}, outside every live allocation"
+    )]
     IllegalAddress {
         /// The kernel.
         kernel: String,
@@ -139,9 +141,8 @@ impl KernelCall<'_> {
     }
     /// Total threads launched.
     pub fn threads(&self) -> u64 {
-        let g = self.grid.iter().map(|&v| u64::from(v)).product::<u64>();
-        let b = self.block.iter().map(|&v| u64::from(v)).product::<u64>();
-        g * b
+        // Saturating: a maximal grid of maximal blocks exceeds u64.
+        self.grid.iter().chain(&self.block).fold(1u64, |acc, &v| acc.saturating_mul(u64::from(v)))
     }
 
     fn bad(&self, param: usize, what: impl Into<String>) -> KernelFault {

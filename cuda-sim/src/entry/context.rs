@@ -1,0 +1,131 @@
+//! Primary contexts, the current context of a thread, context-wide
+//! synchronization, stream priorities and peer access.
+#![allow(non_snake_case)]
+
+use super::{api, handle, id, need, put};
+use crate::device::{GREATEST_PRIORITY, LEAST_PRIORITY};
+use crate::graph;
+use crate::result::{CUresult, INVALID_CONTEXT, INVALID_DEVICE, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED};
+use crate::scheduler;
+use crate::state;
+use cuda_sys::{CUcontext, CUdevice, Driver};
+use std::ffi::{c_int, c_uint};
+
+/// `cuDevicePrimaryCtxRetain`: the device's one context; references are
+/// counted per session.
+unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
+    api("cuDevicePrimaryCtxRetain", |st, caller| {
+        need(pctx)?;
+        st.device(dev)?;
+        let ctx = st.ctx_of(dev);
+        *st.session_mut(caller.session).primary_refs.entry(dev).or_insert(0) += 1;
+        // SAFETY: output slot from the caller.
+        unsafe { put(pctx, handle(ctx)) }
+    })
+}
+
+/// `cuDevicePrimaryCtxRelease`: more releases than retains (in this
+/// session) is `CUDA_ERROR_INVALID_CONTEXT`. The context itself lives on
+/// (other sessions share it).
+unsafe extern "C" fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult {
+    api("cuDevicePrimaryCtxRelease", |st, caller| {
+        st.device(dev)?;
+        let refs = st.session_mut(caller.session).primary_refs.entry(dev).or_insert(0);
+        if *refs == 0 {
+            return Err(INVALID_CONTEXT);
+        }
+        *refs -= 1;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
+    api("cuCtxSetCurrent", |st, _| {
+        let c = id(ctx);
+        if c != 0 && st.ctx_device(c).is_none() {
+            return Err(INVALID_CONTEXT);
+        }
+        state::set_current_ctx(c);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
+    api("cuCtxGetCurrent", |_, caller| {
+        let c = caller.ctx.unwrap_or(0);
+        // SAFETY: output slot from the caller.
+        unsafe { put(pctx, handle(c)) }
+    })
+}
+
+unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
+    api("cuCtxGetDevice", |st, caller| {
+        need(device)?;
+        let d = st.current_device(caller)?;
+        // SAFETY: output slot from the caller.
+        unsafe { put(device, d) }
+    })
+}
+
+/// `cuCtxSynchronize`: runs every queued operation of the calling session
+/// on the current device.
+unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
+    api("cuCtxSynchronize", |st, caller| {
+        let dev = st.current_device(caller)?;
+        graph::refuse_device_sync(st, caller.session, dev)?;
+        scheduler::sync_device(st, caller.session, dev)?;
+        scheduler::sync_result(st, caller.session)
+    })
+}
+
+/// `cuCtxGetStreamPriorityRange`: least 0, greatest -5. Either pointer may
+/// be null (not written), not both.
+unsafe extern "C" fn cuCtxGetStreamPriorityRange(
+    leastPriority: *mut c_int,
+    greatestPriority: *mut c_int,
+) -> CUresult {
+    api("cuCtxGetStreamPriorityRange", |st, caller| {
+        st.current_device(caller)?;
+        if leastPriority.is_null() && greatestPriority.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        if !leastPriority.is_null() {
+            // SAFETY: non-null output slot from the caller.
+            unsafe { put(leastPriority, LEAST_PRIORITY)? };
+        }
+        if !greatestPriority.is_null() {
+            // SAFETY: non-null output slot from the caller.
+            unsafe { put(greatestPriority, GREATEST_PRIORITY)? };
+        }
+        Ok(())
+    })
+}
+
+/// `cuCtxEnablePeerAccess`: once per (current, peer) pair and session.
+unsafe extern "C" fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) -> CUresult {
+    api("cuCtxEnablePeerAccess", |st, caller| {
+        if Flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        let me = st.current_device(caller)?;
+        let peer = st.ctx_device(id(peerContext)).ok_or(INVALID_CONTEXT)?;
+        if peer == me {
+            return Err(INVALID_DEVICE);
+        }
+        if !st.session_mut(caller.session).peers.insert((me, peer)) {
+            return Err(PEER_ACCESS_ALREADY_ENABLED);
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn fill(d: &mut Driver) {
+    d.cuDevicePrimaryCtxRetain = Some(cuDevicePrimaryCtxRetain);
+    d.cuDevicePrimaryCtxRelease = Some(cuDevicePrimaryCtxRelease);
+    d.cuCtxSetCurrent = Some(cuCtxSetCurrent);
+    d.cuCtxGetCurrent = Some(cuCtxGetCurrent);
+    d.cuCtxGetDevice = Some(cuCtxGetDevice);
+    d.cuCtxSynchronize = Some(cuCtxSynchronize);
+    d.cuCtxGetStreamPriorityRange = Some(cuCtxGetStreamPriorityRange);
+    d.cuCtxEnablePeerAccess = Some(cuCtxEnablePeerAccess);
+}

@@ -1,0 +1,225 @@
+//! The driver table: one `unsafe extern "C"` function per entry point of
+//! [`cuda_sys::Driver`], each with the exact `PFN_*` signature.
+//!
+//! This module holds `unsafe` code because C callers hand the simulator raw
+//! pointers (output slots, host buffers, kernel parameters); each function
+//! checks them for null and documents what else it relies on.
+#![allow(unsafe_code)]
+
+mod context;
+mod copy;
+mod device;
+mod errors;
+mod event;
+mod graph;
+mod memory;
+mod module;
+mod stream;
+
+use crate::result::{CUresult, INVALID_VALUE, NOT_INITIALIZED, NOT_PERMITTED, Res, SUCCESS, is_sticky};
+use crate::session;
+use crate::state::{self, Caller, State};
+use cuda_sys::{Driver, InstallError};
+
+/// What [`Driver::origin`] says for the simulator's table.
+pub const ORIGIN: &str = "cuda-sim";
+
+/// Entry points that work before `cuInit`.
+const BEFORE_INIT: [&str; 2] = ["cuInit", "cuDriverGetVersion"];
+
+/// Runs the body of entry point `name` for the calling thread's session.
+///
+/// The common prologue: refuse calls from inside a host function
+/// (`CUDA_ERROR_NOT_PERMITTED`, never a deadlock), log the call, return the
+/// session's sticky error if it is poisoned, apply the fault plan, require
+/// `cuInit`.
+pub(crate) fn api(name: &'static str, body: impl FnOnce(&mut State, &Caller) -> Res) -> CUresult {
+    if state::in_host_fn() {
+        return NOT_PERMITTED;
+    }
+    let session = session::current();
+    let mut guard = state::lock();
+    let st = &mut *guard;
+    let s = st.session_mut(session);
+    let (n, k) = s.count_call(name);
+    if let Some(code) = s.sticky {
+        return code;
+    }
+    if let Some(code) = s.faults.decide(n, name, k).filter(|c| *c != SUCCESS) {
+        log::info!("cuda-sim: fault injection fails {name} (call {n}) with {code:?}");
+        if is_sticky(code) {
+            s.poison(code);
+        }
+        return code;
+    }
+    if !st.initialized && !BEFORE_INIT.contains(&name) {
+        return NOT_INITIALIZED;
+    }
+    let caller = Caller { session, thread: std::thread::current().id(), ctx: state::current_ctx() };
+    match body(st, &caller) {
+        Ok(()) => SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// Fails with `CUDA_ERROR_INVALID_VALUE` if `p` is null.
+pub(crate) fn need<T>(p: *const T) -> Res {
+    if p.is_null() { Err(INVALID_VALUE) } else { Ok(()) }
+}
+
+/// Writes `v` through `p` (checked non-null).
+///
+/// # Safety
+/// `p` must be null or valid for a write of `T` (the C caller's output slot).
+pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res {
+    need(p)?;
+    // SAFETY: `p` is non-null, and valid for a write by the caller's
+    // obligation (the CUDA contract for output parameters).
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// A handle's numeric value.
+pub(crate) fn id<T>(p: *mut T) -> u64 {
+    p.addr() as u64
+}
+
+/// A handle value as an opaque pointer (never dereferenced).
+pub(crate) fn handle<T>(id: u64) -> *mut T {
+    std::ptr::without_provenance_mut(id as usize)
+}
+
+/// Builds the simulator's driver table: every entry point `Some`, version
+/// from the [`Config`](crate::Config), origin `"cuda-sim"`.
+pub fn table() -> Driver {
+    let version = crate::config::current_config().version;
+    let mut d = Driver::empty(version, ORIGIN);
+    errors::fill(&mut d);
+    device::fill(&mut d);
+    context::fill(&mut d);
+    stream::fill(&mut d);
+    graph::fill(&mut d);
+    event::fill(&mut d);
+    memory::fill(&mut d);
+    copy::fill(&mut d);
+    module::fill(&mut d);
+    d
+}
+
+/// Installs the simulator as the process-wide driver
+/// ([`cuda_sys::install`]); calling it again returns the table already
+/// installed when that is the simulator's.
+///
+/// # Errors
+/// [`InstallError`] when another driver (libcuda) is already loaded or
+/// installed.
+pub fn install() -> Result<&'static Driver, InstallError> {
+    if let Some(d) = cuda_sys::installed().filter(|d| d.origin() == ORIGIN) {
+        return Ok(d);
+    }
+    // SAFETY: every entry of `table()` implements the CUDA Driver API
+    // contract for its function (memory it hands out is owned and valid
+    // until freed, copies stay within their arguments); that is the point
+    // of this crate, and what its tests check.
+    match unsafe { cuda_sys::install(table()) } {
+        Ok(d) => Ok(d),
+        Err(e) => match cuda_sys::installed() {
+            Some(d) if d.origin() == ORIGIN => Ok(d),
+            _ => Err(e),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! filled {
+        ($d:expr; $($name:ident),* $(,)?) => {
+            vec![$((stringify!($name), $d.$name.is_some())),*]
+        };
+    }
+
+    #[test]
+    fn every_entry_point_is_filled() {
+        let d = table();
+        let filled = filled!(d;
+            cuGetErrorName,
+            cuGetErrorString,
+            cuInit,
+            cuDriverGetVersion,
+            cuDeviceGet,
+            cuDeviceGetCount,
+            cuDeviceGetName,
+            cuDeviceGetAttribute,
+            cuDeviceTotalMem,
+            cuDeviceGetUuid,
+            cuDeviceGetPCIBusId,
+            cuDeviceCanAccessPeer,
+            cuDeviceGetDefaultMemPool,
+            cuDevicePrimaryCtxRetain,
+            cuDevicePrimaryCtxRelease,
+            cuCtxSetCurrent,
+            cuCtxGetCurrent,
+            cuCtxGetDevice,
+            cuCtxSynchronize,
+            cuCtxGetStreamPriorityRange,
+            cuCtxEnablePeerAccess,
+            cuStreamCreateWithPriority,
+            cuStreamDestroy,
+            cuStreamQuery,
+            cuStreamSynchronize,
+            cuStreamWaitEvent,
+            cuStreamGetPriority,
+            cuStreamGetFlags,
+            cuLaunchHostFunc,
+            cuStreamBeginCapture,
+            cuStreamEndCapture,
+            cuStreamIsCapturing,
+            cuEventCreate,
+            cuEventDestroy,
+            cuEventRecord,
+            cuEventQuery,
+            cuEventSynchronize,
+            cuEventElapsedTime,
+            cuMemAlloc,
+            cuMemFree,
+            cuMemAllocAsync,
+            cuMemFreeAsync,
+            cuMemGetInfo,
+            cuMemHostAlloc,
+            cuMemFreeHost,
+            cuMemHostGetDevicePointer,
+            cuMemcpyHtoDAsync,
+            cuMemcpyDtoHAsync,
+            cuMemcpyDtoDAsync,
+            cuMemcpyPeerAsync,
+            cuMemsetD8Async,
+            cuMemsetD32Async,
+            cuMemPoolGetAttribute,
+            cuMemPoolSetAttribute,
+            cuMemPoolTrimTo,
+            cuModuleLoadData,
+            cuModuleUnload,
+            cuModuleGetFunction,
+            cuFuncGetParamInfo,
+            cuFuncGetAttribute,
+            cuFuncSetAttribute,
+            cuFuncGetName,
+            cuLaunchKernel,
+            cuGraphInstantiateWithFlags,
+            cuGraphLaunch,
+            cuGraphDestroy,
+            cuGraphExecDestroy,
+            cuGraphGetNodes
+        );
+        let mut names: Vec<&str> = filled.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        let mut expected: Vec<&str> = Driver::ENTRY_POINTS.iter().map(|e| e.name).collect();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "the list above must name every entry point");
+        let missing: Vec<&str> = filled.iter().filter(|(_, some)| !some).map(|(n, _)| *n).collect();
+        assert!(missing.is_empty(), "not filled: {missing:?}");
+        assert_eq!(d.origin(), ORIGIN);
+    }
+}

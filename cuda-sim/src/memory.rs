@@ -1,0 +1,322 @@
+//! Simulated memory: device allocations and pinned host allocations, both
+//! real host memory that the simulator owns.
+//!
+//! This file holds `unsafe` code because it is where the simulator's
+//! allocations are made, read and written through raw pointers.
+//!
+//! A `CUdeviceptr` is the address of the allocation's first byte, used only
+//! as a number: every access looks the address up in [`Memory`] and goes
+//! through the block's own pointer (`NonNull<u8>` from `std::alloc`), never
+//! through a pointer rebuilt from the integer, and never through a
+//! reference to the whole block, so pointers handed out (pinned host memory)
+//! stay valid under Stacked and Tree Borrows.
+#![allow(unsafe_code)]
+
+use crate::oracle::Record;
+use crate::registry::DeviceMemory;
+use crate::result::{ILLEGAL_ADDRESS, Res};
+use std::alloc::Layout;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ptr::NonNull;
+
+/// Byte written into fresh allocations so reads of uninitialized memory are
+/// visible (`0xCDCDCDCD` as a u32).
+pub(crate) const POISON: u8 = 0xCD;
+/// Alignment of device allocations (CUDA guarantees 256 bytes).
+pub(crate) const DEVICE_ALIGN: usize = 256;
+/// Alignment of pinned host allocations (a page).
+pub(crate) const PINNED_ALIGN: usize = 4096;
+/// Freed blocks kept allocated (so their addresses are not reused soon and
+/// late accesses are recognized) up to this many bytes, oldest released
+/// first.
+pub(crate) const QUARANTINE_BYTES: u64 = 256 << 20;
+
+/// What an allocation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Device memory of `device`; `pooled` when from `cuMemAllocAsync`.
+    Device { device: i32, pooled: bool },
+    /// Pinned host memory from `cuMemHostAlloc` with these flags.
+    Pinned { flags: u32 },
+}
+
+/// One allocation.
+#[derive(Debug)]
+pub(crate) struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    /// Size the program asked for.
+    pub(crate) size: u64,
+    pub(crate) kind: Kind,
+    /// Session that made it.
+    pub(crate) session: u64,
+    /// Accesses the oracle has seen.
+    pub(crate) history: Vec<Record>,
+    /// The free, once executed (the block is then quarantined).
+    pub(crate) freed: Option<Record>,
+    /// The free the program issued (it may not have executed yet).
+    pub(crate) issued_free: Option<Record>,
+}
+
+// SAFETY: `Block` owns its allocation exclusively (nothing else holds `ptr`
+// except pinned host pointers handed to the program, which the CUDA contract
+// makes the program's responsibility); every access by the simulator happens
+// with the global state mutex held (see `state::lock`), so moving a block
+// between threads cannot create unsynchronized access by the simulator.
+unsafe impl Send for Block {}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `std::alloc::alloc(self.layout)` in
+        // `Memory::allocate` and is deallocated only here, once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+impl Block {
+    /// One past the last byte.
+    pub(crate) fn end(&self, base: u64) -> u64 {
+        base.saturating_add(self.size)
+    }
+
+    /// Whether device code (copies, kernels) may address it.
+    pub(crate) fn device_visible(&self) -> bool {
+        match self.kind {
+            Kind::Device { .. } => true,
+            Kind::Pinned { flags } => flags & cuda_sys::CU_MEMHOSTALLOC_DEVICEMAP != 0,
+        }
+    }
+
+    /// Whether it is pinned host memory.
+    pub(crate) fn is_pinned(&self) -> bool {
+        matches!(self.kind, Kind::Pinned { .. })
+    }
+
+    /// Pointer to byte `off`, which must be at most `size`.
+    fn at(&self, off: u64, len: u64) -> Res<*mut u8> {
+        let end = off.checked_add(len).ok_or(ILLEGAL_ADDRESS)?;
+        if end > self.size {
+            return Err(ILLEGAL_ADDRESS);
+        }
+        let off = usize::try_from(off).map_err(|_| ILLEGAL_ADDRESS)?;
+        // SAFETY: `off + len <= size <= layout.size()`, so the result stays
+        // inside (or one past the end of) the allocation `ptr` owns.
+        Ok(unsafe { self.ptr.as_ptr().add(off) })
+    }
+}
+
+/// Every allocation, by base address.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    blocks: BTreeMap<u64, Block>,
+    quarantine: VecDeque<u64>,
+    quarantined: u64,
+    /// Live device bytes per device (all sessions: it is the device's memory).
+    pub(crate) used: HashMap<i32, u64>,
+}
+
+impl Memory {
+    /// Allocates `size` (> 0) bytes aligned to `align`, poison-filled, and
+    /// returns the base address, or `None` when the host is out of memory.
+    pub(crate) fn allocate(&mut self, size: u64, align: usize, kind: Kind, session: u64) -> Option<u64> {
+        let bytes = usize::try_from(size).ok()?;
+        let layout = Layout::from_size_align(bytes.max(1), align).ok()?;
+        // SAFETY: `layout` has a non-zero size.
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let ptr = NonNull::new(raw)?;
+        // SAFETY: `ptr` is valid for `layout.size()` bytes of writes (fresh
+        // allocation of that layout).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), POISON, layout.size()) };
+        let base = ptr.addr().get() as u64;
+        self.blocks.insert(
+            base,
+            Block { ptr, layout, size, kind, session, history: Vec::new(), freed: None, issued_free: None },
+        );
+        if let Kind::Device { device, .. } = kind {
+            *self.used.entry(device).or_insert(0) += size;
+        }
+        Some(base)
+    }
+
+    /// The block whose bytes `[addr, addr + len)` lie inside (for `len` 0:
+    /// the block containing `addr`), freed or not.
+    pub(crate) fn containing(&self, addr: u64, len: u64) -> Option<u64> {
+        let (&base, b) = self.blocks.range(..=addr).next_back()?;
+        let end = addr.checked_add(len.max(1))?;
+        (end <= b.end(base)).then_some(base)
+    }
+
+    /// Whether `addr` is inside some block (possibly with bytes past its end).
+    pub(crate) fn touches(&self, addr: u64) -> bool {
+        self.containing(addr, 1).is_some()
+    }
+
+    pub(crate) fn block(&self, base: u64) -> Option<&Block> {
+        self.blocks.get(&base)
+    }
+
+    pub(crate) fn block_mut(&mut self, base: u64) -> Option<&mut Block> {
+        self.blocks.get_mut(&base)
+    }
+
+    /// Pointer to the block's first byte, for handing pinned memory to the
+    /// program.
+    pub(crate) fn host_ptr(&self, base: u64) -> Option<*mut u8> {
+        self.blocks.get(&base).map(|b| b.ptr.as_ptr())
+    }
+
+    /// Marks the block freed by `free` (already checked by the oracle) and
+    /// quarantines it; releases the oldest quarantined blocks beyond
+    /// [`QUARANTINE_BYTES`].
+    pub(crate) fn retire(&mut self, base: u64, free: Record) {
+        let Some(b) = self.blocks.get_mut(&base) else { return };
+        if b.freed.is_some() {
+            return;
+        }
+        b.freed = Some(free);
+        b.history.clear();
+        if let Kind::Device { device, .. } = b.kind {
+            let used = self.used.entry(device).or_insert(0);
+            *used = used.saturating_sub(b.size);
+        }
+        self.quarantined += b.size;
+        self.quarantine.push_back(base);
+        while self.quarantined > QUARANTINE_BYTES {
+            let Some(old) = self.quarantine.pop_front() else { break };
+            if let Some(gone) = self.blocks.remove(&old) {
+                self.quarantined = self.quarantined.saturating_sub(gone.size);
+            }
+        }
+    }
+
+    /// Copies `out.len()` bytes at offset `off` of block `base` into `out`.
+    pub(crate) fn read(&self, base: u64, off: u64, out: &mut [u8]) -> Res {
+        let b = self.blocks.get(&base).ok_or(ILLEGAL_ADDRESS)?;
+        let p = b.at(off, out.len() as u64)?;
+        // SAFETY: `p` is valid for `out.len()` bytes (checked by `at`); `out`
+        // is a distinct Rust buffer, so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` to offset `off` of block `base`.
+    pub(crate) fn write(&mut self, base: u64, off: u64, data: &[u8]) -> Res {
+        let b = self.blocks.get(&base).ok_or(ILLEGAL_ADDRESS)?;
+        let p = b.at(off, data.len() as u64)?;
+        // SAFETY: `p` is valid for `data.len()` bytes (checked by `at`);
+        // `data` is a Rust slice not inside any block (callers pass staging
+        // buffers or kernel outputs), so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        Ok(())
+    }
+
+    /// Fills `count` elements of `elem` bytes (1 or 4) at offset `off` of
+    /// block `base` with `value`'s low bytes.
+    pub(crate) fn fill(&mut self, base: u64, off: u64, count: u64, elem: u8, value: u32) -> Res {
+        let b = self.blocks.get(&base).ok_or(ILLEGAL_ADDRESS)?;
+        let len = count.checked_mul(u64::from(elem)).ok_or(ILLEGAL_ADDRESS)?;
+        let p = b.at(off, len)?;
+        let n = usize::try_from(count).map_err(|_| ILLEGAL_ADDRESS)?;
+        if elem == 1 {
+            // SAFETY: `p` is valid for `len == count` bytes (checked by `at`).
+            unsafe { std::ptr::write_bytes(p, value as u8, n) };
+        } else {
+            let bytes = value.to_ne_bytes();
+            for i in 0..n {
+                // SAFETY: element `i < count` lies inside the `len` bytes
+                // checked by `at`; unaligned writes are allowed.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(i * 4), 4) };
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes from block `src` at `src_off` to block `dst` at
+    /// `dst_off` (the same block is allowed; overlapping ranges are moved as
+    /// by `memmove`).
+    pub(crate) fn copy(&mut self, dst: u64, dst_off: u64, src: u64, src_off: u64, len: u64) -> Res {
+        let s = self.blocks.get(&src).ok_or(ILLEGAL_ADDRESS)?.at(src_off, len)?;
+        let d = self.blocks.get(&dst).ok_or(ILLEGAL_ADDRESS)?.at(dst_off, len)?;
+        let n = usize::try_from(len).map_err(|_| ILLEGAL_ADDRESS)?;
+        // SAFETY: both pointers are valid for `n` bytes (checked by `at`),
+        // derived from their blocks' own pointers; `copy` allows overlap.
+        unsafe { std::ptr::copy(s, d, n) };
+        Ok(())
+    }
+
+    /// Copies `len` bytes at offset `off` of block `base` to `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for `len` bytes of writes and not overlap any block.
+    pub(crate) unsafe fn read_to_raw(&self, base: u64, off: u64, dst: *mut u8, len: u64) -> Res {
+        let b = self.blocks.get(&base).ok_or(ILLEGAL_ADDRESS)?;
+        let p = b.at(off, len)?;
+        let n = usize::try_from(len).map_err(|_| ILLEGAL_ADDRESS)?;
+        // SAFETY: `p` is valid for `n` bytes (checked by `at`); `dst` is
+        // valid for `n` bytes and disjoint from blocks (the caller's
+        // obligations).
+        unsafe { std::ptr::copy_nonoverlapping(p, dst, n) };
+        Ok(())
+    }
+}
+
+/// The simulator's memory as a kernel's reference implementation sees it:
+/// device-visible, not freed blocks only.
+pub(crate) struct SimMemory<'a> {
+    pub(crate) mem: &'a mut Memory,
+}
+
+impl SimMemory<'_> {
+    fn locate(&self, addr: u64, len: u64) -> Result<u64, (u64, u64)> {
+        let base = self.mem.containing(addr, len).ok_or((addr, len))?;
+        match self.mem.block(base) {
+            Some(b) if b.device_visible() && b.freed.is_none() => Ok(base),
+            _ => Err((addr, len)),
+        }
+    }
+}
+
+impl DeviceMemory for SimMemory<'_> {
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)> {
+        let len = out.len() as u64;
+        let base = self.locate(addr, len)?;
+        self.mem.read(base, addr - base, out).map_err(|_| (addr, len))
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)> {
+        let len = data.len() as u64;
+        let base = self.locate(addr, len)?;
+        self.mem.write(base, addr - base, data).map_err(|_| (addr, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocations_are_poisoned_found_by_address_and_copied() {
+        let mut m = Memory::default();
+        let a = m.allocate(64, DEVICE_ALIGN, Kind::Device { device: 0, pooled: false }, 1).unwrap();
+        let b = m.allocate(64, DEVICE_ALIGN, Kind::Device { device: 0, pooled: false }, 1).unwrap();
+        assert_eq!(a % DEVICE_ALIGN as u64, 0);
+        let mut out = [0u8; 4];
+        m.read(a, 0, &mut out).unwrap();
+        assert_eq!(out, [POISON; 4]);
+        assert_eq!(m.containing(a + 10, 54), Some(a));
+        assert_eq!(m.containing(a + 10, 55), None);
+        m.write(a, 8, &[1, 2, 3, 4]).unwrap();
+        m.copy(b, 0, a, 8, 4).unwrap();
+        m.read(b, 0, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4]);
+        m.fill(b, 0, 2, 4, 0x0102_0304).unwrap();
+        let mut w = [0u8; 8];
+        m.read(b, 0, &mut w).unwrap();
+        assert_eq!(w[..4], 0x0102_0304u32.to_ne_bytes());
+        assert!(m.read(b, 60, &mut w).is_err());
+        assert_eq!(m.used.get(&0), Some(&128));
+        let mut sm = SimMemory { mem: &mut m };
+        assert!(DeviceMemory::write(&mut sm, a + 60, &[0; 8]).is_err());
+        assert!(DeviceMemory::write(&mut sm, a + 56, &[0; 8]).is_ok());
+    }
+}

@@ -1,0 +1,356 @@
+//! The seeded scheduler: runs queued operations when the host waits.
+//!
+//! An operation is ready when it is at the head of its stream and every
+//! operation it depends on has completed. Among ready operations of the
+//! synchronizing session, the one with the lowest random priority (drawn at
+//! enqueue from its stream's seeded generator) runs next, so one seed gives
+//! one order however other tests' threads interleave.
+//!
+//! This file holds `unsafe` code because it calls host functions and writes
+//! pageable copy destinations.
+#![allow(unsafe_code)]
+
+use crate::memory::SimMemory;
+use crate::ops::{Launch, Loc, Op, Work, fault_code, kernel_param_op};
+use crate::oracle::{self, Record, Stamp};
+use crate::registry::{KernelCall, KernelFault, ParamKind};
+use crate::result::{ILLEGAL_ADDRESS, LAUNCH_FAILED, Res, UNKNOWN};
+use crate::rng::Rng;
+use crate::state::{self, State};
+use std::sync::Arc;
+
+/// Runs operations (of `session` first) until `done` holds.
+///
+/// # Errors
+/// `CUDA_ERROR_UNKNOWN` if nothing is ready while `done` does not hold
+/// (cannot happen: dependencies always point to earlier operations).
+pub(crate) fn run_until(st: &mut State, session: u64, mut done: impl FnMut(&State) -> bool) -> Res {
+    while !done(st) {
+        let Some(op) = pick(st, session, true) else {
+            log::error!("cuda-sim: scheduler found no ready operation (internal error)");
+            return Err(UNKNOWN);
+        };
+        execute(st, op);
+    }
+    Ok(())
+}
+
+/// Runs up to `n` ready operations of `session`.
+pub(crate) fn run_some(st: &mut State, session: u64, n: u64) {
+    for _ in 0..n {
+        match pick(st, session, false) {
+            Some(op) => execute(st, op),
+            None => break,
+        }
+    }
+}
+
+/// Whether operation `id` has completed.
+pub(crate) fn complete(st: &State, id: u64) -> bool {
+    !st.ops.contains_key(&id)
+}
+
+fn best<'a>(st: &State, ids: impl Iterator<Item = &'a u64>) -> Option<u64> {
+    let mut best: Option<(u64, u64)> = None;
+    for sid in ids {
+        let Some(head) = st.streams.get(sid).and_then(|s| s.queue.front()) else { continue };
+        let Some(op) = st.ops.get(head) else { continue };
+        if op.deps.iter().all(|d| complete(st, *d)) && best.is_none_or(|b| (op.prio, op.id) < b) {
+            best = Some((op.prio, op.id));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// The next operation to run: the ready one of `session` with the lowest
+/// priority; else (when `fallback`, for work waiting on another session's
+/// work) the same over every session.
+fn pick(st: &State, session: u64, fallback: bool) -> Option<u64> {
+    if let Some(s) = st.sessions.get(&session)
+        && let Some(op) = best(st, s.streams.iter())
+    {
+        return Some(op);
+    }
+    if fallback { best(st, st.streams.keys()) } else { None }
+}
+
+/// Executes operation `id` (which must be ready) and retires it.
+fn execute(st: &mut State, id: u64) {
+    let Some(op) = st.ops.remove(&id) else { return };
+    let mut drained = false;
+    if let Some(s) = st.streams.get_mut(&op.stream) {
+        if s.queue.front() == Some(&id) {
+            s.queue.pop_front();
+        } else {
+            s.queue.retain(|&x| x != id);
+        }
+        drained = s.destroyed && s.queue.is_empty();
+    }
+    run_op(st, &op);
+    if drained {
+        st.streams.remove(&op.stream);
+        if let Some(s) = st.sessions.get_mut(&op.session) {
+            s.streams.remove(&op.stream);
+        }
+    }
+}
+
+fn run_op(st: &mut State, op: &Op) {
+    let mut rng = Rng::new(op.seed);
+    run_work(st, op.session, &op.stamp, &op.work, &mut rng);
+}
+
+/// Records the access `rec` to the allocation at `base` with the oracle.
+/// Returns whether the allocation is still live (a freed one is reported
+/// and must not be touched).
+pub(crate) fn touch(st: &mut State, session: u64, base: u64, rec: Record) -> bool {
+    let Some(block) = st.mem.block_mut(base) else { return false };
+    let (reports, live) = match &block.freed {
+        Some(free) => {
+            let r = oracle::freed_access(free, &rec, base);
+            (vec![(free.stamp.clone(), r)], false)
+        }
+        None => (oracle::check_and_record(&mut block.history, rec.clone(), base), true),
+    };
+    let s = st.session_mut(session);
+    for (first, r) in reports {
+        s.report(&first, &rec.stamp, r);
+    }
+    live
+}
+
+/// A device-side range for the oracle.
+fn rec(stamp: &Stamp, start: u64, len: u64, write: bool, op: String) -> Record {
+    Record { stamp: stamp.clone(), start, end: start.saturating_add(len), write, free: false, op: op.into() }
+}
+
+/// Finds the block for one side of a copy: device-visible memory for a
+/// device address, a pinned block for a pinned host address.
+fn locate(st: &State, addr: u64, len: u64, pinned: bool) -> Option<u64> {
+    let base = st.mem.containing(addr, len)?;
+    let b = st.mem.block(base)?;
+    let ok = if pinned { b.is_pinned() } else { b.device_visible() };
+    ok.then_some(base)
+}
+
+fn illegal(st: &mut State, session: u64, what: &str) {
+    log::warn!("cuda-sim: illegal address: {what}");
+    st.session_mut(session).async_fault(ILLEGAL_ADDRESS);
+}
+
+/// Runs one piece of work with `stamp` as its oracle identity.
+pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work, rng: &mut Rng) {
+    match work {
+        Work::Marker => {}
+        Work::HostFn { f, data } => {
+            state::set_in_host_fn(true);
+            // SAFETY: `f` and `data` were passed together to cuLaunchHostFunc;
+            // CUDA's contract makes the program keep `data` valid for `f`
+            // until it has run. Calls back into the simulator from `f` are
+            // refused (NOT_PERMITTED) because this thread holds the lock.
+            unsafe { f(data.0) };
+            state::set_in_host_fn(false);
+        }
+        Work::AllocAsync { base } => {
+            let Some(size) = st.mem.block(*base).map(|b| b.size) else { return };
+            touch(st, session, *base, rec(stamp, *base, size, true, "cuMemAllocAsync".into()));
+        }
+        Work::FreeAsync { base } => free_now(st, session, stamp, *base, "cuMemFreeAsync"),
+        Work::Memset { api, dst, count, elem, value } => {
+            let len = count.saturating_mul(u64::from(*elem));
+            let Some(base) = locate(st, *dst, len, false) else {
+                return illegal(st, session, &format!("{api} destination {dst:#x}+{len}"));
+            };
+            if !touch(st, session, base, rec(stamp, *dst, len, true, format!("{api} destination"))) {
+                return illegal(st, session, &format!("{api} on freed memory {dst:#x}"));
+            }
+            if st.mem.fill(base, dst - base, *count, *elem, *value).is_err() {
+                illegal(st, session, api);
+            }
+        }
+        Work::Copy { api, dst, src, len } => run_copy(st, session, stamp, api, dst, src, *len),
+        Work::Kernel(l) => run_kernel(st, session, stamp, l),
+        Work::Graph(g) => {
+            for i in crate::graph::random_topo_order(g, rng) {
+                if let Some(n) = g.nodes.get(i) {
+                    run_work(st, session, stamp, &n.work, rng);
+                }
+            }
+        }
+    }
+}
+
+/// Executes a free of the allocation at `base` (oracle write of the whole
+/// block, then quarantine).
+pub(crate) fn free_now(st: &mut State, session: u64, stamp: &Stamp, base: u64, api: &str) {
+    let Some(b) = st.mem.block(base) else { return };
+    let (size, kind, owner) = (b.size, b.kind, b.session);
+    let mut free = rec(stamp, base, size, true, api.into());
+    free.free = true;
+    if !touch(st, session, base, free.clone()) {
+        return; // already freed: reported as a double free
+    }
+    st.mem.retire(base, free);
+    if let crate::memory::Kind::Device { device, pooled: true } = kind
+        && let Some(p) = st.session_mut(owner).pools.get_mut(&device)
+    {
+        p.free(size);
+    }
+}
+
+fn side(
+    st: &mut State,
+    session: u64,
+    stamp: &Stamp,
+    loc: &Loc,
+    len: u64,
+    write: bool,
+    what: String,
+) -> Result<Option<u64>, ()> {
+    let (addr, pinned) = match loc {
+        Loc::Device(a) => (*a, false),
+        Loc::Pinned(a) => (*a, true),
+        Loc::Staged(_) | Loc::Pageable(_) => return Ok(None),
+    };
+    let Some(base) = locate(st, addr, len, pinned) else {
+        illegal(st, session, &format!("{what} {addr:#x}+{len}"));
+        return Err(());
+    };
+    if !touch(st, session, base, rec(stamp, addr, len, write, what.clone())) {
+        illegal(st, session, &format!("{what} in freed memory {addr:#x}"));
+        return Err(());
+    }
+    Ok(Some(base))
+}
+
+fn run_copy(st: &mut State, session: u64, stamp: &Stamp, api: &str, dst: &Loc, src: &Loc, len: u64) {
+    let Ok(s) = side(st, session, stamp, src, len, false, format!("{api} source")) else { return };
+    let Ok(d) = side(st, session, stamp, dst, len, true, format!("{api} destination")) else { return };
+    let addr = |l: &Loc| match l {
+        Loc::Device(a) | Loc::Pinned(a) => *a,
+        _ => 0,
+    };
+    let result = match (d, s, dst, src) {
+        (Some(db), Some(sb), _, _) => st.mem.copy(db, addr(dst) - db, sb, addr(src) - sb, len),
+        (Some(db), None, _, Loc::Staged(data)) => st.mem.write(db, addr(dst) - db, data),
+        (None, Some(sb), Loc::Pageable(p), _) => {
+            // SAFETY: a pageable destination is queued only by
+            // cuMemcpyDtoHAsync, which checked `p` non-null, holds the lock
+            // and blocks until this copy has run; the program guarantees
+            // `p` is valid for `len` bytes for the duration of that call,
+            // and a pageable pointer is never inside one of our blocks
+            // (pinned blocks take the `Loc::Pinned` path).
+            unsafe { st.mem.read_to_raw(sb, addr(src) - sb, p.0.cast::<u8>(), len) }
+        }
+        _ => Err(UNKNOWN),
+    };
+    if result.is_err() {
+        illegal(st, session, api);
+    }
+}
+
+/// Merges the ranges a kernel touched per (param, kind) so the oracle sees
+/// a few ranges, not one per element.
+fn coalesce(mut t: Vec<crate::registry::Touched>) -> Vec<crate::registry::Touched> {
+    t.sort_by_key(|x| (x.param, x.write, x.addr));
+    let mut out: Vec<crate::registry::Touched> = Vec::new();
+    for x in t {
+        if let Some(last) = out.last_mut()
+            && last.param == x.param
+            && last.write == x.write
+            && x.addr <= last.addr + last.len
+        {
+            let end = (last.addr + last.len).max(x.addr + x.len);
+            last.len = end - last.addr;
+            continue;
+        }
+        out.push(x);
+    }
+    out
+}
+
+fn run_kernel(st: &mut State, session: u64, stamp: &Stamp, l: &Arc<Launch>) {
+    let mut sim = SimMemory { mem: &mut st.mem };
+    let mut call = KernelCall {
+        spec: &l.spec,
+        grid: l.grid,
+        block: l.block,
+        shared_mem_bytes: l.shared,
+        args: l.args.clone(),
+        memory: &mut sim,
+        touched: Vec::new(),
+    };
+    let run = l.spec.run;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut call)));
+    let touched = coalesce(std::mem::take(&mut call.touched));
+    drop(call);
+    for t in touched {
+        let Some(base) = st.mem.containing(t.addr, t.len) else { continue };
+        let op = kernel_param_op(l.spec.name, t.param, t.write);
+        touch(st, session, base, rec(stamp, t.addr, t.len, t.write, op));
+    }
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(fault)) => {
+            log::warn!("cuda-sim: {fault}");
+            if let KernelFault::IllegalAddress { param, addr, len, .. } = &fault {
+                // An access to freed memory is a use after free (or an
+                // unordered free): report it against the free.
+                let freed = st
+                    .mem
+                    .containing(*addr, *len)
+                    .filter(|b| st.mem.block(*b).is_some_and(|x| x.freed.is_some()));
+                if let Some(base) = freed {
+                    let write = l.spec.params.get(*param).is_some_and(|p| p.kind != ParamKind::Read);
+                    let op = kernel_param_op(l.spec.name, *param, write);
+                    touch(st, session, base, rec(stamp, *addr, *len, write, op));
+                }
+            }
+            st.session_mut(session).async_fault(fault_code(&fault));
+        }
+        Err(_) => {
+            log::error!("cuda-sim: kernel {} panicked; reporting CUDA_ERROR_LAUNCH_FAILED", l.spec.name);
+            st.session_mut(session).async_fault(LAUNCH_FAILED);
+        }
+    }
+}
+
+/// The end of a host synchronization of `session`: memory pools release
+/// what exceeds their threshold, and the session's sticky error, else its
+/// pending asynchronous error (cleared), is the result.
+pub(crate) fn sync_result(st: &mut State, session: u64) -> Res {
+    let s = st.session_mut(session);
+    for p in s.pools.values_mut() {
+        p.on_sync();
+    }
+    if let Some(code) = s.sticky {
+        return Err(code);
+    }
+    match s.async_error.take() {
+        Some(code) => Err(code),
+        None => Ok(()),
+    }
+}
+
+/// Runs every queued operation of `session` on `device` (a context
+/// synchronization) and merges them into the host clock.
+pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
+    let streams: Vec<u64> =
+        st.sessions.get(&session).map(|s| s.streams.iter().copied().collect()).unwrap_or_default();
+    let mine: Vec<u64> =
+        streams.into_iter().filter(|id| st.streams.get(id).is_some_and(|s| s.device == device)).collect();
+    let targets: Vec<u64> = mine.iter().filter_map(|id| st.streams.get(id).and_then(|s| s.last_op)).collect();
+    // Clocks change only when work is queued, so take them before running
+    // (a destroyed stream disappears once drained).
+    let mut clock = crate::clock::VClock::default();
+    let mut time = 0;
+    for id in &mine {
+        if let Some(s) = st.streams.get(id) {
+            clock.merge(&s.clock);
+            time = time.max(s.tail_end);
+        }
+    }
+    run_until(st, session, |st| targets.iter().all(|t| complete(st, *t)))?;
+    st.session_mut(session).host_sync(&clock, time);
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! The simulator's global state: one mutex over everything, the handle
+//! space, contexts, and the per-thread bindings (current context, whether a
+//! host function is running).
+
+use crate::config::Config;
+use crate::event::Event;
+use crate::graph::{Capture, Graph, GraphExec};
+use crate::memory::Memory;
+use crate::module::{Function, Module};
+use crate::ops::Op;
+use crate::result::{INVALID_CONTEXT, INVALID_DEVICE, Res};
+use crate::session::SessionState;
+use crate::stream::Stream;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+/// First handle value; handles step by 16 so they look like pointers and
+/// never collide with `CU_STREAM_LEGACY` (1) or `CU_STREAM_PER_THREAD` (2).
+const FIRST_HANDLE: u64 = 0x5100_0000;
+
+/// Per device: its primary context and default memory pool handles.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeviceState {
+    pub(crate) ctx: u64,
+    pub(crate) pool: u64,
+}
+
+/// Key of a lazily created default stream: session, device, and for a
+/// per-thread stream the owning thread.
+pub(crate) type DefaultKey = (u64, i32, Option<ThreadId>);
+
+/// Everything the simulator knows.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) config: Config,
+    pub(crate) initialized: bool,
+    next_handle: u64,
+    pub(crate) next_op: u64,
+    pub(crate) sessions: HashMap<u64, SessionState>,
+    pub(crate) devices: Vec<DeviceState>,
+    pub(crate) mem: Memory,
+    pub(crate) streams: HashMap<u64, Stream>,
+    pub(crate) default_streams: HashMap<DefaultKey, u64>,
+    pub(crate) events: HashMap<u64, Event>,
+    pub(crate) modules: HashMap<u64, Module>,
+    pub(crate) functions: HashMap<u64, Function>,
+    pub(crate) graphs: HashMap<u64, Graph>,
+    pub(crate) execs: HashMap<u64, GraphExec>,
+    pub(crate) captures: HashMap<u64, Capture>,
+    /// Queued operations not yet executed, by id (an id absent here is
+    /// complete: ids are never reused).
+    pub(crate) ops: HashMap<u64, Op>,
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
+    Mutex::new(State {
+        config: Config::default(),
+        initialized: false,
+        next_handle: FIRST_HANDLE,
+        next_op: 1,
+        sessions: HashMap::new(),
+        devices: Vec::new(),
+        mem: Memory::default(),
+        streams: HashMap::new(),
+        default_streams: HashMap::new(),
+        events: HashMap::new(),
+        modules: HashMap::new(),
+        functions: HashMap::new(),
+        graphs: HashMap::new(),
+        execs: HashMap::new(),
+        captures: HashMap::new(),
+        ops: HashMap::new(),
+    })
+});
+
+/// Locks the global state. A panic while it was held (only possible in a
+/// test's own code, the simulator does not panic) leaves it usable: the
+/// state is kept consistent between statements that can fail.
+pub(crate) fn lock() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+thread_local! {
+    /// The context current on this thread (a handle; 0 for none).
+    static CURRENT_CTX: Cell<u64> = const { Cell::new(0) };
+    /// Set while this thread runs a host function from the scheduler.
+    static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The context handle current on this thread, if any.
+pub(crate) fn current_ctx() -> Option<u64> {
+    let c = CURRENT_CTX.with(Cell::get);
+    (c != 0).then_some(c)
+}
+
+/// Binds `ctx` (0 for none) to this thread.
+pub(crate) fn set_current_ctx(ctx: u64) {
+    CURRENT_CTX.with(|c| c.set(ctx));
+}
+
+/// Whether this thread is inside a host function the scheduler runs (the
+/// global lock is then held by this very thread).
+pub(crate) fn in_host_fn() -> bool {
+    IN_HOST_FN.with(Cell::get)
+}
+
+/// Marks this thread as running a host function (or not).
+pub(crate) fn set_in_host_fn(v: bool) {
+    IN_HOST_FN.with(|c| c.set(v));
+}
+
+/// Who is calling: the session and thread, and the thread's context.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller {
+    pub(crate) session: u64,
+    pub(crate) thread: ThreadId,
+    pub(crate) ctx: Option<u64>,
+}
+
+impl State {
+    /// A fresh handle (also used as a global actor id).
+    pub(crate) fn new_handle(&mut self) -> u64 {
+        let h = self.next_handle;
+        self.next_handle += 0x10;
+        h
+    }
+
+    /// A fresh operation id.
+    pub(crate) fn new_op_id(&mut self) -> u64 {
+        let id = self.next_op;
+        self.next_op += 1;
+        id
+    }
+
+    /// Freezes the configuration and creates the devices (at `cuInit`).
+    pub(crate) fn init_devices(&mut self) {
+        if self.initialized {
+            return;
+        }
+        self.config = crate::config::freeze();
+        self.initialized = true;
+        for _ in 0..self.config.devices {
+            let ctx = self.new_handle();
+            let pool = self.new_handle();
+            self.devices.push(DeviceState { ctx, pool });
+        }
+    }
+
+    /// Number of devices.
+    pub(crate) fn device_count(&self) -> i32 {
+        self.devices.len() as i32
+    }
+
+    /// Checks a device ordinal.
+    pub(crate) fn device(&self, dev: i32) -> Res<i32> {
+        if dev >= 0 && (dev as usize) < self.devices.len() { Ok(dev) } else { Err(INVALID_DEVICE) }
+    }
+
+    /// The device of a context handle.
+    pub(crate) fn ctx_device(&self, ctx: u64) -> Option<i32> {
+        self.devices.iter().position(|d| d.ctx == ctx).map(|i| i as i32)
+    }
+
+    /// The device of a memory pool handle.
+    pub(crate) fn pool_device(&self, pool: u64) -> Option<i32> {
+        self.devices.iter().position(|d| d.pool == pool).map(|i| i as i32)
+    }
+
+    /// The device of the caller's current context.
+    pub(crate) fn current_device(&self, caller: &Caller) -> Res<i32> {
+        caller.ctx.and_then(|c| self.ctx_device(c)).ok_or(INVALID_CONTEXT)
+    }
+
+    /// The primary context handle of `dev`.
+    pub(crate) fn ctx_of(&self, dev: i32) -> u64 {
+        usize::try_from(dev).ok().and_then(|i| self.devices.get(i)).map_or(0, |d| d.ctx)
+    }
+
+    /// The session `id`, created (with seed 0) if it is the default session
+    /// or unknown.
+    pub(crate) fn session_mut(&mut self, id: u64) -> &mut SessionState {
+        if !self.sessions.contains_key(&id) {
+            let host = self.new_handle();
+            self.sessions.insert(id, SessionState::new(id, 0, host));
+        }
+        // The entry exists: inserted just above if it was missing.
+        self.sessions.entry(id).or_insert_with(|| SessionState::new(id, 0, 0))
+    }
+}

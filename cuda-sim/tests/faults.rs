@@ -1,0 +1,124 @@
+//! Fault injection, call logs and live-object counters.
+
+mod common;
+use common::*;
+use cuda_sim::FaultPlan;
+use std::ptr::null_mut;
+
+#[test]
+fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
+    let e = env(200);
+    let n = e.session.calls().len() as u64;
+    e.session.inject(FaultPlan::new().fail_nth(n, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+    let before = e.session.live();
+    let mut p = 0;
+    assert_eq!(cu!(cuMemAlloc(&mut p, 64)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+    assert_eq!(p, 0);
+    assert_eq!(e.session.live(), before);
+    let p = e.alloc(64);
+    ck!(cuMemFree(p));
+    let calls = e.session.calls();
+    assert_eq!(
+        &calls[..5],
+        ["cuInit", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuModuleLoadData", "cuMemAlloc"]
+    );
+    teardown(e);
+}
+
+#[test]
+fn every_call_of_a_name_and_the_kth_of_a_name() {
+    let e = env(201);
+    e.session.inject(
+        FaultPlan::new().fail_every("cuEventCreate", CUresult::CUDA_ERROR_NOT_SUPPORTED).fail_nth_of(
+            "cuStreamCreateWithPriority",
+            1,
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+        ),
+    );
+    let mut ev: CUevent = null_mut();
+    for _ in 0..3 {
+        assert_eq!(cu!(cuEventCreate(&mut ev, 0)), CUresult::CUDA_ERROR_NOT_SUPPORTED);
+    }
+    let s0 = e.stream(0);
+    let mut s1: CUstream = null_mut();
+    assert_eq!(cu!(cuStreamCreateWithPriority(&mut s1, 0, 0)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let s2 = e.stream(0);
+    assert_eq!(e.session.live().events, 0);
+    assert_eq!(e.session.live().streams, 2);
+    e.session.clear_faults();
+    let ev = e.event(0);
+    ck!(cuEventDestroy(ev));
+    ck!(cuStreamDestroy(s0));
+    ck!(cuStreamDestroy(s2));
+    teardown(e);
+}
+
+#[test]
+fn a_sticky_code_poisons_only_its_session() {
+    let e = env(202);
+    let x = e.alloc(16);
+    e.session.inject(FaultPlan::new().fail_nth_of(
+        "cuStreamSynchronize",
+        0,
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+    ));
+    assert_eq!(cu!(cuStreamSynchronize(null_mut())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    e.session.clear_faults();
+    // A lost context: everything fails from now on, in this session.
+    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(cu!(cuMemFree(x)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(e.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    // Another session on another thread is unaffected.
+    std::thread::spawn(|| {
+        let other = env(203);
+        let y = other.alloc(16);
+        ck!(cuMemFree(y));
+        ck!(cuCtxSynchronize());
+        teardown(other);
+    })
+    .join()
+    .unwrap();
+    // And so is a new session on this thread.
+    let third = env(204);
+    ck!(cuCtxSynchronize());
+    teardown(third);
+}
+
+#[test]
+fn live_counts_follow_creation_and_cleanup() {
+    let e = env(205);
+    let s = e.stream(0);
+    let ev = e.event(0);
+    let x = e.alloc(16);
+    let h = e.pinned(16, 0);
+    let mut y = 0;
+    ck!(cuMemAllocAsync(&mut y, 16, s));
+    ck!(cuStreamBeginCapture(s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL));
+    e.fill(s, x, 1, 4);
+    let mut g: CUgraph = null_mut();
+    ck!(cuStreamEndCapture(s, &mut g));
+    let mut exec: CUgraphExec = null_mut();
+    ck!(cuGraphInstantiateWithFlags(&mut exec, g, 0));
+    let live = e.session.live();
+    assert_eq!(
+        (
+            live.streams,
+            live.events,
+            live.device_allocations,
+            live.pinned_allocations,
+            live.modules,
+            live.graphs,
+            live.graph_execs
+        ),
+        (1, 1, 2, 1, 1, 1, 1)
+    );
+    assert!(!live.is_empty());
+    ck!(cuGraphExecDestroy(exec));
+    ck!(cuGraphDestroy(g));
+    ck!(cuMemFreeAsync(y, s));
+    ck!(cuMemFreeHost(h.cast()));
+    ck!(cuMemFree(x));
+    ck!(cuEventDestroy(ev));
+    ck!(cuStreamDestroy(s));
+    teardown(e); // asserts live().is_empty()
+}

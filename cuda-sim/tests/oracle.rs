@@ -1,0 +1,222 @@
+//! The race oracle: planted bugs are found, correct programs are clean.
+
+mod common;
+use common::*;
+use cuda_sim::{Actor, RaceKind, RaceReport};
+
+const NB: u32 = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
+
+fn kinds(r: &[RaceReport]) -> Vec<RaceKind> {
+    r.iter().map(|x| x.kind).collect()
+}
+
+/// Stream A writes a buffer, stream B reads it, with or without a wait.
+fn two_streams(seed: u64, wait: bool) -> Vec<RaceReport> {
+    let e = env(seed);
+    let (a, b) = (e.stream(NB), e.stream(NB));
+    let ev = e.event(CUevent_flags::CU_EVENT_DISABLE_TIMING.0);
+    let (x, y) = (e.alloc(64), e.alloc(64));
+    e.fill(b, y, 0, 16);
+    ck!(cuStreamSynchronize(b));
+    e.fill(a, x, 1, 16);
+    if wait {
+        ck!(cuEventRecord(ev, a));
+        ck!(cuStreamWaitEvent(b, ev, 0));
+    }
+    e.add(b, x, y, 16);
+    ck!(cuCtxSynchronize());
+    let races = e.session.take_races();
+    ck!(cuMemFree(x));
+    ck!(cuMemFree(y));
+    ck!(cuEventDestroy(ev));
+    ck!(cuStreamDestroy(a));
+    ck!(cuStreamDestroy(b));
+    teardown(e);
+    races
+}
+
+#[test]
+fn a_missing_wait_between_two_streams_is_a_race() {
+    for seed in 0..4 {
+        let races = two_streams(30 + seed, false);
+        assert_eq!(kinds(&races), vec![RaceKind::DataRace], "{races:?}");
+        let r = &races[0];
+        let mut ops = [r.first.op.as_str(), r.second.op.as_str()];
+        ops.sort_unstable();
+        assert_eq!(ops, ["kernel sim_add_u32 param 0 (read)", "kernel sim_fill_u32 param 0 (write)"]);
+        assert!(matches!(r.first.actor, Actor::Stream(_)) && matches!(r.second.actor, Actor::Stream(_)));
+        assert_ne!(r.first.actor, r.second.actor);
+        assert_eq!(r.first.len, 64);
+        assert_eq!(r.allocation, r.first.addr);
+        let text = r.to_string();
+        assert!(text.starts_with("data race on allocation"), "{text}");
+        assert!(text.contains("(no event wait or host synchronization orders them)"), "{text}");
+    }
+}
+
+#[test]
+fn the_same_program_with_a_wait_is_clean() {
+    for seed in 0..4 {
+        let races = two_streams(40 + seed, true);
+        assert!(races.is_empty(), "{races:?}");
+    }
+}
+
+/// B reads a stream-ordered allocation of A; A frees it, with or without
+/// waiting for B.
+fn early_free(seed: u64, wait: bool) -> (Vec<RaceReport>, CUresult) {
+    let e = env(seed);
+    let (a, b) = (e.stream(NB), e.stream(NB));
+    let (ready, done) = (e.event(0), e.event(0));
+    let mut x = 0;
+    ck!(cuMemAllocAsync(&mut x, 64, a));
+    let y = e.alloc(64);
+    e.fill(a, x, 1, 16);
+    e.fill(b, y, 0, 16);
+    ck!(cuEventRecord(ready, a));
+    ck!(cuStreamWaitEvent(b, ready, 0));
+    e.add(b, x, y, 16);
+    if wait {
+        ck!(cuEventRecord(done, b));
+        ck!(cuStreamWaitEvent(a, done, 0));
+    }
+    ck!(cuMemFreeAsync(x, a));
+    let sync = cu!(cuCtxSynchronize());
+    let races = e.session.take_races();
+    if sync == OK {
+        ck!(cuMemFree(y));
+        ck!(cuEventDestroy(ready));
+        ck!(cuEventDestroy(done));
+        ck!(cuStreamDestroy(a));
+        ck!(cuStreamDestroy(b));
+        teardown(e);
+    }
+    (races, sync)
+}
+
+#[test]
+fn an_early_stream_ordered_free_is_reported() {
+    for seed in 0..6 {
+        let (races, sync) = early_free(50 + seed, false);
+        assert_eq!(kinds(&races), vec![RaceKind::UnorderedFree], "{races:?}");
+        let r = &races[0];
+        assert!([&r.first.op, &r.second.op].iter().any(|o| *o == "cuMemFreeAsync"), "{r}");
+        assert!([&r.first.op, &r.second.op].iter().any(|o| o.contains("sim_add_u32 param 0")), "{r}");
+        // When the free happened to run first, the read faulted (sticky).
+        assert!(sync == OK || sync == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    }
+    let (races, sync) = early_free(60, true);
+    assert!(races.is_empty(), "{races:?}");
+    assert_eq!(sync, OK);
+}
+
+#[test]
+fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
+    for synced in [false, true] {
+        let e = env(70);
+        let s = e.stream(NB);
+        let x = e.alloc(64);
+        e.fill(s, x, 4, 16);
+        let host = e.pinned(64, 0);
+        ck!(cuMemcpyDtoHAsync(host.cast(), x, 64, s));
+        if synced {
+            ck!(cuStreamSynchronize(s));
+        }
+        cuda_sim::host_read(host, 64);
+        ck!(cuStreamSynchronize(s));
+        let races = e.session.take_races();
+        if synced {
+            assert!(races.is_empty(), "{races:?}");
+        } else {
+            assert_eq!(kinds(&races), vec![RaceKind::DataRace], "{races:?}");
+            let r = &races[0];
+            assert_eq!(r.second.actor, Actor::Host);
+            assert_eq!(r.second.op, "host_read");
+            assert_eq!(r.first.op, "cuMemcpyDtoHAsync destination");
+        }
+        // A host write before the H2D reading it is synchronized, likewise.
+        ck!(cuMemcpyHtoDAsync(x, host.cast(), 64, s));
+        cuda_sim::host_write(host, 4);
+        ck!(cuStreamSynchronize(s));
+        assert_eq!(kinds(&e.session.take_races()), vec![RaceKind::DataRace]);
+        ck!(cuMemFreeHost(host.cast()));
+        ck!(cuMemFree(x));
+        ck!(cuStreamDestroy(s));
+        teardown(e);
+    }
+}
+
+#[test]
+fn use_after_free_is_reported_and_faults() {
+    let e = env(80);
+    let s = e.stream(NB);
+    let mut x = 0;
+    ck!(cuMemAllocAsync(&mut x, 64, s));
+    ck!(cuMemFreeAsync(x, s));
+    ck!(cuStreamSynchronize(s));
+    e.fill(s, x, 1, 16);
+    assert_eq!(cu!(cuStreamSynchronize(s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    let races = e.session.take_races();
+    assert_eq!(kinds(&races), vec![RaceKind::UseAfterFree], "{races:?}");
+    assert_eq!(races[0].first.op, "cuMemFreeAsync");
+    assert!(races[0].to_string().starts_with("use after free"));
+}
+
+#[test]
+fn double_frees_are_reported_and_refused() {
+    let e = env(81);
+    let s = e.stream(NB);
+    let mut x = 0;
+    ck!(cuMemAllocAsync(&mut x, 64, s));
+    ck!(cuMemFreeAsync(x, s));
+    assert_eq!(cu!(cuMemFreeAsync(x, s)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    ck!(cuStreamSynchronize(s));
+    assert_eq!(cu!(cuMemFree(x)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let y = e.alloc(16);
+    ck!(cuMemFree(y));
+    assert_eq!(cu!(cuMemFree(y)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let h = e.pinned(16, 0);
+    ck!(cuMemFreeHost(h.cast()));
+    assert_eq!(cu!(cuMemFreeHost(h.cast())), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let races = e.session.take_races();
+    assert_eq!(kinds(&races), vec![RaceKind::DoubleFree; 4], "{races:?}");
+    ck!(cuStreamDestroy(s));
+    teardown(e);
+}
+
+#[test]
+fn a_stream_ordered_allocation_used_on_another_stream_without_a_wait_races() {
+    let e = env(82);
+    let (a, b) = (e.stream(NB), e.stream(NB));
+    let mut x = 0;
+    ck!(cuMemAllocAsync(&mut x, 64, a));
+    e.fill(b, x, 1, 16);
+    ck!(cuCtxSynchronize());
+    let races = e.session.take_races();
+    assert_eq!(kinds(&races), vec![RaceKind::DataRace], "{races:?}");
+    assert!([&races[0].first.op, &races[0].second.op].iter().any(|o| *o == "cuMemAllocAsync"));
+    ck!(cuMemFreeAsync(x, b));
+    ck!(cuCtxSynchronize());
+    assert!(e.session.take_races().is_empty());
+    ck!(cuStreamDestroy(a));
+    ck!(cuStreamDestroy(b));
+    teardown(e);
+}
+
+#[test]
+fn freeing_pinned_memory_with_a_copy_in_flight_is_reported() {
+    let e = env(83);
+    let s = e.stream(NB);
+    let x = e.alloc(64);
+    let host = e.pinned(64, 0);
+    ck!(cuMemcpyHtoDAsync(x, host.cast(), 64, s));
+    ck!(cuMemFreeHost(host.cast()));
+    let races = e.session.take_races();
+    assert_eq!(kinds(&races), vec![RaceKind::UnorderedFree], "{races:?}");
+    assert_eq!(races[0].second.op, "cuMemFreeHost");
+    // The implicit synchronization of cuMemFreeHost let the copy finish.
+    assert_eq!(e.session.pending(), 0);
+    ck!(cuMemFree(x));
+    ck!(cuStreamDestroy(s));
+    teardown(e);
+}

@@ -1,0 +1,114 @@
+//! The seeded scheduler: determinism, stream order, event waits, and
+//! pinned copies touching host memory when they run.
+
+mod common;
+use common::*;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+static LOG: Mutex<Vec<(u64, usize)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn log_tag(data: *mut c_void) {
+    let tag = data.addr();
+    LOG.lock().unwrap().push((cuda_sim::Session::current_id(), tag));
+}
+
+fn tag(t: usize) -> *mut c_void {
+    std::ptr::without_provenance_mut(t)
+}
+
+/// Runs a fixed program of host functions on 4 streams (stream 3's fourth
+/// waits for stream 0's third) and returns the execution order.
+fn run(seed: u64) -> Vec<usize> {
+    let e = env(seed);
+    let streams: Vec<CUstream> = (0..4).map(|_| e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0)).collect();
+    let ev = e.event(CUevent_flags::CU_EVENT_DISABLE_TIMING.0);
+    for i in 0..5 {
+        for (k, &s) in streams.iter().enumerate() {
+            if k == 3 && i == 3 {
+                ck!(cuStreamWaitEvent(s, ev, 0));
+            }
+            ck!(cuLaunchHostFunc(s, Some(log_tag), tag(k * 10 + i)));
+            if k == 0 && i == 2 {
+                ck!(cuEventRecord(ev, s));
+            }
+        }
+    }
+    ck!(cuCtxSynchronize());
+    let id = e.session.id();
+    let order: Vec<usize> = LOG.lock().unwrap().iter().filter(|(s, _)| *s == id).map(|(_, t)| *t).collect();
+    ck!(cuEventDestroy(ev));
+    for s in streams {
+        ck!(cuStreamDestroy(s));
+    }
+    teardown(e);
+    order
+}
+
+#[test]
+fn same_seed_same_order_and_the_order_respects_streams_and_waits() {
+    let a = run(42);
+    assert_eq!(a.len(), 20);
+    assert_eq!(a, run(42));
+    let pos = |t: usize| a.iter().position(|&x| x == t).unwrap();
+    for k in 0..4 {
+        for i in 1..5 {
+            assert!(pos(k * 10 + i - 1) < pos(k * 10 + i), "stream {k} out of order: {a:?}");
+        }
+    }
+    assert!(pos(2) < pos(33), "stream 3 ran ahead of the event it waits on: {a:?}");
+}
+
+#[test]
+fn different_seeds_give_different_orders() {
+    let orders: Vec<Vec<usize>> = (0..6).map(|s| run(1000 + s)).collect();
+    assert!(orders.iter().any(|o| *o != orders[0]), "six seeds gave one order");
+}
+
+#[test]
+fn a_pinned_copy_reads_host_memory_when_it_executes() {
+    let e = env(20);
+    let s = e.stream(0);
+    let host = e.pinned(16, 0).cast::<u32>();
+    // SAFETY: 16 bytes of pinned memory owned by this test.
+    unsafe { host.write(1) };
+    let dev = e.alloc(16);
+    ck!(cuMemcpyHtoDAsync(dev, host.cast(), 4, s));
+    // The copy has not run yet: a host write now is what the device gets.
+    // SAFETY: as above.
+    unsafe { host.write(2) };
+    ck!(cuStreamSynchronize(s));
+    assert_eq!(e.read_u32(dev, 1), vec![2]);
+
+    // Pageable memory is staged at call time instead.
+    let mut pageable = [5u32];
+    ck!(cuMemcpyHtoDAsync(dev, pageable.as_ptr().cast(), 4, s));
+    pageable[0] = 6;
+    ck!(cuStreamSynchronize(s));
+    assert_eq!(e.read_u32(dev, 1), vec![5]);
+    assert_eq!(pageable, [6]);
+    ck!(cuMemFree(dev));
+    ck!(cuMemFreeHost(host.cast()));
+    ck!(cuStreamDestroy(s));
+    teardown(e);
+}
+
+#[test]
+fn sessions_on_other_threads_do_not_run_each_others_work() {
+    let e = env(21);
+    let s = e.stream(0);
+    ck!(cuLaunchHostFunc(s, Some(log_tag), tag(777)));
+    let mine = e.session.id();
+    std::thread::spawn(|| {
+        let other = env(22);
+        ck!(cuCtxSynchronize());
+        teardown(other);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(e.session.pending(), 1, "another session's sync ran this session's work");
+    ck!(cuStreamSynchronize(s));
+    assert!(LOG.lock().unwrap().contains(&(mine, 777)));
+    ck!(cuStreamDestroy(s));
+    teardown(e);
+}
