@@ -363,6 +363,9 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
         // SAFETY: `origin` is live and capturing; writes one graph handle.
         unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
     });
+    if ended.is_err() {
+        leave_capture(origin);
+    }
     for s in forks.iter().chain(std::iter::once(origin)) {
         let mut st = s.lock();
         st.capture = None;
@@ -378,6 +381,26 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
     joined?;
     ended?;
     Ok(graph)
+}
+
+/// After a failed `cuStreamEndCapture`: if the driver still has the stream
+/// capturing, end the capture once more and discard whatever it returns, so
+/// the stream is usable again.
+fn leave_capture(stream: &StreamInner) {
+    let drv = stream.device.inner.drv;
+    let mut status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a live stream; writes one status through a valid pointer.
+    let still = unsafe { cu!(drv, cuStreamIsCapturing(stream.raw, &mut status)) }.is_ok()
+        && status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    if !still {
+        return;
+    }
+    let mut graph: CUgraph = std::ptr::null_mut();
+    // SAFETY: as in `end_capture`.
+    match unsafe { cu!(drv, cuStreamEndCapture(stream.raw, &mut graph)) } {
+        Ok(()) => destroy_graph(&stream.device, graph),
+        Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
+    }
 }
 
 fn destroy_graph(device: &Device, g: CUgraph) {

@@ -143,7 +143,10 @@ impl Module {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: as above; asking one past the last parameter.
         let r = unsafe { info(f, sizes.len(), &mut offset, &mut size) };
-        if r == CUresult::CUDA_SUCCESS {
+        // Only CUDA_ERROR_INVALID_VALUE means "no such parameter"; any other
+        // failure is the driver's and is reported as such.
+        if r != CUresult::CUDA_ERROR_INVALID_VALUE {
+            crate::ffi::check("cuFuncGetParamInfo", r)?;
             let mut n = sizes.len() + 1;
             loop {
                 // SAFETY: as above.

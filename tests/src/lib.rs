@@ -13,7 +13,9 @@
 use gpu_sync::Device;
 use std::sync::OnceLock;
 
+pub mod logs;
 pub mod program;
+pub mod raw;
 
 /// Environment variable choosing the driver.
 pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
@@ -31,6 +33,10 @@ pub enum Backend {
 pub fn backend() -> Backend {
     static BACKEND: OnceLock<Backend> = OnceLock::new();
     *BACKEND.get_or_init(|| {
+        // Miri cannot open a shared library: the simulator it is.
+        if cfg!(miri) {
+            return install_sim();
+        }
         let choice = std::env::var(DRIVER_ENV).unwrap_or_default();
         match choice.as_str() {
             "sim" => install_sim(),

@@ -156,6 +156,32 @@ fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), RunError> {
     )))
 }
 
+/// A synchronization bug planted through the raw driver, behind gpu-sync's
+/// back, at one point of a program (simulator only: the oracle must flag it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlantKind {
+    /// A buffer written by a tracked kernel on one stream is read by a raw
+    /// copy on another stream with no wait.
+    MissingWait,
+    /// Raw memory read on one stream is freed (`cuMemFreeAsync`) on another
+    /// with no wait for the read.
+    EarlyFree,
+    /// The host reads pinned memory a download is still writing.
+    UnwaitedHostRead,
+}
+
+/// Where and what to plant; `correct` keeps the synchronization in (the twin
+/// that must stay clean).
+#[derive(Debug, Clone, Copy)]
+pub struct Plant {
+    /// Op index (modulo the program's length) before which to plant.
+    pub at: usize,
+    /// What.
+    pub kind: PlantKind,
+    /// With the synchronization (`true`) or without it (`false`).
+    pub correct: bool,
+}
+
 /// Runs `ops` on `device` and checks every value read back against the
 /// sequential reference; at the end reads every live buffer back, drops
 /// everything and synchronizes the device.
@@ -165,6 +191,75 @@ fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), RunError> {
 /// there; everything is still dropped); [`RunError::Mismatch`] for a wrong
 /// value.
 pub fn run(device: &Device, ops: &[Op]) -> Result<(), RunError> {
+    run_planted(device, ops, None)
+}
+
+fn plant(device: &Device, k: &Kernels, s: &Stream, kind: PlantKind, correct: bool) -> Result<(), Error> {
+    // Without its synchronization, a planted bug may fault like on a GPU
+    // (an early free read is an illegal address, which poisons the context),
+    // so what follows it may fail.
+    let raw = if correct { crate::raw::Raw::new() } else { crate::raw::Raw::new().lenient() };
+    device.make_current()?;
+    const N: usize = 256;
+    let bytes = N * 4;
+    match kind {
+        PlantKind::MissingWait => {
+            let mut b = DeviceBuffer::<u32>::zeroed(s, N)?;
+            k.fill_pattern(s, &mut b, 1)?;
+            let r = raw.stream();
+            let scratch = raw.alloc(bytes, r);
+            let e = raw.event();
+            if correct {
+                raw.record(e, s.as_raw());
+                raw.wait(r, e);
+            }
+            raw.copy(scratch, b.as_raw(), bytes, r);
+            raw.free(scratch, r);
+            raw.sync(r);
+            raw.destroy_event(e);
+            raw.destroy_stream(r);
+        }
+        PlantKind::EarlyFree => {
+            let r = raw.stream();
+            let mem = raw.alloc(bytes, r);
+            raw.memset(mem, 7, N, r);
+            let (e1, e2) = (raw.event(), raw.event());
+            raw.record(e1, r);
+            raw.wait(s.as_raw(), e1);
+            let scratch = DeviceBuffer::<u32>::alloc(s, N)?;
+            raw.copy(scratch.as_raw(), mem, bytes, s.as_raw());
+            if correct {
+                raw.record(e2, s.as_raw());
+                raw.wait(r, e2);
+            }
+            raw.free(mem, r);
+            raw.sync(r);
+            raw.sync(s.as_raw());
+            raw.destroy_event(e1);
+            raw.destroy_event(e2);
+            raw.destroy_stream(r);
+        }
+        PlantKind::UnwaitedHostRead => {
+            let mut b = DeviceBuffer::<u32>::zeroed(s, N)?;
+            k.fill_pattern(s, &mut b, 3)?;
+            let h = raw.host_alloc(bytes);
+            raw.download(h, b.as_raw(), bytes, s.as_raw());
+            if correct {
+                raw.sync(s.as_raw());
+            }
+            cuda_sim::host_read(h, bytes);
+            raw.sync(s.as_raw());
+            raw.free_host(h);
+        }
+    }
+    Ok(())
+}
+
+/// [`run`] with an optional [`Plant`].
+///
+/// # Errors
+/// As [`run`].
+pub fn run_planted(device: &Device, ops: &[Op], planted: Option<Plant>) -> Result<(), RunError> {
     let at = |op: usize| move |error: Error| RunError::Api { op, error };
     let k = Kernels::load(device).map_err(at(0))?;
     let mut streams = vec![Stream::new(device).map_err(at(0))?];
@@ -172,6 +267,12 @@ pub fn run(device: &Device, ops: &[Op]) -> Result<(), RunError> {
     let mut pinned: Vec<PinnedBuffer<u32>> = Vec::new();
     let mut pending: Vec<(Pending<PinnedBuffer<u32>>, Vec<u32>, usize)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
+        if let Some(p) = planted
+            && p.at % ops.len() == i
+        {
+            let s = &streams[p.at % streams.len()];
+            plant(device, &k, s, p.kind, p.correct).map_err(at(i))?;
+        }
         let e = at(i);
         let s = |x: u8| &streams[x as usize % streams.len()];
         match *op {
