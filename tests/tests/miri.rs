@@ -1,0 +1,91 @@
+//! gpu-sync over cuda-sim, small enough for Miri: `cargo +nightly miri test
+//! -p sync-tests --test miri` (CI runs it). Miri checks the unsafe code of
+//! both crates (pinned host memory handed between them, the simulator's raw
+//! allocations, the driver table's function pointers) while the programs
+//! exercise downloads, uploads, drops, forgotten values and graphs.
+//!
+//! Leaks are expected where a test forgets a value on purpose, so CI runs
+//! Miri with `-Zmiri-ignore-leaks`.
+
+use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+use kernels::{Kernels, reference};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, TestRng, TestRunner};
+use sync_tests::program::{self, Op, Release};
+use sync_tests::{ctx, fmt_races};
+
+fn check_clean(t: sync_tests::Ctx) {
+    if let Some(s) = &t.session {
+        let races = s.races();
+        assert!(races.is_empty(), "{}", fmt_races(&races));
+        assert!(s.live().is_empty(), "leaked: {:?}", s.live());
+    }
+}
+
+#[test]
+fn a_fixed_program_runs_clean() {
+    let t = ctx(1);
+    let ops = vec![
+        Op::NewStream,
+        Op::Alloc { stream: 0, len: 0 },
+        Op::Alloc { stream: 1, len: 0 },
+        Op::Fill { stream: 1, dst: 0, seed: 5 },
+        Op::Bump { stream: 0, dst: 0, add: 3 },
+        Op::UploadPinned { stream: 1, dst: 1, seed: 9 },
+        Op::Mix { stream: 0, a: 0, b: 1, out: 1, salt: 2 },
+        Op::Download { stream: 1, src: 1 },
+        Op::RewritePinned { which: 0, seed: 4 },
+        Op::Copy { stream: 1, src: 0, dst: 1 },
+        Op::Release { which: 0, how: Release::StreamProof },
+        Op::Graph { stream: 0, dst: 0, add: 1, replays: 2 },
+        Op::Drop { buf: 0 },
+        Op::DownloadPageable { stream: 0, src: 0 },
+    ];
+    if let Err(e) = program::run(&t.device, &ops) {
+        panic!("{e:?}");
+    }
+    check_clean(t);
+}
+
+#[test]
+fn seeded_random_programs_run_clean() {
+    let mut runner = TestRunner::new_with_rng(
+        Config { cases: 2, ..Config::default() },
+        TestRng::deterministic_rng(Default::default()),
+    );
+    for seed in 0..2u64 {
+        let ops = match program::program(10).new_tree(&mut runner) {
+            Ok(tree) => tree.current(),
+            Err(e) => panic!("{e}"),
+        };
+        let t = ctx(seed);
+        if let Err(e) = program::run(&t.device, &ops) {
+            panic!("seed {seed}: {e:?}\n{ops:?}");
+        }
+        check_clean(t);
+    }
+}
+
+#[test]
+fn forgotten_and_dropped_pending_downloads_stay_sound() {
+    let t = ctx(3);
+    let k = Kernels::load(&t.device).expect("kernels");
+    let s = Stream::new(&t.device).expect("stream");
+    let mut x = DeviceBuffer::<u32>::alloc(&s, 64).expect("x");
+    k.fill_pattern(&s, &mut x, 11).expect("fill");
+    let host = PinnedBuffer::<u32>::new(&t.device, 64, HostAllocFlags::empty()).expect("pinned");
+    let pending = s.download(&x, host).expect("download");
+    drop(pending); // its buffer's drop waits for the copy, then frees
+    let host = PinnedBuffer::<u32>::new(&t.device, 64, HostAllocFlags::empty()).expect("pinned");
+    std::mem::forget(s.download(&x, host).expect("download")); // leaks, never frees early
+    let back = s
+        .download(&x, PinnedBuffer::new(&t.device, 64, HostAllocFlags::empty()).expect("pinned"))
+        .expect("download")
+        .wait()
+        .expect("wait");
+    assert!(back.iter().enumerate().all(|(i, &v)| v == reference::pattern(11, i as u64)));
+    std::mem::forget(x); // a forgotten buffer is never freed: a leak, not a use after free
+    s.synchronize().expect("sync");
+    let races = t.session.as_ref().map(|s| s.races()).unwrap_or_default();
+    assert!(races.is_empty(), "{}", fmt_races(&races));
+}
