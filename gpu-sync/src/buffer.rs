@@ -226,6 +226,41 @@ impl<T: Pod> DeviceBuffer<T> {
         self.alloc.ptr
     }
 
+    /// Frees the buffer now and reports a failure, instead of logging it as
+    /// `Drop` does (`cuMemFreeAsync` ordered after every use, or `cuMemFree`
+    /// after host waits without memory pools). If a graph still holds the
+    /// memory, only this handle goes and the graph frees it later.
+    ///
+    /// # Errors
+    /// The driver error of a wait or of the free; the memory is then leaked
+    /// (never freed while it may be in use).
+    pub fn close(self) -> Result<()> {
+        let DeviceBuffer { alloc, .. } = self;
+        match Arc::try_unwrap(alloc) {
+            Ok(mut a) => {
+                if a.ptr == 0 {
+                    return Ok(());
+                }
+                if crate::graph::thread_is_capturing()
+                    || a.stream
+                        .as_ref()
+                        .is_some_and(|s| s.capturing.load(std::sync::atomic::Ordering::Acquire))
+                {
+                    // Freed when the capture ends, as `Drop` does.
+                    drop(a);
+                    return Ok(());
+                }
+                let r = a.free();
+                if r.is_err() {
+                    // Leak rather than free memory that may be in use.
+                    a.ptr = 0;
+                }
+                r
+            }
+            Err(_shared) => Ok(()),
+        }
+    }
+
     /// A read-only view of elements `range`.
     ///
     /// # Errors

@@ -134,6 +134,31 @@ impl<T: Pod> PinnedBuffer<T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) })
     }
 
+    /// Waits for the device's uses and frees the memory now
+    /// (`cuMemFreeHost`), reporting a failure instead of logging it as
+    /// `Drop` does.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] on a capturing thread (the buffer is then freed
+    /// when the capture ends); the driver error of a wait or of the free (the
+    /// memory is then leaked).
+    pub fn close(mut self) -> Result<()> {
+        crate::graph::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        let bytes = self.size_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let host = HostMemory {
+            ptr: self.ptr.as_ptr().cast(),
+            bytes,
+            device: self.device.clone(),
+            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+        };
+        // The memory now belongs to `host`; this buffer must not free it.
+        self.len = 0;
+        host.try_free()
+    }
+
     /// The device address of a [`HostAllocFlags::DEVICE_MAP`] buffer
     /// (`cuMemHostGetDevicePointer`), for foreign kernels that read host
     /// memory directly. Such accesses are not tracked.
@@ -207,20 +232,22 @@ impl HostMemory {
     /// Waits for the device's uses, then frees (or leaks, logging, if a
     /// wait or the free fails).
     fn free(self) {
-        if let Err(e) = self.res.host_wait_all() {
-            log::error!("leaking {} bytes of pinned memory: waiting for its copies failed: {e}", self.bytes);
-            return;
+        let bytes = self.bytes;
+        if let Err(e) = self.try_free() {
+            log::error!("leaking {bytes} bytes of pinned memory: {e}");
         }
+    }
+
+    /// Waits for the device's uses, then frees; on error the memory is
+    /// leaked (never freed while a copy may still use it).
+    fn try_free(self) -> Result<()> {
+        self.res.host_wait_all()?;
         let dev = &self.device.inner;
-        let r = dev.bind().and_then(|()| {
-            // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
-            // PinnedBuffer is gone), and no device work uses it any more
-            // (waited above).
-            unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr)) }
-        });
-        if let Err(e) = r {
-            log::error!("leaking {} bytes of pinned memory: {e}", self.bytes);
-        }
+        dev.bind()?;
+        // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
+        // PinnedBuffer gave it up), and no device work uses it any more
+        // (waited above).
+        unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr)) }
     }
 }
 

@@ -325,6 +325,9 @@ impl StreamInner {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        if self.raw.is_null() {
+            return;
+        }
         let dev = &self.device.inner;
         let r = dev.bind().and_then(|()| {
             // SAFETY: the last handle to the stream is gone; the driver lets
@@ -410,6 +413,28 @@ impl Stream {
     /// The stream's device.
     pub fn device(&self) -> &Device {
         &self.inner.device
+    }
+
+    /// Drops this handle and, if it was the last one (no other handle, and
+    /// no buffer use recorded on the stream still pending), destroys the
+    /// stream now (`cuStreamDestroy`), reporting a failure instead of logging
+    /// it as `Drop` does. Queued work still completes.
+    ///
+    /// # Errors
+    /// The driver error of `cuStreamDestroy` (the stream is then leaked).
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                let dev = inner.device.inner.clone();
+                dev.bind()?;
+                let raw = std::mem::replace(&mut inner.raw, std::ptr::null_mut());
+                // SAFETY: the last handle to the stream; destroyed once (the
+                // null left behind makes `Drop` skip it); the driver lets
+                // queued work finish.
+                unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
+            }
+            Err(_shared) => Ok(()),
+        }
     }
 
     /// The priority the stream was created with.
