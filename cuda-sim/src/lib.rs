@@ -58,8 +58,13 @@
 //!   reference keeps its memory and streams (sessions share contexts).
 //! - `CU_EVENT_INTERPROCESS`, `extra` launch parameters and device-launch
 //!   graphs return `CUDA_ERROR_NOT_SUPPORTED`.
-//! - Context synchronization and the scheduler only run the calling
-//!   session's work (other sessions' work runs when they synchronize).
+//! - Stream and event synchronization run the calling session's work (and
+//!   whatever it depends on); a context synchronization runs every
+//!   session's work on the device, as on a GPU, and every session's host
+//!   clock learns of it. A test that plants an unsynchronized access must
+//!   therefore not run beside tests that synchronize the device (it would be
+//!   ordered, so not flagged); the workspace's tests hold a process-wide
+//!   lock for that.
 //! - Host functions run with the simulator's lock held: calling back into
 //!   the driver from one returns `CUDA_ERROR_NOT_PERMITTED`.
 //! - Sticky errors poison the whole session (every device), not one context.

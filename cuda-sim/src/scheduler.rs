@@ -332,25 +332,32 @@ pub(crate) fn sync_result(st: &mut State, session: u64) -> Res {
     }
 }
 
-/// Runs every queued operation of `session` on `device` (a context
-/// synchronization) and merges them into the host clock.
+/// A context synchronization: runs every queued operation on `device` —
+/// of every session, as `cuCtxSynchronize` completes all work of the
+/// context — and merges them into every session's host clock.
+///
+/// Every session learns of it because every host thread may: a library
+/// such as gpu-sync publishes "all work up to here is complete" to all its
+/// threads after one of them synchronized the device, and work any thread
+/// submits afterwards really is ordered after the completed work.
 pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
-    let streams: Vec<u64> =
-        st.sessions.get(&session).map(|s| s.streams.iter().copied().collect()).unwrap_or_default();
-    let mine: Vec<u64> =
-        streams.into_iter().filter(|id| st.streams.get(id).is_some_and(|s| s.device == device)).collect();
-    let targets: Vec<u64> = mine.iter().filter_map(|id| st.streams.get(id).and_then(|s| s.last_op)).collect();
+    let on_device: Vec<u64> =
+        st.streams.iter().filter(|(_, s)| s.device == device).map(|(id, _)| *id).collect();
+    let targets: Vec<u64> =
+        on_device.iter().filter_map(|id| st.streams.get(id).and_then(|s| s.last_op)).collect();
     // Clocks change only when work is queued, so take them before running
     // (a destroyed stream disappears once drained).
     let mut clock = crate::clock::VClock::default();
     let mut time = 0;
-    for id in &mine {
+    for id in &on_device {
         if let Some(s) = st.streams.get(id) {
             clock.merge(&s.clock);
             time = time.max(s.tail_end);
         }
     }
     run_until(st, session, |st| targets.iter().all(|t| complete(st, *t)))?;
-    st.session_mut(session).host_sync(&clock, time);
+    for s in st.sessions.values_mut() {
+        s.host_sync(&clock, time);
+    }
     Ok(())
 }

@@ -6,6 +6,7 @@ use common::*;
 
 #[test]
 fn configuration_applies_before_init_only() {
+    let _serial = serial();
     // SAFETY: this binary's only test; no other thread reads the environment.
     unsafe { std::env::set_var(cuda_sim::DEVICES_ENV, "5") };
     assert_eq!(cuda_sim::Config::default().devices, 5);

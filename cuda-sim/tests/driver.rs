@@ -7,6 +7,7 @@ use std::ptr::null_mut;
 
 #[test]
 fn devices_look_like_h100s() {
+    let _serial = serial();
     let e = env(1);
     let mut n = 0;
     ck!(cuDeviceGetCount(&mut n));
@@ -81,6 +82,7 @@ fn devices_look_like_h100s() {
 
 #[test]
 fn contexts_are_per_thread_and_peer_access_enables_once() {
+    let _serial = serial();
     let e = env(2);
     let mut cur: CUcontext = null_mut();
     ck!(cuCtxGetCurrent(&mut cur));
@@ -121,6 +123,7 @@ fn contexts_are_per_thread_and_peer_access_enables_once() {
 
 #[test]
 fn memory_round_trips_through_pageable_and_pinned_host_memory() {
+    let _serial = serial();
     let e = env(3);
     let s = e.stream(0);
     let n = 1000usize;
@@ -181,6 +184,7 @@ fn memory_round_trips_through_pageable_and_pinned_host_memory() {
 
 #[test]
 fn stream_ordered_allocation_and_pool_statistics() {
+    let _serial = serial();
     let e = env(4);
     let s = e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0);
     let mut pool: CUmemoryPool = null_mut();
@@ -222,6 +226,7 @@ fn stream_ordered_allocation_and_pool_statistics() {
 
 #[test]
 fn events_time_simulated_work_exactly() {
+    let _serial = serial();
     let e = env(5);
     let s = e.stream(0);
     let (start, end) = (e.event(0), e.event(0));
@@ -270,6 +275,7 @@ fn events_time_simulated_work_exactly() {
 
 #[test]
 fn waits_follow_the_latest_record_at_call_time() {
+    let _serial = serial();
     let e = env(6);
     let (a, b) = (
         e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0),
@@ -305,6 +311,7 @@ fn waits_follow_the_latest_record_at_call_time() {
 
 #[test]
 fn queries_answer_not_ready_until_the_work_ran() {
+    let _serial = serial();
     let mut saw_not_ready = false;
     for seed in 0..16 {
         let e = env(100 + seed);
@@ -334,6 +341,7 @@ fn queries_answer_not_ready_until_the_work_ran() {
 
 #[test]
 fn streams_report_priority_and_flags() {
+    let _serial = serial();
     let e = env(7);
     let mut s: CUstream = null_mut();
     ck!(cuStreamCreateWithPriority(&mut s, CUstream_flags::CU_STREAM_NON_BLOCKING.0, -100));
@@ -363,6 +371,7 @@ fn streams_report_priority_and_flags() {
 
 #[test]
 fn the_legacy_stream_orders_with_blocking_streams_only() {
+    let _serial = serial();
     let e = env(8);
     let blocking = e.stream(0);
     let buf = e.alloc(64);
@@ -391,6 +400,7 @@ fn the_legacy_stream_orders_with_blocking_streams_only() {
 
 #[test]
 fn modules_functions_and_launch_validation() {
+    let _serial = serial();
     let e = env(9);
     let mut m: CUmodule = null_mut();
     assert_eq!(cu!(cuModuleLoadData(&mut m, c"garbage".as_ptr().cast())), CUresult::CUDA_ERROR_INVALID_IMAGE);
@@ -461,6 +471,7 @@ fn modules_functions_and_launch_validation() {
 
 #[test]
 fn kernel_faults_are_sticky_or_reported_at_the_next_sync() {
+    let _serial = serial();
     let e = env(10);
     let buf = e.alloc(64);
     let bad = e.function("sim_write_through_read");
@@ -483,6 +494,7 @@ fn kernel_faults_are_sticky_or_reported_at_the_next_sync() {
 
 #[test]
 fn host_functions_run_in_order_and_may_not_call_back() {
+    let _serial = serial();
     unsafe extern "C" fn call_back(data: *mut c_void) {
         // SAFETY: `data` is the `Vec<CUresult>` the test keeps alive until sync.
         let out = unsafe { &mut *data.cast::<Vec<CUresult>>() };
@@ -504,6 +516,7 @@ fn host_functions_run_in_order_and_may_not_call_back() {
 
 #[test]
 fn error_names_and_strings_are_static_and_uncounted() {
+    let _serial = serial();
     let e = env(13);
     let before = e.session.calls().len();
     let mut p: *const c_char = std::ptr::null();
@@ -527,6 +540,7 @@ fn error_names_and_strings_are_static_and_uncounted() {
 
 #[test]
 fn a_re_record_supersedes_for_later_waits_and_timestamps() {
+    let _serial = serial();
     let e = env(14);
     let nb = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
     let (a, b) = (e.stream(nb), e.stream(nb));

@@ -7,6 +7,7 @@ use std::ptr::null_mut;
 
 #[test]
 fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
+    let _serial = serial();
     let e = env(200);
     let n = e.session.calls().len() as u64;
     e.session.inject(FaultPlan::new().fail_nth(n, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
@@ -27,6 +28,7 @@ fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
 
 #[test]
 fn every_call_of_a_name_and_the_kth_of_a_name() {
+    let _serial = serial();
     let e = env(201);
     e.session.inject(
         FaultPlan::new().fail_every("cuEventCreate", CUresult::CUDA_ERROR_NOT_SUPPORTED).fail_nth_of(
@@ -55,6 +57,7 @@ fn every_call_of_a_name_and_the_kth_of_a_name() {
 
 #[test]
 fn a_sticky_code_poisons_only_its_session() {
+    let _serial = serial();
     let e = env(202);
     let x = e.alloc(16);
     e.session.inject(FaultPlan::new().fail_nth_of(
@@ -86,6 +89,7 @@ fn a_sticky_code_poisons_only_its_session() {
 
 #[test]
 fn live_counts_follow_creation_and_cleanup() {
+    let _serial = serial();
     let e = env(205);
     let s = e.stream(0);
     let ev = e.event(0);

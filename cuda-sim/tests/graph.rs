@@ -35,6 +35,7 @@ fn program(
 
 #[test]
 fn capture_instantiate_launch_matches_eager_execution() {
+    let _serial = serial();
     let e = env(90);
     let (s0, s1) = (e.stream(NB), e.stream(NB));
     let (fork, join) = (
@@ -96,6 +97,7 @@ fn capture_instantiate_launch_matches_eager_execution() {
 
 #[test]
 fn a_fork_not_joined_back_is_unjoined() {
+    let _serial = serial();
     let e = env(91);
     let (s0, s1) = (e.stream(NB), e.stream(NB));
     let fork = e.event(0);
@@ -118,6 +120,7 @@ fn a_fork_not_joined_back_is_unjoined() {
 
 #[test]
 fn waiting_on_uncaptured_work_is_isolation_and_invalidates() {
+    let _serial = serial();
     let e = env(92);
     let (s0, s1) = (e.stream(NB), e.stream(NB));
     let outside = e.event(0);
@@ -139,6 +142,7 @@ fn waiting_on_uncaptured_work_is_isolation_and_invalidates() {
 
 #[test]
 fn synchronizing_or_querying_captured_work_is_unsupported() {
+    let _serial = serial();
     let e = env(93);
     let (s0, s1) = (e.stream(NB), e.stream(0));
     let ev = e.event(0);

@@ -37,6 +37,7 @@ fn two_streams(seed: u64, wait: bool) -> Vec<RaceReport> {
 
 #[test]
 fn a_missing_wait_between_two_streams_is_a_race() {
+    let _serial = serial();
     for seed in 0..4 {
         let races = two_streams(30 + seed, false);
         assert_eq!(kinds(&races), vec![RaceKind::DataRace], "{races:?}");
@@ -56,6 +57,7 @@ fn a_missing_wait_between_two_streams_is_a_race() {
 
 #[test]
 fn the_same_program_with_a_wait_is_clean() {
+    let _serial = serial();
     for seed in 0..4 {
         let races = two_streams(40 + seed, true);
         assert!(races.is_empty(), "{races:?}");
@@ -96,6 +98,7 @@ fn early_free(seed: u64, wait: bool) -> (Vec<RaceReport>, CUresult) {
 
 #[test]
 fn an_early_stream_ordered_free_is_reported() {
+    let _serial = serial();
     for seed in 0..6 {
         let (races, sync) = early_free(50 + seed, false);
         assert_eq!(kinds(&races), vec![RaceKind::UnorderedFree], "{races:?}");
@@ -112,6 +115,7 @@ fn an_early_stream_ordered_free_is_reported() {
 
 #[test]
 fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
+    let _serial = serial();
     for synced in [false, true] {
         let e = env(70);
         let s = e.stream(NB);
@@ -148,6 +152,7 @@ fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
 
 #[test]
 fn use_after_free_is_reported_and_faults() {
+    let _serial = serial();
     let e = env(80);
     let s = e.stream(NB);
     let mut x = 0;
@@ -164,6 +169,7 @@ fn use_after_free_is_reported_and_faults() {
 
 #[test]
 fn double_frees_are_reported_and_refused() {
+    let _serial = serial();
     let e = env(81);
     let s = e.stream(NB);
     let mut x = 0;
@@ -186,6 +192,7 @@ fn double_frees_are_reported_and_refused() {
 
 #[test]
 fn a_stream_ordered_allocation_used_on_another_stream_without_a_wait_races() {
+    let _serial = serial();
     let e = env(82);
     let (a, b) = (e.stream(NB), e.stream(NB));
     let mut x = 0;
@@ -205,6 +212,7 @@ fn a_stream_ordered_allocation_used_on_another_stream_without_a_wait_races() {
 
 #[test]
 fn freeing_pinned_memory_with_a_copy_in_flight_is_reported() {
+    let _serial = serial();
     let e = env(83);
     let s = e.stream(NB);
     let x = e.alloc(64);

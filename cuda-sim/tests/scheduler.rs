@@ -6,11 +6,17 @@ use common::*;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-static LOG: Mutex<Vec<(u64, usize)>> = Mutex::new(Vec::new());
+/// Host-function tags that ran: `session * 1000 + tag`, so a test sees its
+/// own even when another session's context synchronization ran them.
+static LOG: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 unsafe extern "C" fn log_tag(data: *mut c_void) {
-    let tag = data.addr();
-    LOG.lock().unwrap().push((cuda_sim::Session::current_id(), tag));
+    LOG.lock().unwrap().push(data.addr());
+}
+
+fn logged(session: u64) -> Vec<usize> {
+    let s = session as usize;
+    LOG.lock().unwrap().iter().filter(|t| **t / 1000 == s).map(|t| t % 1000).collect()
 }
 
 fn tag(t: usize) -> *mut c_void {
@@ -21,6 +27,7 @@ fn tag(t: usize) -> *mut c_void {
 /// waits for stream 0's third) and returns the execution order.
 fn run(seed: u64) -> Vec<usize> {
     let e = env(seed);
+    let base = e.session.id() as usize * 1000;
     let streams: Vec<CUstream> = (0..4).map(|_| e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0)).collect();
     let ev = e.event(CUevent_flags::CU_EVENT_DISABLE_TIMING.0);
     for i in 0..5 {
@@ -28,15 +35,14 @@ fn run(seed: u64) -> Vec<usize> {
             if k == 3 && i == 3 {
                 ck!(cuStreamWaitEvent(s, ev, 0));
             }
-            ck!(cuLaunchHostFunc(s, Some(log_tag), tag(k * 10 + i)));
+            ck!(cuLaunchHostFunc(s, Some(log_tag), tag(base + k * 10 + i)));
             if k == 0 && i == 2 {
                 ck!(cuEventRecord(ev, s));
             }
         }
     }
     ck!(cuCtxSynchronize());
-    let id = e.session.id();
-    let order: Vec<usize> = LOG.lock().unwrap().iter().filter(|(s, _)| *s == id).map(|(_, t)| *t).collect();
+    let order = logged(e.session.id());
     ck!(cuEventDestroy(ev));
     for s in streams {
         ck!(cuStreamDestroy(s));
@@ -47,6 +53,7 @@ fn run(seed: u64) -> Vec<usize> {
 
 #[test]
 fn same_seed_same_order_and_the_order_respects_streams_and_waits() {
+    let _serial = serial();
     let a = run(42);
     assert_eq!(a.len(), 20);
     assert_eq!(a, run(42));
@@ -61,12 +68,14 @@ fn same_seed_same_order_and_the_order_respects_streams_and_waits() {
 
 #[test]
 fn different_seeds_give_different_orders() {
+    let _serial = serial();
     let orders: Vec<Vec<usize>> = (0..6).map(|s| run(1000 + s)).collect();
     assert!(orders.iter().any(|o| *o != orders[0]), "six seeds gave one order");
 }
 
 #[test]
 fn a_pinned_copy_reads_host_memory_when_it_executes() {
+    let _serial = serial();
     let e = env(20);
     let s = e.stream(0);
     let host = e.pinned(16, 0).cast::<u32>();
@@ -94,21 +103,31 @@ fn a_pinned_copy_reads_host_memory_when_it_executes() {
 }
 
 #[test]
-fn sessions_on_other_threads_do_not_run_each_others_work() {
+fn a_stream_sync_runs_only_its_sessions_work_and_a_context_sync_runs_all() {
+    let _serial = serial();
     let e = env(21);
     let s = e.stream(0);
-    ck!(cuLaunchHostFunc(s, Some(log_tag), tag(777)));
-    let mine = e.session.id();
+    let mine = e.session.id() as usize;
+    ck!(cuLaunchHostFunc(s, Some(log_tag), tag(mine * 1000 + 777)));
     std::thread::spawn(|| {
         let other = env(22);
+        let t = other.stream(0);
+        ck!(cuStreamSynchronize(t));
+        ck!(cuStreamDestroy(t));
+        teardown(other);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(e.session.pending(), 1, "another session's stream sync ran this session's work");
+    std::thread::spawn(|| {
+        let other = env(23);
         ck!(cuCtxSynchronize());
         teardown(other);
     })
     .join()
     .unwrap();
-    assert_eq!(e.session.pending(), 1, "another session's sync ran this session's work");
-    ck!(cuStreamSynchronize(s));
-    assert!(LOG.lock().unwrap().contains(&(mine, 777)));
+    assert_eq!(e.session.pending(), 0, "a context synchronization completes every session's work");
+    assert_eq!(logged(mine as u64), vec![777]);
     ck!(cuStreamDestroy(s));
     teardown(e);
 }

@@ -110,6 +110,15 @@ impl Ctx {
     }
 }
 
+/// A process-wide lock for tests that plant an unsynchronized access and
+/// expect the oracle to flag it: a device synchronization by a test running
+/// beside them (every session's work completes, and every host learns of it)
+/// could order the planted access, so such tests run one at a time.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Race reports, one per line.
 pub fn fmt_races(races: &[cuda_sim::RaceReport]) -> String {
     races.iter().map(|r| format!("  {r}")).collect::<Vec<_>>().join("\n")

@@ -8,7 +8,9 @@
 //! never races; waiting twice equals waiting once; re-recording an event
 //! supersedes its earlier point; waiting on a never-recorded event orders
 //! nothing; happens-before is transitive; a stream's clock never goes back.
-//! Simulator only: on a GPU these tests return at once.
+//! Simulator only: on a GPU these tests return at once. They run one at a
+//! time ([`sync_tests::exclusive`]): a device synchronization in a test
+//! beside them would order the accesses they expect flagged.
 
 use cuda_sim::RaceKind;
 use proptest::prelude::*;
@@ -25,6 +27,7 @@ fn planted(kind: PlantKind, expect: &[RaceKind]) {
     if !on_sim() {
         return;
     }
+    let _one_at_a_time = sync_tests::exclusive();
     let strategy = (any::<u64>(), program::program(24), any::<usize>());
     let r = runner(24).run(&strategy, |(seed, ops, at)| {
         for correct in [true, false] {
@@ -78,6 +81,7 @@ struct Lab {
     t: sync_tests::Ctx,
     raw: Raw,
     words: usize,
+    _guard: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Lab {
@@ -85,11 +89,13 @@ impl Lab {
         if !on_sim() {
             return None;
         }
+        // Expected races must not be ordered by another test's device sync.
+        let guard = sync_tests::exclusive();
         let t = ctx(seed);
         if let Err(e) = t.device.make_current() {
             panic!("make_current: {e}");
         }
-        Some(Lab { t, raw: Raw::new(), words: 64 })
+        Some(Lab { t, raw: Raw::new(), words: 64, _guard: guard })
     }
     fn races(&self) -> Vec<cuda_sim::RaceReport> {
         self.t.session.as_ref().map(|s| s.races()).unwrap_or_default()
@@ -101,7 +107,9 @@ impl Lab {
 
 #[test]
 fn same_stream_work_never_races() {
-    let Some(_) = Lab::new(0) else { return };
+    if !on_sim() {
+        return;
+    }
     let r = runner(32).run(
         &(any::<u64>(), prop::collection::vec((0u8..3, 0u8..4, 0u8..4), 1..40)),
         |(seed, steps)| {
@@ -207,7 +215,9 @@ fn waiting_on_a_never_recorded_event_orders_nothing() {
 
 #[test]
 fn happens_before_is_transitive_through_chains_of_streams() {
-    let Some(_) = Lab::new(0) else { return };
+    if !on_sim() {
+        return;
+    }
     let r = runner(32).run(&(any::<u64>(), 2usize..6), |(seed, len)| {
         let lab = Lab::new(seed).expect("sim");
         let streams: Vec<_> = (0..len).map(|_| lab.raw.stream()).collect();

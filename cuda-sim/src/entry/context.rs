@@ -67,8 +67,9 @@ unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
     })
 }
 
-/// `cuCtxSynchronize`: runs every queued operation of the calling session
-/// on the current device.
+/// `cuCtxSynchronize`: runs every queued operation on the current device
+/// (every session's, as a context synchronization does) and reports the
+/// calling session's asynchronous errors.
 unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
     api("cuCtxSynchronize", |st, caller| {
         let dev = st.current_device(caller)?;

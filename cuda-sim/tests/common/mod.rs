@@ -198,3 +198,12 @@ pub fn teardown(e: Env) {
     let live = e.session.live();
     assert!(live.is_empty(), "leaked: {live:?}");
 }
+
+/// A process-wide lock each test takes first: a context synchronization
+/// completes every session's work (as on a GPU) and every session's host
+/// learns of it, so a test running beside another could see races it
+/// expects ordered away, or work it counts run by someone else.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
