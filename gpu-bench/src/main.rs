@@ -75,6 +75,17 @@ fn progress(msg: &str) {
     eprintln!("[gpu-bench] {msg}");
 }
 
+/// Prints the markdown and, with `--out`, writes report.md and results.json.
+fn emit<T: serde::Serialize>(md: &str, report: &T, out: Option<PathBuf>) -> Result<(), String> {
+    print!("{md}");
+    if let Some(dir) = out {
+        write_text(&dir.join("report.md"), md)?;
+        write_json(&dir.join("results.json"), report)?;
+        progress(&format!("wrote {}/report.md and results.json", dir.display()));
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     let device = Device::get(cli.device).map_err(|e| e.to_string())?;
     match cli.command {
@@ -97,24 +108,12 @@ fn run(cli: Cli) -> Result<(), String> {
                     Duration::try_from_secs_f64(timeout_s).map_err(|e| format!("--timeout-s: {e}"))?;
             }
             let report = roofline::run(&device, &cfg, &mut progress).map_err(|e| e.to_string())?;
-            let md = report.to_markdown();
-            print!("{md}");
-            if let Some(dir) = out {
-                write_text(&dir.join("report.md"), &md)?;
-                write_json(&dir.join("results.json"), &report)?;
-                progress(&format!("wrote {}/report.md and results.json", dir.display()));
-            }
+            emit(&report.to_markdown(), &report, out)?;
         }
         Command::Overhead { out, batches, per_batch } => {
             let cfg = OverheadConfig { batches, per_batch, ..OverheadConfig::default() };
             let report = overhead::run(&device, &cfg, &mut progress).map_err(|e| e.to_string())?;
-            let md = report.to_markdown();
-            print!("{md}");
-            if let Some(dir) = out {
-                write_text(&dir.join("report.md"), &md)?;
-                write_json(&dir.join("results.json"), &report)?;
-                progress(&format!("wrote {}/report.md and results.json", dir.display()));
-            }
+            emit(&report.to_markdown(), &report, out)?;
         }
     }
     Ok(())

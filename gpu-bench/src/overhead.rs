@@ -16,7 +16,7 @@
 
 use crate::info::{DeviceInfo, device_info};
 use crate::stats::{Summary, sig4};
-use gpu_sync::cuda_sys::{self, CUresult};
+use gpu_sync::cuda_sys::{self, CUfunction, CUresult};
 use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Result, Stream, SyncEvent};
 use kernels::Kernels;
 use serde::Serialize;
@@ -119,24 +119,21 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
     let cfg_l = LaunchConfig::for_elements(n as u64, 256);
     let (ev_a, ev_b) = (SyncEvent::new(device)?, SyncEvent::new(device)?);
 
-    // Raw launch of add_f32(x, y, out, n) on stream A.
+    // Raw launches, as a program without gpu-sync makes them: one slot per
+    // parameter, a pointer to each slot.
     let add = k.add_kernel().as_raw();
     let scale = k.scale_kernel().as_raw();
-    let raw_add = |s: &Stream, out: &DeviceBuffer<f32>| -> Result<()> {
-        let (mut px, mut py, mut po, mut pn) = (x.as_raw(), y.as_raw(), out.as_raw(), n as u64);
-        let mut params: [*mut c_void; 4] = [
-            (&mut px as *mut u64).cast(),
-            (&mut py as *mut u64).cast(),
-            (&mut po as *mut u64).cast(),
-            (&mut pn as *mut u64).cast(),
-        ];
-        // SAFETY: `add` is add_f32 from a module kept loaded by `k`; the four
-        // parameter slots hold its (const float*, const float*, float*, u64)
-        // arguments; the buffers are live and the stream synchronized before
-        // any of them is dropped.
+    let raw_launch = |s: &Stream, f: CUfunction, slots: &mut [u64; 4]| -> Result<()> {
+        let mut params = slots.each_mut().map(|v| (v as *mut u64).cast::<c_void>());
+        // SAFETY: `f` is add_f32 (const float*, const float*, float*, u64) or
+        // scale_f32 (const float*, float*, float, u64) from a module kept
+        // loaded by `k`; the callers fill the four slots with those
+        // arguments (device addresses of live buffers of `n` floats,
+        // synchronized before any is dropped; the float in the low bytes of
+        // its slot); the driver copies the parameters during the call.
         let r = unsafe {
             launch(
-                add,
+                f,
                 cfg_l.grid.x,
                 1,
                 1,
@@ -151,33 +148,11 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
         };
         check("cuLaunchKernel", r)
     };
-    let raw_scale = |s: &Stream, input: u64, output: u64| -> Result<()> {
-        let (mut pi, mut po, mut pa, mut pn) = (input, output, 1.5f32, n as u64);
-        let mut params: [*mut c_void; 4] = [
-            (&mut pi as *mut u64).cast(),
-            (&mut po as *mut u64).cast(),
-            (&mut pa as *mut f32).cast(),
-            (&mut pn as *mut u64).cast(),
-        ];
-        // SAFETY: `scale` is scale_f32(const float*, float*, float, u64) from
-        // a module kept loaded by `k`; both pointers are live buffers of `n`
-        // floats, synchronized before they are dropped.
-        let r = unsafe {
-            launch(
-                scale,
-                cfg_l.grid.x,
-                1,
-                1,
-                cfg_l.block.x,
-                1,
-                1,
-                0,
-                s.as_raw(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        check("cuLaunchKernel", r)
+    let raw_add = |s: &Stream, out: &DeviceBuffer<f32>| {
+        raw_launch(s, add, &mut [x.as_raw(), y.as_raw(), out.as_raw(), n as u64])
+    };
+    let raw_scale = |s: &Stream, input: u64, output: u64| {
+        raw_launch(s, scale, &mut [input, output, u64::from(1.5f32.to_bits()), n as u64])
     };
 
     let mut samples: [Vec<f64>; 4] = Default::default();

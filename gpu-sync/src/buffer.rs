@@ -400,35 +400,26 @@ impl<T: Pod> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {
 }
 impl<T: Pod> AsDeviceSliceMut<T> for DeviceSliceMut<'_, T> {}
 
-impl<T: Pod> DeviceSlice<'_, T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// The raw device address of the first element.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
-    }
+macro_rules! view_accessors {
+    ($ty:ident) => {
+        impl<T: Pod> $ty<'_, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+            /// Whether it has no elements.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+            /// The raw device address of the first element.
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
+            }
+        }
+    };
 }
-
-impl<T: Pod> DeviceSliceMut<'_, T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// The raw device address of the first element.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
-    }
-}
+view_accessors!(DeviceSlice);
+view_accessors!(DeviceSliceMut);
 
 /// Issues the frees deferred during a capture of `stream`.
 pub(crate) fn flush_deferred(stream: &Arc<StreamInner>) {

@@ -17,7 +17,7 @@ use crate::ffi::cu;
 use crate::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
-use crate::tracker::{Access, Target, run_tracked, run_tracked_across, same_device};
+use crate::tracker::{Access, Resource, Target, run_tracked, run_tracked_across, same_device};
 use bytemuck::Pod;
 
 fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
@@ -27,6 +27,82 @@ fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
 impl Stream {
     fn refuse_in_capture(&self, op: &'static str) -> Result<()> {
         if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
+    }
+
+    /// `cuMemcpyHtoDAsync` from `hptr` into `dst`, tracked as a write of
+    /// `dst` (and, for pinned memory, a read of `host`).
+    ///
+    /// # Safety
+    /// 1. `hptr` must point to `len` initialized `T`s of host memory that
+    ///    stays valid, and is not written, until the copy has completed.
+    unsafe fn h2d<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(
+        &self,
+        op: &'static str,
+        hptr: *const T,
+        len: usize,
+        host: Option<&Resource>,
+        dst: &mut D,
+    ) -> Result<()> {
+        self.refuse_in_capture(op)?;
+        let v = dst.view();
+        same_len(op, len, v.len)?;
+        same_device(self, v.alloc, "the destination buffer")?;
+        let drv = self.device().inner.drv;
+        let (dptr, bytes) = (v.ptr(), v.bytes);
+        let device_use = (Target::Device(v.alloc), Access::Write);
+        let copy = |raw| {
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: `hptr` is valid for `bytes` until the copy completes
+            // (this function's contract); `dptr` is `bytes` inside a live
+            // allocation of this stream's device whose free is ordered after
+            // this use.
+            unsafe { cu!(drv, cuMemcpyHtoDAsync(dptr, hptr.cast(), bytes, raw)) }
+        };
+        match host {
+            Some(h) => run_tracked(self, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?,
+            None => run_tracked(self, op, &[device_use], None, copy)?,
+        };
+        Ok(())
+    }
+
+    /// `cuMemcpyDtoHAsync` from `src` into `hptr`, tracked as a read of `src`
+    /// (and, for pinned memory, a write of `host`); returns the ticket.
+    ///
+    /// # Safety
+    /// 1. `hptr` must point to `len` `T`s of host memory that stays valid,
+    ///    and is neither read nor written by the host, until the copy has
+    ///    completed.
+    unsafe fn d2h<T: Pod, S: AsDeviceSlice<T> + ?Sized>(
+        &self,
+        op: &'static str,
+        src: &S,
+        hptr: *mut T,
+        len: usize,
+        host: Option<&Resource>,
+    ) -> Result<u64> {
+        self.refuse_in_capture(op)?;
+        let v = src.view();
+        same_len(op, v.len, len)?;
+        same_device(self, v.alloc, "the source buffer")?;
+        let drv = self.device().inner.drv;
+        let (dptr, bytes) = (v.ptr(), v.bytes);
+        let device_use = (Target::Device(v.alloc), Access::Read);
+        let copy = |raw| {
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: `hptr` is valid and untouched by the host for `bytes`
+            // until the copy completes (this function's contract); `dptr` as
+            // in `h2d`.
+            unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
+        };
+        let ((), ticket) = match host {
+            Some(h) => run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?,
+            None => run_tracked(self, op, &[device_use], None, copy)?,
+        };
+        Ok(ticket)
     }
 
     /// Copies a pinned host buffer into device memory, asynchronously
@@ -41,30 +117,10 @@ impl Stream {
         src: &PinnedBuffer<T>,
         dst: &mut D,
     ) -> Result<()> {
-        self.refuse_in_capture("Stream::upload")?;
-        let v = dst.view();
-        same_len("Stream::upload", src.len(), v.len)?;
-        same_device(self, v.alloc, "the destination buffer")?;
-        let drv = self.device().inner.drv;
-        let (dptr, hptr, bytes) = (v.ptr(), src.as_ptr(), v.bytes);
-        run_tracked(
-            self,
-            "Stream::upload",
-            &[(Target::Device(v.alloc), Access::Write), (Target::Host(&src.res), Access::Read)],
-            None,
-            |raw| {
-                if bytes == 0 {
-                    return Ok(());
-                }
-                // SAFETY: `hptr` is `bytes` of pinned memory owned by `src`, which
-                // cannot be freed or written before this copy completes (its drop
-                // and `as_mut_slice` wait for the read recorded here); `dptr` is
-                // `bytes` inside a live allocation of this stream's device whose
-                // free is ordered after this use.
-                unsafe { cu!(drv, cuMemcpyHtoDAsync(dptr, hptr.cast(), bytes, raw)) }
-            },
-        )?;
-        Ok(())
+        // SAFETY: `src` owns the pinned memory; it cannot be freed or
+        // written before the copy completes: its drop and `as_mut_slice`
+        // wait for the read recorded on `src.res`.
+        unsafe { self.h2d("Stream::upload", src.as_ptr(), src.len(), Some(&src.res), dst) }
     }
 
     /// Copies a pageable host slice into device memory and returns when the
@@ -78,27 +134,9 @@ impl Stream {
         src: &[T],
         dst: &mut D,
     ) -> Result<()> {
-        self.refuse_in_capture("Stream::upload_pageable")?;
-        let v = dst.view();
-        same_len("Stream::upload_pageable", src.len(), v.len)?;
-        same_device(self, v.alloc, "the destination buffer")?;
-        let drv = self.device().inner.drv;
-        let (dptr, hptr, bytes) = (v.ptr(), src.as_ptr(), v.bytes);
-        run_tracked(
-            self,
-            "Stream::upload_pageable",
-            &[(Target::Device(v.alloc), Access::Write)],
-            None,
-            |raw| {
-                if bytes == 0 {
-                    return Ok(());
-                }
-                // SAFETY: `hptr` is `bytes` of host memory borrowed for this whole
-                // call, which returns only after the stream (and so this copy)
-                // has completed; `dptr` as in `upload`.
-                unsafe { cu!(drv, cuMemcpyHtoDAsync(dptr, hptr.cast(), bytes, raw)) }
-            },
-        )?;
+        // SAFETY: `src` is borrowed for this whole call, which returns only
+        // after the stream (and so the copy) has completed.
+        unsafe { self.h2d("Stream::upload_pageable", src.as_ptr(), src.len(), None, dst) }?;
         self.synchronize()?;
         Ok(())
     }
@@ -114,29 +152,12 @@ impl Stream {
         src: &S,
         mut dst: PinnedBuffer<T>,
     ) -> Result<Pending<PinnedBuffer<T>>> {
-        self.refuse_in_capture("Stream::download")?;
-        let v = src.view();
-        same_len("Stream::download", v.len, dst.len())?;
-        same_device(self, v.alloc, "the source buffer")?;
-        let drv = self.device().inner.drv;
-        let (dptr, hptr, bytes) = (v.ptr(), dst.as_mut_ptr(), v.bytes);
-        let ((), ticket) = run_tracked(
-            self,
-            "Stream::download",
-            &[(Target::Device(v.alloc), Access::Read), (Target::Host(&dst.res), Access::Write)],
-            None,
-            |raw| {
-                if bytes == 0 {
-                    return Ok(());
-                }
-                // SAFETY: `hptr` is `bytes` of pinned memory owned by `dst`,
-                // which moves into the returned Pending: no host access until
-                // a wait covers this copy, and its drop waits for it; earlier
-                // uploads still reading it were waited for device-side (the
-                // recorded read). `dptr` as in `upload`.
-                unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
-            },
-        )?;
+        let (hptr, len) = (dst.as_mut_ptr(), dst.len());
+        // SAFETY: `dst` owns the pinned memory and moves into the returned
+        // Pending: no host access until a wait covers the copy, and its drop
+        // waits for the write recorded on `dst.res`; uploads still reading
+        // it are waited for device-side (that recorded read).
+        let ticket = unsafe { self.d2h("Stream::download", src, hptr, len, Some(&dst.res)) }?;
         Pending::new(dst, Point { stream: self.inner.clone(), ticket })
     }
 
@@ -150,27 +171,9 @@ impl Stream {
         src: &S,
         dst: &mut [T],
     ) -> Result<()> {
-        self.refuse_in_capture("Stream::download_pageable")?;
-        let v = src.view();
-        same_len("Stream::download_pageable", v.len, dst.len())?;
-        same_device(self, v.alloc, "the source buffer")?;
-        let drv = self.device().inner.drv;
-        let (dptr, hptr, bytes) = (v.ptr(), dst.as_mut_ptr(), v.bytes);
-        run_tracked(
-            self,
-            "Stream::download_pageable",
-            &[(Target::Device(v.alloc), Access::Read)],
-            None,
-            |raw| {
-                if bytes == 0 {
-                    return Ok(());
-                }
-                // SAFETY: `hptr` is `bytes` of host memory mutably borrowed for
-                // this whole call, which returns only after the stream (and so
-                // this copy) has completed; `dptr` as in `upload`.
-                unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
-            },
-        )?;
+        // SAFETY: `dst` is mutably borrowed for this whole call, which
+        // returns only after the stream (and so the copy) has completed.
+        unsafe { self.d2h("Stream::download_pageable", src, dst.as_mut_ptr(), dst.len(), None) }?;
         self.synchronize()?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! driver on a GPU machine (`--include-ignored`), then the compute-sanitizer
 //! passes, then the benchmarks. The bundle is stripped to stay small.
 
-use crate::util::{cargo, root, run as run_cmd};
+use crate::util::{build_gpu_bench, cargo, root};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,14 +26,7 @@ pub fn run() -> Result<()> {
     std::fs::create_dir_all(bundle.join("tests"))?;
     std::fs::create_dir_all(bundle.join("bin"))?;
 
-    run_cmd(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--release",
-        "--quiet",
-        "--package",
-        "gpu-bench",
-    ]))?;
-    copy_stripped(&root.join("target/release/gpu-bench"), &bundle.join("bin/gpu-bench"))?;
+    copy_stripped(&build_gpu_bench()?, &bundle.join("bin/gpu-bench"))?;
 
     eprintln!("building the test binaries (release)");
     let out = Command::new(cargo())
@@ -178,7 +171,8 @@ if want sanitize; then
   # one parameter past it, which the driver answers with
   # CUDA_ERROR_INVALID_VALUE by design (CUDA 13.0 has no count query).
   for tool in memcheck racecheck synccheck; do
-    for t in "$here"/tests/sync-tests--gpu_api "$here"/tests/kernels--gpu; do
+    for t in "$here"/tests/sync-tests--gpu_api "$here"/tests/sync-tests--prop_programs \
+             "$here"/tests/sync-tests--ledger "$here"/tests/kernels--gpu; do
       [ -x "$t" ] || continue
       step "compute-sanitizer --tool $tool $(basename "$t")"
       timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \

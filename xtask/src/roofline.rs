@@ -2,23 +2,14 @@
 //! its `roofline` command, writing `target/roofline/report.md` and
 //! `target/roofline/results.json`.
 
-use crate::util::{cargo, root, run as run_cmd};
+use crate::util::{build_gpu_bench, root};
 use anyhow::{Context, Result, bail};
 use std::process::Command;
 
 /// Runs the task; `args` go to `gpu-bench roofline`.
 pub fn run(args: &[String]) -> Result<()> {
-    let root = root();
-    run_cmd(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--release",
-        "--quiet",
-        "--package",
-        "gpu-bench",
-    ]))
-    .context("building gpu-bench")?;
-    let bin = root.join("target/release/gpu-bench");
-    let out = root.join("target/roofline");
+    let bin = build_gpu_bench()?;
+    let out = root().join("target/roofline");
     let status = Command::new(&bin)
         .arg("roofline")
         .arg("--out")

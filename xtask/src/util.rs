@@ -32,3 +32,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Builds `gpu-bench` in release; returns the binary's path.
+pub fn build_gpu_bench() -> Result<PathBuf> {
+    run(Command::new(cargo()).current_dir(root()).args([
+        "build",
+        "--release",
+        "--quiet",
+        "--package",
+        "gpu-bench",
+    ]))
+    .context("building gpu-bench")?;
+    Ok(root().join("target/release/gpu-bench"))
+}
