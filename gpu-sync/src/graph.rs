@@ -31,7 +31,7 @@ use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamC
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
@@ -100,6 +100,11 @@ struct LocalTracker {
 
 #[derive(Default)]
 struct CaptureInner {
+    /// Set, with this lock held, in the same critical section as
+    /// `cuStreamEndCapture`: an operation that finds it set must not submit
+    /// into this capture (its driver call would land on a stream that no
+    /// longer captures, and run untracked).
+    ended: bool,
     local: HashMap<u64, LocalTracker>,
     accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
@@ -108,6 +113,14 @@ struct CaptureInner {
 }
 
 /// A capture in progress, shared by the origin stream and its forks.
+///
+/// `inner`'s lock is the capture's submission lock: every driver call made
+/// into the capture (captured operations, graph edges, the joins of the
+/// forks) and `cuStreamEndCapture` itself happen with it held, so a captured
+/// operation's driver call is either before the end of the capture (and in
+/// the graph) or finds `ended` set and is not made. Lock order: `inner`, then
+/// `streams`, then a stream's state; nothing takes `inner` while holding a
+/// stream's state.
 pub(crate) struct CaptureState {
     origin: Arc<StreamInner>,
     streams: Mutex<Vec<Arc<StreamInner>>>,
@@ -156,14 +169,45 @@ fn lock_capture(s: &StreamInner) -> Option<Arc<CaptureState>> {
     s.lock().capture.clone()
 }
 
-/// The capture path of [`run_tracked`].
-pub(crate) fn run_captured<R, U: Uses + ?Sized>(
+impl CaptureState {
+    fn lock_inner(&self) -> MutexGuard<'_, CaptureInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What [`run_captured`] did with an operation.
+pub(crate) enum Captured<R, F> {
+    /// The operation joined the capture; `op`'s result.
+    Joined(R),
+    /// The capture had ended (or the stream was no longer capturing) before
+    /// the operation could join it: nothing was submitted, and `op` comes
+    /// back to be run as ordinary tracked work.
+    Ended(F),
+}
+
+/// The capture path of [`run_tracked`]: joins `op` to the capture `stream`
+/// takes part in, ordered after the capture's conflicting operations on its
+/// other streams (graph edges), and records its uses in the graph.
+///
+/// The decision (is the capture still open?) and `op`'s driver call are made
+/// under the capture's submission lock, which `cuStreamEndCapture` also
+/// holds; so the call is captured, or [`Captured::Ended`] hands `op` back
+/// unrun.
+pub(crate) fn run_captured<R, U: Uses + ?Sized, F: FnOnce(CUstream) -> Result<R>>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
     keep: Option<&KeepAlive>,
-    op: impl FnOnce(CUstream) -> Result<R>,
-) -> Result<R> {
+    op: F,
+) -> Result<Captured<R, F>> {
+    let s = &stream.inner;
+    let Some(cap) = lock_capture(s) else {
+        return Ok(Captured::Ended(op));
+    };
+    let mut inner = cap.lock_inner();
+    if inner.ended {
+        return Ok(Captured::Ended(op));
+    }
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {
@@ -173,13 +217,8 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     if host {
         return Err(Error::Capturing { op: op_name });
     }
-    let s = &stream.inner;
-    let Some(cap) = lock_capture(s) else {
-        return Err(Error::Capturing { op: op_name });
-    };
     let device = stream.device();
     device.inner.bind()?;
-    let mut inner = cap.inner.lock().unwrap_or_else(|p| p.into_inner());
     let mut deps: Vec<u64> = Vec::new();
     for (alloc, a) in &list {
         if let Some(lt) = inner.local.get(&alloc.res.id) {
@@ -224,20 +263,30 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     {
         inner.modules.push(m.clone());
     }
-    Ok(r)
+    Ok(Captured::Joined(r))
 }
 
 /// [`Stream::wait_stream`] when either stream is capturing: allowed only
-/// between two streams of one capture (a graph edge).
-pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) -> Result<()> {
+/// between two streams of one capture (a graph edge). `Ok(false)`: neither
+/// stream captures any more (the capture ended meanwhile) and nothing was
+/// submitted; the caller makes the ordinary wait.
+pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) -> Result<bool> {
+    let refused = Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" };
     let (a, b) = (lock_capture(to), lock_capture(from));
     match (a, b) {
         (Some(a), Some(b)) if Arc::ptr_eq(&a, &b) => {
+            let mut inner = a.lock_inner();
+            if inner.ended {
+                // Ended between the reads above and this lock: both streams
+                // were cleared together, under this lock.
+                return Ok(false);
+            }
             to.device.inner.bind()?;
-            let mut inner = a.inner.lock().unwrap_or_else(|p| p.into_inner());
-            a.edge(&mut inner, from, to.raw, &to.device)
+            a.edge(&mut inner, from, to.raw, &to.device)?;
+            Ok(true)
         }
-        _ => Err(Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" }),
+        (None, None) => Ok(false),
+        _ => Err(refused),
     }
 }
 
@@ -262,13 +311,16 @@ impl Capture<'_> {
     /// A driver error.
     pub fn fork(&self) -> Result<Stream> {
         let fork = Stream::new(self.origin.device())?;
+        let mut inner = self.state.lock_inner();
+        if inner.ended {
+            return Err(Error::Capturing { op: "Capture::fork after the capture ended" });
+        }
         {
             let mut st = fork.inner.lock();
             st.capture = Some(self.state.clone());
             fork.inner.capturing.store(true, Ordering::Release);
         }
         self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
-        let mut inner = self.state.inner.lock().unwrap_or_else(|p| p.into_inner());
         self.state.edge(&mut inner, &self.state.origin, fork.inner.raw, self.origin.device())?;
         Ok(fork)
     }
@@ -333,29 +385,33 @@ impl Stream {
             destroy_graph(&self.inner.device, raw);
             return Err(e);
         }
-        let inner = std::mem::take(&mut *state.inner.lock().unwrap_or_else(|p| p.into_inner()));
-        Ok(Graph {
-            raw,
-            device: self.device().clone(),
-            accesses: inner.accesses.into_values().collect(),
-            modules: inner.modules,
-        })
+        // Take what the graph keeps, not the whole state: `ended` must stay
+        // set for operations still holding this capture.
+        let mut inner = state.lock_inner();
+        let accesses = std::mem::take(&mut inner.accesses).into_values().collect();
+        let modules = std::mem::take(&mut inner.modules);
+        drop(inner);
+        Ok(Graph { raw, device: self.device().clone(), accesses, modules })
     }
 }
 
 /// Joins the forks, ends the capture on every stream, and releases what the
 /// capture held; returns the graph or the driver's error.
+///
+/// Everything from the joins to clearing the streams' capture state happens
+/// under the capture's submission lock (see [`CaptureState`]): an operation
+/// of another thread is either in the graph or finds the capture ended and
+/// runs as ordinary tracked work. None of these driver calls waits for the
+/// device.
 fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
     let origin = &state.origin;
     let dev = &origin.device.inner;
+    let mut inner = state.lock_inner();
     let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
     let mut joined = Ok(());
-    {
-        let mut inner = state.inner.lock().unwrap_or_else(|p| p.into_inner());
-        for f in &forks {
-            if joined.is_ok() {
-                joined = state.edge(&mut inner, f, origin.raw, &origin.device);
-            }
+    for f in &forks {
+        if joined.is_ok() {
+            joined = state.edge(&mut inner, f, origin.raw, &origin.device);
         }
     }
     let mut graph: CUgraph = std::ptr::null_mut();
@@ -366,12 +422,14 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
     if ended.is_err() {
         leave_capture(origin);
     }
+    inner.ended = true;
     for s in forks.iter().chain(std::iter::once(origin)) {
         let mut st = s.lock();
         st.capture = None;
         s.capturing.store(false, Ordering::Release);
     }
-    let events = std::mem::take(&mut state.inner.lock().unwrap_or_else(|p| p.into_inner()).events);
+    let events = std::mem::take(&mut inner.events);
+    drop(inner);
     for ev in events {
         destroy_event(&origin.device, ev);
     }

@@ -540,8 +540,10 @@ impl Stream {
         if Arc::ptr_eq(&self.inner, &other.inner) {
             return Ok(());
         }
-        if self.is_capturing() || other.is_capturing() {
-            return crate::graph::join_in_capture(&self.inner, &other.inner);
+        if (self.is_capturing() || other.is_capturing())
+            && crate::graph::join_in_capture(&self.inner, &other.inner)?
+        {
+            return Ok(());
         }
         let ticket = other.inner.lock().last_ticket;
         if ticket == 0 {

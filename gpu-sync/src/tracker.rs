@@ -22,6 +22,7 @@
 use crate::buffer::Allocation;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::graph::Captured;
 use crate::stream::{Point, Stream, StreamInner};
 use cuda_sys::CUstream;
 use smallvec::SmallVec;
@@ -249,9 +250,17 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     op: impl FnOnce(CUstream) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
-    if s.capturing.load(Ordering::Acquire) {
-        return crate::graph::run_captured(stream, op_name, uses, keep, op).map(|r| (r, 0));
+    let mut op = op;
+    while s.capturing.load(Ordering::Acquire) {
+        match crate::graph::run_captured(stream, op_name, uses, keep, op)? {
+            Captured::Joined(r) => return Ok((r, 0)),
+            // The capture ended before `op` could join it: `op` did not run;
+            // run it as ordinary work (or join the stream's next capture).
+            Captured::Ended(back) => op = back,
+        }
     }
+    // A capture that begins from here on is seen under the stream's lock by
+    // `submit`, which then refuses (`Error::Capturing`) without running `op`.
     let mut slab = s.device.inner.lock_trackers();
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
