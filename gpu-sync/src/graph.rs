@@ -26,10 +26,11 @@ use crate::error::{Error, Result};
 use crate::ffi::cu;
 use crate::module::ModuleInner;
 use crate::stream::{Point, Stream, StreamInner, destroy_event};
-use crate::tracker::{Access, Target, Use, Uses, run_tracked};
+use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
 use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamCaptureMode};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -127,10 +128,15 @@ pub(crate) struct CaptureState {
     inner: Mutex<CaptureInner>,
 }
 
-// SAFETY: the raw events inside are driver handles usable from any thread;
-// all state is behind mutexes.
+// SAFETY: the only fields that are not `Send + Sync` on their own are the
+// raw `CUevent`s in `inner.events`: events are not tied to a thread, and
+// these are only created, recorded, waited on (in the capture, under the
+// `inner` lock) and destroyed (once, by `end_capture`, after taking them out
+// of the list under that lock). Everything else is `Arc`s of `Send + Sync`
+// types behind mutexes.
 unsafe impl Send for CaptureState {}
-// SAFETY: as above.
+// SAFETY: all shared access goes through the `streams` and `inner` mutexes;
+// see `Send` for the events.
 unsafe impl Sync for CaptureState {}
 
 impl CaptureState {
@@ -391,7 +397,7 @@ impl Stream {
         let accesses = std::mem::take(&mut inner.accesses).into_values().collect();
         let modules = std::mem::take(&mut inner.modules);
         drop(inner);
-        Ok(Graph { raw, device: self.device().clone(), accesses, modules })
+        Ok(Graph { raw, device: self.device().clone(), accesses, modules, _not_sync: PhantomData })
     }
 }
 
@@ -477,18 +483,31 @@ fn destroy_graph(device: &Device, g: CUgraph) {
 
 /// A captured graph (`CUgraph`). It keeps every buffer it touches, and the
 /// modules of its kernels, alive.
+///
+/// `Send` but not `Sync`: the driver does not synchronize graph objects
+/// internally, and no call on one graph — not even the read-only looking
+/// `cuGraphGetNodes` or `cuGraphInstantiate` — may run concurrently with
+/// another on the same graph ([graph object thread safety][ts]). Move a graph
+/// to another thread, or wrap it in a `Mutex` to share it; an instantiated
+/// [`GraphExec`] is `Sync`.
+///
+/// [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html
 pub struct Graph {
     raw: CUgraph,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
+    /// `!Sync` (see above), whatever the other fields are.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
-// SAFETY: graph handles may be used from any thread; the rest is shared
-// handles that are Send + Sync.
+// SAFETY: a `CUgraph` is not tied to the thread that made it; the driver only
+// requires that calls on one graph be serialized. A `Graph` owns its handle
+// (`as_raw` hands it out for FFI, whose calls are the caller's `unsafe`
+// promise), and it is not `Sync`, so every call through it is made by the one
+// thread that holds the `Graph` (or a `&Graph`) at the time. The other fields
+// are `Send`.
 unsafe impl Send for Graph {}
-// SAFETY: nothing is mutated through `&Graph`.
-unsafe impl Sync for Graph {}
 
 impl Graph {
     /// Number of nodes (`cuGraphGetNodes`).
@@ -541,18 +560,28 @@ impl Drop for Graph {
 }
 
 /// An instantiated graph (`CUgraphExec`), replayed with [`GraphExec::launch`].
+///
+/// `Send + Sync`: launches from several threads are serialized on the exec
+/// (the driver does not synchronize a `CUgraphExec` internally), and the
+/// driver orders each launch after the previous launches of the same exec.
 pub struct GraphExec {
     raw: CUgraphExec,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     _modules: Vec<Arc<ModuleInner>>,
+    /// The point of the last launch; its lock is also held across every
+    /// `cuGraphLaunch` of this exec, which serializes them.
     last: Mutex<Option<Point>>,
 }
 
-// SAFETY: exec handles may be used from any thread; launches are serialized
-// by the stream they go on, `last` is behind a mutex.
+// SAFETY: a `CUgraphExec` is not tied to the thread that made it; calls on
+// it must be serialized (graph objects are not internally synchronized), and
+// the only calls are `cuGraphLaunch` (under the `last` lock, see `launch`)
+// and `cuGraphExecDestroy` (in `Drop`, with unique access). The other fields
+// are `Send + Sync`.
 unsafe impl Send for GraphExec {}
-// SAFETY: as above.
+// SAFETY: through `&GraphExec` the handle is only launched, with the `last`
+// lock held across the driver call, so no two calls on the exec overlap.
 unsafe impl Sync for GraphExec {}
 
 impl GraphExec {
@@ -576,14 +605,21 @@ impl GraphExec {
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         let drv = self.device.inner.drv;
         let exec = self.raw;
-        let ((), ticket) = run_tracked(stream, "cuGraphLaunch", uses.as_slice(), None, |raw| {
+        // Held across the driver call: launches of one exec from several
+        // threads are serialized. Lock order: this, then the tracker slab and
+        // the stream (nothing takes this lock while holding those), and
+        // `cuGraphLaunch` does not wait for the device.
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        // Never joins a capture (a racing one is refused): the exec is not
+        // kept alive by graphs.
+        let ((), ticket) = run_tracked_uncaptured(stream, "cuGraphLaunch", uses.as_slice(), |raw| {
             // SAFETY: a live exec of this device's context and a live stream;
             // every buffer the graph touches is kept alive by `accesses` and
-            // ordered by the tracking of this launch.
+            // ordered by the tracking of this launch; no other call on the
+            // exec runs meanwhile (the `last` lock is held).
             unsafe { cu!(drv, cuGraphLaunch(exec, raw)) }
         })?;
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(Point { stream: stream.inner.clone(), ticket });
+        *last = Some(Point { stream: stream.inner.clone(), ticket });
         Ok(())
     }
 }

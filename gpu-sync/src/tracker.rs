@@ -259,8 +259,22 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
             Captured::Ended(back) => op = back,
         }
     }
-    // A capture that begins from here on is seen under the stream's lock by
-    // `submit`, which then refuses (`Error::Capturing`) without running `op`.
+    run_tracked_uncaptured(stream, op_name, uses, op)
+}
+
+/// [`run_tracked`] for an operation that never joins a capture: on a
+/// capturing stream it is refused with [`Error::Capturing`] without running
+/// `op` (decided under the stream's lock, so a capture beginning meanwhile is
+/// seen).
+pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
+    stream: &Stream,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(CUstream) -> Result<R>,
+) -> Result<(R, u64)> {
+    let s = &stream.inner;
+    // `submit` checks the stream's capture state under its lock and refuses
+    // (`Error::Capturing`) without running `op`.
     let mut slab = s.device.inner.lock_trackers();
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
