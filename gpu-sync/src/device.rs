@@ -57,12 +57,16 @@ pub(crate) struct DeviceInner {
     trackers: Mutex<crate::tracker::Trackers>,
 }
 
-// SAFETY: `raw` and `ctx` are plain driver handles. The driver API is
-// thread-safe: a primary context may be made current on, and used from, any
-// number of threads at once. All mutable state is atomics or locks.
+// SAFETY: `raw` is a device ordinal handle (a plain integer) and `ctx` a
+// retained primary context: the driver lets one context be current on, and
+// used from, any number of threads at once, and the primary context stays
+// retained for the life of the process (never released, so never dangling).
+// `drv` is a `&'static` table of `extern "C"` function pointers. Every other
+// field is atomics, locks or plain data.
 unsafe impl Send for DeviceInner {}
-// SAFETY: as above; shared references only read handles or go through atomics
-// and locks.
+// SAFETY: through `&DeviceInner` the handles are only read (and passed to
+// thread-safe driver calls: `cuCtxSetCurrent`, `cuCtxSynchronize`,
+// attribute queries); all mutable state is atomics or behind locks.
 unsafe impl Sync for DeviceInner {}
 
 thread_local! {

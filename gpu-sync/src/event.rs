@@ -29,10 +29,18 @@ pub struct EventInner {
     record: Mutex<Option<Recorded>>,
 }
 
-// SAFETY: `CUevent` handles may be used from any thread; the record state is
-// behind a mutex.
+// SAFETY: a `CUevent` is not tied to the thread that created it: the driver
+// API lets any thread record, wait on, query, synchronize and destroy an event
+// (only graph objects are documented as unsynchronized). `device` is
+// `Send + Sync`; the record state is behind a mutex. `cuEventDestroy` runs
+// once, in `Drop`, with unique access.
 unsafe impl Send for EventInner {}
-// SAFETY: as above.
+// SAFETY: through `&EventInner` the event is recorded, queried, synchronized
+// and waited on with the `record` lock held, so a re-record never slips
+// between reading where the event was recorded and a wait or proof based on
+// it. `TimingEvent::elapsed` reads two events without that lock: a
+// concurrent re-record can only make the driver report another interval or
+// `CUDA_ERROR_NOT_READY` (an error), never touch memory.
 unsafe impl Sync for EventInner {}
 
 impl EventInner {

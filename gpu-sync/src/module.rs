@@ -17,9 +17,13 @@ pub(crate) struct ModuleInner {
     pub device: Device,
 }
 
-// SAFETY: module and function handles may be used from any thread.
+// SAFETY: a `CUmodule` is not tied to the thread that loaded it: the driver
+// lets any thread look functions up in a module and launch them (modules are
+// not among the objects it leaves unsynchronized; graphs are). `cuModuleUnload`
+// runs once, in `Drop`, when no `Kernel` or graph holds the module any more.
 unsafe impl Send for ModuleInner {}
-// SAFETY: as above; nothing is mutated through `&ModuleInner`.
+// SAFETY: through `&ModuleInner` the handle is only read and passed to
+// `cuModuleGetFunction`, which the driver allows concurrently.
 unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {

@@ -79,10 +79,13 @@ impl Marker {
     }
 }
 
-// SAFETY: an event handle may be waited on, queried and destroyed from any
-// thread; the pool it returns to is thread-safe.
+// SAFETY: an event may be waited on, queried and destroyed from any thread.
+// A marker's event is recorded once, before the marker is shared (see
+// `marker_covering`), and goes back to the (thread-safe) pool only when the
+// last `Arc<Marker>` drops, so no thread re-records it while another waits.
 unsafe impl Send for Marker {}
-// SAFETY: `&Marker` only waits on or queries the event.
+// SAFETY: `&Marker` only waits on or queries its event (`cuEventSynchronize`,
+// `cuEventQuery`, `cuStreamWaitEvent`), which the driver allows concurrently.
 unsafe impl Sync for Marker {}
 
 impl Drop for Marker {
@@ -97,10 +100,12 @@ pub(crate) struct EventPool {
     free: Mutex<Vec<CUevent>>,
 }
 
-// SAFETY: `CUevent` handles are usable from any thread; the list is behind a
-// mutex.
+// SAFETY: `CUevent` handles are not tied to a thread. A pooled event belongs
+// to no marker any more (waits already issued on it took its record at call
+// time) and is owned by the list, which is behind a mutex: `take` hands an
+// event to exactly one caller.
 unsafe impl Send for EventPool {}
-// SAFETY: as above.
+// SAFETY: all access to the list goes through its mutex.
 unsafe impl Sync for EventPool {}
 
 const POOL_KEEP: usize = 8;
@@ -198,11 +203,15 @@ pub(crate) struct StreamInner {
     pool: Arc<EventPool>,
 }
 
-// SAFETY: `raw` is a driver stream handle; the driver API lets any thread
-// submit to any stream. Submissions are serialized by `state`, everything
-// else is atomics.
+// SAFETY: `raw` is a driver stream handle, not tied to a thread: the driver
+// lets any thread submit to any stream of a context that is current on it
+// (gpu-sync binds it before every call). It is destroyed once, in `Drop` or
+// `Stream::close`, with unique access. Everything else is `Send + Sync`.
 unsafe impl Send for StreamInner {}
-// SAFETY: as above.
+// SAFETY: submissions through `&StreamInner` are serialized by `state`, so
+// tickets follow the driver's order; a capture's submissions by the capture's
+// own lock, which also covers `cuStreamEndCapture` (see `graph::CaptureState`);
+// the rest is atomics.
 unsafe impl Sync for StreamInner {}
 
 impl StreamInner {
