@@ -37,10 +37,17 @@
 //!
 //! # Threads
 //! [`Device`], [`Stream`], [`DeviceBuffer`], [`PinnedBuffer`], events,
-//! [`Module`], [`Kernel`], graphs and proofs are `Send + Sync`: the driver
-//! API is thread-safe, and gpu-sync serializes submissions per stream so its
-//! timeline matches the driver's order. [`PerThreadStream`] is neither: it
-//! names the calling thread's own default stream.
+//! [`Module`], [`Kernel`], [`GraphExec`] and proofs are `Send + Sync`: the
+//! driver API is thread-safe for them, and gpu-sync serializes submissions
+//! per stream so its timeline matches the driver's order. A [`Graph`] is
+//! `Send` only: the driver does not synchronize graph objects. An operation
+//! racing the end of a capture on its stream joins the graph or runs as
+//! ordinary tracked work, never untracked. [`PerThreadStream`] is neither
+//! `Send` nor `Sync`: it names the calling thread's own default stream.
+//!
+//! # Safety
+//! Every `unsafe fn`, every `unsafe impl` and what the rest relies on are
+//! listed in [`safety`].
 //!
 //! The driver is loaded at run time (`cuda-sys`); tests install the software
 //! driver `cuda-sim` in its place.
@@ -57,6 +64,7 @@ mod launch;
 mod ledger;
 mod module;
 mod pinned;
+pub mod safety;
 mod scope;
 mod stream;
 mod tracker;

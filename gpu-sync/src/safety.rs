@@ -1,0 +1,117 @@
+//! The unsafe contracts of gpu-sync, in one place: every `unsafe fn`, every
+//! `unsafe impl`, what a caller promises, and why everything else is safe.
+//!
+//! This module holds documentation only.
+//!
+//! # The promise
+//! Safe code cannot cause undefined behaviour through gpu-sync, also under
+//! [`std::mem::forget`]: no device or host memory is read or written by the
+//! device while Rust code may use it, freed while the device may still use
+//! it, or used from two streams without an ordering between a write and any
+//! other access. Errors are values ([`crate::Error`]); `Drop` never panics,
+//! it logs and leaks what it cannot free safely.
+//!
+//! # What the promise rests on
+//! 1. **The driver behaves as documented.** The table gpu-sync calls is
+//!    `libcuda` or one installed with `cuda_sys::install` (an `unsafe fn`:
+//!    its caller promises the table behaves like the CUDA driver; `cuda-sim`
+//!    is such a table).
+//! 2. **Kernels keep the contract they were declared with** (see
+//!    [Kernels](#kernels)): the one place where safe code runs device code
+//!    nobody in this crate checked.
+//! 3. **Ownership, not guards.** Device memory is owned by an
+//!    `Arc<Allocation>` (buffers, graphs and replays hold clones) and freed
+//!    stream-ordered (`cuMemFreeAsync`) after every recorded use, or after a
+//!    host wait for them without memory pools; host memory given to an
+//!    asynchronous copy is moved into a [`crate::Pending`], so a forgotten
+//!    `Pending` leaks instead of freeing early.
+//! 4. **The tracker sees every submission.** Each operation on a buffer goes
+//!    through one function that, under the device's tracker lock, reads the
+//!    conflicting uses, makes the stream wait for them, submits, and records
+//!    the new uses; a stream's ticket is taken under its state lock after the
+//!    driver call returned, so the timeline is the driver's order, and a
+//!    marker recorded under that lock covers exactly the tickets before it.
+//! 5. **A capture is atomic with its end.** Operations on a capturing stream
+//!    join the graph under the capture's submission lock, which
+//!    `cuStreamEndCapture` also holds: an operation's driver call is in the
+//!    graph, or finds the capture ended and runs as ordinary tracked work —
+//!    never for real and unrecorded (issue 7, hole 4). Operations that may not
+//!    be captured check the stream's capture state under its state lock, the
+//!    lock `cuStreamBeginCapture` is called under. Lock order: capture lock,
+//!    then the capture's stream list, then a stream's state; `GraphExec`'s
+//!    launch lock before the tracker lock; the tracker lock before a stream's
+//!    state.
+//!
+//! # Unsafe functions
+//! Public:
+//!
+//! | item | the caller promises | why the rest is safe |
+//! |---|---|---|
+//! | `Module::kernel::<S>` (an `unsafe fn` with the typed-kernel contract of issue 7, hole 1) | the kernel's parameters are `S`: an `In<T>` parameter is only read, an `Out<T>` parameter is read and written, each through a `T` pointer; every access stays inside the view passed for any launch the checks accept; a scalar is not used as a bound except a `Len` parameter, which the launch checks to be at most every view's length | each launch ([`crate::Kernel::launch`]) is then safe: the argument tuple is typed by the compiler, views carry their device and length, the `Len` bound and each view's alignment are checked, the configuration against device limits, and every buffer's use is tracked as its `In`/`Out` says |
+//! | [`crate::RawKernel::launch`] | 1. `S` is the kernel's real parameter list (count and type of each); 2. the kernel touches device memory only through its buffer arguments, within their lengths, writing only through `Out` ones (any other memory is the caller's to keep alive and ordered) | buffer arguments are kept alive and tracked exactly as for a typed launch |
+//! | `cuda_sys::install` (in `cuda-sys`) | the table behaves like the CUDA driver | gpu-sync relies on documented driver behaviour only |
+//!
+//! Crate-private (argued at each call site):
+//!
+//! | item | the caller promises |
+//! |---|---|
+//! | `Stream::h2d` (`copy.rs`) | the host pointer is valid for `len` initialized elements and not written until the copy completed (pinned: the buffer is borrowed for the tracked copy; pageable: the call waits) |
+//! | `Stream::d2h` (`copy.rs`) | the host pointer is valid for `len` elements, neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
+//!
+//! Every other `unsafe` block is a driver call; its `// SAFETY:` comment names
+//! the handle's owner, why it is live, and which lock or wait orders it.
+//!
+//! # Kernels
+//! Running device code is inherently unsafe; gpu-sync puts the `unsafe` where
+//! the knowledge is. Whoever declares a typed kernel from code this crate did
+//! not write makes the promise above once, in an `unsafe` block around
+//! `Module::kernel`; launches are safe afterwards. The `kernels` crate
+//! declares its own kernels this way and hands them out only through
+//! wrappers that check every length against the buffers passed. Anything
+//! else goes through [`crate::RawKernel`], whose every launch is `unsafe`.
+//!
+//! # `unsafe impl Send` / `Sync`
+//! Each rests on the driver's thread-safety rules: a context may be current
+//! on many threads at once; streams, events, modules and functions are not
+//! tied to a thread and may be used from any; graph objects (`CUgraph`,
+//! `CUgraphExec`) are *not* internally synchronized, and calls on one must
+//! be serialized ([graph object thread safety][ts]).
+//!
+//! | type | `Send` | `Sync` | argument |
+//! |---|---|---|---|
+//! | `DeviceInner` (behind [`crate::Device`]) | yes | yes | a device ordinal and a primary context retained for the life of the process; thread-safe driver calls; mutable state is atomics and locks |
+//! | `StreamInner` (behind [`crate::Stream`]) | yes | yes | any thread may submit to a stream; submissions are serialized by the stream's state lock (captured ones by the capture's lock), so tickets follow the driver's order; destroyed once, with unique access |
+//! | `Marker` (a stream's pooled sync event) | yes | yes | recorded once before it is shared, then only waited on or queried; back to the pool when the last `Arc` drops |
+//! | `EventPool` | yes | yes | events not tied to a thread; the free list is behind a mutex |
+//! | `EventInner` (behind [`crate::SyncEvent`], [`crate::TimingEvent`]) | yes | yes | record, query, synchronize and waits hold the record lock, so no re-record slips between reading a record's point and a wait; `elapsed` without it can at worst report another interval or an error |
+//! | `ModuleInner` (behind [`crate::Module`]) | yes | yes | a module is not tied to a thread; shared access only looks functions up; unloaded once no kernel or graph holds it |
+//! | `KernelCore` (behind [`crate::Kernel`], [`crate::RawKernel`]) | yes | yes | a function handle is not tied to a thread; the module is kept loaded by an `Arc`; the dynamic shared-memory limit is atomic (a racing `set_max_dynamic_shared_mem` can only make a launch fail) |
+//! | [`crate::PinnedBuffer<T>`] | yes | yes | owns its memory like a `Vec<T>` with `T: Pod`; shared access only reads it or locks the tracker |
+//! | `CaptureState` (a capture in progress) | yes | yes | its raw events are created, recorded, waited on and destroyed under the capture lock, or once after being taken out under it |
+//! | [`crate::Graph`] | yes | **no** | a `CUgraph` may move between threads, but calls on it must be serialized — even `cuGraphGetNodes` and `cuGraphInstantiate` — so `&Graph` may not cross threads (compile-fail case `share_graph_across_threads`) |
+//! | [`crate::GraphExec`] | yes | yes | every `cuGraphLaunch` of one exec holds the exec's own lock; `cuGraphExecDestroy` runs in `Drop` with unique access |
+//!
+//! Types not listed get `Send`/`Sync` from their fields; [`crate::PerThreadStream`]
+//! is neither (it names the calling thread's own default stream).
+//!
+//! # Sealed traits
+//! Some guarantees hold because code outside the crate cannot implement a
+//! trait: [`crate::Proof`] (a forged proof would release a
+//! [`crate::Pending`] early), [`crate::AsDeviceSlice`] (views carry an
+//! allocation and bounds the tracker trusts), [`crate::AsEvent`] and
+//! [`crate::RecordTarget`] (an event's recorded point), and the launch
+//! traits [`crate::Param`], [`crate::KernelArg`], [`crate::Signature`],
+//! [`crate::KernelArgs`] (a launch hands the driver exactly one pointer per
+//! parameter, each to a value of the declared size). The compile-fail cases
+//! `forge_a_proof`, `implement_proof`, `implement_record_target` and
+//! `implement_kernel_arg` keep them sealed.
+//!
+//! # Checked by tests
+//! - Tracking and capture: the race oracle of `cuda-sim` in every
+//!   integration test; `tests/tests/capture_race.rs` (three threads racing a
+//!   capture's end).
+//! - The protocol core under a model checker: `loom` (see the crate's
+//!   `timeline` tests, run with `RUSTFLAGS="--cfg loom"`).
+//! - Host memory: the Miri subset (`tests/tests/miri.rs`).
+//!
+//! [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html
