@@ -21,6 +21,7 @@
 #![allow(unsafe_code)]
 
 use crate::buffer::{Allocation, flush_deferred};
+use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::cu;
@@ -32,7 +33,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
@@ -100,12 +101,7 @@ struct LocalTracker {
 }
 
 #[derive(Default)]
-struct CaptureInner {
-    /// Set, with this lock held, in the same critical section as
-    /// `cuStreamEndCapture`: an operation that finds it set must not submit
-    /// into this capture (its driver call would land on a stream that no
-    /// longer captures, and run untracked).
-    ended: bool,
+pub(crate) struct CaptureInner {
     local: HashMap<u64, LocalTracker>,
     accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
@@ -115,17 +111,35 @@ struct CaptureInner {
 
 /// A capture in progress, shared by the origin stream and its forks.
 ///
-/// `inner`'s lock is the capture's submission lock: every driver call made
-/// into the capture (captured operations, graph edges, the joins of the
+/// `inner` is the capture's submission lock ([`Gate`]): every driver call
+/// made into the capture (captured operations, graph edges, the joins of the
 /// forks) and `cuStreamEndCapture` itself happen with it held, so a captured
 /// operation's driver call is either before the end of the capture (and in
-/// the graph) or finds `ended` set and is not made. Lock order: `inner`, then
+/// the graph) or finds the gate closed and is not made (the protocol is
+/// `capture_gate`'s, model-checked there). Lock order: `inner`, then
 /// `streams`, then a stream's state; nothing takes `inner` while holding a
 /// stream's state.
 pub(crate) struct CaptureState {
     origin: Arc<StreamInner>,
     streams: Mutex<Vec<Arc<StreamInner>>>,
-    inner: Mutex<CaptureInner>,
+    inner: Gate<CaptureInner>,
+}
+
+impl Captures for CaptureState {
+    type Data = CaptureInner;
+    fn gate(&self) -> &Gate<CaptureInner> {
+        &self.inner
+    }
+}
+
+impl CaptureSlot for StreamInner {
+    type Capture = CaptureState;
+    fn capture_hint(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+    fn capture(&self) -> Option<Arc<CaptureState>> {
+        self.lock().capture.clone()
+    }
 }
 
 // SAFETY: the only fields that are not `Send + Sync` on their own are the
@@ -172,48 +186,25 @@ impl CaptureState {
 }
 
 fn lock_capture(s: &StreamInner) -> Option<Arc<CaptureState>> {
-    s.lock().capture.clone()
+    s.capture()
 }
 
-impl CaptureState {
-    fn lock_inner(&self) -> MutexGuard<'_, CaptureInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// What [`run_captured`] did with an operation.
-pub(crate) enum Captured<R, F> {
-    /// The operation joined the capture; `op`'s result.
-    Joined(R),
-    /// The capture had ended (or the stream was no longer capturing) before
-    /// the operation could join it: nothing was submitted, and `op` comes
-    /// back to be run as ordinary tracked work.
-    Ended(F),
-}
-
-/// The capture path of [`run_tracked`]: joins `op` to the capture `stream`
-/// takes part in, ordered after the capture's conflicting operations on its
-/// other streams (graph edges), and records its uses in the graph.
-///
-/// The decision (is the capture still open?) and `op`'s driver call are made
-/// under the capture's submission lock, which `cuStreamEndCapture` also
-/// holds; so the call is captured, or [`Captured::Ended`] hands `op` back
-/// unrun.
-pub(crate) fn run_captured<R, U: Uses + ?Sized, F: FnOnce(CUstream) -> Result<R>>(
+/// The capture path of [`crate::tracker::run_tracked`]: joins `op` to the
+/// capture `cap` that `stream` takes part in, ordered after the capture's
+/// conflicting operations on its other streams (graph edges), and records
+/// its uses in the graph. Called by `capture_gate::submit` with the
+/// capture's gate locked and open (`inner` is its data), so `op`'s driver
+/// call cannot land after `cuStreamEndCapture`.
+pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
     keep: Option<&KeepAlive>,
-    op: F,
-) -> Result<Captured<R, F>> {
+    cap: &CaptureState,
+    inner: &mut CaptureInner,
+    op: impl FnOnce(CUstream) -> Result<R>,
+) -> Result<R> {
     let s = &stream.inner;
-    let Some(cap) = lock_capture(s) else {
-        return Ok(Captured::Ended(op));
-    };
-    let mut inner = cap.lock_inner();
-    if inner.ended {
-        return Ok(Captured::Ended(op));
-    }
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {
@@ -242,7 +233,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized, F: FnOnce(CUstream) -> Result<R>
     deps.dedup();
     for sid in deps {
         let Some(from) = cap.stream(sid) else { continue };
-        cap.edge(&mut inner, &from, s.raw, device)?;
+        cap.edge(inner, &from, s.raw, device)?;
     }
     let r = op(s.raw)?;
     inner.seq += 1;
@@ -269,7 +260,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized, F: FnOnce(CUstream) -> Result<R>
     {
         inner.modules.push(m.clone());
     }
-    Ok(Captured::Joined(r))
+    Ok(r)
 }
 
 /// [`Stream::wait_stream`] when either stream is capturing: allowed only
@@ -281,14 +272,14 @@ pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) ->
     let (a, b) = (lock_capture(to), lock_capture(from));
     match (a, b) {
         (Some(a), Some(b)) if Arc::ptr_eq(&a, &b) => {
-            let mut inner = a.lock_inner();
-            if inner.ended {
+            let mut g = a.inner.lock();
+            if g.is_ended() {
                 // Ended between the reads above and this lock: both streams
-                // were cleared together, under this lock.
+                // were detached together, under this lock.
                 return Ok(false);
             }
             to.device.inner.bind()?;
-            a.edge(&mut inner, from, to.raw, &to.device)?;
+            a.edge(&mut g.data, from, to.raw, &to.device)?;
             Ok(true)
         }
         (None, None) => Ok(false),
@@ -317,8 +308,8 @@ impl Capture<'_> {
     /// A driver error.
     pub fn fork(&self) -> Result<Stream> {
         let fork = Stream::new(self.origin.device())?;
-        let mut inner = self.state.lock_inner();
-        if inner.ended {
+        let mut g = self.state.inner.lock();
+        if g.is_ended() {
             return Err(Error::Capturing { op: "Capture::fork after the capture ended" });
         }
         {
@@ -327,7 +318,7 @@ impl Capture<'_> {
             fork.inner.capturing.store(true, Ordering::Release);
         }
         self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
-        self.state.edge(&mut inner, &self.state.origin, fork.inner.raw, self.origin.device())?;
+        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw, self.origin.device())?;
         Ok(fork)
     }
 }
@@ -355,7 +346,7 @@ impl Stream {
         let state = Arc::new(CaptureState {
             origin: s.clone(),
             streams: Mutex::new(Vec::new()),
-            inner: Mutex::new(CaptureInner::default()),
+            inner: Gate::new(CaptureInner::default()),
         });
         {
             let mut st = s.lock();
@@ -393,10 +384,10 @@ impl Stream {
         }
         // Take what the graph keeps, not the whole state: `ended` must stay
         // set for operations still holding this capture.
-        let mut inner = state.lock_inner();
-        let accesses = std::mem::take(&mut inner.accesses).into_values().collect();
-        let modules = std::mem::take(&mut inner.modules);
-        drop(inner);
+        let mut g = state.inner.lock();
+        let accesses = std::mem::take(&mut g.data.accesses).into_values().collect();
+        let modules = std::mem::take(&mut g.data.modules);
+        drop(g);
         Ok(Graph { raw, device: self.device().clone(), accesses, modules, _not_sync: PhantomData })
     }
 }
@@ -412,30 +403,36 @@ impl Stream {
 fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
     let origin = &state.origin;
     let dev = &origin.device.inner;
-    let mut inner = state.lock_inner();
-    let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut joined = Ok(());
-    for f in &forks {
-        if joined.is_ok() {
-            joined = state.edge(&mut inner, f, origin.raw, &origin.device);
-        }
-    }
-    let mut graph: CUgraph = std::ptr::null_mut();
-    let ended = dev.bind().and_then(|()| {
-        // SAFETY: `origin` is live and capturing; writes one graph handle.
-        unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
-    });
-    if ended.is_err() {
-        leave_capture(origin);
-    }
-    inner.ended = true;
-    for s in forks.iter().chain(std::iter::once(origin)) {
-        let mut st = s.lock();
-        st.capture = None;
-        s.capturing.store(false, Ordering::Release);
-    }
-    let events = std::mem::take(&mut inner.events);
-    drop(inner);
+    let (forks, events, joined, ended, graph) = capture_gate::end(
+        &state.inner,
+        |inner| {
+            let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut joined = Ok(());
+            for f in &forks {
+                if joined.is_ok() {
+                    joined = state.edge(inner, f, origin.raw, &origin.device);
+                }
+            }
+            let mut graph: CUgraph = std::ptr::null_mut();
+            let ended = dev.bind().and_then(|()| {
+                // SAFETY: `origin` is live and capturing; writes one graph
+                // handle.
+                unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
+            });
+            if ended.is_err() {
+                leave_capture(origin);
+            }
+            let events = std::mem::take(&mut inner.events);
+            (forks, events, joined, ended, graph)
+        },
+        |(forks, ..)| {
+            for s in forks.iter().chain(std::iter::once(origin)) {
+                let mut st = s.lock();
+                st.capture = None;
+                s.capturing.store(false, Ordering::Release);
+            }
+        },
+    );
     for ev in events {
         destroy_event(&origin.device, ev);
     }

@@ -54,6 +54,7 @@
 #![deny(unsafe_code)]
 
 mod buffer;
+mod capture_gate;
 mod copy;
 mod device;
 mod error;

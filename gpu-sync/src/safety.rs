@@ -110,8 +110,10 @@
 //! - Tracking and capture: the race oracle of `cuda-sim` in every
 //!   integration test; `tests/tests/capture_race.rs` (three threads racing a
 //!   capture's end).
-//! - The protocol core under a model checker: `loom` (see the crate's
-//!   `timeline` tests, run with `RUSTFLAGS="--cfg loom"`).
+//! - The capture protocol's core (`capture_gate.rs`, the code `graph.rs`
+//!   runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
+//!   CARGO_TARGET_DIR=target/loom cargo test -p gpu-sync --lib --release
+//!   capture_gate`.
 //! - Host memory: the Miri subset (`tests/tests/miri.rs`).
 //!
 //! [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html

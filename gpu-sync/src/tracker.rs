@@ -22,7 +22,6 @@
 use crate::buffer::Allocation;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::graph::Captured;
 use crate::stream::{Point, Stream, StreamInner};
 use cuda_sys::CUstream;
 use smallvec::SmallVec;
@@ -249,17 +248,16 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     keep: Option<&crate::graph::KeepAlive>,
     op: impl FnOnce(CUstream) -> Result<R>,
 ) -> Result<(R, u64)> {
-    let s = &stream.inner;
-    let mut op = op;
-    while s.capturing.load(Ordering::Acquire) {
-        match crate::graph::run_captured(stream, op_name, uses, keep, op)? {
-            Captured::Joined(r) => return Ok((r, 0)),
-            // The capture ended before `op` could join it: `op` did not run;
-            // run it as ordinary work (or join the stream's next capture).
-            Captured::Ended(back) => op = back,
-        }
-    }
-    run_tracked_uncaptured(stream, op_name, uses, op)
+    // Joins the stream's capture under its gate, or (no capture, or it
+    // ended first) runs as ordinary work: see `capture_gate`.
+    crate::capture_gate::submit(
+        &*stream.inner,
+        op,
+        |cap, inner, op| {
+            crate::graph::run_captured(stream, op_name, uses, keep, cap, inner, op).map(|r| (r, 0))
+        },
+        |op| run_tracked_uncaptured(stream, op_name, uses, op),
+    )
 }
 
 /// [`run_tracked`] for an operation that never joins a capture: on a
