@@ -46,6 +46,13 @@ pub enum Error {
         have: String,
     },
 
+    /// The driver a program asked for cannot be used (see
+    /// [`select_driver`](crate::select_driver)): an unknown
+    /// `GPU_SYNC_DRIVER` value, the simulator without the `sim` feature, or
+    /// the other driver already in use.
+    #[error("driver selection: {0}")]
+    DriverSelection(String),
+
     /// An argument was rejected before reaching the driver.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -46,6 +46,7 @@
 //! driver `cuda-sim` in its place.
 #![deny(unsafe_code)]
 
+mod backend;
 mod buffer;
 mod copy;
 mod device;
@@ -58,9 +59,12 @@ mod ledger;
 mod module;
 mod pinned;
 mod scope;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod stream;
 mod tracker;
 
+pub use backend::{Backend, DRIVER_ENV, DriverChoice, select_driver, select_driver_with};
 pub use buffer::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
 pub use device::Device;
 pub use error::{Error, Result};
