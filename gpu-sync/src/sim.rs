@@ -174,6 +174,15 @@ impl Session {
     }
 }
 
+/// Everything else of the underlying `cuda_sim` session (attribute
+/// overrides, live-object counts, pending work).
+impl std::ops::Deref for Session {
+    type Target = cuda_sim::Session;
+    fn deref(&self) -> &cuda_sim::Session {
+        &self.inner
+    }
+}
+
 /// A kernel parameter type the simulator can hand to a CPU closure:
 /// [`In<T>`] as `&[T]`, [`Out<T>`] as `&mut [T]`, scalars by value.
 ///
