@@ -17,3 +17,8 @@
 //!
 //! The README's code blocks are compiled and run here too:
 #![doc = include_str!("../../README.md")]
+
+/// The guide `docs/guide/testing-without-a-gpu.md`: its code blocks run as
+/// doctests, so the guide's example is a test in CI.
+#[doc = include_str!("../../docs/guide/testing-without-a-gpu.md")]
+pub mod guide_testing_without_a_gpu {}
