@@ -54,6 +54,7 @@ pub fn nvrtc_candidates() -> Vec<String> {
 pub fn load_nvrtc(candidates: &[String]) -> Result<NvrtcLib, NvrtcLoadError> {
     let mut tried = Vec::new();
     for path in candidates {
+        preload_builtins(path);
         // SAFETY: opening libnvrtc runs its initializers, which have no
         // preconditions; `NvrtcLib` resolves each symbol with the signature
         // nvrtc.h declares (generated from the pinned header), and keeps the
@@ -64,6 +65,25 @@ pub fn load_nvrtc(candidates: &[String]) -> Result<NvrtcLib, NvrtcLoadError> {
         }
     }
     Err(NvrtcLoadError { tried })
+}
+
+/// libnvrtc opens `libnvrtc-builtins.so.13.0` by name at compile time; a
+/// libnvrtc loaded by full path (the wheel's folder is not on the loader
+/// path) would not find it. Loading the one beside it first makes that
+/// name resolve to the already loaded library.
+fn preload_builtins(path: &str) {
+    let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return;
+    };
+    let builtins = dir.join("libnvrtc-builtins.so.13.0");
+    if builtins.exists() {
+        // SAFETY: the builtins library has no initializer preconditions and
+        // is only loaded here, never called through this handle.
+        if let Ok(lib) = unsafe { libloading::Library::new(&builtins) } {
+            // Kept loaded for the process: libnvrtc refers to it by name.
+            std::mem::forget(lib);
+        }
+    }
 }
 
 /// The process-wide NVRTC table, loaded on first use (see the module docs).

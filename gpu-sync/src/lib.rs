@@ -57,6 +57,7 @@ mod graph;
 mod launch;
 mod ledger;
 mod module;
+pub mod nvrtc;
 mod pinned;
 mod scope;
 #[cfg(feature = "sim")]

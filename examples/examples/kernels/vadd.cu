@@ -1,5 +1,5 @@
 // The source of vadd.ptx: your own kernel, built outside this workspace
-// (nvcc -ptx -arch=compute_80 vadd.cu, or NVRTC at run time). It bounds
+// (here by NVRTC, see vadd.ptx; nvcc -ptx -arch=compute_80 does the same). It bounds
 // every access by its length parameter `n`.
 extern "C" __global__ void vadd(const float* x, const float* y, float* out, unsigned long long n) {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
