@@ -16,7 +16,8 @@ pub const LIBNVRTC_ENV: &str = "CUDA_SYS_LIBNVRTC";
 /// The pinned wheel's library, where `cargo xtask bindgen` installs it in
 /// this workspace (a development convenience; deployed programs use the
 /// environment variable or the loader path).
-const WHEEL_LIB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/cuda-wheels/nvidia/cu13/lib/libnvrtc.so.13");
+const WHEEL_LIB: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../target/cuda-wheels/nvidia/cu13/lib/libnvrtc.so.13");
 
 /// Library names tried on the dynamic loader's path.
 const SONAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so"];

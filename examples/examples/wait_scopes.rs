@@ -1,7 +1,9 @@
 //! A tour of wait scopes: a `Pending` value (an asynchronous download) is
 //! released by its own wait, or by the proof a larger host wait returns —
 //! stream, then device — when that proof covers it. Checked, never hoped.
-use gpu_sync::{Device, DeviceBuffer, DeviceSynced, HostAllocFlags, PinnedBuffer, Polled, Stream, StreamSynced};
+use gpu_sync::{
+    Device, DeviceBuffer, DeviceSynced, HostAllocFlags, PinnedBuffer, Polled, Stream, StreamSynced,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     gpu_sync::select_driver()?;

@@ -53,7 +53,11 @@ fn named_markdown_paths_exist() {
             }
         }
     }
-    assert!(missing.is_empty(), "markdown files named but not in the repository:\n  {}", missing.join("\n  "));
+    assert!(
+        missing.is_empty(),
+        "markdown files named but not in the repository:\n  {}",
+        missing.join("\n  ")
+    );
 }
 
 #[test]

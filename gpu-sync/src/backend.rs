@@ -60,7 +60,9 @@ impl std::str::FromStr for DriverChoice {
             "sim" => Ok(DriverChoice::Sim),
             "cuda" => Ok(DriverChoice::Cuda),
             "" | "auto" => Ok(DriverChoice::Auto),
-            other => Err(Error::DriverSelection(format!("{DRIVER_ENV}={other:?}: expected sim, cuda or auto"))),
+            other => {
+                Err(Error::DriverSelection(format!("{DRIVER_ENV}={other:?}: expected sim, cuda or auto")))
+            }
         }
     }
 }
@@ -113,9 +115,9 @@ pub fn select_driver() -> Result<Backend> {
 pub fn select_driver_with(choice: DriverChoice) -> Result<Backend> {
     if let Some(current) = Backend::current() {
         return match (choice, current) {
-            (DriverChoice::Auto, b) | (DriverChoice::Sim, b @ Backend::Sim) | (DriverChoice::Cuda, b @ Backend::Cuda) => {
-                Ok(b)
-            }
+            (DriverChoice::Auto, b)
+            | (DriverChoice::Sim, b @ Backend::Sim)
+            | (DriverChoice::Cuda, b @ Backend::Cuda) => Ok(b),
             (_, b) => Err(Error::DriverSelection(format!(
                 "{choice:?} was asked for, but this process already uses the {b:?} driver"
             ))),

@@ -68,7 +68,9 @@ impl Image {
     /// The PTX text (without the NUL), for a [`Target::Ptx`] image.
     pub fn ptx(&self) -> Option<&str> {
         match self.target {
-            Target::Ptx { .. } => std::str::from_utf8(self.bytes.strip_suffix(&[0]).unwrap_or(&self.bytes)).ok(),
+            Target::Ptx { .. } => {
+                std::str::from_utf8(self.bytes.strip_suffix(&[0]).unwrap_or(&self.bytes)).ok()
+            }
             Target::Cubin { .. } => None,
         }
     }

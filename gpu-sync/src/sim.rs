@@ -211,7 +211,7 @@ pub trait SimParam: Param {
 fn elements<T>(call: &KernelCall<'_>, index: usize) -> Result<usize, KernelFault> {
     let bytes = call.extent(index)?;
     let size = std::mem::size_of::<T>() as u64;
-    Ok(if size == 0 { 0 } else { usize::try_from(bytes / size).unwrap_or(usize::MAX) })
+    Ok(bytes.checked_div(size).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)))
 }
 
 impl<T: Pod> SimParam for In<T> {
@@ -421,6 +421,14 @@ mod tests {
     #[test]
     fn specs_follow_the_signature() {
         let specs = <(In<f32>, Out<u16>, u32, f64) as SimSignature>::specs();
-        assert_eq!(specs, vec![ParamSpec::read(), ParamSpec::read_write(), ParamSpec::scalar::<u32>(), ParamSpec::scalar::<f64>()]);
+        assert_eq!(
+            specs,
+            vec![
+                ParamSpec::read(),
+                ParamSpec::read_write(),
+                ParamSpec::scalar::<u32>(),
+                ParamSpec::scalar::<f64>()
+            ]
+        );
     }
 }

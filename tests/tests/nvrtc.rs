@@ -66,7 +66,8 @@ fn compiles_and_runs_a_kernel_on_the_gpu() {
     let n = 1 << 20;
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let y: Vec<f32> = (0..n).map(|i| (n - i) as f32).collect();
-    let (dx, dy) = (DeviceBuffer::from_slice(&stream, &x).unwrap(), DeviceBuffer::from_slice(&stream, &y).unwrap());
+    let (dx, dy) =
+        (DeviceBuffer::from_slice(&stream, &x).unwrap(), DeviceBuffer::from_slice(&stream, &y).unwrap());
     let mut out = DeviceBuffer::<f32>::zeroed(&stream, n).unwrap();
     vadd.launch(&stream, LaunchConfig::for_elements(n as u64, 256), (&dx, &dy, &mut out, n as u64)).unwrap();
     let got = stream.to_vec(&out).unwrap();

@@ -136,11 +136,7 @@ fn a_panicking_closure_fails_the_launch() {
     let n = 256u64 * 4; // bytes, not elements: the bug the closure trips on
     k.launch(&stream, LaunchConfig::new(1, 1), (&mut buf, n)).unwrap();
     let err = stream.synchronize().unwrap_err();
-    assert_eq!(
-        err.cu_error().map(|e| e.0),
-        Some(cuda_sys::CUresult::CUDA_ERROR_LAUNCH_FAILED),
-        "{err}"
-    );
+    assert_eq!(err.cu_error().map(|e| e.0), Some(cuda_sys::CUresult::CUDA_ERROR_LAUNCH_FAILED), "{err}");
 }
 
 #[test]
