@@ -288,6 +288,11 @@ impl DeviceMemory for SimMemory<'_> {
         let base = self.locate(addr, len)?;
         self.mem.write(base, addr - base, data).map_err(|_| (addr, len))
     }
+
+    fn extent(&self, addr: u64) -> Option<u64> {
+        let base = self.locate(addr, 1).ok()?;
+        self.mem.block(base).map(|b| b.end(base) - addr)
+    }
 }
 
 #[cfg(test)]

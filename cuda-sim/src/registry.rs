@@ -94,6 +94,9 @@ pub(crate) trait DeviceMemory {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)>;
     /// Copies `data` to device address `addr`.
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)>;
+    /// Bytes from `addr` to the end of the live, device-visible allocation
+    /// holding it (`None` outside every such allocation).
+    fn extent(&self, addr: u64) -> Option<u64>;
 }
 
 /// A byte range one kernel touched through one parameter.
@@ -178,6 +181,17 @@ impl KernelCall<'_> {
             return Err(self.bad(index, "not a pointer"));
         }
         Ok(bytemuck::pod_read_unaligned(a))
+    }
+
+    /// Bytes a kernel may address through pointer parameter `index`: from
+    /// the pointer to the end of the live allocation holding it (0 when it
+    /// points into none, for example a null pointer).
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] if it is not a pointer parameter.
+    pub fn extent(&self, index: usize) -> Result<u64, KernelFault> {
+        let ptr = self.ptr(index)?;
+        Ok(self.memory.extent(ptr).unwrap_or(0))
     }
 
     /// Reads `len` elements of `T` starting `offset` elements past pointer

@@ -32,6 +32,21 @@
 pub mod bindings;
 mod driver;
 mod error;
+pub mod nvrtc;
+/// NVRTC's types and run-time loaded function table, generated from the
+/// pinned wheel's `nvrtc.h` (see [`nvrtc`]).
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    missing_docs,
+    unreachable_pub,
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod nvrtc_bindings;
 mod result_names;
 
 pub use bindings::*;

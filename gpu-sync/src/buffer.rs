@@ -155,6 +155,20 @@ impl Drop for Allocation {
 /// Operations take `&DeviceBuffer` to read and `&mut DeviceBuffer` to write;
 /// each records its use (see the crate docs on tracking), so using a buffer on
 /// a second stream needs no manual wait, and dropping it is safe at any time.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut buf = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0])?; // cuMemAllocAsync + copy
+/// let zeros = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// stream.copy(&zeros, &mut buf.slice_mut(2..)?)?; // device-to-device into a view
+/// assert_eq!(stream.to_vec(&buf)?, [1.0, 2.0, 0.0, 0.0]);
+/// assert_eq!(buf.len(), 4);
+/// drop(buf); // freed stream-ordered (cuMemFreeAsync) after its uses
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct DeviceBuffer<T: Pod> {
     pub(crate) alloc: Arc<Allocation>,
     len: usize,
@@ -311,6 +325,19 @@ fn resolve<R: RangeBounds<usize>>(range: R, len: usize) -> Result<(usize, usize)
 }
 
 /// A read-only view of part of a [`DeviceBuffer`].
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let buf = DeviceBuffer::from_slice(&stream, &[1u32, 2, 3, 4, 5])?;
+/// let middle = buf.slice(1..4)?; // borrows `buf`; a read use of its allocation
+/// assert_eq!(middle.len(), 3);
+/// assert_eq!(stream.to_vec(&middle)?, [2, 3, 4]);
+/// assert!(buf.slice(3..9).is_err()); // Error::OutOfRange
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct DeviceSlice<'a, T: Pod> {
     alloc: &'a Arc<Allocation>,
@@ -320,6 +347,18 @@ pub struct DeviceSlice<'a, T: Pod> {
 }
 
 /// A writable view of part of a [`DeviceBuffer`].
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 4)?;
+/// let mut tail = buf.slice_mut(2..)?;
+/// stream.fill_u32(&mut tail, 9)?; // a write use of the buffer's allocation
+/// assert_eq!(stream.to_vec(&buf)?, [0, 0, 9, 9]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct DeviceSliceMut<'a, T: Pod> {
     alloc: &'a Arc<Allocation>,
     offset: usize,

@@ -25,6 +25,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// context it made current per thread so the hot path costs a thread-local
 /// read. If foreign code changes the thread's current context behind
 /// gpu-sync's back, call [`Device::make_current`].
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::Device;
+/// let device = Device::get(0)?; // cuDeviceGet + the primary context
+/// let (major, minor) = device.compute_capability()?;
+/// println!("{} (sm_{major}{minor}), {} bytes", device.name()?, device.total_memory()?);
+/// let all_done = device.synchronize()?; // cuCtxSynchronize: a DeviceSynced proof
+/// # let _ = all_done;
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Device {
     pub(crate) inner: Arc<DeviceInner>,

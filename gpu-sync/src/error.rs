@@ -46,6 +46,29 @@ pub enum Error {
         have: String,
     },
 
+    /// The driver a program asked for cannot be used (see
+    /// [`select_driver`](crate::select_driver)): an unknown
+    /// `GPU_SYNC_DRIVER` value, the simulator without the `sim` feature, or
+    /// the other driver already in use.
+    #[error("driver selection: {0}")]
+    DriverSelection(String),
+
+    /// libnvrtc could not be loaded (see `cuda_sys::nvrtc`).
+    #[error("{0}")]
+    NvrtcLoad(#[from] cuda_sys::nvrtc::NvrtcLoadError),
+
+    /// An NVRTC call failed; for a compile error `log` is the compiler's
+    /// output.
+    #[error("{call} failed: {result}{}", if log.is_empty() { String::new() } else { format!("\n{log}") })]
+    Nvrtc {
+        /// The NVRTC call (`nvrtcCompileProgram`).
+        call: &'static str,
+        /// Its `nvrtcResult` name (`NVRTC_ERROR_COMPILATION`).
+        result: &'static str,
+        /// The program log (empty when there is none).
+        log: String,
+    },
+
     /// An argument was rejected before reaching the driver.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

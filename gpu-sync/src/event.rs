@@ -243,12 +243,40 @@ macro_rules! event_common {
 /// An event that records a timestamp: [`TimingEvent::elapsed`] measures the
 /// device time between two of them (`cuEventCreate` with `CU_EVENT_DEFAULT`,
 /// or `CU_EVENT_BLOCKING_SYNC` from [`TimingEvent::blocking`]).
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let (start, end) = (TimingEvent::new(&device)?, TimingEvent::new(&device)?);
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// start.record(&stream)?;
+/// stream.fill_bytes(&mut buf, 0)?;
+/// end.record(&stream)?;
+/// end.synchronize()?;
+/// println!("memset took {:?} of device time", start.elapsed(&end)?);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct TimingEvent {
     inner: EventInner,
 }
 
 /// An event for ordering and waiting only (`CU_EVENT_DISABLE_TIMING`): cheaper
 /// to record and wait on than a [`TimingEvent`]; has no `elapsed`.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, Stream, SyncEvent};
+/// let device = Device::get(0)?;
+/// let (producer, consumer) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let ready = SyncEvent::new(&device)?;
+/// ready.record(&producer)?; // cuEventRecord
+/// consumer.wait(&ready)?; // cuStreamWaitEvent: the host does not block
+/// let proof = ready.synchronize()?; // cuEventSynchronize: an EventSynced proof
+/// # let _ = proof;
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct SyncEvent {
     inner: EventInner,
 }

@@ -489,6 +489,25 @@ fn destroy_graph(device: &Device, g: CUgraph) {
 /// [`GraphExec`] is `Sync`.
 ///
 /// [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut x = DeviceBuffer::<u32>::zeroed(&stream, 64)?;
+/// let mut y = DeviceBuffer::<u32>::zeroed(&stream, 64)?;
+/// stream.synchronize()?;
+/// // Capture: nothing runs yet.
+/// let graph = stream.capture(|cap| {
+///     cap.stream().fill_u32(&mut x, 1)?;
+///     cap.stream().copy(&x, &mut y)
+/// })?;
+/// let exec = graph.instantiate()?; // cuGraphInstantiateWithFlags
+/// exec.launch(&stream)?; // cuGraphLaunch: one tracked operation
+/// assert_eq!(stream.to_vec(&y)?, [1; 64]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Graph {
     raw: CUgraph,
     device: Device,

@@ -442,6 +442,27 @@ impl KernelCore {
 }
 
 /// A kernel with a checked Rust signature `S`.
+///
+/// ```
+/// # let _session = gpu_sync::sim::session(0)?;
+/// # gpu_sync::sim::register::<(gpu_sync::In<f32>, gpu_sync::Out<f32>, f32, u64)>("scale",
+/// #     |(x, y, a, n)| for i in 0..n as usize { y[i] = a * x[i] });
+/// # const PTX: &[u8] = gpu_sync::sim::PTX_STUB;
+/// use gpu_sync::{Device, DeviceBuffer, In, Kernel, LaunchConfig, Module, Out, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let module = Module::load(&device, PTX)?;
+/// #[allow(unused_unsafe)]
+/// // SAFETY: `scale(const float* x, float* y, float a, u64 n)` reads x[i] and
+/// // writes y[i] for i < n only; each launch passes n = both lengths.
+/// let scale: Kernel<(In<f32>, Out<f32>, f32, u64)> = unsafe { module.kernel("scale")? };
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// // `&x` for In, `&mut y` for Out: anything else does not compile.
+/// scale.launch(&stream, LaunchConfig::for_elements(2, 64), (&x, &mut y, 10.0f32, 2u64))?;
+/// assert_eq!(stream.to_vec(&y)?, [10.0, 20.0]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Kernel<S> {
     core: KernelCore,
     checked: bool,

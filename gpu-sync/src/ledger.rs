@@ -35,6 +35,21 @@ impl Ledger {
 }
 
 /// A snapshot of a device's memory ledger.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let before = device.memory_stats()?;
+/// let buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let during = device.memory_stats()?;
+/// assert!(during.allocated >= before.allocated + (1 << 20));
+/// assert!(during.peak_allocated >= during.allocated);
+/// drop(buf);
+/// device.reset_peak_memory()?;
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryStats {
     /// Bytes in live gpu-sync device buffers (a buffer stops counting when its

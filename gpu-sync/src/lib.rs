@@ -53,6 +53,7 @@
 //! driver `cuda-sim` in its place.
 #![deny(unsafe_code)]
 
+mod backend;
 mod buffer;
 mod capture_gate;
 mod copy;
@@ -64,12 +65,16 @@ mod graph;
 mod launch;
 mod ledger;
 mod module;
+pub mod nvrtc;
 mod pinned;
 pub mod safety;
 mod scope;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod stream;
 mod tracker;
 
+pub use backend::{Backend, DRIVER_ENV, DriverChoice, select_driver, select_driver_with};
 pub use buffer::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
 pub use device::Device;
 pub use error::{Error, Result};

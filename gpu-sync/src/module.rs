@@ -43,6 +43,24 @@ impl Drop for ModuleInner {
 /// Device code loaded into a device's primary context (`cuModuleLoadData`):
 /// a fatbin, cubin or NUL-terminated PTX image. Unloaded (`cuModuleUnload`)
 /// when the module and every kernel and graph taken from it are dropped.
+///
+/// ```
+/// # let _session = gpu_sync::sim::session(0)?;
+/// # gpu_sync::sim::register::<(gpu_sync::Out<u32>, u32, u64)>("fill", |(out, v, n)| out[..n as usize].fill(v));
+/// # const PTX: &[u8] = gpu_sync::sim::PTX_STUB;
+/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Module, Out, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let module = Module::load(&device, PTX)?; // cuModuleLoadData: fatbin, cubin or PTX
+/// #[allow(unused_unsafe)]
+/// // SAFETY: `fill(unsigned* out, unsigned v, u64 n)` writes `out[i]` for
+/// // i < n only, and every launch passes n ≤ out's length.
+/// let fill = unsafe { module.kernel::<(Out<u32>, u32, u64)>("fill")? };
+/// let mut out = DeviceBuffer::<u32>::zeroed(&stream, 256)?;
+/// fill.launch(&stream, LaunchConfig::for_elements(256, 128), (&mut out, 3u32, 256u64))?;
+/// assert_eq!(stream.to_vec(&out)?, [3; 256]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Module {
     pub(crate) inner: Arc<ModuleInner>,

@@ -42,6 +42,20 @@ bitflags::bitflags! {
 /// Reads through [`std::ops::Deref`] never wait: while device work writes into
 /// a pinned buffer, the buffer is owned by a [`crate::Pending`] and cannot be
 /// reached. `Send`/`Sync` like a `Vec<T>`.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut staging = PinnedBuffer::<u32>::new(&device, 4, HostAllocFlags::empty())?; // cuMemHostAlloc
+/// staging.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+/// let mut dev = DeviceBuffer::<u32>::alloc(&stream, 4)?;
+/// stream.upload(&staging, &mut dev)?; // asynchronous: only pinned memory gets this
+/// let back = stream.download(&dev, PinnedBuffer::new(&device, 4, HostAllocFlags::empty())?)?;
+/// assert_eq!(&back.wait()?[..], &[1, 2, 3, 4]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct PinnedBuffer<T: Pod> {
     ptr: NonNull<T>,
     len: usize,

@@ -43,6 +43,22 @@ pub struct EventSynced {
 }
 
 /// Proof of a stream wait: the stream completed all work submitted before it.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Proof, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let data = DeviceBuffer::from_slice(&stream, &[1u8; 8])?;
+/// let pending = stream.download(&data, PinnedBuffer::new(&device, 8, HostAllocFlags::empty())?)?;
+/// let work = pending.work();
+/// let proof = stream.synchronize()?; // cuStreamSynchronize
+/// assert!(proof.covers(&work)); // O(1): same stream, ticket not past the proof's
+/// let later = stream.download(&data, PinnedBuffer::new(&device, 8, HostAllocFlags::empty())?)?;
+/// assert!(!proof.covers(&later.work()));
+/// # let _ = (pending.redeem(&proof).map_err(|e| e.error)?, later.wait()?);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamSynced {
     pub(crate) stream: u64,
@@ -85,6 +101,26 @@ impl Proof for DeviceSynced {
 /// Dropping or forgetting a `Pending` never exposes the value early: dropping
 /// drops the value the normal way (a pinned buffer's drop waits for the copy
 /// into it first), and forgetting leaks it.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let data = DeviceBuffer::from_slice(&a, &[5u8; 16])?;
+/// let pinned = || PinnedBuffer::<u8>::new(&device, 16, HostAllocFlags::empty());
+/// // Its own wait: cuEventSynchronize on an event right after the copy.
+/// assert_eq!(a.download(&data, pinned()?)?.wait()?[0], 5);
+/// // Or a proof: one stream wait releases everything queued on it before.
+/// let (p, q) = (a.download(&data, pinned()?)?, a.download(&data, pinned()?)?);
+/// let proof = a.synchronize()?;
+/// let (_p, _q) = (p.redeem(&proof).map_err(|e| e.error)?, q.redeem(&proof).map_err(|e| e.error)?);
+/// // A proof for stream a does not cover work on stream b: it is handed back.
+/// let other = b.download(&data, pinned()?)?;
+/// let other = other.redeem(&proof).unwrap_err().pending;
+/// assert_eq!(other.wait()?[15], 5);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[must_use = "the value is only available after a wait"]
 pub struct Pending<T> {
     value: T,

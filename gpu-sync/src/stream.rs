@@ -357,6 +357,19 @@ impl Drop for StreamInner {
 /// per stream so its timeline matches the driver's order. The driver stream
 /// is destroyed (`cuStreamDestroy`) when the last handle, and the last buffer
 /// use recorded on it, are gone.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let mut x = DeviceBuffer::<u32>::zeroed(&a, 4)?; // written on stream a
+/// a.fill_u32(&mut x, 7)?;
+/// // Read on stream b: gpu-sync makes b wait for a's write device-side.
+/// assert_eq!(b.to_vec(&x)?, [7; 4]);
+/// b.synchronize()?; // cuStreamSynchronize: a StreamSynced proof
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Stream {
     pub(crate) inner: Arc<StreamInner>,

@@ -18,47 +18,26 @@ pub mod program;
 pub mod raw;
 
 /// Environment variable choosing the driver.
-pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
+pub use gpu_sync::DRIVER_ENV;
 
-/// The driver the tests run against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// `cuda-sim`.
-    Sim,
-    /// The real CUDA driver.
-    Cuda,
-}
+pub use gpu_sync::Backend;
 
-/// Loads or installs the driver once per test process.
+/// Loads or installs the driver once per test process, through gpu-sync's
+/// public [`gpu_sync::select_driver`] (the same choice a user's program
+/// makes); on the simulator also registers the `kernels` crate's CPU
+/// references.
 pub fn backend() -> Backend {
     static BACKEND: OnceLock<Backend> = OnceLock::new();
     *BACKEND.get_or_init(|| {
-        // Miri cannot open a shared library: the simulator it is.
-        if cfg!(miri) {
-            return install_sim();
+        let backend = match gpu_sync::select_driver() {
+            Ok(b) => b,
+            Err(e) => panic!("{DRIVER_ENV}: {e}"),
+        };
+        if backend.is_sim() {
+            kernels::register_sim_kernels();
         }
-        let choice = std::env::var(DRIVER_ENV).unwrap_or_default();
-        match choice.as_str() {
-            "sim" => install_sim(),
-            "cuda" => match cuda_sys::driver() {
-                Ok(_) => Backend::Cuda,
-                Err(e) => panic!("{DRIVER_ENV}=cuda but the CUDA driver does not load: {e}"),
-            },
-            "" | "auto" => match cuda_sys::driver() {
-                Ok(_) => Backend::Cuda,
-                Err(_) => install_sim(),
-            },
-            other => panic!("{DRIVER_ENV}={other}: expected sim, cuda or auto"),
-        }
+        backend
     })
-}
-
-fn install_sim() -> Backend {
-    if let Err(e) = cuda_sim::install() {
-        panic!("could not install cuda-sim: {e}");
-    }
-    kernels::register_sim_kernels();
-    Backend::Sim
 }
 
 /// Whether the tests run on the simulator.
@@ -71,13 +50,16 @@ pub struct Ctx {
     /// Device 0.
     pub device: Device,
     /// The simulator session (`None` on a GPU).
-    pub session: Option<cuda_sim::Session>,
+    pub session: Option<gpu_sync::sim::Session>,
 }
 
 /// Sets up a test: picks the driver, opens a simulator session seeded with
 /// `seed` (on a GPU the seed is unused), and gets device 0.
 pub fn ctx(seed: u64) -> Ctx {
-    let session = on_sim().then(|| cuda_sim::Session::new(seed));
+    let session = on_sim().then(|| match gpu_sync::sim::session(seed) {
+        Ok(s) => s,
+        Err(e) => panic!("simulator session: {e}"),
+    });
     let device = match Device::get(0) {
         Ok(d) => d,
         Err(e) => panic!("device 0: {e}"),

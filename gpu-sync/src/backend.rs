@@ -1,0 +1,156 @@
+//! Which driver a program runs on: the real CUDA driver or the software
+//! driver `cuda-sim` (feature `sim`), chosen by the program or by the
+//! `GPU_SYNC_DRIVER` environment variable.
+//!
+//! gpu-sync loads the real driver (`libcuda.so.1`) on first use. A program
+//! that should also run where there is no GPU — an example, a CI job, a
+//! first look on a laptop — calls [`select_driver`] once at start-up: it
+//! honours `GPU_SYNC_DRIVER` (`sim`, `cuda`, or `auto`/unset: the GPU when
+//! the driver loads, else the simulator).
+
+use crate::error::{Error, Result};
+
+/// The environment variable [`select_driver`] reads: `sim`, `cuda` or `auto`.
+pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
+
+/// The driver a program runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The software driver `cuda-sim` (feature `sim`).
+    Sim,
+    /// The real CUDA driver.
+    Cuda,
+}
+
+impl Backend {
+    /// Whether this is the simulator.
+    pub fn is_sim(self) -> bool {
+        self == Backend::Sim
+    }
+
+    /// The driver in use now, if one is loaded or installed (never loads).
+    pub fn current() -> Option<Backend> {
+        cuda_sys::installed().map(|d| if d.origin() == SIM_ORIGIN { Backend::Sim } else { Backend::Cuda })
+    }
+}
+
+/// `cuda_sim::ORIGIN`, spelled here so [`Backend::current`] works without
+/// the `sim` feature (a test with the feature checks they agree).
+pub(crate) const SIM_ORIGIN: &str = "cuda-sim";
+
+/// What a program asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DriverChoice {
+    /// The simulator; an error without the `sim` feature.
+    Sim,
+    /// The real driver; an error when it does not load.
+    Cuda,
+    /// The real driver when it loads, else the simulator (with the `sim`
+    /// feature; without it, the load error).
+    #[default]
+    Auto,
+}
+
+impl std::str::FromStr for DriverChoice {
+    type Err = Error;
+
+    /// Parses `sim`, `cuda`, `auto` or the empty string (= `auto`).
+    fn from_str(s: &str) -> Result<DriverChoice> {
+        match s.trim() {
+            "sim" => Ok(DriverChoice::Sim),
+            "cuda" => Ok(DriverChoice::Cuda),
+            "" | "auto" => Ok(DriverChoice::Auto),
+            other => {
+                Err(Error::DriverSelection(format!("{DRIVER_ENV}={other:?}: expected sim, cuda or auto")))
+            }
+        }
+    }
+}
+
+impl DriverChoice {
+    /// The choice `GPU_SYNC_DRIVER` names (unset: [`DriverChoice::Auto`]).
+    ///
+    /// # Errors
+    /// [`Error::DriverSelection`] for any other value.
+    pub fn from_env() -> Result<DriverChoice> {
+        match std::env::var(DRIVER_ENV) {
+            Ok(v) => v.parse(),
+            Err(std::env::VarError::NotPresent) => Ok(DriverChoice::Auto),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(Error::DriverSelection(format!("{DRIVER_ENV}={v:?} is not UTF-8")))
+            }
+        }
+    }
+}
+
+/// Picks the process's driver as `GPU_SYNC_DRIVER` says (see
+/// [`select_driver_with`]); call it once at start-up, before any other
+/// gpu-sync call. Calling it again returns the driver already chosen.
+///
+/// ```
+/// let backend = gpu_sync::select_driver()?;
+/// let device = gpu_sync::Device::get(0)?;
+/// println!("{} on {backend:?}", device.name()?);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`select_driver_with`], and [`Error::DriverSelection`] for a value of
+/// `GPU_SYNC_DRIVER` other than `sim`, `cuda` or `auto`.
+pub fn select_driver() -> Result<Backend> {
+    select_driver_with(DriverChoice::from_env()?)
+}
+
+/// Picks the process's driver: loads the real one (`cuda_sys::driver`,
+/// which runs `cuInit`) or installs the simulator (`cuda_sim::install`).
+/// When a driver is already in place it is kept and returned if it is what
+/// `choice` allows.
+///
+/// # Errors
+/// - [`Error::Load`] when `choice` is [`DriverChoice::Cuda`] (or `Auto`
+///   without the `sim` feature) and the real driver does not load;
+/// - [`Error::DriverSelection`] when the simulator is asked for without the
+///   `sim` feature, or the other driver is already in use (a process has one
+///   driver for its whole life).
+pub fn select_driver_with(choice: DriverChoice) -> Result<Backend> {
+    if let Some(current) = Backend::current() {
+        return match (choice, current) {
+            (DriverChoice::Auto, b)
+            | (DriverChoice::Sim, b @ Backend::Sim)
+            | (DriverChoice::Cuda, b @ Backend::Cuda) => Ok(b),
+            (_, b) => Err(Error::DriverSelection(format!(
+                "{choice:?} was asked for, but this process already uses the {b:?} driver"
+            ))),
+        };
+    }
+    // Miri cannot open a shared library: the simulator it is.
+    if cfg!(miri) && choice == DriverChoice::Auto {
+        return install_sim();
+    }
+    match choice {
+        DriverChoice::Sim => install_sim(),
+        DriverChoice::Cuda => cuda_sys::driver().map(|_| Backend::Cuda).map_err(Error::Load),
+        DriverChoice::Auto => match cuda_sys::driver() {
+            Ok(_) => Ok(Backend::Cuda),
+            Err(e) if cfg!(feature = "sim") => {
+                log::info!("the CUDA driver does not load ({e}); using the simulator cuda-sim");
+                install_sim()
+            }
+            Err(e) => Err(Error::Load(e)),
+        },
+    }
+}
+
+#[cfg(feature = "sim")]
+fn install_sim() -> Result<Backend> {
+    crate::sim::install().map(|()| Backend::Sim)
+}
+
+#[cfg(not(feature = "sim"))]
+fn install_sim() -> Result<Backend> {
+    Err(Error::DriverSelection(
+        "the simulator was asked for, but gpu-sync was built without its `sim` feature \
+         (gpu-sync = { features = [\"sim\"] })"
+            .into(),
+    ))
+}
