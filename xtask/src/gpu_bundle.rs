@@ -143,6 +143,16 @@ mkdir -p "$out"
 stages=${*:-tests sanitize bench}
 export GPU_SYNC_DRIVER=cuda
 export RUST_BACKTRACE=1
+# NVRTC (the run-time compilation tests): the machine's own libnvrtc — the
+# toolkit's, else the one in Python's nvidia-cuda-nvrtc wheel (the library
+# is ~100 MiB, too large to carry in the bundle).
+if [ -z "${CUDA_SYS_LIBNVRTC:-}" ]; then
+  for c in /usr/local/cuda/lib64/libnvrtc.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13 \
+           $(find /opt /usr/local /usr/lib -name 'libnvrtc.so.13' 2>/dev/null | head -3); do
+    if [ -e "$c" ]; then export CUDA_SYS_LIBNVRTC=$c; break; fi
+  done
+fi
+echo "libnvrtc: ${CUDA_SYS_LIBNVRTC:-not found}"
 failed=()
 step() { echo; echo "=== $*"; }
 want() { case " $stages " in *" $1 "*) return 0;; esac; return 1; }
