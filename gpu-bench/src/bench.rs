@@ -174,7 +174,8 @@ impl Timer {
 
     fn flush_l2(&mut self, salt: u8) -> Result<()> {
         if self.flush.is_none() {
-            let l2 = self.stream.device().attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(1 << 20) as usize;
+            let l2 =
+                self.stream.device().attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(1 << 20) as usize;
             self.flush = Some(DeviceBuffer::<u8>::alloc(&self.stream, 2 * l2)?);
         }
         if let Some(buf) = self.flush.as_mut() {
@@ -223,7 +224,11 @@ fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize
         v.push(a.elapsed(b)?.as_secs_f64());
     }
     let floor = Summary::of(&v).map_or(0.0, |s| s.median);
-    let step = v.iter().copied().filter(|&x| x > 0.0).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    let step = v
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
     Ok(Resolution { floor_s: floor, step_s: step, pairs })
 }
 
@@ -419,7 +424,8 @@ impl Bench {
                     break true;
                 }
             }
-            if n >= s.warmup_max.max(s.warmup_min).max(1) || began.elapsed().as_secs_f64() > s.timeout_s / 4.0 {
+            if n >= s.warmup_max.max(s.warmup_min).max(1) || began.elapsed().as_secs_f64() > s.timeout_s / 4.0
+            {
                 break false;
             }
         };
@@ -521,7 +527,14 @@ impl Bench {
             }
         }
         if r.stop.is_some() && !r.warmup_steady {
-            push(Rule::Warmup, format!("warmup ended after {} runs without {WARMUP_WINDOW} runs agreeing within {:.0}%", r.warmup_runs, WARMUP_TOLERANCE * 100.0));
+            push(
+                Rule::Warmup,
+                format!(
+                    "warmup ended after {} runs without {WARMUP_WINDOW} runs agreeing within {:.0}%",
+                    r.warmup_runs,
+                    WARMUP_TOLERANCE * 100.0
+                ),
+            );
         }
         let limit = timer.resolution.limit_s();
         if matches!(r.mode, Mode::Hot | Mode::Cold | Mode::Graph) && r.summary.median < 20.0 * limit {
@@ -537,7 +550,10 @@ impl Bench {
         if r.low_clock_samples > 0 {
             push(
                 Rule::Clock,
-                format!("{} of {} samples were taken below 90% of the steady SM clock", r.low_clock_samples, r.summary.n),
+                format!(
+                    "{} of {} samples were taken below 90% of the steady SM clock",
+                    r.low_clock_samples, r.summary.n
+                ),
             );
         }
     }

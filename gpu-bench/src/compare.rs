@@ -123,7 +123,10 @@ impl CompareReport {
             "# Compare (threshold {:.1}%: a verdict needs the whole 95% interval beyond it)\n\n",
             self.threshold * 100.0
         );
-        s.push_str(&crate::render::table(&["benchmark", "mode", "old", "new", "new/old [95% CI]", "verdict"], &rows));
+        s.push_str(&crate::render::table(
+            &["benchmark", "mode", "old", "new", "new/old [95% CI]", "verdict"],
+            &rows,
+        ));
         for k in &self.only_old {
             s.push_str(&format!("- only in OLD: {k}\n"));
         }
@@ -160,8 +163,12 @@ pub fn compare_reports(old: &Report, new: &Report, threshold: f64) -> CompareRep
             });
         }
     }
-    let only_new =
-        new.records.iter().filter(|n| !old.records.iter().any(|o| o.key() == n.key())).map(Record::key).collect();
+    let only_new = new
+        .records
+        .iter()
+        .filter(|n| !old.records.iter().any(|o| o.key() == n.key()))
+        .map(Record::key)
+        .collect();
     CompareReport { threshold, comparisons, only_old, only_new }
 }
 
@@ -196,8 +203,12 @@ impl Compare {
     /// Builds the table from `records`, comparing `mode`'s medians.
     pub fn new(records: &[Record], column_param: &str, mode: Mode) -> Compare {
         let label = |r: &Record| {
-            let rest: Vec<String> =
-                r.params.iter().filter(|(k, _)| k.as_str() != column_param).map(|(k, v)| format!("{k}={v}")).collect();
+            let rest: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| k.as_str() != column_param)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             if rest.is_empty() { r.name.clone() } else { format!("{} ({})", r.name, rest.join(", ")) }
         };
         let col = |r: &Record| r.params.get(column_param).cloned().unwrap_or_else(|| "—".into());
@@ -242,8 +253,9 @@ impl Compare {
     /// The table as markdown: the fastest per column in bold, others with
     /// their time relative to it.
     pub fn to_markdown(&self) -> String {
-        let header: Vec<String> =
-            std::iter::once(format!("variant \\ {}", self.column_param)).chain(self.columns.iter().cloned()).collect();
+        let header: Vec<String> = std::iter::once(format!("variant \\ {}", self.column_param))
+            .chain(self.columns.iter().cloned())
+            .collect();
         let rows: Vec<Vec<String>> = self
             .rows
             .iter()

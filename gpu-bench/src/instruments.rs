@@ -31,7 +31,13 @@ pub trait Instruments: Send + Sync {
     ///
     /// # Errors
     /// A launch error; `out` not of length 1.
-    fn gate(&self, stream: &Stream, flag: &GateFlag, timeout_ns: u64, out: &mut DeviceBuffer<u64>) -> Result<()>;
+    fn gate(
+        &self,
+        stream: &Stream,
+        flag: &GateFlag,
+        timeout_ns: u64,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<()>;
 }
 
 /// A `u32` in mapped pinned host memory that a gate kernel polls
@@ -112,7 +118,13 @@ impl Instruments for kernels::BenchKernels {
         kernels::BenchKernels::clock_probe(self, stream, cycles, out)
     }
 
-    fn gate(&self, stream: &Stream, flag: &GateFlag, timeout_ns: u64, out: &mut DeviceBuffer<u64>) -> Result<()> {
+    fn gate(
+        &self,
+        stream: &Stream,
+        flag: &GateFlag,
+        timeout_ns: u64,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
         // SAFETY: `flag.device_addr()` is the device address of the first
         // `u32` of a live DEVICE_MAP pinned buffer owned by `flag`; `flag`'s
         // drop opens the gate and synchronizes the device (or leaks the

@@ -270,7 +270,9 @@ impl Record {
 
     /// The headline mode: hot if measured, else the first measured.
     pub fn primary(&self) -> Option<&ModeResult> {
-        self.mode(Mode::Hot).or_else(|| self.modes.iter().find(|m| m.mode != Mode::FirstCall)).or(self.modes.first())
+        self.mode(Mode::Hot)
+            .or_else(|| self.modes.iter().find(|m| m.mode != Mode::FirstCall))
+            .or(self.modes.first())
     }
 }
 

@@ -152,7 +152,12 @@ pub fn header(report: &Report) -> String {
         ));
     }
     if let Some(p) = &d.pcie {
-        s.push_str(&format!(" · PCIe gen {} x{} ({:.1} GB/s per direction)", p.generation(), p.width, p.theoretical_gbs));
+        s.push_str(&format!(
+            " · PCIe gen {} x{} ({:.1} GB/s per direction)",
+            p.generation(),
+            p.width,
+            p.theoretical_gbs
+        ));
     }
     s.push_str(&format!("\n\n`{}`\n\n", report.command));
     s
@@ -193,7 +198,9 @@ fn csv_field(s: &str) -> String {
 /// throughput; a record's own counters with an empty mode).
 pub fn csv(report: &Report) -> String {
     let mut s = String::from("benchmark,params,mode,counter,value,unit,noise\n");
-    let unit = |u: Unit| serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let unit = |u: Unit| {
+        serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    };
     let mut row = |r: &Record, mode: &str, name: &str, value: f64, u: &str, noise: Option<f64>| {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s.push_str(&format!(

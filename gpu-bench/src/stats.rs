@@ -73,7 +73,17 @@ impl Summary {
     /// sample.
     pub fn empty() -> Summary {
         let nan = f64::NAN;
-        Summary { n: 0, median: nan, q1: nan, q3: nan, min: nan, max: nan, mean: nan, stdev: nan, outliers: 0 }
+        Summary {
+            n: 0,
+            median: nan,
+            q1: nan,
+            q3: nan,
+            min: nan,
+            max: nan,
+            mean: nan,
+            stdev: nan,
+            outliers: 0,
+        }
     }
 
     /// Robust relative standard error of the median: the standard error of

@@ -57,6 +57,7 @@ mod launch;
 mod ledger;
 mod module;
 mod pinned;
+mod prefetch;
 mod scope;
 mod stream;
 mod tracker;
@@ -72,6 +73,7 @@ pub use launch::{
 pub use ledger::{MemoryStats, PoolStats};
 pub use module::Module;
 pub use pinned::{HostAllocFlags, PinnedBuffer};
+pub use prefetch::Prefetcher;
 pub use scope::{DeviceSynced, EventSynced, NotCovered, Pending, Polled, Proof, StreamSynced, WorkPoint};
 pub use stream::{LegacyStream, PerThreadStream, Stream};
 pub use tracker::Access;

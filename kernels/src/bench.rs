@@ -12,8 +12,7 @@
 
 use crate::spec::{Kernel, Module};
 use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Out, PinnedBuffer, Result,
-    Stream,
+    AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Out, PinnedBuffer, Result, Stream,
 };
 
 /// `clock_probe(u64 cycles, u64* out)`.
@@ -48,7 +47,8 @@ impl BenchKernels {
     #[allow(unused_unsafe)]
     pub fn load(device: &Device) -> Result<BenchKernels> {
         let module = gpu_sync::Module::load(device, Module::Bench.fatbin())?;
-        let sms = device.attribute(gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let sms = device
+            .attribute(gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         // SAFETY: the three kernels are `bench.cu`'s, whose parameter lists
         // are the signatures above (checked by tests/signatures.rs through
         // the spec table); `clock_probe` writes only out[0..2], which
@@ -90,7 +90,10 @@ impl BenchKernels {
         out: &mut O,
     ) -> Result<()> {
         if out.device_len() != 2 {
-            return Err(invalid(Kernel::ClockProbe, format!("out has {} elements, needs 2", out.device_len())));
+            return Err(invalid(
+                Kernel::ClockProbe,
+                format!("out has {} elements, needs 2", out.device_len()),
+            ));
         }
         self.clock.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
@@ -163,6 +166,10 @@ impl BenchKernels {
             return Err(invalid(k, format!("src at {addr:#x} is not 16-byte aligned")));
         }
         let blocks = n4.div_ceil(u64::from(crate::DEFAULT_BLOCK)).clamp(1, u64::from(self.max_blocks.max(1)));
-        self.copy_mapped.launch(stream, LaunchConfig::new(blocks as u32, crate::DEFAULT_BLOCK), (addr, dst, n4))
+        self.copy_mapped.launch(
+            stream,
+            LaunchConfig::new(blocks as u32, crate::DEFAULT_BLOCK),
+            (addr, dst, n4),
+        )
     }
 }
