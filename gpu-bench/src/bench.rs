@@ -475,8 +475,11 @@ impl Bench {
         low_clock_samples: usize,
     ) -> ModeResult {
         let summary = Summary::of(&samples).unwrap_or_else(Summary::empty);
-        let mut counters =
-            vec![Counter::new("median", summary.median, Unit::Seconds).with_noise(summary.median_noise())];
+        let mut median = Counter::new("median", summary.median, Unit::Seconds);
+        if summary.median_noise().is_finite() {
+            median = median.with_noise(summary.median_noise());
+        }
+        let mut counters = vec![median];
         if let Some(b) = self.bytes {
             counters.push(Counter::new("bandwidth", b as f64 / summary.median, Unit::BytesPerSecond));
         }
