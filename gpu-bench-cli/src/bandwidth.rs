@@ -49,7 +49,10 @@ pub fn run(ctx: &Ctx, max_mib: usize) -> Result<Report, Failure> {
     let settings: Settings = if ctx.quick {
         ctx.settings
     } else {
-        ctx.settings.min_time_s(ctx.settings.min_time_s.min(0.1)).max_noise_pct(ctx.settings.max_noise_pct.max(1.0)).timeout_s(ctx.settings.timeout_s.min(3.0))
+        ctx.settings
+            .min_time_s(ctx.settings.min_time_s.min(0.1))
+            .max_noise_pct(ctx.settings.max_noise_pct.max(1.0))
+            .timeout_s(ctx.settings.timeout_s.min(3.0))
     };
     let mut peak: Vec<(String, f64)> = Vec::new();
     for &bytes in &sizes {
@@ -68,7 +71,10 @@ pub fn run(ctx: &Ctx, max_mib: usize) -> Result<Report, Failure> {
             Bench::new(name).param("size", &label).bytes(b).modes(&[Mode::Hot]).settings(settings)
         };
         let mut recs: Vec<Record> = Vec::new();
-        recs.push(bench("H2D pinned (copy engine)", bytes as u64).run_on(&mut timer, None, |s| s.upload(&up, &mut d))?);
+        recs.push(
+            bench("H2D pinned (copy engine)", bytes as u64)
+                .run_on(&mut timer, None, |s| s.upload(&up, &mut d))?,
+        );
         recs.push(bench("D2H pinned (copy engine)", bytes as u64).run_on(&mut timer, None, |s| {
             let b = reclaim(&mut down, &mut pending)?;
             pending = Some(s.download(&d, b)?);
@@ -81,24 +87,34 @@ pub fn run(ctx: &Ctx, max_mib: usize) -> Result<Report, Failure> {
             pending = Some(other.download(&d2, b)?);
             s.wait_stream(&other)
         })?);
-        recs.push(bench("H2D pageable", bytes as u64).run_on(&mut timer, None, |s| s.upload_pageable(&pageable, &mut d))?);
         recs.push(
-            bench("D2H pageable", bytes as u64).run_on(&mut timer, None, |s| s.download_pageable(&d, &mut pageable_out))?,
+            bench("H2D pageable", bytes as u64)
+                .run_on(&mut timer, None, |s| s.upload_pageable(&pageable, &mut d))?,
+        );
+        recs.push(
+            bench("D2H pageable", bytes as u64)
+                .run_on(&mut timer, None, |s| s.download_pageable(&d, &mut pageable_out))?,
         );
         if n % 4 == 0 {
-            recs.push(bench("H2D SM copy from mapped pinned", bytes as u64).run_on(&mut timer, None, |s| {
-                // SAFETY: `mapped` lives until after this loop iteration's
-                // records are taken, and every sample waits for its end
-                // event (so for this launch) before the next starts; the
-                // host never writes `mapped`.
-                unsafe { ctx.bench.copy_mapped(s, &mapped, &mut d) }
-            })?);
+            recs.push(bench("H2D SM copy from mapped pinned", bytes as u64).run_on(
+                &mut timer,
+                None,
+                |s| {
+                    // SAFETY: `mapped` lives until after this loop iteration's
+                    // records are taken, and every sample waits for its end
+                    // event (so for this launch) before the next starts; the
+                    // host never writes `mapped`.
+                    unsafe { ctx.bench.copy_mapped(s, &mapped, &mut d) }
+                },
+            )?);
         }
         stream.synchronize()?;
         other.synchronize()?;
         drop(pending.take());
         for r in recs {
-            if let Some(bw) = r.mode(Mode::Hot).and_then(|m| m.counters.iter().find(|c| c.name == "bandwidth")) {
+            if let Some(bw) =
+                r.mode(Mode::Hot).and_then(|m| m.counters.iter().find(|c| c.name == "bandwidth"))
+            {
                 match peak.iter_mut().find(|p| p.0 == r.name) {
                     Some(p) => p.1 = p.1.max(bw.value),
                     None => peak.push((r.name.clone(), bw.value)),
@@ -113,12 +129,18 @@ pub fn run(ctx: &Ctx, max_mib: usize) -> Result<Report, Failure> {
         r.counters.push(Counter::new("peak bandwidth", bw, Unit::BytesPerSecond));
         if let Some(p) = &pcie {
             let per_direction = if name.contains("at once") { 2.0 } else { 1.0 };
-            r.counters.push(Counter::new("of PCIe theoretical", bw / (per_direction * p.theoretical_gbs * 1e9), Unit::Fraction));
+            r.counters.push(Counter::new(
+                "of PCIe theoretical",
+                bw / (per_direction * p.theoretical_gbs * 1e9),
+                Unit::Fraction,
+            ));
         }
         report.records.push(r);
     }
     finish_report(&mut report, &timer);
-    report.notes.push("GB/s = bytes / median event time; both-directions rows count the bytes of both copies".into());
+    report
+        .notes
+        .push("GB/s = bytes / median event time; both-directions rows count the bytes of both copies".into());
     report.notes.push("pageable copies are synchronous (the stream is synchronized inside the call), so their event span includes the host's wait".into());
     if pcie.is_none() {
         report.notes.push("PCIe link not known (no sysfs entry for the device)".into());

@@ -41,7 +41,10 @@ impl Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::NoDriver(m) => write!(f, "{m}\n(for a first look without a GPU: gpu-bench --driver sim …; times are then simulated)"),
+            Failure::NoDriver(m) => write!(
+                f,
+                "{m}\n(for a first look without a GPU: gpu-bench --driver sim …; times are then simulated)"
+            ),
             Failure::Usage(m) => write!(f, "{m}"),
             Failure::Check(m) => write!(f, "result check failed: {m}"),
             Failure::Gpu(e) => write!(f, "{e}"),
@@ -67,7 +70,8 @@ impl Progress {
         let bar = if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
             let b = ProgressBar::new_spinner();
             b.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed}] {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             b.enable_steady_tick(Duration::from_millis(120));
             b
@@ -176,10 +180,17 @@ pub fn host_samples(
 
 /// A record of host-clock samples: median (with noise), IQR and count, and
 /// a warning naming the rules unmet if sampling did not converge.
-pub fn host_record(name: &str, params: &[(&str, String)], samples: &[f64], why: StopReason, s: &Settings) -> Record {
+pub fn host_record(
+    name: &str,
+    params: &[(&str, String)],
+    samples: &[f64],
+    why: StopReason,
+    s: &Settings,
+) -> Record {
     let mut r = Record::new(name, params);
     let sum = gpu_bench::stats::Summary::of(samples).unwrap_or_else(gpu_bench::stats::Summary::empty);
-    r.counters.push(Counter::new("median (host clock)", sum.median, Unit::Seconds).with_noise(sum.median_noise()));
+    r.counters
+        .push(Counter::new("median (host clock)", sum.median, Unit::Seconds).with_noise(sum.median_noise()));
     r.counters.push(Counter::new("samples", sum.n as f64, Unit::Count));
     if why != StopReason::Converged {
         let unmet = gpu_bench::stop::unmet(samples, samples.iter().sum(), s);

@@ -97,7 +97,16 @@ impl SettingsArgs {
         macro_rules! take {
             ($($f:ident),*) => {$(if let Some(v) = self.$f { s.$f = v; })*};
         }
-        take!(min_samples, min_time_s, max_noise_pct, timeout_s, max_samples, warmup_min, warmup_max, batch_runs);
+        take!(
+            min_samples,
+            min_time_s,
+            max_noise_pct,
+            timeout_s,
+            max_samples,
+            warmup_min,
+            warmup_max,
+            batch_runs
+        );
         s
     }
 }
@@ -198,7 +207,9 @@ fn parse_threshold(s: &str) -> Result<f64, Failure> {
     };
     match v {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(Failure::Usage(format!("--threshold {s:?}: expected a percentage like 5% or a fraction like 0.05"))),
+        _ => Err(Failure::Usage(format!(
+            "--threshold {s:?}: expected a percentage like 5% or a fraction like 0.05"
+        ))),
     }
 }
 
@@ -229,7 +240,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     if let Command::Compare { old, new, threshold } = &cli.command {
         let threshold = parse_threshold(threshold)?;
         let read = |p: &PathBuf| {
-            let text = std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
             gpu_bench::Report::from_json(&text).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))
         };
         let (o, n) = (read(old)?, read(new)?);
@@ -258,7 +270,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     let report = match cli.command {
         Command::Info => {
             let r = ctx.report("Device")?;
-            let json = serde_json::to_string_pretty(&r.device).map_err(|e| Failure::Io(e.to_string()))? + "\n";
+            let json =
+                serde_json::to_string_pretty(&r.device).map_err(|e| Failure::Io(e.to_string()))? + "\n";
             let md = gpu_bench::render::header(&r) + &r.device.to_markdown();
             emit(format, cli.out.as_ref(), &md, &json, &gpu_bench::render::csv(&r))?;
             return Ok(0);

@@ -54,7 +54,10 @@ pub fn run(ctx: &Ctx, batches: usize, per_batch: usize) -> std::result::Result<R
     for i in 0..4 {
         let sum = Summary::of(&samples[i]).unwrap_or_else(Summary::empty);
         let mut r = Record::new(names[i], &[("submission", whats[i].to_owned())]);
-        r.counters.push(Counter::new("median per submission", sum.median * 1e-9, Unit::Seconds).with_noise(sum.median_noise()));
+        r.counters.push(
+            Counter::new("median per submission", sum.median * 1e-9, Unit::Seconds)
+                .with_noise(sum.median_noise()),
+        );
         r.counters.push(Counter::new("IQR", sum.iqr() * 1e-9, Unit::Seconds));
         r.counters.push(Counter::new("batches", sum.n as f64, Unit::Count));
         report.records.push(r);
@@ -89,9 +92,8 @@ fn measure(ctx: &Ctx, batches: usize, per_batch: usize) -> Result<[Vec<f64>; 4]>
     // touches `n` elements of its buffers, and every launch below passes
     // buffers of `n` elements with that `n`.
     #[allow(unused_unsafe)]
-    let (add_k, scale_k) = unsafe {
-        (module.kernel::<AddSig>("add_f32")?, module.kernel::<ScaleSig>("scale_f32")?)
-    };
+    let (add_k, scale_k) =
+        unsafe { (module.kernel::<AddSig>("add_f32")?, module.kernel::<ScaleSig>("scale_f32")?) };
     let (sa, sb) = (Stream::new(device)?, Stream::new(device)?);
     let n = 256usize;
     let x = DeviceBuffer::from_slice(&sa, &vec![1.0f32; n])?;

@@ -26,7 +26,8 @@ use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Prefetcher, Stream};
 /// # Errors
 /// A driver error; [`Failure::Usage`] for a chunk not a multiple of 16 bytes.
 pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure> {
-    let (chunk_bytes, n) = if ctx.quick { (256usize << 10, 4usize) } else { (chunk_mib.max(1) << 20, chunks.max(2)) };
+    let (chunk_bytes, n) =
+        if ctx.quick { (256usize << 10, 4usize) } else { (chunk_mib.max(1) << 20, chunks.max(2)) };
     let cw = chunk_bytes / 4;
     let mut report = ctx.report("Overlap: copies and compute with the prefetcher")?;
     let dev = ctx.device.clone();
@@ -39,7 +40,13 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
     let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
     let mut pf = Prefetcher::<u32>::new(&dev, cw)?;
     let label = format!("{} x {}", n, format_value(chunk_bytes as f64, Unit::Bytes));
-    let bench = |name: &str| Bench::new(name).param("chunks", &label).bytes((chunk_bytes * n) as u64).modes(&[Mode::Hot]).settings(ctx.settings);
+    let bench = |name: &str| {
+        Bench::new(name)
+            .param("chunks", &label)
+            .bytes((chunk_bytes * n) as u64)
+            .modes(&[Mode::Hot])
+            .settings(ctx.settings)
+    };
     let median = |r: &Record| r.mode(Mode::Hot).map_or(f64::NAN, |m| m.median());
 
     ctx.progress.step("overlap: copies alone");

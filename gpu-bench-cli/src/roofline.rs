@@ -52,7 +52,9 @@ fn probe(
         .modes(&[Mode::Hot])
         .settings(ctx.settings)
         .run_on(timer, None, work)?;
-    if let Some(bw) = r.mode(Mode::Hot).and_then(|m| m.counters.iter().find(|c| c.name == "bandwidth")).cloned() {
+    if let Some(bw) =
+        r.mode(Mode::Hot).and_then(|m| m.counters.iter().find(|c| c.name == "bandwidth")).cloned()
+    {
         r.counters.push(Counter::new("of theoretical", bw.value / (theoretical_gbs * 1e9), Unit::Fraction));
     }
     Ok(r)
@@ -69,7 +71,11 @@ fn checked(mut r: Record, what: Result<String, Failure>) -> Result<Record, Failu
 /// # Errors
 /// [`Failure::Check`] when a kernel's result is wrong; a driver error.
 pub fn run(ctx: &Ctx, array_mib: usize) -> Result<Report, Failure> {
-    let array_bytes = if ctx.quick { 4 << 20 } else { array_mib.checked_mul(1 << 20).ok_or_else(|| Failure::Usage("--array-mib is too large".into()))? };
+    let array_bytes = if ctx.quick {
+        4 << 20
+    } else {
+        array_mib.checked_mul(1 << 20).ok_or_else(|| Failure::Usage("--array-mib is too large".into()))?
+    };
     let words = (array_bytes / 16) * 4;
     if words == 0 {
         return Err(Failure::Usage(format!("an array of {array_bytes} bytes holds no 16-byte element")));
@@ -90,15 +96,20 @@ pub fn run(ctx: &Ctx, array_mib: usize) -> Result<Report, Failure> {
     let rec = probe(ctx, &mut timer, ("read", "read_sum_u32x4"), cost::read_sum_u32x4(n4), theo, |s| {
         k.read_sum(s, &src, &mut sum)
     })?;
-    let rec = checked(rec, (|| {
+    let rec = checked(
+        rec,
+        (|| {
             stream.fill_bytes(&mut sum, 0)?;
             k.read_sum(&stream, &src, &mut sum)?;
             let got = stream.to_vec(&sum)?[0];
             if got != expected {
-                return Err(Failure::Check(format!("read: device sum {got:#x}, CPU reference {expected:#x}")));
+                return Err(Failure::Check(format!(
+                    "read: device sum {got:#x}, CPU reference {expected:#x}"
+                )));
             }
             Ok(format!("sum = CPU reference {expected:#x}"))
-        })())?;
+        })(),
+    )?;
     report.records.push(rec);
 
     let mut dst = DeviceBuffer::<u32>::alloc(&stream, words)?;
@@ -106,15 +117,20 @@ pub fn run(ctx: &Ctx, array_mib: usize) -> Result<Report, Failure> {
     let rec = probe(ctx, &mut timer, ("copy", "copy_u32x4"), cost::copy_u32x4(n4), theo, |s| {
         k.copy(s, &src, &mut dst)
     })?;
-    let rec = checked(rec, (|| {
+    let rec = checked(
+        rec,
+        (|| {
             let mut bad = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
             k.check_pattern(&stream, &dst, seed, &mut bad)?;
             let mismatches = stream.to_vec(&bad)?[0];
             if mismatches != 0 {
-                return Err(Failure::Check(format!("copy: {mismatches} of {words} words differ from the source")));
+                return Err(Failure::Check(format!(
+                    "copy: {mismatches} of {words} words differ from the source"
+                )));
             }
             Ok("every word matches the pattern (poisoned before)".into())
-        })())?;
+        })(),
+    )?;
     report.records.push(rec);
     drop((src, dst, sum));
 
@@ -128,15 +144,21 @@ pub fn run(ctx: &Ctx, array_mib: usize) -> Result<Report, Failure> {
     let rec = probe(ctx, &mut timer, ("triad", "triad_f32"), cost::triad_f32(words as u64), theo, |s| {
         k.triad(s, &mut a, &b, &c, scalar)
     })?;
-    let rec = checked(rec, (|| {
+    let rec = checked(
+        rec,
+        (|| {
             let got = stream.to_vec(&a)?;
             let mut want = vec![0f32; words];
             reference::triad_f32(&mut want, &host_b, &host_c, scalar);
             if let Some(i) = (0..words).find(|&i| got[i].to_bits() != want[i].to_bits()) {
-                return Err(Failure::Check(format!("triad: a[{i}] = {} but the reference gives {}", got[i], want[i])));
+                return Err(Failure::Check(format!(
+                    "triad: a[{i}] = {} but the reference gives {}",
+                    got[i], want[i]
+                )));
             }
             Ok("every result bit-equal to the CPU reference".into())
-        })())?;
+        })(),
+    )?;
     report.records.push(rec);
     finish_report(&mut report, &timer);
     report.notes.push(format!(

@@ -55,11 +55,18 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
         stream.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("2. host clock, launch + stream sync (kernel + latencies)", &[], &v, why, &hs));
-    let mut r = Bench::new("3. device events (RIGHT)")
-        .modes(&[Mode::Hot])
-        .settings(ctx.settings)
-        .run_on(&mut timer, None, |s| k.spin(s, cycles, &mut out))?;
+    report.records.push(host_record(
+        "2. host clock, launch + stream sync (kernel + latencies)",
+        &[],
+        &v,
+        why,
+        &hs,
+    ));
+    let mut r = Bench::new("3. device events (RIGHT)").modes(&[Mode::Hot]).settings(ctx.settings).run_on(
+        &mut timer,
+        None,
+        |s| k.spin(s, cycles, &mut out),
+    )?;
     r.counters.push(Counter::new("kernel length (cycles / clock)", expected, Unit::Seconds));
     report.records.push(r);
 

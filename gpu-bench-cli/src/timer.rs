@@ -45,11 +45,11 @@ pub fn run(ctx: &Ctx, threshold: f64) -> Result<Report, Failure> {
             let spin = unsafe { module.kernel::<kernels::SpinSig>("spin_cycles")? };
             spin.launch(st, LaunchConfig::new(1, 1), (cycles, &mut first_out))
         };
-        let mut rec = Bench::new("spin")
-            .param("length", &label)
-            .modes(&Mode::ALL)
-            .settings(s)
-            .run_on(&mut timer, Some(&mut first), |st| k.spin(st, cycles, &mut out))?;
+        let mut rec = Bench::new("spin").param("length", &label).modes(&Mode::ALL).settings(s).run_on(
+            &mut timer,
+            Some(&mut first),
+            |st| k.spin(st, cycles, &mut out),
+        )?;
         let expected = cycles as f64 / (mhz * 1e6);
         rec.counters.push(Counter::new("expected (cycles / clock)", expected, Unit::Seconds));
         if let Some(hot) = rec.mode(Mode::Hot).map(|m| m.median()) {
@@ -86,11 +86,17 @@ pub fn run(ctx: &Ctx, threshold: f64) -> Result<Report, Failure> {
     r.counters.push(Counter::new("ratio (expected 1.020)", p.ratio, Unit::Ratio));
     r.counters.push(Counter::new("95% CI low", p.ci95.0, Unit::Ratio));
     r.counters.push(Counter::new("95% CI high", p.ci95.1, Unit::Ratio));
-    r.counters.push(Counter::new(format!("verdict at {:.2}%: {}", threshold * 25.0, p.verdict.name()), p.a.len() as f64, Unit::Count));
+    r.counters.push(Counter::new(
+        format!("verdict at {:.2}%: {}", threshold * 25.0, p.verdict.name()),
+        p.a.len() as f64,
+        Unit::Count,
+    ));
     report.records.push(r);
 
     finish_report(&mut report, &timer);
-    report.notes.push(format!("spin lengths from cycles = length x {mhz:.0} MHz (the measured steady clock)"));
+    report
+        .notes
+        .push(format!("spin lengths from cycles = length x {mhz:.0} MHz (the measured steady clock)"));
     report.notes.push("launch overhead = hot - batch; cache effect = cold - hot; first-call cost = first call (module load + launch, host clock) - hot; graph saving = hot - graph".into());
     Ok(report)
 }

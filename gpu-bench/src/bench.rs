@@ -232,6 +232,10 @@ fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize
     Ok(Resolution { floor_s: floor, step_s: step, pairs })
 }
 
+/// A first-call closure: what the very first run costs (for example, load
+/// the module and launch once).
+pub type FirstCall<'a> = dyn FnMut(&Stream) -> Result<()> + 'a;
+
 /// A benchmark: a name, parameters, declared bytes and FLOPs per run, the
 /// modes to time and the sampling settings. See the module docs.
 #[derive(Clone)]
@@ -318,7 +322,7 @@ impl Bench {
     pub fn run_on(
         &self,
         timer: &mut Timer,
-        mut first: Option<&mut dyn FnMut(&Stream) -> Result<()>>,
+        mut first: Option<&mut FirstCall<'_>>,
         mut f: impl FnMut(&Stream) -> Result<()>,
     ) -> Result<Record> {
         let mut rec = Record::new(

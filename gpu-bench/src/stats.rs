@@ -100,7 +100,7 @@ impl Summary {
     /// ([`crate::stop`]), since a standard error assumes the samples come
     /// from one distribution.
     pub fn median_noise(&self) -> f64 {
-        if self.n < 2 || !(self.median > 0.0) {
+        if self.n < 2 || self.median.is_nan() || self.median <= 0.0 {
             return f64::INFINITY;
         }
         1.2533 * (self.iqr() / 1.349) / (self.n as f64).sqrt() / self.median

@@ -122,7 +122,7 @@ impl BenchKernels {
         if out.device_len() != 1 {
             return Err(invalid(Kernel::SpinGate, format!("out has {} elements, needs 1", out.device_len())));
         }
-        if flag_addr % 4 != 0 {
+        if !flag_addr.is_multiple_of(4) {
             return Err(invalid(Kernel::SpinGate, format!("flag at {flag_addr:#x} is not 4-byte aligned")));
         }
         self.gate.launch(stream, LaunchConfig::new(1, 1), (flag_addr, timeout_ns, out))
@@ -154,7 +154,7 @@ impl BenchKernels {
         if !src.len().is_multiple_of(4) {
             return Err(invalid(k, format!("{} words is not a multiple of 4", src.len())));
         }
-        if dst.device_ptr() % 16 != 0 {
+        if !dst.device_ptr().is_multiple_of(16) {
             return Err(invalid(k, format!("dst at {:#x} is not 16-byte aligned", dst.device_ptr())));
         }
         let n4 = (src.len() / 4) as u64;
@@ -162,7 +162,7 @@ impl BenchKernels {
             return Ok(());
         }
         let addr = src.device_ptr()?;
-        if addr % 16 != 0 {
+        if !addr.is_multiple_of(16) {
             return Err(invalid(k, format!("src at {addr:#x} is not 16-byte aligned")));
         }
         let blocks = n4.div_ceil(u64::from(crate::DEFAULT_BLOCK)).clamp(1, u64::from(self.max_blocks.max(1)));
