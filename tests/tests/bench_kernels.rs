@@ -30,6 +30,9 @@ fn clock_probe_reports_a_plausible_clock() {
 
 #[test]
 fn spin_gate_opens_on_the_flag_and_times_out_without_it() {
+    // A device synchronization beside this test would run the gate before
+    // the host opens it (the simulator runs queued work at host waits).
+    let _one_at_a_time = sync_tests::exclusive();
     let t = ctx(12);
     let k = BenchKernels::load(&t.device).expect("load");
     let s = Stream::new(&t.device).expect("stream");
