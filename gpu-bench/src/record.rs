@@ -48,7 +48,9 @@ pub enum Unit {
 pub struct Counter {
     /// Name (`median`, `bandwidth`, `launch overhead`).
     pub name: String,
-    /// Value in the unit's base (seconds, bytes/s, …).
+    /// Value in the unit's base (seconds, bytes/s, …). Not finite where it
+    /// could not be computed (JSON writes `null`, read back as NaN).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub value: f64,
     /// Unit.
     pub unit: Unit,
@@ -73,6 +75,11 @@ impl Counter {
     pub fn display(&self) -> String {
         format_value(self.value, self.unit)
     }
+}
+
+/// A number, or `null` (what serde_json writes for NaN and infinities) as NaN.
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// `value` in `unit`, 4 significant figures.
@@ -365,6 +372,15 @@ mod tests {
         assert_eq!(format_value(0.0123, Unit::Fraction), "1.23%");
         assert_eq!(format_value((4u64 << 20) as f64, Unit::Bytes), "4.000 MiB");
         assert_eq!(format_value(f64::NAN, Unit::Seconds), "—");
+    }
+
+    #[test]
+    fn counters_that_could_not_be_computed_survive_json() {
+        let c = Counter::new("bandwidth", f64::INFINITY, Unit::BytesPerSecond);
+        let text = serde_json::to_string(&c).unwrap();
+        let back: Counter = serde_json::from_str(&text).unwrap();
+        assert!(back.value.is_nan());
+        assert_eq!(back.display(), "—");
     }
 
     #[test]
