@@ -1,11 +1,13 @@
-//! What the device is: name, SMs, clocks, memory bus, L2, driver.
+//! What the device is (name, SMs, clocks, memory bus, L2, PCIe link,
+//! driver), and the two checks every report carries: the SM clock measured
+//! by a probe kernel, and the event timer's resolution.
 
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
 use gpu_sync::{Device, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The device facts a measurement is reported with.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Device ordinal.
     pub ordinal: i32,
@@ -29,20 +31,85 @@ pub struct DeviceInfo {
     pub driver_cuda_version: String,
     /// Where the driver was loaded from (library path or software driver).
     pub driver_origin: String,
+    /// Whether the driver is the simulator: every time is simulated.
+    #[serde(default)]
+    pub simulated: bool,
     /// Bandwidth implied by the memory clock and bus (2 transfers per clock),
     /// GB/s. A datasheet-style ceiling, not a measurement.
     pub theoretical_bandwidth_gbs: f64,
+    /// The PCIe link, where sysfs tells it.
+    #[serde(default)]
+    pub pcie: Option<PcieLink>,
+}
+
+/// The PCIe link of the device, from sysfs
+/// (`/sys/bus/pci/devices/<bus id>/current_link_{speed,width}`; the CUDA
+/// driver API has no attribute for it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PcieLink {
+    /// PCI bus id (`0000:17:00.0`).
+    pub bus_id: String,
+    /// Transfer rate per lane, GT/s (32 for PCIe 5.0).
+    pub gt_per_s: f64,
+    /// Lanes.
+    pub width: u32,
+    /// Theoretical payload rate per direction, GB/s: rate × lanes × line
+    /// encoding (128b/130b from PCIe 3.0 on, 8b/10b before) / 8. TLP headers
+    /// take another ~5–10 %.
+    pub theoretical_gbs: f64,
+}
+
+impl PcieLink {
+    /// The link of a device at `bus_id`, if sysfs has it.
+    pub fn read(bus_id: &str) -> Option<PcieLink> {
+        let dir = std::path::Path::new("/sys/bus/pci/devices").join(bus_id);
+        let speed = std::fs::read_to_string(dir.join("current_link_speed")).ok()?;
+        let width = std::fs::read_to_string(dir.join("current_link_width")).ok()?;
+        PcieLink::parse(bus_id, &speed, &width)
+    }
+
+    /// Parses sysfs's `"32.0 GT/s PCIe"` and `"16"`.
+    pub fn parse(bus_id: &str, speed: &str, width: &str) -> Option<PcieLink> {
+        let gt: f64 = speed.split_whitespace().next()?.parse().ok()?;
+        let width: u32 = width.trim().parse().ok()?;
+        let encoding = if gt >= 8.0 { 128.0 / 130.0 } else { 0.8 };
+        Some(PcieLink {
+            bus_id: bus_id.to_owned(),
+            gt_per_s: gt,
+            width,
+            theoretical_gbs: gt * f64::from(width) * encoding / 8.0,
+        })
+    }
+
+    /// PCIe generation from the rate (2.5 GT/s = 1 … 32 GT/s = 5, 64 = 6).
+    pub fn generation(&self) -> u32 {
+        match self.gt_per_s {
+            x if x >= 64.0 => 6,
+            x if x >= 32.0 => 5,
+            x if x >= 16.0 => 4,
+            x if x >= 8.0 => 3,
+            x if x >= 5.0 => 2,
+            _ => 1,
+        }
+    }
 }
 
 /// Reads the device's facts (`cuDeviceGetAttribute`, `cuDeviceGetName`,
-/// `cuDeviceTotalMem`).
+/// `cuDeviceTotalMem`; the PCIe link from sysfs).
 ///
 /// # Errors
 /// A driver error.
 pub fn device_info(device: &Device) -> Result<DeviceInfo> {
     let mem_khz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?);
     let bus = device.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?;
-    let drv = gpu_sync::cuda_sys::installed().map(|d| d.origin().to_owned()).unwrap_or_default();
+    let origin = gpu_sync::cuda_sys::installed().map(|d| d.origin().to_owned()).unwrap_or_default();
+    let bus_id = format!(
+        "{:04x}:{:02x}:{:02x}.0",
+        device.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID).unwrap_or(0),
+        device.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID).unwrap_or(0),
+        device.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID).unwrap_or(0)
+    );
+    let simulated = origin.contains("sim");
     Ok(DeviceInfo {
         ordinal: device.ordinal(),
         name: device.name()?,
@@ -54,15 +121,67 @@ pub fn device_info(device: &Device) -> Result<DeviceInfo> {
         l2_bytes: i64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?),
         total_memory_bytes: device.total_memory()?,
         driver_cuda_version: gpu_sync::cuda_sys::version_string(device.driver_version()),
-        driver_origin: drv,
+        driver_origin: origin,
+        simulated,
         theoretical_bandwidth_gbs: 2.0 * mem_khz * 1e3 * f64::from(bus) / 8.0 / 1e9,
+        pcie: if simulated { None } else { PcieLink::read(&bus_id) },
     })
+}
+
+/// The SM clock as the probe kernel measured it (`clock64` cycles over
+/// `%globaltimer` nanoseconds), around a measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockCheck {
+    /// Every probe, MHz, in order.
+    pub probes_mhz: Vec<f64>,
+    /// The steady clock: the highest probe, MHz.
+    pub steady_mhz: f64,
+    /// The lowest probe, MHz.
+    pub min_mhz: f64,
+    /// The clock the driver reports as the maximum, MHz.
+    pub reported_max_mhz: f64,
+}
+
+impl ClockCheck {
+    /// From probes in MHz; `None` without a probe.
+    pub fn of(probes_mhz: Vec<f64>, reported_max_mhz: f64) -> Option<ClockCheck> {
+        let steady = probes_mhz.iter().copied().fold(f64::NAN, f64::max);
+        let min = probes_mhz.iter().copied().fold(f64::NAN, f64::min);
+        (!probes_mhz.is_empty()).then_some(ClockCheck {
+            probes_mhz,
+            steady_mhz: steady,
+            min_mhz: min,
+            reported_max_mhz,
+        })
+    }
+}
+
+/// The event timer's resolution on this device: two timing events recorded
+/// back to back with nothing between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// Median elapsed time of the empty pairs, seconds (the floor any
+    /// measurement carries).
+    pub floor_s: f64,
+    /// The smallest non-zero elapsed time seen, seconds (the tick), if any.
+    pub step_s: Option<f64>,
+    /// Pairs measured.
+    pub pairs: usize,
+}
+
+impl Resolution {
+    /// What a median must exceed 20× of to be trusted: the larger of the
+    /// floor and the tick (0.5 µs, the documented `cuEventElapsedTime`
+    /// resolution, when no tick was seen).
+    pub fn limit_s(&self) -> f64 {
+        self.floor_s.max(self.step_s.unwrap_or(0.5e-6))
+    }
 }
 
 impl DeviceInfo {
     /// A two-column markdown table.
     pub fn to_markdown(&self) -> String {
-        let rows = [
+        let mut rows = vec![
             ("device", format!("{} (#{})", self.name, self.ordinal)),
             ("compute capability", format!("{}.{}", self.compute_capability.0, self.compute_capability.1)),
             ("SMs", self.sm_count.to_string()),
@@ -77,10 +196,49 @@ impl DeviceInfo {
             ),
             ("driver", format!("CUDA {} ({})", self.driver_cuda_version, self.driver_origin)),
         ];
+        if let Some(p) = &self.pcie {
+            rows.push((
+                "PCIe link",
+                format!(
+                    "gen {} x{} ({} GT/s): {:.1} GB/s per direction theoretical",
+                    p.generation(),
+                    p.width,
+                    p.gt_per_s,
+                    p.theoretical_gbs
+                ),
+            ));
+        }
+        if self.simulated {
+            rows.push(("times", "SIMULATED (cuda-sim): not a measurement of any GPU".into()));
+        }
         let mut s = String::from("| property | value |\n|---|---|\n");
         for (k, v) in rows {
             s.push_str(&format!("| {k} | {v} |\n"));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcie_from_sysfs_text() {
+        let p = PcieLink::parse("0000:17:00.0", "32.0 GT/s PCIe\n", "16\n").unwrap();
+        assert_eq!((p.generation(), p.width), (5, 16));
+        assert!((p.theoretical_gbs - 63.015).abs() < 0.01, "{}", p.theoretical_gbs);
+        let g2 = PcieLink::parse("x", "5.0 GT/s PCIe", "8").unwrap();
+        assert!((g2.theoretical_gbs - 4.0).abs() < 1e-9);
+        assert!(PcieLink::parse("x", "Unknown", "16").is_none());
+    }
+
+    #[test]
+    fn clock_check_takes_the_highest_probe_as_steady() {
+        let c = ClockCheck::of(vec![1500.0, 1980.0, 1900.0], 1980.0).unwrap();
+        assert_eq!((c.steady_mhz, c.min_mhz), (1980.0, 1500.0));
+        assert!(ClockCheck::of(vec![], 1.0).is_none());
+        let r = Resolution { floor_s: 1e-6, step_s: None, pairs: 4 };
+        assert_eq!(r.limit_s(), 1e-6);
     }
 }

@@ -1,21 +1,64 @@
-//! Measurement you can trust, for CUDA work driven through gpu-sync.
+//! Measurement you can trust, for CUDA work driven through gpu-sync: a
+//! timer a Rust user reaches for to time their own GPU code, as a PyTorch
+//! user reaches for `torch.utils.benchmark` or `triton.testing.do_bench`.
 //!
-//! - [`timer`]: device-event timing with warmup and nvbench-style adaptive
-//!   stopping (min samples, min time, max relative noise, timeout);
-//! - [`stats`]: median, quartiles, IQR, mean, stdev, relative noise;
-//! - [`roofline`]: HBM bandwidth ceilings (read, copy, triad) with every
-//!   result checked against the CPU reference;
-//! - [`overhead`]: host cost of a tracked launch against a raw driver launch;
+//! - [`Bench`] / [`Timer`] (`bench`): a closure given a
+//!   [`gpu_sync::Stream`], timed in several [`Mode`]s side by side (first
+//!   call, cold with the L2 flushed, hot, batch behind a spin gate, graph
+//!   replay), with warmup until steady state, clock and resolution checks;
+//! - [`stop`]: when to stop sampling — nvbench's shape with a robust noise
+//!   of the median that converges, a drift check, and the rule that ended
+//!   sampling named;
+//! - [`stats`]: median, quartiles, IQR, mean, stdev, noise, outliers,
+//!   bootstrap intervals;
+//! - [`record`](mod@record): the data model — [`Unit`], [`Counter`],
+//!   keyed [`Record`]s, the versioned [`Report`];
+//! - [`compare`]: [`Compare`] tables (variants × parameters), regression
+//!   verdicts between two reports with a confidence interval, A/A
+//!   calibration and paired, interleaved A/B runs;
+//! - [`render`]: markdown, CSV and JSON — renderers only format;
 //! - [`info`]: the device facts every report carries;
-//! - [`report`]: narrow markdown tables and versioned JSON.
+//! - [`instruments`]: the clock probe and spin gate the engine uses (the
+//!   `kernels` feature provides them).
 //!
-//! The `gpu-bench` binary drives them; `cargo xtask roofline` runs the main
-//! job.
+//! # Timing your own kernel
+//! ```
+//! use gpu_bench::{Bench, Mode, Settings, render};
+//! use gpu_sync::{Device, DeviceBuffer, Stream};
+//! # gpu_sync::sim::install().unwrap();
+//! let device = Device::get(0)?;
+//! let stream = Stream::new(&device)?;
+//! let src = DeviceBuffer::<f32>::zeroed(&stream, 1 << 20)?;
+//! let mut dst = DeviceBuffer::<f32>::zeroed(&stream, 1 << 20)?;
+//! let record = Bench::new("copy 4 MiB")
+//!     .bytes(2 * 4 << 20) // read + write
+//!     .modes(&[Mode::Cold, Mode::Hot])
+//!     .settings(Settings::quick())
+//!     .run(&stream, |s| s.copy(&src, &mut dst))?;
+//! println!("{}", render::records_markdown(&[record]));
+//! # Ok::<(), gpu_sync::Error>(())
+//! ```
+//! A kernel of your own is the same: load it with
+//! `gpu_sync::Module::load` and launch it inside the closure.
+//!
+//! The `gpu-bench` command-line tool (crate `gpu-bench-cli`) runs the
+//! workspace's benchmarks on this engine.
 #![deny(unsafe_code)]
 
+pub mod bench;
+pub mod compare;
 pub mod info;
-pub mod overhead;
-pub mod report;
-pub mod roofline;
+pub mod instruments;
+pub mod record;
+pub mod render;
+pub mod settings;
 pub mod stats;
-pub mod timer;
+pub mod stop;
+
+pub use bench::{Bench, Timer};
+pub use compare::{Compare, Verdict};
+pub use info::{ClockCheck, DeviceInfo, PcieLink, Resolution, device_info};
+pub use instruments::{GateFlag, Instruments};
+pub use record::{Counter, Mode, ModeResult, Record, Report, Unit, Warning};
+pub use settings::Settings;
+pub use stop::{Rule, StopReason};

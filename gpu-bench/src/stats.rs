@@ -1,9 +1,18 @@
-//! Summary statistics of timing samples.
+//! Summary statistics of timing samples, the robust noise of the median the
+//! stopping rule uses, outlier counts, and the bootstrap interval of a ratio
+//! of medians.
+//!
+//! ```
+//! use gpu_bench::stats::Summary;
+//! let s = Summary::of(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
+//! assert_eq!(s.median, 3.0);
+//! assert_eq!(s.outliers(), 1); // 100 lies beyond Q3 + 1.5 IQR
+//! ```
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Summary of a set of samples (seconds, or any unit).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of samples.
     pub n: usize,
@@ -21,6 +30,11 @@ pub struct Summary {
     pub mean: f64,
     /// Sample standard deviation (n − 1).
     pub stdev: f64,
+    /// Samples beyond the Tukey fences (below Q1 − 1.5 IQR or above
+    /// Q3 + 1.5 IQR). They stay in the samples and in every statistic; the
+    /// median and IQR are barely moved by them.
+    #[serde(default)]
+    pub outliers: usize,
 }
 
 impl Summary {
@@ -35,16 +49,61 @@ impl Summary {
         let mean = v.iter().sum::<f64>() / n as f64;
         let var =
             if n > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        let (q1, q3) = (quantile_sorted(&v, 0.25), quantile_sorted(&v, 0.75));
+        let (lo, hi) = (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1));
         Some(Summary {
             n,
             median: quantile_sorted(&v, 0.5),
-            q1: quantile_sorted(&v, 0.25),
-            q3: quantile_sorted(&v, 0.75),
+            q1,
+            q3,
             min: v[0],
             max: v[n - 1],
             mean,
             stdev: var.sqrt(),
+            outliers: v.iter().filter(|&&x| x < lo || x > hi).count(),
         })
+    }
+
+    /// Samples beyond the Tukey fences (see [`Summary::outliers`](Self#structfield.outliers)).
+    pub fn outliers(&self) -> usize {
+        self.outliers
+    }
+
+    /// A summary of nothing (every statistic NaN), for a mode that took no
+    /// sample.
+    pub fn empty() -> Summary {
+        let nan = f64::NAN;
+        Summary {
+            n: 0,
+            median: nan,
+            q1: nan,
+            q3: nan,
+            min: nan,
+            max: nan,
+            mean: nan,
+            stdev: nan,
+            outliers: 0,
+        }
+    }
+
+    /// Robust relative standard error of the median: the standard error of
+    /// the median of `n` normal samples, `1.2533 σ / √n`, with σ estimated
+    /// from the IQR (`σ ≈ IQR / 1.349`), over the median.
+    ///
+    /// Why this and not nvbench's stdev/mean: the IQR ignores up to a
+    /// quarter of the samples on each side, so a few outliers (a preempted
+    /// sample, a clock dip) do not move it, where one sample 10× the others
+    /// inflates the standard deviation for the rest of the run; and it
+    /// estimates how well the *median* is known, which shrinks as samples
+    /// accumulate, so sampling converges instead of chasing a fixed spread.
+    /// The stopping rule pairs it with a drift check
+    /// ([`crate::stop`]), since a standard error assumes the samples come
+    /// from one distribution.
+    pub fn median_noise(&self) -> f64 {
+        if self.n < 2 || self.median.is_nan() || self.median <= 0.0 {
+            return f64::INFINITY;
+        }
+        1.2533 * (self.iqr() / 1.349) / (self.n as f64).sqrt() / self.median
     }
 
     /// Interquartile range.
@@ -69,6 +128,53 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(n - 1);
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// Median of `v` (NaN when empty).
+pub fn median(v: &[f64]) -> f64 {
+    Summary::of(v).map_or(f64::NAN, |s| s.median)
+}
+
+/// A small deterministic xorshift generator for bootstrap resampling (the
+/// same data give the same interval).
+pub(crate) struct XorShift(u64);
+
+impl XorShift {
+    pub(crate) fn new(seed: u64) -> XorShift {
+        XorShift(seed | 1)
+    }
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// Ratio of medians `median(a) / median(b)` with a bootstrap 95 % interval
+/// (`resamples` resamples of each, percentile method). `(NaN, NaN)` when
+/// either is empty.
+pub fn ratio_ci(a: &[f64], b: &[f64], resamples: usize) -> (f64, (f64, f64)) {
+    let r = median(a) / median(b);
+    if a.is_empty() || b.is_empty() {
+        return (r, (f64::NAN, f64::NAN));
+    }
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15 ^ (a.len() as u64) << 20 ^ b.len() as u64);
+    let mut ra = vec![0.0; a.len()];
+    let mut rb = vec![0.0; b.len()];
+    let mut rs: Vec<f64> = (0..resamples.max(1))
+        .map(|_| {
+            ra.iter_mut().for_each(|x| *x = a[rng.below(a.len())]);
+            rb.iter_mut().for_each(|x| *x = b[rng.below(b.len())]);
+            median(&ra) / median(&rb)
+        })
+        .filter(|x| x.is_finite())
+        .collect();
+    rs.sort_by(f64::total_cmp);
+    if rs.is_empty() {
+        return (r, (f64::NAN, f64::NAN));
+    }
+    (r, (quantile_sorted(&rs, 0.025), quantile_sorted(&rs, 0.975)))
 }
 
 /// Formats `x` with 4 significant figures.
@@ -114,6 +220,40 @@ mod tests {
         assert_eq!(s.rel_noise(), 0.0);
         let s = Summary::of(&[9.0, 11.0]).expect("non-empty");
         assert!((s.rel_noise() - 2f64.sqrt() / 10.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn outliers_are_counted_and_do_not_move_the_median_noise() {
+        let clean: Vec<f64> = (0..200).map(|i| 1.0 + 0.001 * f64::from(i % 10)).collect();
+        let mut dirty = clean.clone();
+        for i in (0..200).step_by(20) {
+            dirty[i] = 10.0;
+        }
+        let (c, d) = (Summary::of(&clean).unwrap(), Summary::of(&dirty).unwrap());
+        assert_eq!(c.outliers, 0);
+        assert_eq!(d.outliers, 10);
+        // stdev/mean explodes, the median's noise barely moves.
+        assert!(d.rel_noise() > 50.0 * c.rel_noise());
+        assert!(d.median_noise() < 1.5 * c.median_noise(), "{} vs {}", d.median_noise(), c.median_noise());
+    }
+
+    #[test]
+    fn median_noise_shrinks_with_samples() {
+        let a: Vec<f64> = (0..40).map(|i| 1.0 + 0.01 * f64::from(i % 8)).collect();
+        let b: Vec<f64> = (0..640).map(|i| 1.0 + 0.01 * f64::from(i % 8)).collect();
+        let (na, nb) = (Summary::of(&a).unwrap().median_noise(), Summary::of(&b).unwrap().median_noise());
+        assert!((na / nb - 4.0).abs() < 0.2, "{na} {nb}");
+        assert_eq!(Summary::of(&[1.0]).unwrap().median_noise(), f64::INFINITY);
+    }
+
+    #[test]
+    fn ratio_interval_brackets_the_ratio() {
+        let a: Vec<f64> = (0..100).map(|i| 2.0 + 0.01 * f64::from(i % 7)).collect();
+        let b: Vec<f64> = (0..100).map(|i| 1.0 + 0.005 * f64::from(i % 5)).collect();
+        let (r, (lo, hi)) = ratio_ci(&a, &b, 500);
+        assert!(lo <= r && r <= hi, "{lo} {r} {hi}");
+        assert!(lo > 1.9 && hi < 2.1);
+        assert!(ratio_ci(&[], &b, 10).1.0.is_nan());
     }
 
     #[test]

@@ -67,6 +67,7 @@ mod ledger;
 mod module;
 pub mod nvrtc;
 mod pinned;
+mod prefetch;
 pub mod safety;
 mod scope;
 #[cfg(feature = "sim")]
@@ -86,6 +87,7 @@ pub use launch::{
 pub use ledger::{MemoryStats, PoolStats};
 pub use module::Module;
 pub use pinned::{HostAllocFlags, PinnedBuffer};
+pub use prefetch::Prefetcher;
 pub use scope::{DeviceSynced, EventSynced, NotCovered, Pending, Polled, Proof, StreamSynced, WorkPoint};
 pub use stream::{LegacyStream, PerThreadStream, Stream};
 pub use tracker::Access;

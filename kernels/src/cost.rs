@@ -53,6 +53,9 @@ pub const fn for_kernel(kernel: Kernel, size: u64) -> Cost {
         Kernel::AddF32 => add_f32(size),
         Kernel::MixU32 => mix_u32(size),
         Kernel::BumpU32 => bump_u32(size),
+        Kernel::ClockProbe => clock_probe(),
+        Kernel::SpinGate => spin_gate(),
+        Kernel::CopyMappedU32x4 => copy_mapped_u32x4(size),
     }
 }
 
@@ -110,6 +113,22 @@ pub const fn bump_u32(n: u64) -> Cost {
     Cost { flops: 0, bytes_read: bytes(n, 4), bytes_written: bytes(n, 4) }
 }
 
+/// `clock_probe`: writes its two 8-byte results only.
+pub const fn clock_probe() -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: 16 }
+}
+
+/// `spin_gate`: reads the 4-byte flag (at least once), writes 8 bytes.
+pub const fn spin_gate() -> Cost {
+    Cost { flops: 0, bytes_read: 4, bytes_written: 8 }
+}
+
+/// `copy_mapped_u32x4`: `16*n4` bytes read over the bus from host memory,
+/// `16*n4` written to device memory.
+pub const fn copy_mapped_u32x4(n4: u64) -> Cost {
+    copy_u32x4(n4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +150,9 @@ mod tests {
         assert_eq!(fill_pattern_u32(5), Cost { flops: 0, bytes_read: 0, bytes_written: 20 });
         assert_eq!(check_pattern_u32(5).bytes(), 36);
         assert_eq!(spin_cycles().bytes(), 8);
+        assert_eq!(clock_probe().bytes(), 16);
+        assert_eq!(spin_gate().bytes(), 12);
+        assert_eq!(copy_mapped_u32x4(10), copy_u32x4(10));
         assert_eq!(copy_u32x4(0).intensity(), 0.0);
         assert_eq!(Cost { flops: 1, bytes_read: 0, bytes_written: 0 }.intensity(), f64::INFINITY);
     }
@@ -143,7 +165,8 @@ mod tests {
         for k in Kernel::ALL {
             // Every kernel but spin has a size argument, and its cost grows with it.
             let has_size = k.info().size_param().is_some();
-            assert_eq!(has_size, k != Kernel::SpinCycles, "{}", k.name());
+            let sizeless = matches!(k, Kernel::SpinCycles | Kernel::ClockProbe | Kernel::SpinGate);
+            assert_eq!(has_size, !sizeless, "{}", k.name());
             if has_size {
                 assert!(for_kernel(k, 2).bytes() > for_kernel(k, 1).bytes(), "{}", k.name());
             }

@@ -19,6 +19,7 @@ static STREAM: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/stream.fat
 static SPIN: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/spin.fatbin"));
 static PATTERN: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/pattern.fatbin"));
 static ELEMENTWISE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/elementwise.fatbin"));
+static BENCH: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/bench.fatbin"));
 
 /// The fatbin image of `module`, 8-byte aligned.
 pub fn fatbin(module: Module) -> &'static [u8] {
@@ -27,6 +28,7 @@ pub fn fatbin(module: Module) -> &'static [u8] {
         Module::Spin => &SPIN.0,
         Module::Pattern => &PATTERN.0,
         Module::Elementwise => &ELEMENTWISE.0,
+        Module::Bench => &BENCH.0,
     }
 }
 

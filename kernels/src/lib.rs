@@ -9,6 +9,8 @@
 //! - [`cost`]: FLOPs and minimum bytes moved, for the roofline.
 //! - [`Kernels`] (`launch`): every kernel loaded into a device, as typed
 //!   methods over gpu-sync buffers that check lengths and alignment.
+//! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
+//!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with
 //!   `cuda-sim`, so the whole stack runs without a GPU.
 //!
@@ -18,6 +20,7 @@
 //! element's alignment.
 #![deny(unsafe_code)]
 
+mod bench;
 pub mod cost;
 mod fatbins;
 mod launch;
@@ -26,6 +29,7 @@ pub mod reference;
 mod sim;
 mod spec;
 
+pub use bench::{BenchKernels, ClockProbeSig, CopyMappedSig, SpinGateSig};
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::{

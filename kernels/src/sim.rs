@@ -17,6 +17,11 @@ use std::sync::OnceLock;
 const SIM_CLOCK_GHZ: f64 = 1.98;
 /// Modelled device-memory bandwidth in bytes per nanosecond (3.0e12 B/s).
 const SIM_BYTES_PER_NS: f64 = 3000.0;
+/// Modelled bandwidth of an SM copy from mapped host memory, bytes per ns
+/// (25 GB/s, a PCIe 4.0 x16 link).
+const SIM_MAPPED_BYTES_PER_NS: f64 = 25.0;
+/// Simulated length of a spin gate that found its flag open, ns.
+const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
 const FALLBACK_NS: u64 = 2000;
 
@@ -69,6 +74,9 @@ fn run_fn(kernel: Kernel) -> KernelFn {
         Kernel::AddF32 => run_add_f32,
         Kernel::MixU32 => run_mix_u32,
         Kernel::BumpU32 => run_bump_u32,
+        Kernel::ClockProbe => run_clock_probe,
+        Kernel::SpinGate => run_spin_gate,
+        Kernel::CopyMappedU32x4 => run_copy_mapped_u32x4,
     }
 }
 
@@ -77,11 +85,18 @@ fn duration(call: &KernelCall<'_>) -> u64 {
     let Some(kernel) = Kernel::from_name(call.name()) else {
         return FALLBACK_NS;
     };
-    let ns = if kernel == Kernel::SpinCycles {
+    let ns = if matches!(kernel, Kernel::SpinCycles | Kernel::ClockProbe) {
         match call.scalar::<u64>(0) {
             Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
             Err(_) => return FALLBACK_NS,
         }
+    } else if kernel == Kernel::SpinGate {
+        // The simulator runs queued work only when the host waits, by which
+        // time a well-behaved program has opened the gate.
+        return SIM_GATE_NS;
+    } else if kernel == Kernel::CopyMappedU32x4 {
+        let n4 = call.scalar::<u64>(2).unwrap_or(0);
+        cost::copy_mapped_u32x4(n4).bytes_read as f64 / SIM_MAPPED_BYTES_PER_NS
     } else {
         let size = match kernel.info().size_param().map(|i| call.scalar::<u64>(i)) {
             Some(Ok(n)) => n,
@@ -234,6 +249,30 @@ fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     let mut x = call.read::<u32>(0, n)?;
     reference::bump_u32(&mut x, add);
     call.write(0, &x)
+}
+
+/// `clock_probe`: the simulator's clock is exactly [`SIM_CLOCK_GHZ`].
+fn run_clock_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::ClockProbe)?;
+    let cycles = call.scalar::<u64>(0)?;
+    let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
+    call.write(1, &[reference::spin_cycles(cycles), ns.max(1)])
+}
+
+fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::SpinGate)?;
+    let flag = call.read::<u32>(0, 1)?;
+    call.write(2, &[u64::from(flag.first().copied().unwrap_or(0) != 0)])
+}
+
+fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, Kernel::CopyMappedU32x4)?;
+    let n4 = call.scalar::<u64>(2)?;
+    let words = count(call, 0, n4.checked_mul(4), 4)?;
+    let src = call.read::<u32>(0, words)?;
+    let mut dst = vec![0u32; words];
+    reference::copy_u32(&src, &mut dst);
+    call.write(1, &dst)
 }
 
 #[cfg(test)]

@@ -20,11 +20,15 @@ pub enum Module {
     Pattern,
     /// `elementwise.cu`: small element-wise kernels for tests.
     Elementwise,
+    /// `bench.cu`: gpu-bench's instruments (clock probe, spin gate, SM copy
+    /// from mapped host memory).
+    Bench,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 4] = [Module::Stream, Module::Spin, Module::Pattern, Module::Elementwise];
+    pub const ALL: [Module; 5] =
+        [Module::Stream, Module::Spin, Module::Pattern, Module::Elementwise, Module::Bench];
 
     /// The source's file stem (`"stream"`).
     pub const fn name(self) -> &'static str {
@@ -33,6 +37,7 @@ impl Module {
             Module::Spin => "spin",
             Module::Pattern => "pattern",
             Module::Elementwise => "elementwise",
+            Module::Bench => "bench",
         }
     }
 
@@ -232,11 +237,21 @@ pub enum Kernel {
     MixU32,
     /// `bump_u32(unsigned* x, unsigned add, u64 n)`: `x += add` in place.
     BumpU32,
+    /// `clock_probe(u64 cycles, u64* out)`: spins `cycles` SM clocks in one
+    /// thread; `out = [cycles waited, %globaltimer ns over them]`.
+    ClockProbe,
+    /// `spin_gate(const unsigned* flag, u64 timeout_ns, u64* out)`: one
+    /// thread spins until `*flag != 0` (mapped host memory) or the timeout;
+    /// `out[0] = 1` if the flag opened it.
+    SpinGate,
+    /// `copy_mapped_u32x4(const uint4* src, uint4* dst, u64 n4)`: an SM copy
+    /// whose source is mapped pinned host memory.
+    CopyMappedU32x4,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 10] = [
+    pub const ALL: [Kernel; 13] = [
         Kernel::ReadSumU32x4,
         Kernel::CopyU32x4,
         Kernel::TriadF32,
@@ -247,6 +262,9 @@ impl Kernel {
         Kernel::AddF32,
         Kernel::MixU32,
         Kernel::BumpU32,
+        Kernel::ClockProbe,
+        Kernel::SpinGate,
+        Kernel::CopyMappedU32x4,
     ];
 
     /// The kernel's table entry.
@@ -262,6 +280,9 @@ impl Kernel {
             Kernel::AddF32 => &ADD_F32,
             Kernel::MixU32 => &MIX_U32,
             Kernel::BumpU32 => &BUMP_U32,
+            Kernel::ClockProbe => &CLOCK_PROBE,
+            Kernel::SpinGate => &SPIN_GATE,
+            Kernel::CopyMappedU32x4 => &COPY_MAPPED_U32X4,
         }
     }
 
@@ -416,6 +437,43 @@ const BUMP_U32: KernelInfo = KernelInfo {
     accumulates: false,
 };
 
+const CLOCK_PROBE: KernelInfo = KernelInfo {
+    kernel: Kernel::ClockProbe,
+    name: "clock_probe",
+    module: Module::Bench,
+    params: &[Param::scalar("cycles", Ty::U64), Param::ptr("out", Ty::U64, Write, 8, Len::Fixed(2))],
+    launch: LaunchRule::Any,
+    accumulates: false,
+};
+
+const SPIN_GATE: KernelInfo = KernelInfo {
+    kernel: Kernel::SpinGate,
+    name: "spin_gate",
+    module: Module::Bench,
+    params: &[
+        // Mapped pinned host memory (the host writes it while the kernel runs).
+        Param::ptr("flag", Ty::U32, Read, 4, Len::Fixed(1)),
+        Param::scalar("timeout_ns", Ty::U64),
+        Param::ptr("out", Ty::U64, Write, 8, Len::Fixed(1)),
+    ],
+    launch: LaunchRule::Any,
+    accumulates: false,
+};
+
+const COPY_MAPPED_U32X4: KernelInfo = KernelInfo {
+    kernel: Kernel::CopyMappedU32x4,
+    name: "copy_mapped_u32x4",
+    module: Module::Bench,
+    params: &[
+        // Mapped pinned host memory.
+        Param::ptr("src", Ty::U32x4, Read, 16, Len::Param(2)),
+        Param::ptr("dst", Ty::U32x4, Write, 16, Len::Param(2)),
+        Param::scalar("n4", Ty::U64),
+    ],
+    launch: LaunchRule::Linear,
+    accumulates: false,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,7 +530,7 @@ mod tests {
 
     #[test]
     fn vector_kernels_demand_16_byte_pointers() {
-        for k in [Kernel::ReadSumU32x4, Kernel::CopyU32x4, Kernel::TriadF32] {
+        for k in [Kernel::ReadSumU32x4, Kernel::CopyU32x4, Kernel::TriadF32, Kernel::CopyMappedU32x4] {
             let data_ptrs = k.info().params.iter().filter_map(|p| match p.kind {
                 ParamKind::Pointer { align, len: Len::Param(_), .. } => Some(align),
                 _ => None,

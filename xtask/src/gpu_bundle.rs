@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 /// Test targets that cannot run on the GPU machine (they need cargo, or
 /// read the sources from the build tree).
-const SKIP: &[&str] = &["compile_fail", "signatures"];
+const SKIP: &[&str] = &["compile_fail", "signatures", "cli"];
 
 /// Packages whose tests never touch a GPU (the simulator's own): left out,
 /// they would only spend device time.
@@ -27,6 +27,8 @@ pub fn run() -> Result<()> {
     std::fs::create_dir_all(bundle.join("bin"))?;
 
     copy_stripped(&build_gpu_bench()?, &bundle.join("bin/gpu-bench"))?;
+    std::fs::copy(root.join("gpu-bench-cli/peer/torch_peer.py"), bundle.join("bin/torch_peer.py"))
+        .context("copying the PyTorch peer script")?;
 
     eprintln!("building the test binaries (release)");
     let out = Command::new(cargo())
@@ -193,12 +195,21 @@ if want sanitize; then
 fi
 
 if want bench; then
+  # Every gpu-bench subcommand writes report.md, results.json and
+  # results.csv under $out/bench/<command>/; then the PyTorch peer figures
+  # (same call, same clock) go to $out/bench/peer/. About 2-4 minutes.
+  gb="$here/bin/gpu-bench"
+  bench="$out/bench"
+  mkdir -p "$bench"
   step "gpu-bench info"
-  "$here/bin/gpu-bench" info --json "$out/info.json" || failed+=("gpu-bench info")
-  step "gpu-bench roofline"
-  "$here/bin/gpu-bench" roofline --out "$out/roofline" || failed+=("gpu-bench roofline")
-  step "gpu-bench overhead"
-  "$here/bin/gpu-bench" overhead --out "$out/overhead" || failed+=("gpu-bench overhead")
+  "$gb" info --out "$bench/info" || failed+=("gpu-bench info")
+  for cmd in timer sync-costs bandwidth overlap roofline overhead; do
+    step "gpu-bench $cmd"
+    timeout 600 "$gb" "$cmd" --out "$bench/$cmd" || failed+=("gpu-bench $cmd")
+  done
+  step "PyTorch peer figures"
+  clock=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print((r.get("clock") or {}).get("steady_mhz") or r["device"]["sm_clock_mhz"])' "$bench/timer/results.json" 2>/dev/null || echo 1980)
+  timeout 600 python3 "$here/bin/torch_peer.py" --clock-mhz "$clock" --out "$bench/peer" || failed+=("torch peer")
 fi
 
 echo

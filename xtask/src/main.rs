@@ -41,6 +41,7 @@ enum Task {
 }
 
 fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Bindgen => bindgen::run(),

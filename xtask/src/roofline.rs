@@ -3,7 +3,7 @@
 //! `target/roofline/results.json`.
 
 use crate::util::{build_gpu_bench, root};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use std::process::Command;
 
 /// Runs the task; `args` go to `gpu-bench roofline`.
@@ -18,7 +18,10 @@ pub fn run(args: &[String]) -> Result<()> {
         .status()
         .with_context(|| format!("could not start {}", bin.display()))?;
     if !status.success() {
-        bail!("gpu-bench roofline failed ({status}); see its message above");
+        // gpu-bench has said why (one message: no driver, a failed check…);
+        // pass its exit code on instead of repeating it.
+        log::debug!("gpu-bench roofline exited with {status}");
+        std::process::exit(status.code().unwrap_or(1));
     }
     eprintln!("roofline written to {}/report.md and results.json", out.display());
     Ok(())

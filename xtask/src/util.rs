@@ -33,14 +33,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Builds `gpu-bench` in release; returns the binary's path.
+/// Builds the `gpu-bench` binary (package `gpu-bench-cli`) in release;
+/// returns its path.
 pub fn build_gpu_bench() -> Result<PathBuf> {
     run(Command::new(cargo()).current_dir(root()).args([
         "build",
         "--release",
         "--quiet",
         "--package",
-        "gpu-bench",
+        "gpu-bench-cli",
     ]))
     .context("building gpu-bench")?;
     Ok(root().join("target/release/gpu-bench"))

@@ -1,0 +1,204 @@
+//! What every subcommand shares: the driver and device, the kernels and
+//! instruments, the settings, the progress bar, failures with their exit
+//! codes, and host-clock sampling on the engine's one stopping rule.
+
+use gpu_bench::record::{Counter, Record, Unit};
+use gpu_bench::{Instruments, Report, Settings, StopReason, Timer};
+use gpu_sync::{Device, DriverChoice, Stream};
+use indicatif::{ProgressBar, ProgressStyle};
+use kernels::Kernels;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Why a subcommand failed; each maps to an exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// No CUDA driver could be loaded.
+    NoDriver(String),
+    /// Bad arguments or input files.
+    Usage(String),
+    /// A measured kernel computed a wrong result: the figures mean nothing.
+    Check(String),
+    /// A driver or API error.
+    Gpu(gpu_sync::Error),
+    /// Writing the output.
+    Io(String),
+}
+
+impl Failure {
+    /// The process exit code (see the crate docs).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Failure::NoDriver(_) => crate::EXIT_NO_DRIVER,
+            Failure::Usage(_) => crate::EXIT_USAGE,
+            Failure::Check(_) => crate::EXIT_CHECK,
+            Failure::Gpu(_) | Failure::Io(_) => crate::EXIT_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::NoDriver(m) => write!(
+                f,
+                "{m}\n(for a first look without a GPU: gpu-bench --driver sim …; times are then simulated)"
+            ),
+            Failure::Usage(m) => write!(f, "{m}"),
+            Failure::Check(m) => write!(f, "result check failed: {m}"),
+            Failure::Gpu(e) => write!(f, "{e}"),
+            Failure::Io(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<gpu_sync::Error> for Failure {
+    fn from(e: gpu_sync::Error) -> Failure {
+        Failure::Gpu(e)
+    }
+}
+
+/// A spinner on stderr with the current step, shown only while stdout is
+/// a terminal (quiet in pipes, CI and the GPU bundle's logs).
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Progress { bar }
+    }
+
+    /// Shows what runs now (and logs it at `info`).
+    pub fn step(&self, msg: impl Into<String>) {
+        let msg = msg.into();
+        log::info!("{msg}");
+        self.bar.set_message(msg);
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The context of one run.
+pub struct Ctx {
+    /// The device.
+    pub device: Device,
+    /// The workspace's kernels, loaded.
+    pub kernels: Kernels,
+    /// The instruments (clock probe, spin gate, mapped copy).
+    pub bench: Arc<kernels::BenchKernels>,
+    /// Sampling settings.
+    pub settings: Settings,
+    /// `--quick`.
+    pub quick: bool,
+    /// Whether the simulator runs it.
+    pub sim: bool,
+    /// The progress bar.
+    pub progress: Progress,
+}
+
+impl Ctx {
+    /// Loads the driver (`sim`: installs cuda-sim and registers the
+    /// kernels' CPU references), gets the device, loads the kernels.
+    ///
+    /// # Errors
+    /// [`Failure::NoDriver`] when libcuda cannot be loaded; a driver error.
+    pub fn open(sim: bool, ordinal: i32, settings: Settings, quick: bool) -> Result<Ctx, Failure> {
+        let choice = if sim { DriverChoice::Sim } else { DriverChoice::Cuda };
+        let backend = gpu_sync::select_driver_with(choice).map_err(|e| Failure::NoDriver(e.to_string()))?;
+        if backend.is_sim() {
+            kernels::register_sim_kernels();
+        }
+        let device = Device::get(ordinal)?;
+        let kernels = Kernels::load(&device)?;
+        let bench = Arc::new(kernels::BenchKernels::load(&device)?);
+        Ok(Ctx { device, kernels, bench, settings, quick, sim, progress: Progress::new() })
+    }
+
+    /// The instruments as the engine takes them.
+    pub fn instruments(&self) -> Arc<dyn Instruments> {
+        self.bench.clone()
+    }
+
+    /// A timer for `stream` with the instruments.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn timer(&self, stream: &Stream) -> Result<Timer, Failure> {
+        Ok(Timer::new(stream, Some(self.instruments()))?)
+    }
+
+    /// An empty report titled `title` for this device and settings.
+    ///
+    /// # Errors
+    /// A driver error reading the device's facts.
+    pub fn report(&self, title: &str) -> Result<Report, Failure> {
+        Ok(Report::new(title, gpu_bench::device_info(&self.device)?, self.settings))
+    }
+
+    /// SM cycles in `seconds` at `mhz`.
+    pub fn cycles(seconds: f64, mhz: f64) -> u64 {
+        (seconds * mhz * 1e6).round().max(1.0) as u64
+    }
+}
+
+/// Fills the report's clock and resolution from `timer`.
+pub fn finish_report(report: &mut Report, timer: &Timer) {
+    report.clock = timer.clock();
+    report.resolution = Some(timer.resolution().clone());
+}
+
+/// Host-clock samples of `f` (each returns its own seconds) until the
+/// engine's stopping rule ([`gpu_bench::stop`]) is met: the same rule as
+/// device-timed modes, for things events cannot see.
+///
+/// # Errors
+/// `f`'s error.
+pub fn host_samples(
+    s: &Settings,
+    f: impl FnMut() -> gpu_sync::Result<f64>,
+) -> gpu_sync::Result<(Vec<f64>, StopReason)> {
+    let t0 = Instant::now();
+    gpu_bench::stop::sample_until(s, f, || t0.elapsed().as_secs_f64())
+}
+
+/// A record of host-clock samples: median (with noise), IQR and count, and
+/// a warning naming the rules unmet if sampling did not converge.
+pub fn host_record(
+    name: &str,
+    params: &[(&str, String)],
+    samples: &[f64],
+    why: StopReason,
+    s: &Settings,
+) -> Record {
+    let mut r = Record::new(name, params);
+    let sum = gpu_bench::stats::Summary::of(samples).unwrap_or_else(gpu_bench::stats::Summary::empty);
+    r.counters
+        .push(Counter::new("median (host clock)", sum.median, Unit::Seconds).with_noise(sum.median_noise()));
+    r.counters.push(Counter::new("samples", sum.n as f64, Unit::Count));
+    if why != StopReason::Converged {
+        let unmet = gpu_bench::stop::unmet(samples, samples.iter().sum(), s);
+        let names: Vec<&str> = unmet.iter().map(|u| u.name()).collect();
+        r.warnings.push(gpu_bench::Warning {
+            rule: unmet.first().copied().unwrap_or(gpu_bench::Rule::MaxSamples),
+            mode: None,
+            message: format!("host sampling ended by {} with {} unmet", why.name(), names.join(", ")),
+        });
+    }
+    r
+}

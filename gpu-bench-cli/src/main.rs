@@ -1,0 +1,317 @@
+//! `gpu-bench`: the workspace's benchmarks on the gpu-bench engine.
+//!
+//! One output convention for every subcommand: the report goes to stdout in
+//! `--format md|json|csv` (markdown by default); with `--out DIR`,
+//! `report.md`, `results.json` and `results.csv` are written there too.
+//! `--driver sim` runs on the software driver cuda-sim (a laptop's first
+//! look): every time is then simulated, and the reports say so.
+//!
+//! Exit codes: 0 success; 1 a regression (`compare`); 2 bad arguments;
+//! 3 no CUDA driver; 4 a measurement failed a check (a kernel computed a
+//! wrong result); 5 any other error (a driver error, I/O).
+//!
+//! A progress bar (indicatif) runs on stderr while stdout is a terminal;
+//! logs go to stderr through env_logger (`RUST_LOG=debug`).
+
+mod bandwidth;
+mod common;
+mod overhead;
+mod overlap;
+mod roofline;
+mod sync_costs;
+mod timer;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use common::{Ctx, Failure};
+use gpu_bench::Settings;
+use gpu_bench::render::{Format, write_text};
+use std::path::PathBuf;
+
+/// Exit status: a regression.
+pub const EXIT_REGRESSION: i32 = 1;
+/// Exit status: bad arguments (clap's own usage errors use it too).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status: no CUDA driver.
+pub const EXIT_NO_DRIVER: i32 = 3;
+/// Exit status: a measurement failed a check.
+pub const EXIT_CHECK: i32 = 4;
+/// Exit status: any other error.
+pub const EXIT_ERROR: i32 = 5;
+
+#[derive(Parser)]
+#[command(name = "gpu-bench", version, about = "GPU measurement you can trust")]
+struct Cli {
+    /// Device ordinal.
+    #[arg(long, global = true, default_value_t = 0, env = "GPU_BENCH_DEVICE")]
+    device: i32,
+    /// Which driver: the real CUDA driver, or the simulator (simulated times).
+    #[arg(long, global = true, value_enum, default_value_t = DriverKind::Cuda, env = "GPU_BENCH_DRIVER")]
+    driver: DriverKind,
+    /// Output format on stdout.
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Md, env = "GPU_BENCH_FORMAT")]
+    format: FormatArg,
+    /// Also write report.md, results.json and results.csv into this folder.
+    #[arg(long, global = true, env = "GPU_BENCH_OUT")]
+    out: Option<PathBuf>,
+    /// A short smoke run: small sizes, few samples.
+    #[arg(long, global = true, env = "GPU_BENCH_QUICK")]
+    quick: bool,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The sampling settings: one name per setting (see `gpu_bench::Settings::NAMES`).
+#[derive(clap::Args)]
+struct SettingsArgs {
+    /// Fewest samples per mode.
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_SAMPLES")]
+    min_samples: Option<usize>,
+    /// Least measured device time per mode, seconds.
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S")]
+    min_time_s: Option<f64>,
+    /// Stop once the median's noise is below this many percent.
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_NOISE_PCT")]
+    max_noise_pct: Option<f64>,
+    /// Give up on a mode after this many seconds.
+    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S")]
+    timeout_s: Option<f64>,
+    /// Most samples per mode.
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_SAMPLES")]
+    max_samples: Option<usize>,
+    /// Fewest warmup runs.
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MIN")]
+    warmup_min: Option<usize>,
+    /// Most warmup runs.
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MAX")]
+    warmup_max: Option<usize>,
+    /// Runs per sample in batch mode.
+    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS")]
+    batch_runs: Option<usize>,
+}
+
+impl SettingsArgs {
+    fn apply(&self, base: Settings) -> Settings {
+        let mut s = base;
+        macro_rules! take {
+            ($($f:ident),*) => {$(if let Some(v) = self.$f { s.$f = v; })*};
+        }
+        take!(
+            min_samples,
+            min_time_s,
+            max_noise_pct,
+            timeout_s,
+            max_samples,
+            warmup_min,
+            warmup_max,
+            batch_runs
+        );
+        s
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DriverKind {
+    /// libcuda.so.1.
+    Cuda,
+    /// The software driver cuda-sim: simulated times.
+    Sim,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    /// Markdown tables.
+    Md,
+    /// JSON (schema gpu-bench.report, versioned).
+    Json,
+    /// CSV, one row per counter.
+    Csv,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Device name, SMs, clocks, memory bus, L2, PCIe link, driver.
+    Info,
+    /// The timer checked on a spin kernel of known length (10 µs … 10 ms) in
+    /// every mode, with an A/A calibration and a paired A/B run.
+    Timer {
+        /// Threshold of the A/A calibration and the A/B verdict, percent.
+        #[arg(long, default_value_t = 2.0)]
+        threshold_pct: f64,
+    },
+    /// Memory ceilings: HBM read, copy and triad bandwidth, results checked.
+    Roofline {
+        /// Size of each array in MiB (use several times the L2).
+        #[arg(long, default_value_t = 1024)]
+        array_mib: usize,
+    },
+    /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff.
+    Overhead {
+        /// Batches per variant.
+        #[arg(long, default_value_t = 200)]
+        batches: usize,
+        /// Submissions per batch.
+        #[arg(long, default_value_t = 200)]
+        per_batch: usize,
+    },
+    /// The right and wrong ways to time, and what synchronization costs.
+    SyncCosts,
+    /// H2D, D2H and both at once; pinned vs pageable; copy engine vs SM copy.
+    Bandwidth {
+        /// Largest transfer, MiB (sizes go from 4 KiB up by 4x).
+        #[arg(long, default_value_t = 1024)]
+        max_mib: usize,
+    },
+    /// Copy/compute overlap with the prefetcher: pinned vs pageable.
+    Overlap {
+        /// Bytes per chunk, MiB.
+        #[arg(long, default_value_t = 32)]
+        chunk_mib: usize,
+        /// Chunks.
+        #[arg(long, default_value_t = 16)]
+        chunks: usize,
+    },
+    /// Compares two results.json files: ratio of medians with a 95% interval,
+    /// a verdict, exit status 1 on a regression.
+    Compare {
+        /// The baseline results.json.
+        old: PathBuf,
+        /// The new results.json.
+        new: PathBuf,
+        /// Relative difference that counts, e.g. `5%` or `0.05`.
+        #[arg(long, default_value = "5%")]
+        threshold: String,
+    },
+}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("gpu-bench: {f}");
+            f.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `5%` or `0.05` as a fraction.
+fn parse_threshold(s: &str) -> Result<f64, Failure> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(Failure::Usage(format!(
+            "--threshold {s:?}: expected a percentage like 5% or a fraction like 0.05"
+        ))),
+    }
+}
+
+fn emit(format: Format, out: Option<&PathBuf>, md: &str, json: &str, csv: &str) -> Result<(), Failure> {
+    print!(
+        "{}",
+        match format {
+            Format::Md => md,
+            Format::Json => json,
+            Format::Csv => csv,
+        }
+    );
+    if let Some(dir) = out {
+        write_text(&dir.join("report.md"), md).map_err(Failure::Io)?;
+        write_text(&dir.join("results.json"), json).map_err(Failure::Io)?;
+        write_text(&dir.join("results.csv"), csv).map_err(Failure::Io)?;
+        log::info!("wrote {}/report.md, results.json, results.csv", dir.display());
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<i32, Failure> {
+    let format = match cli.format {
+        FormatArg::Md => Format::Md,
+        FormatArg::Json => Format::Json,
+        FormatArg::Csv => Format::Csv,
+    };
+    if let Command::Compare { old, new, threshold } = &cli.command {
+        let threshold = parse_threshold(threshold)?;
+        let read = |p: &PathBuf| {
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
+            gpu_bench::Report::from_json(&text).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))
+        };
+        let (o, n) = (read(old)?, read(new)?);
+        let c = gpu_bench::compare::compare_reports(&o, &n, threshold);
+        let json = serde_json::to_string_pretty(&c).map_err(|e| Failure::Io(e.to_string()))? + "\n";
+        let mut csv = String::from("benchmark,mode,old_s,new_s,ratio,ci_low,ci_high,verdict\n");
+        for x in &c.comparisons {
+            csv.push_str(&format!(
+                "\"{}\",{},{},{},{},{},{},{}\n",
+                x.key.replace('"', "\"\""),
+                x.mode.name(),
+                x.old_median,
+                x.new_median,
+                x.ratio,
+                x.ci95.0,
+                x.ci95.1,
+                x.verdict.name()
+            ));
+        }
+        emit(format, cli.out.as_ref(), &c.to_markdown(), &json, &csv)?;
+        return Ok(if c.regressed() { EXIT_REGRESSION } else { 0 });
+    }
+    let base = if cli.quick { Settings::quick() } else { Settings::from_env().map_err(Failure::Usage)? };
+    let settings = cli.settings.apply(base);
+    let ctx = Ctx::open(cli.driver == DriverKind::Sim, cli.device, settings, cli.quick)?;
+    let report = match cli.command {
+        Command::Info => {
+            let r = ctx.report("Device")?;
+            let json =
+                serde_json::to_string_pretty(&r.device).map_err(|e| Failure::Io(e.to_string()))? + "\n";
+            let md = gpu_bench::render::header(&r) + &r.device.to_markdown();
+            emit(format, cli.out.as_ref(), &md, &json, &gpu_bench::render::csv(&r))?;
+            return Ok(0);
+        }
+        Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
+        Command::Roofline { array_mib } => roofline::run(&ctx, array_mib)?,
+        Command::Overhead { batches, per_batch } => overhead::run(&ctx, batches, per_batch)?,
+        Command::SyncCosts => sync_costs::run(&ctx)?,
+        Command::Bandwidth { max_mib } => bandwidth::run(&ctx, max_mib)?,
+        Command::Overlap { chunk_mib, chunks } => overlap::run(&ctx, chunk_mib, chunks)?,
+        Command::Compare { .. } => unreachable!("handled above"),
+    };
+    ctx.progress.finish();
+    let md = gpu_bench::render::markdown(&report);
+    emit(format, cli.out.as_ref(), &md, &gpu_bench::render::json(&report), &gpu_bench::render::csv(&report))?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_setting_has_its_flag_and_variable() {
+        let cmd = Cli::command();
+        for (field, flag, env) in Settings::NAMES {
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long().map(|l| format!("--{l}")) == Some(flag.to_owned()))
+                .unwrap_or_else(|| panic!("no {flag} for {field}"));
+            assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env), "{flag}");
+        }
+    }
+
+    #[test]
+    fn thresholds_parse_as_percent_or_fraction() {
+        assert_eq!(parse_threshold("5%").unwrap(), 0.05);
+        assert_eq!(parse_threshold("0.02").unwrap(), 0.02);
+        assert!(parse_threshold("-1").is_err());
+        assert!(parse_threshold("x%").is_err());
+    }
+}

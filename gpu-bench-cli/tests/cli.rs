@@ -1,0 +1,127 @@
+//! The `gpu-bench` binary on the simulator: every subcommand runs with
+//! `--driver sim --quick` and writes a report of the versioned schema,
+//! marked simulated, in all three formats; `compare` gates on regressions
+//! with exit code 1; the other exit codes mean what the docs say.
+
+use gpu_bench::{Mode, Report};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpu-bench-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("gpu-bench runs")
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn report_at(dir: &Path) -> Report {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    Report::from_json(&text).expect("a gpu-bench report")
+}
+
+#[test]
+fn every_subcommand_runs_on_the_simulator() {
+    for cmd in ["timer", "roofline", "overhead", "sync-costs", "bandwidth", "overlap"] {
+        let dir = scratch(cmd);
+        let out = run(&["--driver", "sim", "--quick", "--out", dir.to_str().unwrap(), cmd]);
+        ok(&out, cmd);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("SIMULATED TIMES"), "{cmd}: simulated times must be labelled:\n{stdout}");
+        let r = report_at(&dir);
+        assert!(r.simulated, "{cmd}");
+        assert!(!r.records.is_empty(), "{cmd}: no records");
+        assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().starts_with("# "));
+        let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+        assert!(
+            csv.starts_with("benchmark,params,mode,counter,value,unit,noise\n") && csv.lines().count() > 1
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn timer_check_finds_the_spin_kernel_length_in_every_mode() {
+    let out = run(&["--driver", "sim", "--quick", "--format", "json", "timer"]);
+    ok(&out, "timer");
+    let r = Report::from_json(&String::from_utf8_lossy(&out.stdout)).expect("json on stdout");
+    let spin = r.records.iter().find(|r| r.name == "spin").expect("spin record");
+    for m in Mode::ALL {
+        assert!(spin.mode(m).is_some(), "mode {} missing", m.name());
+    }
+    // The simulator's clock is exact: the hot median is the kernel's length.
+    let err = spin.counter("hot vs expected").expect("hot vs expected").value;
+    assert!(err.abs() < 1e-3, "hot median off by {err}");
+    assert!(r.clock.as_ref().is_some_and(|c| (c.steady_mhz - 1980.0).abs() < 1.0), "{:?}", r.clock);
+}
+
+#[test]
+fn compare_gates_on_regressions() {
+    let dir = scratch("compare");
+    let out = run(&["--driver", "sim", "--quick", "--out", dir.to_str().unwrap(), "roofline"]);
+    ok(&out, "roofline");
+    let old = dir.join("results.json");
+    // The same results: same, exit 0.
+    let out = run(&["compare", old.to_str().unwrap(), old.to_str().unwrap(), "--threshold", "5%"]);
+    ok(&out, "compare same");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("same"));
+    // Every sample 20 % slower: a regression, exit 1.
+    let mut slow = report_at(&dir);
+    for rec in &mut slow.records {
+        for m in &mut rec.modes {
+            m.samples.iter_mut().for_each(|x| *x *= 1.2);
+        }
+    }
+    let new = dir.join("slow.json");
+    std::fs::write(&new, gpu_bench::render::json(&slow)).unwrap();
+    let out = run(&["compare", old.to_str().unwrap(), new.to_str().unwrap(), "--threshold", "5%"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SLOWER"));
+    // A threshold above the slowdown: same.
+    let out = run(&["compare", old.to_str().unwrap(), new.to_str().unwrap(), "--threshold", "30%"]);
+    ok(&out, "compare under threshold");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn exit_codes_mean_what_they_say() {
+    // Bad arguments: 2.
+    assert_eq!(run(&["roofline", "--array-mib", "lots"]).status.code(), Some(2));
+    assert_eq!(run(&["compare", "a.json", "b.json", "--threshold", "x"]).status.code(), Some(2));
+    assert_eq!(run(&["compare", "/nonexistent/a.json", "/nonexistent/b.json"]).status.code(), Some(2));
+    // No driver: 3, one message naming libcuda and the simulator.
+    let out = bin().env("CUDA_SYS_LIBCUDA", "/nonexistent/libcuda.so.1").args(["info"]).output().unwrap();
+    if out.status.code() != Some(0) {
+        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("libcuda") && err.contains("--driver sim"), "{err}");
+        assert_eq!(err.matches("gpu-bench:").count(), 1, "one message: {err}");
+    }
+}
+
+#[test]
+fn output_is_quiet_when_not_a_terminal() {
+    // stdout is a pipe here: no progress bar escapes on stderr.
+    let out = run(&["--driver", "sim", "--quick", "--format", "csv", "overhead"]);
+    ok(&out, "overhead");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}'), "terminal escapes on a pipe: {err:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("benchmark,"));
+}

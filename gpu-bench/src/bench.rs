@@ -1,0 +1,613 @@
+//! The timer: [`Bench`] times a closure that submits work on a
+//! [`gpu_sync::Stream`] in several modes side by side, with warmup until
+//! steady state, the stopping rule of [`crate::stop`], clock and resolution
+//! checks, and returns a typed [`Record`].
+//!
+//! ```
+//! # use gpu_bench::{Bench, Mode, Settings};
+//! # use gpu_sync::{Device, DeviceBuffer, Stream};
+//! # gpu_sync::sim::install().unwrap();
+//! # let device = Device::get(0).unwrap();
+//! let stream = Stream::new(&device)?;
+//! let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 1 << 20)?;
+//! let record = Bench::new("memset 4 MiB")
+//!     .bytes(4 << 20)
+//!     .modes(&[Mode::FirstCall, Mode::Cold, Mode::Hot, Mode::Graph])
+//!     .settings(Settings::quick())
+//!     .run(&stream, |s| s.fill_bytes(&mut buf, 7))?;
+//! let hot = record.mode(Mode::Hot).unwrap();
+//! assert!(hot.median() > 0.0);
+//! assert!(record.counter("cache effect").is_some());
+//! # Ok::<(), gpu_sync::Error>(())
+//! ```
+//!
+//! # How each mode times
+//! - **first call**: the host clock around the first run (or a separate
+//!   closure that also loads the module) and a stream synchronization:
+//!   events cannot see a module load.
+//! - **cold**: before each sample a memset over a scratch buffer of twice
+//!   the L2 size (allocated once), outside the events; each run isolated
+//!   (synchronized before the next).
+//! - **hot**: events around each run, after warmup.
+//! - **batch**: a spin-gate kernel holds the timing stream while
+//!   [`Settings::batch_runs`] runs are queued behind it; the host then opens
+//!   the gate and the runs execute back to back: time per run = span / N,
+//!   with no host launch gaps. Needs [`Instruments`].
+//! - **graph**: one run captured into a CUDA graph once and replayed.
+//!
+//! The timing stream is the engine's own; before each mode it waits for
+//! the caller's stream (device-side), so work the caller queued first is
+//! never timed, and gpu-sync's tracking orders every buffer the closure
+//! touches.
+
+use crate::info::{ClockCheck, Resolution};
+use crate::instruments::{GateFlag, Instruments};
+use crate::record::{Counter, Mode, ModeResult, Record, Unit, Warning};
+use crate::settings::Settings;
+use crate::stats::Summary;
+use crate::stop::{self, Rule, StopReason};
+use gpu_sync::cuda_sys::CUdevice_attribute as A;
+use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// SM cycles one clock probe spins (~1 ms at 2 GHz).
+const PROBE_CYCLES: u64 = 2_000_000;
+/// Seconds of sampling between clock probes.
+const PROBE_EVERY_S: f64 = 0.2;
+/// How long a spin gate waits for the host before giving up, ns.
+const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
+/// Warmup is steady when the last this many runs agree…
+const WARMUP_WINDOW: usize = 5;
+/// …within this relative range ((max − min) / median).
+const WARMUP_TOLERANCE: f64 = 0.02;
+
+/// The engine's state for one caller stream: a timing stream, a pair of
+/// timing events, the instruments and their buffers, and what was measured
+/// about the device (resolution, clock). Several [`Bench`]es can share one
+/// ([`Bench::run_on`]) so the checks are made once.
+pub struct Timer {
+    caller: Stream,
+    stream: Stream,
+    start: TimingEvent,
+    end: TimingEvent,
+    instruments: Option<Arc<dyn Instruments>>,
+    clock_out: Option<DeviceBuffer<u64>>,
+    gate: Option<(GateFlag, DeviceBuffer<u64>)>,
+    flush: Option<DeviceBuffer<u8>>,
+    probes_mhz: Vec<f64>,
+    reported_mhz: f64,
+    resolution: Resolution,
+}
+
+impl Timer {
+    /// A timer whose stream waits for `caller`; measures the event
+    /// resolution (32 empty event pairs) and, with `instruments`, loads
+    /// their buffers and takes a first clock probe.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn new(caller: &Stream, instruments: Option<Arc<dyn Instruments>>) -> Result<Timer> {
+        let device = caller.device();
+        let stream = Stream::new(device)?;
+        let (start, end) = (TimingEvent::new(device)?, TimingEvent::new(device)?);
+        let resolution = measure_resolution(&stream, &start, &end, 32)?;
+        let clock_out = match &instruments {
+            Some(_) => Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
+            None => None,
+        };
+        let reported_mhz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1e3;
+        let mut t = Timer {
+            caller: caller.clone(),
+            stream,
+            start,
+            end,
+            instruments,
+            clock_out,
+            gate: None,
+            flush: None,
+            probes_mhz: Vec::new(),
+            reported_mhz,
+            resolution,
+        };
+        t.probe_clock()?;
+        Ok(t)
+    }
+
+    /// The timing stream (the one closures are given).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The event timer's resolution measured at creation.
+    pub fn resolution(&self) -> &Resolution {
+        &self.resolution
+    }
+
+    /// The SM clock probes so far, if instruments are loaded.
+    pub fn clock(&self) -> Option<ClockCheck> {
+        ClockCheck::of(self.probes_mhz.clone(), self.reported_mhz)
+    }
+
+    /// Whether batch mode and clock checks are available.
+    pub fn has_instruments(&self) -> bool {
+        self.instruments.is_some()
+    }
+
+    /// One clock probe (`clock64` over `%globaltimer`), MHz; `None` without
+    /// instruments or when the probe reports no elapsed time.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn probe_clock(&mut self) -> Result<Option<f64>> {
+        let (Some(inst), Some(out)) = (&self.instruments, self.clock_out.as_mut()) else {
+            return Ok(None);
+        };
+        inst.clock_probe(&self.stream, PROBE_CYCLES, out)?;
+        let v = self.stream.to_vec(&*out)?;
+        let mhz = match v.as_slice() {
+            [cycles, ns] if *ns > 0 => *cycles as f64 / *ns as f64 * 1e3,
+            _ => return Ok(None),
+        };
+        self.probes_mhz.push(mhz);
+        Ok(Some(mhz))
+    }
+
+    /// One hot sample: timing events around `f` on the timing stream, then
+    /// an event synchronization; seconds. For callers building their own
+    /// loops ([`crate::compare::paired`]).
+    ///
+    /// # Errors
+    /// A driver error or `f`'s error.
+    pub fn time(&mut self, mut f: impl FnMut(&Stream) -> Result<()>) -> Result<f64> {
+        self.time_events(&mut f)
+    }
+
+    /// Events around `f` on the timing stream, synchronized: seconds.
+    fn time_events(&mut self, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<f64> {
+        self.start.record(&self.stream)?;
+        f(&self.stream)?;
+        self.end.record(&self.stream)?;
+        self.end.synchronize()?;
+        Ok(self.start.elapsed(&self.end)?.as_secs_f64())
+    }
+
+    fn flush_l2(&mut self, salt: u8) -> Result<()> {
+        if self.flush.is_none() {
+            let l2 =
+                self.stream.device().attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(1 << 20) as usize;
+            self.flush = Some(DeviceBuffer::<u8>::alloc(&self.stream, 2 * l2)?);
+        }
+        if let Some(buf) = self.flush.as_mut() {
+            self.stream.fill_bytes(buf, salt)?;
+        }
+        Ok(())
+    }
+
+    /// `runs` runs behind the spin gate: (seconds per run, whether the host
+    /// opened the gate before its timeout).
+    fn time_batch(&mut self, runs: usize, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<(f64, bool)> {
+        let Some(inst) = self.instruments.clone() else {
+            return Err(Error::InvalidArgument("batch mode needs instruments".into()));
+        };
+        if self.gate.is_none() {
+            let flag = GateFlag::new(self.stream.device())?;
+            self.gate = Some((flag, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?));
+        }
+        let Some((flag, out)) = self.gate.as_mut() else {
+            return Err(Error::InvalidArgument("gate missing".into()));
+        };
+        flag.close()?;
+        inst.gate(&self.stream, flag, GATE_TIMEOUT_NS, out)?;
+        let queued = (|| {
+            self.start.record(&self.stream)?;
+            for _ in 0..runs {
+                f(&self.stream)?;
+            }
+            self.end.record(&self.stream)
+        })();
+        // Open the gate whatever happened, so the stream drains.
+        flag.open()?;
+        queued?;
+        self.end.synchronize()?;
+        let opened = self.stream.to_vec(&*out)?.first().copied() == Some(1);
+        Ok((self.start.elapsed(&self.end)?.as_secs_f64() / runs.max(1) as f64, opened))
+    }
+}
+
+fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize) -> Result<Resolution> {
+    let mut v = Vec::with_capacity(pairs);
+    for _ in 0..pairs {
+        a.record(s)?;
+        b.record(s)?;
+        b.synchronize()?;
+        v.push(a.elapsed(b)?.as_secs_f64());
+    }
+    let floor = Summary::of(&v).map_or(0.0, |s| s.median);
+    let step = v
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    Ok(Resolution { floor_s: floor, step_s: step, pairs })
+}
+
+/// A first-call closure: what the very first run costs (for example, load
+/// the module and launch once).
+pub type FirstCall<'a> = dyn FnMut(&Stream) -> Result<()> + 'a;
+
+/// A benchmark: a name, parameters, declared bytes and FLOPs per run, the
+/// modes to time and the sampling settings. See the module docs.
+#[derive(Clone)]
+pub struct Bench {
+    name: String,
+    params: Vec<(String, String)>,
+    bytes: Option<u64>,
+    flops: Option<u64>,
+    settings: Settings,
+    modes: Vec<Mode>,
+    instruments: Option<Arc<dyn Instruments>>,
+}
+
+impl Bench {
+    /// A benchmark named `name`: hot mode, default [`Settings`].
+    pub fn new(name: impl Into<String>) -> Bench {
+        Bench {
+            name: name.into(),
+            params: Vec::new(),
+            bytes: None,
+            flops: None,
+            settings: Settings::default(),
+            modes: vec![Mode::Hot],
+            instruments: None,
+        }
+    }
+
+    /// Adds a parameter (an axis value: size, dtype); part of the record's key.
+    pub fn param(mut self, key: impl Into<String>, value: impl std::fmt::Display) -> Bench {
+        self.params.push((key.into(), value.to_string()));
+        self
+    }
+
+    /// Bytes one run moves: the records get a bandwidth counter.
+    pub fn bytes(mut self, bytes: u64) -> Bench {
+        self.bytes = Some(bytes);
+        self
+    }
+
+    /// FLOPs one run performs: the records get a FLOP/s counter.
+    pub fn flops(mut self, flops: u64) -> Bench {
+        self.flops = Some(flops);
+        self
+    }
+
+    /// The sampling settings.
+    pub fn settings(mut self, settings: Settings) -> Bench {
+        self.settings = settings;
+        self
+    }
+
+    /// The modes to time, reported in [`Mode::ALL`] order.
+    pub fn modes(mut self, modes: &[Mode]) -> Bench {
+        let mut m = modes.to_vec();
+        m.sort();
+        m.dedup();
+        self.modes = m;
+        self
+    }
+
+    /// Instruments for batch mode and the clock check (used by [`Bench::run`];
+    /// [`Bench::run_on`] uses its timer's).
+    pub fn instruments(mut self, instruments: Arc<dyn Instruments>) -> Bench {
+        self.instruments = Some(instruments);
+        self
+    }
+
+    /// Times `f` in every requested mode on a new [`Timer`] for `stream`.
+    ///
+    /// # Errors
+    /// A driver error, or `f`'s error.
+    pub fn run(&self, stream: &Stream, f: impl FnMut(&Stream) -> Result<()>) -> Result<Record> {
+        let mut timer = Timer::new(stream, self.instruments.clone())?;
+        self.run_on(&mut timer, None, f)
+    }
+
+    /// As [`Bench::run`] on a shared `timer`, with an optional `first`
+    /// closure for the first-call mode (for example one that loads the
+    /// module and launches once); without it, first-call times the first
+    /// run of `f`.
+    ///
+    /// # Errors
+    /// A driver error, or the closures' error.
+    pub fn run_on(
+        &self,
+        timer: &mut Timer,
+        mut first: Option<&mut FirstCall<'_>>,
+        mut f: impl FnMut(&Stream) -> Result<()>,
+    ) -> Result<Record> {
+        let mut rec = Record::new(
+            self.name.clone(),
+            &self.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect::<Vec<_>>(),
+        );
+        rec.bytes_per_run = self.bytes;
+        rec.flops_per_run = self.flops;
+        let s = &self.settings;
+        for &mode in &self.modes {
+            timer.stream.wait_stream(&timer.caller)?;
+            let result = match mode {
+                Mode::FirstCall => {
+                    let t0 = Instant::now();
+                    match first.as_mut() {
+                        Some(g) => g(&timer.stream)?,
+                        None => f(&timer.stream)?,
+                    }
+                    timer.stream.synchronize()?;
+                    let t = t0.elapsed().as_secs_f64();
+                    Some(self.finish(mode, vec![t], 1, None, Vec::new(), (0, true), 0))
+                }
+                Mode::Hot => Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| t.time_events(&mut f))?),
+                Mode::Cold => {
+                    let mut salt = 0u8;
+                    Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| {
+                        salt = salt.wrapping_add(1);
+                        t.flush_l2(salt)?;
+                        t.time_events(&mut f)
+                    })?)
+                }
+                Mode::Batch if timer.instruments.is_none() => {
+                    rec.warnings.push(Warning {
+                        rule: Rule::Unavailable,
+                        mode: Some(mode),
+                        message: "no instruments loaded (the spin gate); see gpu_bench::instruments".into(),
+                    });
+                    None
+                }
+                Mode::Batch => {
+                    let n = s.batch_runs.max(1);
+                    let mut timeouts = 0usize;
+                    let r = self.sample(timer, mode, n, &mut |t: &mut Timer| {
+                        let (per_run, opened) = t.time_batch(n, &mut f)?;
+                        timeouts += usize::from(!opened);
+                        Ok(per_run)
+                    })?;
+                    if timeouts > 0 {
+                        rec.warnings.push(Warning {
+                            rule: Rule::Gate,
+                            mode: Some(mode),
+                            message: format!(
+                                "the spin gate timed out in {timeouts} samples before {n} runs were queued: \
+                                 those include host launch gaps"
+                            ),
+                        });
+                    }
+                    Some(r)
+                }
+                Mode::Graph => match timer.stream.capture(|c| f(c.stream())).and_then(|g| g.instantiate()) {
+                    Ok(exec) => Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| {
+                        t.time_events(&mut |s: &Stream| exec.launch(s))
+                    })?),
+                    Err(e) => {
+                        rec.warnings.push(Warning {
+                            rule: Rule::Unavailable,
+                            mode: Some(mode),
+                            message: format!("the work could not be captured into a graph: {e}"),
+                        });
+                        None
+                    }
+                },
+            };
+            if let Some(r) = result {
+                self.warn(&mut rec, &r, timer);
+                rec.modes.push(r);
+            }
+        }
+        timer.caller.wait_stream(&timer.stream)?;
+        derive(&mut rec);
+        Ok(rec)
+    }
+
+    /// Warmup until steady, then the one sampling loop, with clock probes.
+    fn sample(
+        &self,
+        timer: &mut Timer,
+        mode: Mode,
+        runs_per_sample: usize,
+        one: &mut dyn FnMut(&mut Timer) -> Result<f64>,
+    ) -> Result<ModeResult> {
+        let s = &self.settings;
+        let began = Instant::now();
+        let mut warm = Vec::new();
+        let steady = loop {
+            warm.push(one(timer)?);
+            let n = warm.len();
+            if n >= s.warmup_min.max(1) && n >= WARMUP_WINDOW.min(s.warmup_max.max(1)) {
+                let last = &warm[n.saturating_sub(WARMUP_WINDOW)..];
+                let (lo, hi) = last.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                let med = crate::stats::median(last);
+                if med > 0.0 && (hi - lo) / med <= WARMUP_TOLERANCE || med == 0.0 && hi == 0.0 {
+                    break true;
+                }
+            }
+            if n >= s.warmup_max.max(s.warmup_min).max(1) || began.elapsed().as_secs_f64() > s.timeout_s / 4.0
+            {
+                break false;
+            }
+        };
+        let mut probes: Vec<(usize, f64)> = Vec::new();
+        if let Some(mhz) = timer.probe_clock()? {
+            probes.push((0, mhz));
+        }
+        let sampling = Instant::now();
+        let mut last_probe = Instant::now();
+        let mut taken = 0usize;
+        let (samples, why) = stop::sample_until(
+            s,
+            || {
+                if last_probe.elapsed().as_secs_f64() >= PROBE_EVERY_S {
+                    if let Some(mhz) = timer.probe_clock()? {
+                        probes.push((taken, mhz));
+                    }
+                    last_probe = Instant::now();
+                }
+                taken += 1;
+                one(timer)
+            },
+            || sampling.elapsed().as_secs_f64(),
+        )?;
+        if let Some(mhz) = timer.probe_clock()? {
+            probes.push((samples.len(), mhz));
+        }
+        let steady_mhz = timer.probes_mhz.iter().copied().fold(0.0, f64::max);
+        let low = low_clock_samples(samples.len(), &probes, 0.9 * steady_mhz);
+        let unmet = if why == StopReason::Converged {
+            Vec::new()
+        } else {
+            stop::unmet(&samples, samples.iter().sum::<f64>() * runs_per_sample as f64, s)
+        };
+        Ok(self.finish(mode, samples, runs_per_sample, Some(why), unmet, (warm.len(), steady), low))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        mode: Mode,
+        samples: Vec<f64>,
+        runs_per_sample: usize,
+        stop: Option<StopReason>,
+        unmet: Vec<Rule>,
+        (warmup_runs, warmup_steady): (usize, bool),
+        low_clock_samples: usize,
+    ) -> ModeResult {
+        let summary = Summary::of(&samples).unwrap_or_else(Summary::empty);
+        let mut median = Counter::new("median", summary.median, Unit::Seconds);
+        if summary.median_noise().is_finite() {
+            median = median.with_noise(summary.median_noise());
+        }
+        let mut counters = vec![median];
+        if let Some(b) = self.bytes {
+            counters.push(Counter::new("bandwidth", b as f64 / summary.median, Unit::BytesPerSecond));
+        }
+        if let Some(fl) = self.flops {
+            counters.push(Counter::new("compute", fl as f64 / summary.median, Unit::FlopPerSecond));
+        }
+        ModeResult {
+            mode,
+            samples,
+            summary,
+            runs_per_sample,
+            stop,
+            unmet,
+            warmup_runs,
+            warmup_steady,
+            low_clock_samples,
+            counters,
+        }
+    }
+
+    fn warn(&self, rec: &mut Record, r: &ModeResult, timer: &Timer) {
+        let s = &self.settings;
+        let mode = Some(r.mode);
+        let mut push = |rule, message: String| rec.warnings.push(Warning { rule, mode, message });
+        if let Some(why) = r.stop.filter(|w| *w != StopReason::Converged) {
+            let measured = r.samples.iter().sum::<f64>() * r.runs_per_sample as f64;
+            for rule in &r.unmet {
+                let detail = match rule {
+                    Rule::MinSamples => format!("{} samples of at least {}", r.summary.n, s.min_samples),
+                    Rule::MinTime => format!("{measured:.3} s measured of at least {} s", s.min_time_s),
+                    Rule::MedianNoise => format!(
+                        "the median's noise {:.2}% is above {:.2}%",
+                        r.summary.median_noise() * 100.0,
+                        s.max_noise_pct
+                    ),
+                    Rule::Drift => format!(
+                        "the halves' medians differ by {:.2}% (more than {:.2}%)",
+                        stop::drift(&r.samples) * 100.0,
+                        2.0 * s.max_noise_pct
+                    ),
+                    _ => String::new(),
+                };
+                let cap = match why {
+                    StopReason::Timeout => format!("the timeout ({} s)", s.timeout_s),
+                    _ => format!("the sample cap ({})", s.max_samples),
+                };
+                push(*rule, format!("sampling ended at {cap} with this rule unmet: {detail}"));
+            }
+        }
+        if r.stop.is_some() && !r.warmup_steady {
+            push(
+                Rule::Warmup,
+                format!(
+                    "warmup ended after {} runs without {WARMUP_WINDOW} runs agreeing within {:.0}%",
+                    r.warmup_runs,
+                    WARMUP_TOLERANCE * 100.0
+                ),
+            );
+        }
+        let limit = timer.resolution.limit_s();
+        if matches!(r.mode, Mode::Hot | Mode::Cold | Mode::Graph) && r.summary.median < 20.0 * limit {
+            push(
+                Rule::Resolution,
+                format!(
+                    "median {} is within 20x of the event timer's resolution ({}); batch mode amortizes it",
+                    crate::record::format_value(r.summary.median, Unit::Seconds),
+                    crate::record::format_value(limit, Unit::Seconds)
+                ),
+            );
+        }
+        if r.low_clock_samples > 0 {
+            push(
+                Rule::Clock,
+                format!(
+                    "{} of {} samples were taken below 90% of the steady SM clock",
+                    r.low_clock_samples, r.summary.n
+                ),
+            );
+        }
+    }
+}
+
+/// Samples between probes where either neighbouring probe is below `limit`.
+fn low_clock_samples(n: usize, probes: &[(usize, f64)], limit: f64) -> usize {
+    if probes.is_empty() || limit <= 0.0 {
+        return 0;
+    }
+    (0..n)
+        .filter(|&i| {
+            let before = probes.iter().rev().find(|p| p.0 <= i);
+            let after = probes.iter().find(|p| p.0 > i);
+            before.into_iter().chain(after).any(|p| p.1 < limit)
+        })
+        .count()
+}
+
+/// Differences between modes, with their meaning.
+fn derive(rec: &mut Record) {
+    let med = |m: Mode| rec.mode(m).map(ModeResult::median);
+    let pairs = [
+        ("launch overhead", Mode::Hot, Mode::Batch),
+        ("cache effect", Mode::Cold, Mode::Hot),
+        ("first-call cost", Mode::FirstCall, Mode::Hot),
+        ("graph saving", Mode::Hot, Mode::Graph),
+    ];
+    let derived: Vec<Counter> = pairs
+        .iter()
+        .filter_map(|&(name, a, b)| Some(Counter::new(name, med(a)? - med(b)?, Unit::Seconds)))
+        .collect();
+    rec.counters.extend(derived);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn low_clock_samples_are_those_next_to_a_low_probe() {
+        // Probes before sample 0 (fast), before 10 (slow), before 20 (fast).
+        let probes = [(0, 1980.0), (10, 1500.0), (20, 1980.0)];
+        // Samples 0..10 sit between a fast and a slow probe, 10..20 after
+        // the slow one: all 20 flagged; 20..30 after a fast one: not.
+        assert_eq!(low_clock_samples(30, &probes, 0.9 * 1980.0), 20);
+        assert_eq!(low_clock_samples(30, &[(0, 1980.0)], 0.9 * 1980.0), 0);
+        assert_eq!(low_clock_samples(30, &[], 1.0), 0);
+    }
+}

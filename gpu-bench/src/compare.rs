@@ -1,0 +1,500 @@
+//! Comparing measurements: [`Compare`] tables (variants as rows, a
+//! parameter as columns, the fastest per column marked, relative times),
+//! regression verdicts between two reports ([`compare_reports`]) with a
+//! bootstrap confidence interval of the ratio of medians, the A/A
+//! calibration of a threshold ([`calibrate`]) and paired, interleaved A/B
+//! runs ([`paired`]).
+//!
+//! The verdict is *slower* only when the whole 95 % interval of
+//! new/old lies above `1 + threshold` (*faster*: below `1 − threshold`);
+//! anything else is *same*. nvbench flags a difference as soon as it exceeds
+//! the noise, so identical reruns come out SLOW or FAST; here a difference
+//! must be both significant and larger than the threshold, and [`calibrate`]
+//! measures how often the same benchmark run twice still gets a verdict on
+//! this GPU.
+//!
+//! ```
+//! use gpu_bench::compare::{Verdict, verdict};
+//! assert_eq!(verdict((1.08, 1.12), 0.05), Verdict::Slower);
+//! assert_eq!(verdict((0.99, 1.07), 0.05), Verdict::Same);
+//! assert_eq!(verdict((0.90, 0.94), 0.05), Verdict::Faster);
+//! ```
+
+use crate::bench::{Bench, Timer};
+use crate::record::{Mode, Record, Report, Unit, format_value};
+use crate::settings::Settings;
+use crate::stats::{XorShift, median, quantile_sorted, ratio_ci};
+use gpu_sync::{Result, Stream};
+use serde::{Deserialize, Serialize};
+
+/// Bootstrap resamples for every interval here.
+const RESAMPLES: usize = 1000;
+
+/// A regression verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// New is faster by more than the threshold, with 95 % confidence.
+    Faster,
+    /// No difference beyond the threshold that the data support.
+    Same,
+    /// New is slower by more than the threshold, with 95 % confidence.
+    Slower,
+}
+
+impl Verdict {
+    /// The verdict as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Same => "same",
+            Verdict::Slower => "SLOWER",
+        }
+    }
+}
+
+/// The verdict for a 95 % interval `ci` of new/old time and a relative
+/// `threshold` (0.05 = 5 %).
+pub fn verdict(ci: (f64, f64), threshold: f64) -> Verdict {
+    if ci.0 > 1.0 + threshold {
+        Verdict::Slower
+    } else if ci.1 < 1.0 - threshold {
+        Verdict::Faster
+    } else {
+        Verdict::Same
+    }
+}
+
+/// One benchmark compared between two reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Record key.
+    pub key: String,
+    /// Mode compared.
+    pub mode: Mode,
+    /// Old median, seconds.
+    pub old_median: f64,
+    /// New median, seconds.
+    pub new_median: f64,
+    /// new / old.
+    pub ratio: f64,
+    /// Bootstrap 95 % interval of the ratio.
+    pub ci95: (f64, f64),
+    /// The verdict at the threshold.
+    pub verdict: Verdict,
+}
+
+/// The result of comparing two reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    /// Threshold, a fraction.
+    pub threshold: f64,
+    /// Benchmarks in both.
+    pub comparisons: Vec<Comparison>,
+    /// Keys only in the old report.
+    pub only_old: Vec<String>,
+    /// Keys only in the new report.
+    pub only_new: Vec<String>,
+}
+
+impl CompareReport {
+    /// Whether any benchmark got slower.
+    pub fn regressed(&self) -> bool {
+        self.comparisons.iter().any(|c| c.verdict == Verdict::Slower)
+    }
+
+    /// A markdown table (6 columns).
+    pub fn to_markdown(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .comparisons
+            .iter()
+            .map(|c| {
+                vec![
+                    c.key.clone(),
+                    c.mode.name().to_owned(),
+                    format_value(c.old_median, Unit::Seconds),
+                    format_value(c.new_median, Unit::Seconds),
+                    format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ci95.0, c.ci95.1),
+                    c.verdict.name().to_owned(),
+                ]
+            })
+            .collect();
+        let mut s = format!(
+            "# Compare (threshold {:.1}%: a verdict needs the whole 95% interval beyond it)\n\n",
+            self.threshold * 100.0
+        );
+        s.push_str(&crate::render::table(
+            &["benchmark", "mode", "old", "new", "new/old [95% CI]", "verdict"],
+            &rows,
+        ));
+        for k in &self.only_old {
+            s.push_str(&format!("- only in OLD: {k}\n"));
+        }
+        for k in &self.only_new {
+            s.push_str(&format!("- only in NEW: {k}\n"));
+        }
+        s
+    }
+}
+
+/// Compares every (record key, timed mode) present in both reports.
+pub fn compare_reports(old: &Report, new: &Report, threshold: f64) -> CompareReport {
+    let mut comparisons = Vec::new();
+    let mut only_old = Vec::new();
+    for o in &old.records {
+        let Some(n) = new.records.iter().find(|n| n.key() == o.key()) else {
+            only_old.push(o.key());
+            continue;
+        };
+        for om in &o.modes {
+            let Some(nm) = n.mode(om.mode) else { continue };
+            if om.samples.is_empty() || nm.samples.is_empty() {
+                continue;
+            }
+            let (ratio, ci) = ratio_ci(&nm.samples, &om.samples, RESAMPLES);
+            comparisons.push(Comparison {
+                key: o.key(),
+                mode: om.mode,
+                old_median: om.summary.median,
+                new_median: nm.summary.median,
+                ratio,
+                ci95: ci,
+                verdict: verdict(ci, threshold),
+            });
+        }
+    }
+    let only_new = new
+        .records
+        .iter()
+        .filter(|n| !old.records.iter().any(|o| o.key() == n.key()))
+        .map(Record::key)
+        .collect();
+    CompareReport { threshold, comparisons, only_old, only_new }
+}
+
+/// One cell of a [`Compare`] table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Median seconds.
+    pub median: f64,
+    /// Median over the column's fastest median.
+    pub relative: f64,
+    /// Whether this is the column's fastest.
+    pub fastest: bool,
+}
+
+/// Variants as rows, one parameter's values as columns, like
+/// `torch.utils.benchmark.Compare`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compare {
+    /// The parameter whose values are the columns.
+    pub column_param: String,
+    /// The mode compared.
+    pub mode: Mode,
+    /// Row labels: record name plus the other parameters.
+    pub rows: Vec<String>,
+    /// Column labels: values of `column_param`, in first-seen order.
+    pub columns: Vec<String>,
+    /// `cells[row][column]`.
+    pub cells: Vec<Vec<Option<Cell>>>,
+}
+
+impl Compare {
+    /// Builds the table from `records`, comparing `mode`'s medians.
+    pub fn new(records: &[Record], column_param: &str, mode: Mode) -> Compare {
+        let label = |r: &Record| {
+            let rest: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| k.as_str() != column_param)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if rest.is_empty() { r.name.clone() } else { format!("{} ({})", r.name, rest.join(", ")) }
+        };
+        let col = |r: &Record| r.params.get(column_param).cloned().unwrap_or_else(|| "—".into());
+        let mut rows: Vec<String> = Vec::new();
+        let mut columns: Vec<String> = Vec::new();
+        for r in records {
+            if !rows.contains(&label(r)) {
+                rows.push(label(r));
+            }
+            if !columns.contains(&col(r)) {
+                columns.push(col(r));
+            }
+        }
+        let mut cells = vec![vec![None; columns.len()]; rows.len()];
+        for r in records {
+            let Some(m) = r.mode(mode) else { continue };
+            let (i, j) = (
+                rows.iter().position(|x| *x == label(r)).unwrap_or(0),
+                columns.iter().position(|x| *x == col(r)).unwrap_or(0),
+            );
+            cells[i][j] = Some(Cell { median: m.summary.median, relative: 1.0, fastest: false });
+        }
+        for j in 0..columns.len() {
+            let best = (0..rows.len())
+                .filter_map(|i| cells[i][j].map(|c| (i, c.median)))
+                .filter(|(_, m)| m.is_finite())
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((bi, bm)) = best {
+                for row in cells.iter_mut() {
+                    if let Some(c) = row[j].as_mut() {
+                        c.relative = c.median / bm;
+                    }
+                }
+                if let Some(c) = cells[bi][j].as_mut() {
+                    c.fastest = true;
+                }
+            }
+        }
+        Compare { column_param: column_param.to_owned(), mode, rows, columns, cells }
+    }
+
+    /// The table as markdown: the fastest per column in bold, others with
+    /// their time relative to it.
+    pub fn to_markdown(&self) -> String {
+        let header: Vec<String> = std::iter::once(format!("variant \\ {}", self.column_param))
+            .chain(self.columns.iter().cloned())
+            .collect();
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .zip(&self.cells)
+            .map(|(label, cells)| {
+                std::iter::once(label.clone())
+                    .chain(cells.iter().map(|c| match c {
+                        None => "—".into(),
+                        Some(c) if c.fastest => format!("**{}**", format_value(c.median, Unit::Seconds)),
+                        Some(c) => format!("{} ({:.2}x)", format_value(c.median, Unit::Seconds), c.relative),
+                    }))
+                    .collect()
+            })
+            .collect();
+        let h: Vec<&str> = header.iter().map(String::as_str).collect();
+        format!("{} times, median; fastest in bold\n\n{}", self.mode.name(), crate::render::table(&h, &rows))
+    }
+}
+
+/// What an A/A calibration found: the same benchmark measured several
+/// times, every pair compared at the threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The threshold tested, a fraction.
+    pub threshold: f64,
+    /// Pairs compared.
+    pub pairs: usize,
+    /// Pairs that got a verdict other than "same" (all false: A equals A).
+    pub false_verdicts: usize,
+    /// `false_verdicts / pairs`.
+    pub false_rate: f64,
+    /// The largest |ratio − 1| between two repeats.
+    pub max_deviation: f64,
+    /// The median of each repeat, seconds.
+    pub medians: Vec<f64>,
+}
+
+/// Runs `bench` (hot mode) `repeats` times on `timer` and compares every
+/// pair of repeats at `threshold`: the rate of false verdicts this GPU
+/// gives at that threshold.
+///
+/// # Errors
+/// A driver error or `f`'s error.
+pub fn calibrate(
+    timer: &mut Timer,
+    bench: &Bench,
+    repeats: usize,
+    threshold: f64,
+    mut f: impl FnMut(&Stream) -> Result<()>,
+) -> Result<Calibration> {
+    let bench = bench.clone().modes(&[Mode::Hot]);
+    let mut runs = Vec::new();
+    for _ in 0..repeats.max(2) {
+        let r = bench.run_on(timer, None, &mut f)?;
+        runs.push(r.mode(Mode::Hot).map(|m| m.samples.clone()).unwrap_or_default());
+    }
+    let (mut pairs, mut false_verdicts, mut max_dev) = (0, 0, 0.0f64);
+    for i in 0..runs.len() {
+        for j in i + 1..runs.len() {
+            let (r, ci) = ratio_ci(&runs[j], &runs[i], RESAMPLES);
+            pairs += 1;
+            false_verdicts += usize::from(verdict(ci, threshold) != Verdict::Same);
+            if r.is_finite() {
+                max_dev = max_dev.max((r - 1.0).abs());
+            }
+        }
+    }
+    Ok(Calibration {
+        threshold,
+        pairs,
+        false_verdicts,
+        false_rate: if pairs > 0 { false_verdicts as f64 / pairs as f64 } else { 0.0 },
+        max_deviation: max_dev,
+        medians: runs.iter().map(|s| median(s)).collect(),
+    })
+}
+
+/// A paired, interleaved A/B comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// A's times, seconds, one per round.
+    pub a: Vec<f64>,
+    /// B's times, seconds, one per round.
+    pub b: Vec<f64>,
+    /// Median over rounds of b/a.
+    pub ratio: f64,
+    /// Bootstrap 95 % interval of that median.
+    pub ci95: (f64, f64),
+    /// The verdict (B against A) at the threshold.
+    pub verdict: Verdict,
+}
+
+/// Times `a` and `b` alternately, `rounds` rounds (order A B, then B A, …,
+/// so a drift hits both alike), after `settings.warmup_min` warmup runs of
+/// each; the ratio is the median of the per-round ratios b/a, which cancels
+/// drift slower than a round.
+///
+/// # Errors
+/// A driver error or a closure's error.
+pub fn paired(
+    timer: &mut Timer,
+    settings: &Settings,
+    rounds: usize,
+    threshold: f64,
+    mut a: impl FnMut(&Stream) -> Result<()>,
+    mut b: impl FnMut(&Stream) -> Result<()>,
+) -> Result<Paired> {
+    for _ in 0..settings.warmup_min.max(1) {
+        timer.time(&mut a)?;
+        timer.time(&mut b)?;
+    }
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..rounds.max(2) {
+        if round % 2 == 0 {
+            ta.push(timer.time(&mut a)?);
+            tb.push(timer.time(&mut b)?);
+        } else {
+            tb.push(timer.time(&mut b)?);
+            ta.push(timer.time(&mut a)?);
+        }
+    }
+    let ratios: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).filter(|r| r.is_finite()).collect();
+    let ratio = median(&ratios);
+    let mut rng = XorShift::new(0x5eed ^ ratios.len() as u64);
+    let mut boot: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let re: Vec<f64> = (0..ratios.len()).map(|_| ratios[rng.below(ratios.len())]).collect();
+            median(&re)
+        })
+        .filter(|x| x.is_finite())
+        .collect();
+    boot.sort_by(f64::total_cmp);
+    let ci = if boot.is_empty() {
+        (f64::NAN, f64::NAN)
+    } else {
+        (quantile_sorted(&boot, 0.025), quantile_sorted(&boot, 0.975))
+    };
+    Ok(Paired { a: ta, b: tb, ratio, ci95: ci, verdict: verdict(ci, threshold) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ModeResult;
+    use crate::stats::Summary;
+
+    fn record(name: &str, size: &str, samples: Vec<f64>) -> Record {
+        let mut r = Record::new(name, &[("size", size.into())]);
+        r.modes.push(ModeResult {
+            mode: Mode::Hot,
+            summary: Summary::of(&samples).unwrap(),
+            samples,
+            runs_per_sample: 1,
+            stop: None,
+            unmet: vec![],
+            warmup_runs: 0,
+            warmup_steady: true,
+            low_clock_samples: 0,
+            counters: vec![],
+        });
+        r
+    }
+
+    fn noisy(level: f64, seed: u64) -> Vec<f64> {
+        let mut rng = XorShift::new(seed);
+        (0..200).map(|_| level * (1.0 + 0.01 * (rng.below(1000) as f64 / 1000.0 - 0.5))).collect()
+    }
+
+    #[test]
+    fn compare_table_marks_the_fastest_per_column() {
+        let recs = [
+            record("naive", "1K", vec![2.0; 5]),
+            record("tiled", "1K", vec![1.0; 5]),
+            record("naive", "1M", vec![3.0; 5]),
+            record("tiled", "1M", vec![6.0; 5]),
+        ];
+        let c = Compare::new(&recs, "size", Mode::Hot);
+        assert_eq!(c.rows, ["naive", "tiled"]);
+        assert_eq!(c.columns, ["1K", "1M"]);
+        let cell = |i: usize, j: usize| c.cells[i][j].unwrap();
+        assert!(cell(1, 0).fastest && !cell(0, 0).fastest);
+        assert!(cell(0, 1).fastest && !cell(1, 1).fastest);
+        assert_eq!(cell(0, 0).relative, 2.0);
+        assert_eq!(cell(1, 1).relative, 2.0);
+        let md = c.to_markdown();
+        assert!(md.contains("**1.000 s**") && md.contains("(2.00x)"), "{md}");
+    }
+
+    fn report(records: Vec<Record>) -> Report {
+        let device = crate::info::DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            sm_count: 1,
+            sm_clock_mhz: 1.0,
+            memory_clock_mhz: 1.0,
+            memory_bus_bits: 1,
+            l2_bytes: 1,
+            total_memory_bytes: 1,
+            driver_cuda_version: "13.0".into(),
+            driver_origin: "test".into(),
+            simulated: true,
+            theoretical_bandwidth_gbs: 1.0,
+            pcie: None,
+        };
+        let mut r = Report::new("t", device, Settings::default());
+        r.records = records;
+        r
+    }
+
+    #[test]
+    fn regressions_are_found_and_identical_reruns_are_same() {
+        let old = report(vec![record("k", "1", noisy(1.0, 1)), record("gone", "1", noisy(1.0, 2))]);
+        let same = report(vec![record("k", "1", noisy(1.0, 3))]);
+        let slow = report(vec![record("k", "1", noisy(1.10, 4)), record("new", "1", noisy(1.0, 5))]);
+        let c = compare_reports(&old, &same, 0.05);
+        assert_eq!(c.comparisons.len(), 1);
+        assert_eq!(c.comparisons[0].verdict, Verdict::Same);
+        assert!(!c.regressed());
+        let c = compare_reports(&old, &slow, 0.05);
+        assert_eq!(c.comparisons[0].verdict, Verdict::Slower);
+        assert!(c.regressed());
+        assert_eq!(c.only_old, ["gone{size=1}"]);
+        assert_eq!(c.only_new, ["new{size=1}"]);
+        let c = compare_reports(&slow, &old, 0.05);
+        assert_eq!(c.comparisons[0].verdict, Verdict::Faster);
+        // A 3 % slowdown is real but under a 5 % threshold: same.
+        let slight = report(vec![record("k", "1", noisy(1.03, 6))]);
+        assert_eq!(compare_reports(&old, &slight, 0.05).comparisons[0].verdict, Verdict::Same);
+        assert_eq!(compare_reports(&old, &slight, 0.01).comparisons[0].verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn reports_round_trip_through_json_and_reject_other_schemas() {
+        let r = report(vec![record("k", "1", noisy(1.0, 1))]);
+        let back = Report::from_json(&crate::render::json(&r)).unwrap();
+        assert_eq!(back, r);
+        assert!(Report::from_json("{}").unwrap_err().contains("not a gpu-bench.report"));
+        let newer = crate::render::json(&r).replace("\"schema_version\": 2", "\"schema_version\": 99");
+        assert!(Report::from_json(&newer).unwrap_err().contains("99"));
+    }
+}

@@ -1,0 +1,166 @@
+//! How to sample: one name per setting, the same as a Rust method on
+//! [`Settings`], as a `--flag` of the `gpu-bench` CLI and as a `GPU_BENCH_*`
+//! environment variable ([`Settings::NAMES`] lists the triples; a test of
+//! the CLI checks it offers each).
+//!
+//! ```
+//! use gpu_bench::Settings;
+//! let s = Settings::default().max_noise_pct(1.0).timeout_s(5.0);
+//! assert_eq!(s.max_noise_pct, 1.0);
+//! assert_eq!(Settings::NAMES[0], ("min_samples", "--min-samples", "GPU_BENCH_MIN_SAMPLES"));
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Sampling settings. Times are in seconds, noise in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Fewest samples before the noise rule may stop sampling.
+    pub min_samples: usize,
+    /// Least measured device time before the noise rule may stop sampling.
+    pub min_time_s: f64,
+    /// Stop once the median's relative noise
+    /// ([`Summary::median_noise`](crate::stats::Summary::median_noise)) is
+    /// below this many percent and the halves agree (see [`crate::stop`]).
+    pub max_noise_pct: f64,
+    /// Give up (not converged) after this much wall-clock time per mode.
+    pub timeout_s: f64,
+    /// Most samples per mode.
+    pub max_samples: usize,
+    /// Fewest warmup runs.
+    pub warmup_min: usize,
+    /// Most warmup runs (warmup stops earlier once the last runs agree).
+    pub warmup_max: usize,
+    /// Runs per sample in batch mode (queued behind the spin gate).
+    pub batch_runs: usize,
+}
+
+impl Default for Settings {
+    /// nvbench's stopping defaults (10 samples, 0.5 s, 0.5 %, 15 s), applied
+    /// to the median's noise instead of the samples' spread.
+    fn default() -> Self {
+        Settings {
+            min_samples: 10,
+            min_time_s: 0.5,
+            max_noise_pct: 0.5,
+            timeout_s: 15.0,
+            max_samples: 100_000,
+            warmup_min: 3,
+            warmup_max: 200,
+            batch_runs: 64,
+        }
+    }
+}
+
+macro_rules! setters {
+    ($($name:ident: $t:ty),*) => {$(
+        #[doc = concat!("Sets [`Settings::", stringify!($name), "`].")]
+        pub fn $name(mut self, v: $t) -> Self {
+            self.$name = v;
+            self
+        }
+    )*};
+}
+
+impl Settings {
+    /// Every setting as (method/field, CLI flag, environment variable).
+    pub const NAMES: [(&'static str, &'static str, &'static str); 8] = [
+        ("min_samples", "--min-samples", "GPU_BENCH_MIN_SAMPLES"),
+        ("min_time_s", "--min-time-s", "GPU_BENCH_MIN_TIME_S"),
+        ("max_noise_pct", "--max-noise-pct", "GPU_BENCH_MAX_NOISE_PCT"),
+        ("timeout_s", "--timeout-s", "GPU_BENCH_TIMEOUT_S"),
+        ("max_samples", "--max-samples", "GPU_BENCH_MAX_SAMPLES"),
+        ("warmup_min", "--warmup-min", "GPU_BENCH_WARMUP_MIN"),
+        ("warmup_max", "--warmup-max", "GPU_BENCH_WARMUP_MAX"),
+        ("batch_runs", "--batch-runs", "GPU_BENCH_BATCH_RUNS"),
+    ];
+
+    setters!(min_samples: usize, min_time_s: f64, max_noise_pct: f64, timeout_s: f64, max_samples: usize,
+             warmup_min: usize, warmup_max: usize, batch_runs: usize);
+
+    /// A smoke-run configuration (the simulator, CI): 3 to 5 samples, no
+    /// minimum time, 2 s timeout, 1 warmup run, batches of 8.
+    pub fn quick() -> Self {
+        Settings {
+            min_samples: 3,
+            min_time_s: 0.0,
+            max_noise_pct: 100.0,
+            timeout_s: 2.0,
+            max_samples: 5,
+            warmup_min: 1,
+            warmup_max: 3,
+            batch_runs: 8,
+        }
+    }
+
+    /// The defaults overridden by any `GPU_BENCH_*` variable that is set.
+    ///
+    /// # Errors
+    /// A message naming the variable whose value does not parse.
+    pub fn from_env() -> Result<Settings, String> {
+        let mut s = Settings::default();
+        for (field, _, var) in Settings::NAMES {
+            if let Ok(v) = std::env::var(var) {
+                s.set(field, &v).map_err(|e| format!("{var}={v}: {e}"))?;
+            }
+        }
+        Ok(s)
+    }
+
+    /// Sets the field named `field` from text.
+    ///
+    /// # Errors
+    /// An unknown field, or a value that does not parse or is negative.
+    pub fn set(&mut self, field: &str, value: &str) -> Result<(), String> {
+        fn num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+            v.trim().parse().map_err(|_| format!("{v:?} is not a valid number"))
+        }
+        fn secs(v: &str) -> Result<f64, String> {
+            let x: f64 = num(v)?;
+            if x.is_finite() && x >= 0.0 { Ok(x) } else { Err(format!("{v:?} is not a non-negative number")) }
+        }
+        match field {
+            "min_samples" => self.min_samples = num(value)?,
+            "min_time_s" => self.min_time_s = secs(value)?,
+            "max_noise_pct" => self.max_noise_pct = secs(value)?,
+            "timeout_s" => self.timeout_s = secs(value)?,
+            "max_samples" => self.max_samples = num(value)?,
+            "warmup_min" => self.warmup_min = num(value)?,
+            "warmup_max" => self.warmup_max = num(value)?,
+            "batch_runs" => self.batch_runs = num(value)?,
+            other => return Err(format!("no setting named {other}")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_one_convention() {
+        for (field, flag, env) in Settings::NAMES {
+            assert_eq!(flag, format!("--{}", field.replace('_', "-")));
+            assert_eq!(env, format!("GPU_BENCH_{}", field.to_uppercase()));
+            let mut s = Settings::default();
+            s.set(field, "7").unwrap();
+            assert_ne!(s, Settings::default(), "{field} did not change");
+        }
+        let json = serde_json::to_value(Settings::default()).unwrap();
+        let fields: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+        let mut names: Vec<_> = Settings::NAMES.iter().map(|n| n.0.to_owned()).collect();
+        names.sort();
+        let mut fields = fields;
+        fields.sort();
+        assert_eq!(fields, names, "every field has a name triple");
+    }
+
+    #[test]
+    fn bad_values_name_the_problem() {
+        let mut s = Settings::default();
+        assert!(s.set("timeout_s", "-1").unwrap_err().contains("non-negative"));
+        assert!(s.set("min_samples", "x").unwrap_err().contains("not a valid number"));
+        assert!(s.set("nope", "1").unwrap_err().contains("no setting"));
+    }
+}

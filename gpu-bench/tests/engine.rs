@@ -1,0 +1,102 @@
+//! The engine on the simulator (exact, simulated time): modes, warnings
+//! that name their rule, and the timing stream's order after the caller's.
+
+use gpu_bench::{Bench, Mode, Rule, Settings, Timer};
+use gpu_sync::{Device, DeviceBuffer, Stream};
+
+/// One test at a time: a device synchronization in a test beside another
+/// runs that test's queued work early on the simulator (as on a GPU it
+/// would wait for it), which would run a spin gate before its host opened
+/// it.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn setup() -> (Device, Stream, kernels::Kernels) {
+    gpu_sync::sim::install().expect("cuda-sim");
+    kernels::register_sim_kernels();
+    let device = Device::get(0).expect("device 0");
+    let stream = Stream::new(&device).expect("stream");
+    let k = kernels::Kernels::load(&device).expect("kernels");
+    (device, stream, k)
+}
+
+/// 1980 cycles per µs on the simulator.
+const CYCLES_PER_US: u64 = 1980;
+
+/// Batch mode needs the instruments (feature `kernels`, on in workspace builds).
+#[cfg(feature = "kernels")]
+#[test]
+fn every_mode_times_a_known_kernel_exactly() {
+    let _one = one_at_a_time();
+    let (device, stream, k) = setup();
+    let inst = gpu_bench::instruments::load(&device).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let r = Bench::new("spin 50 µs")
+        .modes(&Mode::ALL)
+        .settings(Settings::quick())
+        .instruments(inst)
+        .run(&stream, |s| k.spin(s, 50 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    for m in [Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph] {
+        let med = r.mode(m).unwrap().median();
+        assert!((med - 50e-6).abs() < 1e-9, "{}: {med}", m.name());
+    }
+    assert_eq!(r.mode(Mode::Batch).unwrap().runs_per_sample, Settings::quick().batch_runs);
+    assert!(r.counter("launch overhead").is_some_and(|c| c.value.abs() < 1e-9));
+    assert!(r.warnings.iter().all(|w| w.rule != Rule::Gate), "{:?}", r.warnings);
+}
+
+#[test]
+fn warnings_name_the_rule_that_fired() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    // Quiet 20 µs samples, but 1 s of minimum time is not reached in 5.
+    let s = Settings::quick().min_time_s(1.0).max_samples(5).max_noise_pct(0.5);
+    let r = Bench::new("spin")
+        .modes(&[Mode::Hot, Mode::Batch])
+        .settings(s)
+        .run(&stream, |st| k.spin(st, 20 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    let rules: Vec<Rule> = r.warnings.iter().map(|w| w.rule).collect();
+    assert!(rules.contains(&Rule::MinTime), "{rules:?}");
+    assert!(!rules.contains(&Rule::MedianNoise), "noise was 0: {rules:?}");
+    // No instruments: batch mode is reported unavailable, not an error.
+    assert!(rules.contains(&Rule::Unavailable) && r.mode(Mode::Batch).is_none(), "{rules:?}");
+    let text = r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(text.contains("[min-time]") && text.contains("sample cap"), "{text}");
+}
+
+#[test]
+fn graph_mode_of_host_visible_work_is_unavailable_not_an_error() {
+    let _one = one_at_a_time();
+    let (_device, stream, _k) = setup();
+    let buf = DeviceBuffer::<u32>::zeroed(&stream, 16).unwrap();
+    let r = Bench::new("download")
+        .modes(&[Mode::Hot, Mode::Graph])
+        .settings(Settings::quick())
+        .run(&stream, |s| s.to_vec(&buf).map(drop))
+        .unwrap();
+    assert!(r.mode(Mode::Hot).is_some());
+    assert!(r.mode(Mode::Graph).is_none());
+    assert!(r.warnings.iter().any(|w| w.rule == Rule::Unavailable && w.mode == Some(Mode::Graph)));
+}
+
+#[test]
+fn the_callers_queued_work_is_never_timed() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut long = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut timer = Timer::new(&stream, None).unwrap();
+    // 10 ms of work queued on the caller's stream just before timing 5 µs.
+    k.spin(&stream, 10_000 * CYCLES_PER_US, &mut long).unwrap();
+    let r = Bench::new("short")
+        .settings(Settings::quick().warmup_min(1).warmup_max(1))
+        .run_on(&mut timer, None, |s| k.spin(s, 5 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    let hot = r.mode(Mode::Hot).unwrap();
+    assert!(hot.summary.max < 10e-6, "a sample included the caller's work: {:?}", hot.samples);
+}
