@@ -11,14 +11,14 @@
 //! confidence interval.
 //!
 //! Unsafe code: the raw variants call the driver directly, as a program
-//! without gpu-sync would.
+//! without gpu-sync would; the tracked variants declare `add_f32` and
+//! `scale_f32` as typed kernels (`gpu_sync::Module::kernel`).
 #![allow(unsafe_code)]
 
 use crate::info::{DeviceInfo, device_info};
 use crate::stats::{Summary, sig4};
 use gpu_sync::cuda_sys::{self, CUfunction, CUresult};
 use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Result, Stream, SyncEvent};
-use kernels::Kernels;
 use serde::Serialize;
 use std::ffi::c_void;
 use std::time::Instant;
@@ -108,7 +108,19 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
     let record = drv.cuEventRecord.ok_or_else(|| missing("cuEventRecord"))?;
     let wait = drv.cuStreamWaitEvent.ok_or_else(|| missing("cuStreamWaitEvent"))?;
     let info = device_info(device)?;
-    let k = Kernels::load(device)?;
+    let module = gpu_sync::Module::load(device, kernels::Module::Elementwise.fatbin())?;
+    // SAFETY: `add_f32(const float* x, const float* y, float* out, u64 n)`
+    // in kernels/cu/elementwise.cu: 1. the signature, with `n` a `Len`;
+    // 2. reads `x`, `y`, stores to `out`; 3. touches `x[i]`, `y[i]`,
+    // `out[i]` for `i < n` only, and gpu-sync checks `n` against each view;
+    // its grid-stride loop indexes by `blockIdx.x`/`threadIdx.x` alone, so
+    // it is race-free in a 1-D grid — the kernel stays inside this function
+    // and every launch below uses `cfg_l` (`LaunchConfig::for_elements`:
+    // 1-D); 4. it touches nothing else.
+    let add = unsafe { module.kernel::<kernels::AddSig>(kernels::Kernel::AddF32.name()) }?;
+    // SAFETY: `scale_f32(const float* in, float* out, float a, u64 n)`, the
+    // same file: as `add_f32`, with `in` read and `out` stored to.
+    let scale = unsafe { module.kernel::<kernels::ScaleSig>(kernels::Kernel::ScaleF32.name()) }?;
     let (sa, sb) = (Stream::new(device)?, Stream::new(device)?);
     let n = cfg.elements.max(1);
     let x = DeviceBuffer::from_slice(&sa, &vec![1.0f32; n])?;
@@ -121,13 +133,12 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
 
     // Raw launches, as a program without gpu-sync makes them: one slot per
     // parameter, a pointer to each slot.
-    let add = k.add_kernel().as_raw();
-    let scale = k.scale_kernel().as_raw();
+    let (add_raw, scale_raw) = (add.as_raw(), scale.as_raw());
     let raw_launch = |s: &Stream, f: CUfunction, slots: &mut [u64; 4]| -> Result<()> {
         let mut params = slots.each_mut().map(|v| (v as *mut u64).cast::<c_void>());
         // SAFETY: `f` is add_f32 (const float*, const float*, float*, u64) or
         // scale_f32 (const float*, float*, float, u64) from a module kept
-        // loaded by `k`; the callers fill the four slots with those
+        // loaded by `module`; the callers fill the four slots with those
         // arguments (device addresses of live buffers of `n` floats,
         // synchronized before any is dropped; the float in the low bytes of
         // its slot); the driver copies the parameters during the call.
@@ -149,10 +160,10 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
         check("cuLaunchKernel", r)
     };
     let raw_add = |s: &Stream, out: &DeviceBuffer<f32>| {
-        raw_launch(s, add, &mut [x.as_raw(), y.as_raw(), out.as_raw(), n as u64])
+        raw_launch(s, add_raw, &mut [x.as_raw(), y.as_raw(), out.as_raw(), n as u64])
     };
     let raw_scale = |s: &Stream, input: u64, output: u64| {
-        raw_launch(s, scale, &mut [input, output, u64::from(1.5f32.to_bits()), n as u64])
+        raw_launch(s, scale_raw, &mut [input, output, u64::from(1.5f32.to_bits()), n as u64])
     };
 
     let mut samples: [Vec<f64>; 4] = Default::default();
@@ -172,7 +183,7 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
         // 2. gpu-sync launch, one stream, 3 tracked buffers.
         let t = Instant::now();
         for _ in 0..per {
-            k.add_kernel().launch(&sa, cfg_l, (&x, &y, &mut out, n as u64))?;
+            add.launch(&sa, cfg_l, (&x, &y, &mut out, n as u64))?;
         }
         samples[1].push(t.elapsed().as_nanos() as f64 / per as f64);
         sa.synchronize()?;
@@ -202,8 +213,8 @@ pub fn run(device: &Device, cfg: &OverheadConfig, progress: &mut dyn FnMut(&str)
         // 4. gpu-sync handoff: the same program with no explicit waits.
         let t = Instant::now();
         for _ in 0..per {
-            k.scale_kernel().launch(&sa, cfg_l, (&x, &mut z, 1.5f32, n as u64))?;
-            k.scale_kernel().launch(&sb, cfg_l, (&z, &mut out, 1.5f32, n as u64))?;
+            scale.launch(&sa, cfg_l, (&x, &mut z, 1.5f32, n as u64))?;
+            scale.launch(&sb, cfg_l, (&z, &mut out, 1.5f32, n as u64))?;
         }
         samples[3].push(t.elapsed().as_nanos() as f64 / per as f64);
         sa.synchronize()?;
