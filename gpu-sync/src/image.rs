@@ -249,7 +249,7 @@ impl Section {
 /// Checks that a table of `n` entries of `size` bytes at `offset` lies
 /// inside `len` bytes.
 fn table(len: usize, offset: u64, n: usize, size: usize, what: &str) -> Result<(), String> {
-    let bytes = (n as u64).checked_mul(size as u64).unwrap_or(u64::MAX);
+    let bytes = (n as u64).saturating_mul(size as u64);
     if span(offset, bytes).is_some_and(|end| end <= len) {
         Ok(())
     } else {
@@ -293,7 +293,7 @@ mod tests {
         f.extend_from_slice(&shstr);
         let str_off = f.len() as u64;
         f.extend_from_slice(&strtab);
-        while f.len() % 8 != 0 {
+        while !f.len().is_multiple_of(8) {
             f.push(0);
         }
         let sym_off = f.len() as u64;

@@ -125,7 +125,7 @@ fn a_misaligned_view_is_refused_before_the_driver() {
     let mut found = None;
     for _ in 0..64 {
         let b = DeviceBuffer::<Block512>::zeroed(&s, 1).expect("block");
-        if b.as_raw() % 512 != 0 {
+        if !b.as_raw().is_multiple_of(512) {
             found = Some(b);
             break;
         }
