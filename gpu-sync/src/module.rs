@@ -181,9 +181,10 @@ impl Module {
     /// `name` in this module, for every such launch:
     /// 1. **Signature.** `S` is its real parameter list: the same count and
     ///    order, each parameter of the type the kernel declares — a pointer
-    ///    for [`In<T>`](crate::In)/[`Out<T>`](crate::Out) (to elements laid
-    ///    out as `T`), `unsigned long long` for [`Len`](crate::Len), the same
-    ///    scalar type otherwise.
+    ///    for [`In<T>`](crate::In)/[`Out<T>`](crate::Out) (the kernel may
+    ///    read the view's bytes as another plain type, within 3),
+    ///    `unsigned long long` for [`Len`](crate::Len), the same scalar type
+    ///    otherwise.
     /// 2. **Access.** Through an `In<T>` pointer it only reads; through an
     ///    `Out<T>` pointer it may read and write. (gpu-sync orders the launch
     ///    after conflicting uses of each view, and an `Out` view never
