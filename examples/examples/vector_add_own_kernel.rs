@@ -1,10 +1,11 @@
 //! Your own kernel: `vadd` from a PTX file built outside the workspace
 //! (kernels/vadd.cu → kernels/vadd.ptx), loaded with `Module::load`. On the
 //! simulator its CPU version, registered below, runs in its place.
-use gpu_sync::{Device, DeviceBuffer, In, LaunchConfig, Module, Out, Stream, sim};
+use gpu_sync::{Device, DeviceBuffer, In, LaunchConfig, Len, Module, Out, Stream, sim};
 
-/// `vadd(const float* x, const float* y, float* out, u64 n)`.
-type Vadd = (In<f32>, In<f32>, Out<f32>, u64);
+/// `vadd(const float* x, const float* y, float* out, u64 n)`: `n` is a
+/// [`Len`], which every launch checks against the three buffers.
+type Vadd = (In<f32>, In<f32>, Out<f32>, Len);
 
 /// The PTX text, NUL-terminated as `cuModuleLoadData` wants it.
 const VADD_PTX: &str = concat!(include_str!("kernels/vadd.ptx"), "\0");
@@ -22,9 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::get(0)?;
     let stream = Stream::new(&device)?;
     let module = Module::load(&device, VADD_PTX.as_bytes())?;
-    #[allow(unused_unsafe)]
     // SAFETY: vadd.cu reads `x` and `y` and writes `out` only at indices
-    // below `n`, and every launch below passes `n` = the buffers' length.
+    // below `n` (a `Len`, so never past any of the three views), one
+    // element per thread with a bounds check, and touches nothing else.
     let vadd = unsafe { module.kernel::<Vadd>("vadd")? };
 
     let n = 1000;

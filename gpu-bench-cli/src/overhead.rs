@@ -91,7 +91,6 @@ fn measure(ctx: &Ctx, batches: usize, per_batch: usize) -> Result<[Vec<f64>; 4]>
     // exactly these parameter lists (kernels/tests/signatures.rs); each
     // touches `n` elements of its buffers, and every launch below passes
     // buffers of `n` elements with that `n`.
-    #[allow(unused_unsafe)]
     let (add_k, scale_k) =
         unsafe { (module.kernel::<AddSig>("add_f32")?, module.kernel::<ScaleSig>("scale_f32")?) };
     let (sa, sb) = (Stream::new(device)?, Stream::new(device)?);

@@ -41,7 +41,6 @@ pub fn run(ctx: &Ctx, threshold: f64) -> Result<Report, Failure> {
             let module = gpu_sync::Module::load(&device, kernels::Module::Spin.fatbin())?;
             // SAFETY: spin_cycles(u64 cycles, u64* out) writes only out[0];
             // `first_out` has one element.
-            #[allow(unused_unsafe)]
             let spin = unsafe { module.kernel::<kernels::SpinSig>("spin_cycles")? };
             spin.launch(st, LaunchConfig::new(1, 1), (cycles, &mut first_out))
         };

@@ -7,7 +7,7 @@
 //! workspace's own elementwise fatbin stands in. Without a GPU driver it
 //! runs on the simulator (cuda-sim), and the times are simulated.
 use gpu_bench::{Bench, Compare, Mode, Settings, render};
-use gpu_sync::{Device, DeviceBuffer, In, Module, Out, Stream};
+use gpu_sync::{Device, DeviceBuffer, In, Len, Module, Out, Stream};
 
 /// The driver `GPU_SYNC_DRIVER` names (`sim`, `cuda`, or unset: the real one
 /// if it loads, else the simulator, with the kernels' CPU versions
@@ -29,10 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::get(0)?;
     let stream = Stream::new(&device)?;
     let module = Module::load(&device, &image)?;
-    // SAFETY: scale_f32 reads `n` floats of `in` and writes `n` of `out`;
-    // every launch below passes buffers of exactly `n` elements.
-    #[allow(unused_unsafe)]
-    let scale = unsafe { module.kernel::<(In<f32>, Out<f32>, f32, u64)>("scale_f32")? };
+    // SAFETY: scale_f32 reads `in[i]` and writes `out[i]` only for i < n,
+    // in a grid-stride loop (any launch shape); `n` is a `Len`, which
+    // every launch checks against both views.
+    let scale = unsafe { module.kernel::<(In<f32>, Out<f32>, f32, Len)>("scale_f32")? };
     let settings = if simulated { Settings::quick() } else { Settings::default() };
     let mut records = Vec::new();
     for n in [1usize << 16, 1 << 22] {

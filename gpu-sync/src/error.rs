@@ -124,6 +124,21 @@ pub enum Error {
         reason: String,
     },
 
+    /// A launch argument that would let the kernel reach memory outside its
+    /// views: a view whose address is misaligned for its element type, or a
+    /// [`Len`](crate::Len) larger than a buffer argument. Checked before the
+    /// driver call; nothing was enqueued.
+    #[error("launch of `{kernel}`, parameter {param}: {problem}")]
+    LaunchArgument {
+        /// Kernel name.
+        kernel: String,
+        /// Index of the offending parameter (the view, or the `Len`).
+        param: usize,
+        /// What is wrong, with the address and alignment, or the value and
+        /// the shortest view.
+        problem: String,
+    },
+
     /// An event that was never recorded was asked for something that needs a
     /// recorded event (`elapsed`).
     #[error("event has not been recorded")]

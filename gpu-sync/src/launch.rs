@@ -1,13 +1,19 @@
 //! Typed kernel launches.
 //!
 //! A kernel's signature is a tuple of parameter types: [`In<T>`] (a device
-//! buffer the kernel reads), [`Out<T>`] (one it writes, and may read), and
-//! plain scalars (`u32`, `f32`, …). [`Module::kernel`](crate::Module::kernel)
-//! checks it once against the driver's parameter list; a launch then takes a
-//! tuple of matching arguments — `&DeviceBuffer<T>` or `&DeviceSlice<T>` for
-//! `In<T>`, `&mut DeviceBuffer<T>` or `&mut DeviceSliceMut<T>` for `Out<T>`,
-//! the scalar itself otherwise — so a wrong argument does not compile. Every
-//! buffer argument is a tracked use (see the crate docs).
+//! buffer the kernel reads), [`Out<T>`] (one it writes, and may read),
+//! [`Len`] (an element count checked against every buffer of the launch) and
+//! plain scalars (`u32`, `f32`, …). Declaring a typed kernel is `unsafe`
+//! ([`Module::kernel`](crate::Module::kernel)): sizes from the driver cannot
+//! tell a pointer from a `u64`, a read from a write, or how far the kernel
+//! indexes, so the caller promises what the kernel does, once. A launch then
+//! takes a tuple of matching arguments — `&DeviceBuffer<T>` or
+//! `&DeviceSlice<T>` for `In<T>`, `&mut DeviceBuffer<T>` or
+//! `&mut DeviceSliceMut<T>` for `Out<T>`, a `u64` for `Len`, the scalar
+//! itself otherwise — so a wrong argument does not compile, and is safe.
+//! Every buffer argument is a tracked use (see the crate docs); before the
+//! driver sees a launch, each view's address is checked against its element
+//! type's alignment and each `Len` against every view's length.
 //!
 //! Unsafe code: this file calls `cuLaunchKernel` and `cuFuncSetAttribute`.
 #![allow(unsafe_code)]
@@ -171,10 +177,29 @@ pub trait Param: sealed::Sealed {
     const SIZE: usize;
 }
 
-/// A parameter the kernel reads through: a `const T*`.
+/// A parameter the kernel reads through: a `const T*`. Its argument is any
+/// readable view (`&DeviceBuffer<T>`, `&DeviceSlice<T>`, `&DeviceSliceMut<T>`).
 pub struct In<T>(PhantomData<fn() -> T>);
-/// A parameter the kernel writes (and may read) through: a `T*`.
+/// A parameter the kernel writes (and may read) through: a `T*`. Its argument
+/// is a writable view taken by `&mut` (`&mut DeviceBuffer<T>`,
+/// `&mut DeviceSliceMut<T>`).
 pub struct Out<T>(PhantomData<fn() -> T>);
+
+/// An element count the kernel may bound its accesses by: an
+/// `unsigned long long` (8 bytes) in the kernel, a `u64` argument at launch.
+///
+/// Every launch checks that the value is at most the element count of
+/// **every** buffer argument of that launch ([`In`] and [`Out`], each counted
+/// in its own element type); a larger value is
+/// [`Error::LaunchArgument`](crate::Error::LaunchArgument) naming the kernel, the value and the shortest
+/// view, and nothing reaches the driver. So a kernel that touches
+/// `p[0..n]` of each buffer `p` for a `Len` parameter `n` keeps every access
+/// inside the views it was given — the safe way to pass a length (a plain
+/// `u64` is not checked against anything, and a kernel must not trust it as
+/// a bound; see [`Module::kernel`](crate::Module::kernel)'s `# Safety`).
+/// A signature may have any number of `Len` parameters; each is checked.
+/// A launch without buffer arguments accepts any value.
+pub struct Len(());
 
 impl<T: Pod> sealed::Sealed for In<T> {}
 impl<T: Pod> Param for In<T> {
@@ -184,6 +209,10 @@ impl<T: Pod> sealed::Sealed for Out<T> {}
 impl<T: Pod> Param for Out<T> {
     const SIZE: usize = 8;
 }
+impl sealed::Sealed for Len {}
+impl Param for Len {
+    const SIZE: usize = 8;
+}
 
 /// One argument as a launch sees it.
 #[doc(hidden)]
@@ -191,9 +220,21 @@ impl<T: Pod> Param for Out<T> {
 pub enum RawArg<'a> {
     /// A scalar's bytes, little-endian in the low bytes.
     Scalar(u64),
-    /// A device buffer: its allocation, the address passed, and how the
-    /// kernel uses it.
-    Buffer(&'a Arc<Allocation>, CUdeviceptr, Access),
+    /// A [`Len`]: checked against every buffer's `len` at launch.
+    Len(u64),
+    /// A device buffer view.
+    Buffer {
+        /// Its allocation (tracked).
+        alloc: &'a Arc<Allocation>,
+        /// The address passed to the kernel.
+        ptr: CUdeviceptr,
+        /// Its length in elements of its own type.
+        len: usize,
+        /// The alignment its element type needs (`align_of::<T>()`).
+        align: usize,
+        /// How the kernel uses it.
+        access: Access,
+    },
 }
 
 /// An argument accepted for parameter type `P`. Sealed.
@@ -220,6 +261,14 @@ macro_rules! scalar_params {
 }
 scalar_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
 
+/// A `u64` is the argument of a [`Len`] parameter (checked at launch).
+impl KernelArg<Len> for u64 {
+    #[inline]
+    fn raw(&self) -> RawArg<'_> {
+        RawArg::Len(*self)
+    }
+}
+
 impl<S: ?Sized> sealed::Sealed for &S {}
 impl<S: ?Sized> sealed::Sealed for &mut S {}
 /// Any readable view — `&DeviceBuffer<T>`, `&DeviceSlice<T>`,
@@ -228,7 +277,8 @@ impl<T: Pod, S: AsDeviceSlice<T> + ?Sized> KernelArg<In<T>> for &S {
     #[inline]
     fn raw(&self) -> RawArg<'_> {
         let v = (**self).view();
-        RawArg::Buffer(v.alloc, v.ptr(), Access::Read)
+        let align = std::mem::align_of::<T>();
+        RawArg::Buffer { alloc: v.alloc, ptr: v.ptr(), len: v.len, align, access: Access::Read }
     }
 }
 /// Any writable view taken by `&mut` — `&mut DeviceBuffer<T>`,
@@ -237,7 +287,8 @@ impl<T: Pod, S: AsDeviceSliceMut<T> + ?Sized> KernelArg<Out<T>> for &mut S {
     #[inline]
     fn raw(&self) -> RawArg<'_> {
         let v = (**self).view();
-        RawArg::Buffer(v.alloc, v.ptr(), Access::Write)
+        let align = std::mem::align_of::<T>();
+        RawArg::Buffer { alloc: v.alloc, ptr: v.ptr(), len: v.len, align, access: Access::Write }
     }
 }
 
@@ -279,7 +330,7 @@ impl Uses for ArgList<'_> {
     #[inline]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for a in self.as_slice() {
-            if let RawArg::Buffer(alloc, _, access) = a {
+            if let RawArg::Buffer { alloc, access, .. } = a {
                 f(Target::Device(alloc), *access);
             }
         }
@@ -383,6 +434,29 @@ impl KernelCore {
             .map_err(|reason| Error::LaunchConfig { kernel: self.name.clone(), reason })
     }
 
+    #[cold]
+    fn misaligned(&self, param: usize, ptr: CUdeviceptr, align: usize) -> Error {
+        Error::LaunchArgument {
+            kernel: self.name.clone(),
+            param,
+            problem: format!(
+                "the view starts at {ptr:#x}, which is not aligned to the {align} bytes its element \
+                 type needs (a misaligned access would fault on the device)"
+            ),
+        }
+    }
+
+    #[cold]
+    fn len_too_large(&self, param: usize, n: u64, view: usize, len: usize) -> Error {
+        Error::LaunchArgument {
+            kernel: self.name.clone(),
+            param,
+            problem: format!(
+                "Len argument {n} exceeds the shortest buffer argument (parameter {view}, {len} elements)"
+            ),
+        }
+    }
+
     fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &ArgList<'_>) -> Result<()> {
         self.check(stream, &cfg)?;
         // The sealed traits make these agree; a launch must never hand the
@@ -394,14 +468,35 @@ impl KernelCore {
             });
         }
         let mut slots = [0u64; MAX_PARAMS];
-        for (slot, a) in slots.iter_mut().zip(args.as_slice()) {
-            match a {
-                RawArg::Scalar(bits) => *slot = *bits,
-                RawArg::Buffer(alloc, ptr, _) => {
+        // The shortest view (index, length) and the largest `Len` (index,
+        // value): one pass, then one comparison.
+        let mut shortest: Option<(usize, usize)> = None;
+        let mut longest_len: Option<(usize, u64)> = None;
+        for (i, (slot, a)) in slots.iter_mut().zip(args.as_slice()).enumerate() {
+            match *a {
+                RawArg::Scalar(bits) => *slot = bits,
+                RawArg::Len(n) => {
+                    if longest_len.is_none_or(|(_, m)| n > m) {
+                        longest_len = Some((i, n));
+                    }
+                    *slot = n;
+                }
+                RawArg::Buffer { alloc, ptr, len, align, .. } => {
                     same_device(stream, alloc, "a buffer argument")?;
-                    *slot = *ptr;
+                    if ptr % align as u64 != 0 {
+                        return Err(self.misaligned(i, ptr, align));
+                    }
+                    if shortest.is_none_or(|(_, m)| len < m) {
+                        shortest = Some((i, len));
+                    }
+                    *slot = ptr;
                 }
             }
+        }
+        if let (Some((li, n)), Some((bi, len))) = (longest_len, shortest)
+            && n > len as u64
+        {
+            return Err(self.len_too_large(li, n, bi, len));
         }
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
         for (p, s) in params.iter_mut().zip(slots.iter_mut()) {
@@ -416,8 +511,15 @@ impl KernelCore {
             // bytes (device pointers as u64, scalars in the low bytes), and the
             // parameter count and sizes are those of the signature checked at
             // load (or vouched for by the caller of an unsafe raw launch).
-            // Every buffer is tracked: the kernel runs after conflicting uses
-            // on other streams, and the memory outlives it.
+            // What the kernel does with them is the contract its declarer
+            // promised (`Module::kernel`'s or `RawKernel::launch`'s
+            // `# Safety`): it reads through `In` views, writes only through
+            // `Out` ones, stays inside each view (bounded by nothing but the
+            // view lengths or a `Len`, checked above to be at most every
+            // view's length), and needs no more alignment than the element
+            // types' (checked above). Every buffer is tracked: the kernel runs
+            // after conflicting uses on other streams, and the memory
+            // outlives it.
             unsafe {
                 cu!(
                     drv,
@@ -441,21 +543,22 @@ impl KernelCore {
     }
 }
 
-/// A kernel with a checked Rust signature `S`.
+/// A kernel declared with the Rust signature `S`
+/// ([`Module::kernel`](crate::Module::kernel), whose `# Safety` is the
+/// contract that makes [`Kernel::launch`] safe).
 ///
 /// ```
 /// # let _session = gpu_sync::sim::session(0)?;
-/// # gpu_sync::sim::register::<(gpu_sync::In<f32>, gpu_sync::Out<f32>, f32, u64)>("scale",
+/// # gpu_sync::sim::register::<(gpu_sync::In<f32>, gpu_sync::Out<f32>, f32, gpu_sync::Len)>("scale",
 /// #     |(x, y, a, n)| for i in 0..n as usize { y[i] = a * x[i] });
 /// # const PTX: &[u8] = gpu_sync::sim::PTX_STUB;
-/// use gpu_sync::{Device, DeviceBuffer, In, Kernel, LaunchConfig, Module, Out, Stream};
+/// use gpu_sync::{Device, DeviceBuffer, In, Kernel, LaunchConfig, Len, Module, Out, Stream};
 /// let device = Device::get(0)?;
 /// let stream = Stream::new(&device)?;
 /// let module = Module::load(&device, PTX)?;
-/// #[allow(unused_unsafe)]
 /// // SAFETY: `scale(const float* x, float* y, float a, u64 n)` reads x[i] and
-/// // writes y[i] for i < n only; each launch passes n = both lengths.
-/// let scale: Kernel<(In<f32>, Out<f32>, f32, u64)> = unsafe { module.kernel("scale")? };
+/// // writes y[i] for i < n only, and n is a `Len` (checked against both views).
+/// let scale: Kernel<(In<f32>, Out<f32>, f32, Len)> = unsafe { module.kernel("scale")? };
 /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
 /// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
 /// // `&x` for In, `&mut y` for Out: anything else does not compile.
@@ -474,15 +577,22 @@ impl<S: Signature> Kernel<S> {
         Kernel { core: KernelCore::new(f, module, name), checked, _s: PhantomData }
     }
 
-    /// Launches the kernel on `stream` (`cuLaunchKernel`). The configuration
-    /// is checked against the device's limits first; each buffer argument is
-    /// a tracked use: the launch waits (device-side) for conflicting uses on
-    /// other streams, and later uses wait for it.
+    /// Launches the kernel on `stream` (`cuLaunchKernel`). Checked first,
+    /// before the driver sees anything: the configuration against the
+    /// device's limits, each view's address against its element type's
+    /// alignment, each [`Len`] argument against every view's length. Each
+    /// buffer argument is a tracked use: the launch waits (device-side) for
+    /// conflicting uses on other streams, and later uses wait for it.
+    ///
+    /// Safe because whoever declared the kernel promised what it does (see
+    /// [`Module::kernel`](crate::Module::kernel)).
     ///
     /// # Errors
     /// [`Error::LaunchConfig`] for a configuration the device cannot run;
-    /// [`Error::DeviceMismatch`] for a buffer or stream of another device; a
-    /// driver error.
+    /// [`Error::LaunchArgument`] for a misaligned view or a [`Len`] longer
+    /// than a view; [`Error::DeviceMismatch`] for a buffer or stream of
+    /// another device; a driver error. Nothing is enqueued on an error
+    /// returned before the driver call.
     pub fn launch<A: KernelArgs<S>>(&self, stream: &Stream, cfg: LaunchConfig, args: A) -> Result<()> {
         let mut list = ArgList::new();
         args.raw_args(&mut list);
@@ -525,17 +635,25 @@ impl RawKernel {
         RawKernel { core: KernelCore::new(f, module, name) }
     }
 
-    /// Launches with arguments of signature `S`, unchecked against the kernel.
-    /// Buffer arguments are tracked exactly as in [`Kernel::launch`].
+    /// Launches with arguments of signature `S`, unchecked against the kernel
+    /// (`cuLaunchKernel`). Buffer arguments are tracked, and the configuration,
+    /// alignment and [`Len`] arguments checked, exactly as in
+    /// [`Kernel::launch`].
+    ///
+    /// # Errors
+    /// As [`Kernel::launch`].
     ///
     /// # Safety
+    /// For this launch (these arguments, this configuration):
     /// 1. `S` must be the kernel's real parameter list: the same number of
     ///    parameters, each of the type the kernel declares (a pointer for
-    ///    [`In`]/[`Out`], the same scalar type otherwise).
+    ///    [`In`]/[`Out`], `unsigned long long` for [`Len`], the same scalar
+    ///    type otherwise).
     /// 2. The kernel must access device memory only through its buffer
-    ///    arguments, within their lengths, and only write through [`Out`]
-    ///    ones; any other memory it touches is the caller's to keep alive and
-    ///    ordered.
+    ///    arguments, within their lengths, needing no more alignment than
+    ///    their element types', and only write through [`Out`] ones; any
+    ///    other memory it touches is the caller's to keep alive, ordered
+    ///    and free of other accesses while it runs.
     pub unsafe fn launch<S: Signature, A: KernelArgs<S>>(
         &self,
         stream: &Stream,

@@ -25,8 +25,12 @@
 //!   `elapsed`.
 //! - **Pinned vs pageable is a type.** Only a [`PinnedBuffer`] gets
 //!   asynchronous copies; pageable slices get synchronous ones.
-//! - **Typed launches.** A [`Kernel`]'s Rust signature is checked against the
-//!   driver at load; arguments of the wrong type do not compile.
+//! - **Typed launches.** Declaring a [`Kernel`] is `unsafe`
+//!   ([`Module::kernel`]: its `# Safety` is the kernel's contract, stated
+//!   once); its Rust signature is checked against the driver at load, and
+//!   each launch is then safe: arguments of the wrong type do not compile,
+//!   misaligned views and [`Len`]s longer than a view are errors.
+//!   [`Module::load`] validates the image's own sizes against the slice.
 //! - **No undefined behaviour from safe code, even under `mem::forget`**:
 //!   memory is reclaimed by shared ownership and deferred, stream-ordered
 //!   frees, never by a guard's `Drop`.
@@ -62,6 +66,7 @@ mod error;
 mod event;
 mod ffi;
 mod graph;
+mod image;
 mod launch;
 mod ledger;
 mod module;
@@ -82,7 +87,7 @@ pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
 pub use graph::{Capture, Graph, GraphExec};
 pub use launch::{
-    Dim3, In, Kernel, KernelArg, KernelArgs, LaunchConfig, Out, Param, RawArg, RawKernel, Signature,
+    Dim3, In, Kernel, KernelArg, KernelArgs, LaunchConfig, Len, Out, Param, RawArg, RawKernel, Signature,
 };
 pub use ledger::{MemoryStats, PoolStats};
 pub use module::Module;

@@ -1,7 +1,9 @@
 //! Modules: compiled device code loaded into a device's context.
 //!
 //! Unsafe code: this file calls the driver (`cuModuleLoadData`,
-//! `cuModuleGetFunction`, `cuFuncGetParamInfo`, `cuModuleUnload`).
+//! `cuModuleGetFunction`, `cuFuncGetParamInfo`, `cuModuleUnload`), and
+//! declares typed kernels (`Module::kernel`, an `unsafe fn`: its `# Safety`
+//! is the contract that makes `Kernel::launch` safe).
 #![allow(unsafe_code)]
 
 use crate::device::Device;
@@ -46,16 +48,15 @@ impl Drop for ModuleInner {
 ///
 /// ```
 /// # let _session = gpu_sync::sim::session(0)?;
-/// # gpu_sync::sim::register::<(gpu_sync::Out<u32>, u32, u64)>("fill", |(out, v, n)| out[..n as usize].fill(v));
+/// # gpu_sync::sim::register::<(gpu_sync::Out<u32>, u32, gpu_sync::Len)>("fill", |(out, v, n)| out[..n as usize].fill(v));
 /// # const PTX: &[u8] = gpu_sync::sim::PTX_STUB;
-/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Module, Out, Stream};
+/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Len, Module, Out, Stream};
 /// let device = Device::get(0)?;
 /// let stream = Stream::new(&device)?;
 /// let module = Module::load(&device, PTX)?; // cuModuleLoadData: fatbin, cubin or PTX
-/// #[allow(unused_unsafe)]
 /// // SAFETY: `fill(unsigned* out, unsigned v, u64 n)` writes `out[i]` for
-/// // i < n only, and every launch passes n ≤ out's length.
-/// let fill = unsafe { module.kernel::<(Out<u32>, u32, u64)>("fill")? };
+/// // i < n only, and n is a `Len` (each launch checks n ≤ out's length).
+/// let fill = unsafe { module.kernel::<(Out<u32>, u32, Len)>("fill")? };
 /// let mut out = DeviceBuffer::<u32>::zeroed(&stream, 256)?;
 /// fill.launch(&stream, LaunchConfig::for_elements(256, 128), (&mut out, 3u32, 256u64))?;
 /// assert_eq!(stream.to_vec(&out)?, [3; 256]);
@@ -67,23 +68,90 @@ pub struct Module {
 }
 
 impl Module {
-    /// Loads `image` into `device`'s context. The driver copies what it needs;
-    /// `image` can be dropped afterwards.
+    /// Loads `image` into `device`'s context (`cuModuleLoadData`). The
+    /// driver copies what it needs; `image` can be dropped afterwards.
+    ///
+    /// `cuModuleLoadData` takes no length — the driver finds the image's end
+    /// in the image itself — so the image is checked first, and the driver
+    /// never reads past the slice: a **fatbin** (magic `0xBA55ED50`) must
+    /// hold the header size + entries size its header declares, and each
+    /// entry its declared payload; an **ELF cubin** (64-bit) must hold its
+    /// program and section header tables, every segment and section, and
+    /// NUL-terminated string tables with every name inside them; **PTX** must
+    /// have a NUL byte inside the slice (the text before it, non-empty
+    /// UTF-8). An image that is not 8-byte aligned is copied into an aligned
+    /// buffer for the call.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an empty image; a driver error
-    /// (`CUDA_ERROR_INVALID_IMAGE`, `CUDA_ERROR_NO_BINARY_FOR_GPU` when it has
-    /// no code for this GPU).
+    /// [`Error::InvalidArgument`] for an image that is none of those, or
+    /// whose sizes run past the slice ("not a fatbin, cubin or
+    /// NUL-terminated PTX image", or the size that does not fit); a driver
+    /// error (`CUDA_ERROR_INVALID_IMAGE` for contents the driver rejects,
+    /// `CUDA_ERROR_NO_BINARY_FOR_GPU` when it has no code for this GPU).
     pub fn load(device: &Device, image: &[u8]) -> Result<Module> {
+        crate::image::validate(image).map_err(Error::InvalidArgument)?;
+        // SAFETY: `validate` checked every size the driver follows in the
+        // image (fatbin header and entries, ELF tables, sections, segments
+        // and string tables, or the PTX's NUL) against `image.len()`.
+        unsafe { Module::load_in_place(device, image) }
+    }
+
+    /// Loads PTX text into `device`'s context (`cuModuleLoadData`); the
+    /// `CStr` carries the NUL the driver reads up to.
+    ///
+    /// # Errors
+    /// A driver error (`CUDA_ERROR_INVALID_PTX`, `CUDA_ERROR_INVALID_IMAGE`).
+    pub fn load_ptx(device: &Device, ptx: &std::ffi::CStr) -> Result<Module> {
+        // SAFETY: PTX is read up to its NUL, which `CStr` guarantees is the
+        // last byte of the slice.
+        unsafe { Module::load_in_place(device, ptx.to_bytes_with_nul()) }
+    }
+
+    /// Loads `image` without checking it (`cuModuleLoadData`), for image
+    /// formats [`Module::load`] does not know. An image that is not 8-byte
+    /// aligned is copied into an aligned buffer, as by `load`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty image; a driver error.
+    ///
+    /// # Safety
+    /// 1. Every byte the driver reads to load `image` — as far as the
+    ///    image's own headers, tables or terminating NUL say it extends —
+    ///    must lie inside `image`.
+    pub unsafe fn load_unchecked(device: &Device, image: &[u8]) -> Result<Module> {
         if image.is_empty() {
             return Err(Error::InvalidArgument("empty module image".into()));
         }
+        // SAFETY: the caller promises that the driver's reads stay inside
+        // `image` (obligation 1).
+        unsafe { Module::load_in_place(device, image) }
+    }
+
+    /// `cuModuleLoadData` on `image`, copied to an 8-aligned buffer first if
+    /// it is not 8-aligned (the driver reads binary headers in place with
+    /// 8-byte loads).
+    ///
+    /// # Safety
+    /// 1. The driver's reads of the image (as its own headers or NUL say)
+    ///    must stay inside `image`.
+    unsafe fn load_in_place(device: &Device, image: &[u8]) -> Result<Module> {
+        let copy: Vec<u64>;
+        let image = if image.as_ptr().align_offset(8) != 0 {
+            let mut words = vec![0u64; image.len().div_ceil(8)];
+            bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..image.len()].copy_from_slice(image);
+            copy = words;
+            &bytemuck::cast_slice::<u64, u8>(&copy)[..image.len()]
+        } else {
+            image
+        };
         let dev = &device.inner;
         dev.bind()?;
         let mut raw: CUmodule = std::ptr::null_mut();
-        // SAFETY: `image` is a live byte slice for the whole call; the driver
-        // reads the image's own headers to find its length (a fatbin or ELF
-        // header, or PTX up to its NUL) and copies what it loads.
+        // SAFETY: `image` is a live byte slice for the whole call, and every
+        // byte the driver reads of it lies inside it (caller's obligation 1;
+        // an aligned copy holds the same bytes); the driver copies what it
+        // loads. `raw` is a valid out-pointer; the device's context is
+        // current (`bind`).
         unsafe { cu!(dev.drv, cuModuleLoadData(&mut raw, image.as_ptr().cast())) }?;
         Ok(Module { inner: Arc::new(ModuleInner { raw, device: device.clone() }) })
     }
@@ -113,22 +181,68 @@ impl Module {
         }
     }
 
-    /// The kernel `name` with the Rust signature `S`, checked against the
-    /// driver's parameter list (`cuFuncGetParamInfo`, CUDA 12.4+): the same
-    /// number of parameters, each of the size `S` says. Drivers without that
-    /// call skip the check ([`Kernel::signature_checked`] says which).
+    /// Declares the kernel `name` of this module with the Rust signature `S`
+    /// (`cuModuleGetFunction`), after which [`Kernel::launch`] is safe.
+    ///
+    /// `S` is checked against the driver's parameter list
+    /// (`cuFuncGetParamInfo`, CUDA 12.4+): the same number of parameters,
+    /// each of the size `S` says. Drivers without that call skip the check
+    /// ([`Kernel::signature_checked`] says which). Sizes cannot tell a
+    /// pointer from a `u64`, a read from a write, or how far the kernel
+    /// indexes: that is the caller's promise below.
     ///
     /// # Errors
     /// [`Error::KernelSignature`] naming the kernel and the parameter that
     /// differs, or when the module has no such kernel; a driver error.
-    pub fn kernel<S: Signature>(&self, name: &str) -> Result<Kernel<S>> {
+    ///
+    /// # Safety
+    /// A returned `Kernel<S>` lets safe code launch the kernel with any
+    /// arguments of `S`'s types and any launch configuration that passes
+    /// [`Kernel::launch`]'s checks. So the caller promises, of the kernel
+    /// `name` in this module, for every such launch:
+    /// 1. **Signature.** `S` is its real parameter list: the same count and
+    ///    order, each parameter of the type the kernel declares — a pointer
+    ///    for [`In<T>`](crate::In)/[`Out<T>`](crate::Out) (the kernel may
+    ///    read the view's bytes as another plain type, within 3),
+    ///    `unsigned long long` for [`Len`](crate::Len), the same scalar type
+    ///    otherwise.
+    /// 2. **Access.** Through an `In<T>` pointer it only reads; through an
+    ///    `Out<T>` pointer it may read and write. (gpu-sync orders the launch
+    ///    after conflicting uses of each view, and an `Out` view never
+    ///    overlaps another view of the same launch.)
+    /// 3. **Bounds.** Every access stays inside the views passed, whatever
+    ///    their lengths and offsets, whatever the values of the scalar
+    ///    arguments, and whatever the grid, block and dynamic shared memory
+    ///    size (any configuration the device accepts). It may bound its
+    ///    accesses by a [`Len`](crate::Len) argument (checked at each launch
+    ///    to be at most every view's length) and by nothing else: a plain
+    ///    scalar is not a bound, a view's length is unknown to it otherwise.
+    ///    It needs no alignment beyond `align_of::<T>()` of each view's
+    ///    element type (checked at each launch), and, for every such
+    ///    configuration, its own threads do not race on memory (e.g. a
+    ///    read-modify-write indexed by `threadIdx.x` alone, repeated in a
+    ///    2-D block) and it has no other undefined behaviour (warp
+    ///    intrinsics that assume full warps, shared memory it assumes the
+    ///    launch provides).
+    /// 4. **Nothing else.** It touches no memory but its views (no pointers
+    ///    smuggled through integer scalars, no globals aliasing host or
+    ///    device memory that gpu-sync manages), and does not synchronize
+    ///    with or wait for other kernels, host memory or host code in ways
+    ///    the tracker cannot see.
+    ///
+    /// A caller that keeps the returned kernel private (no safe code outside
+    /// it can reach it) may instead prove 3 for each launch it makes, as the
+    /// `kernels` crate's wrappers do. Calling this with a signature the
+    /// driver rejects (an `Err`) has no effect.
+    pub unsafe fn kernel<S: Signature>(&self, name: &str) -> Result<Kernel<S>> {
         let f = self.get_function(name)?;
         let checked = self.check_params(f, name, S::PARAM_SIZES)?;
         Ok(Kernel::new(f, self.inner.clone(), name.to_owned(), checked))
     }
 
-    /// The kernel `name` without a checked signature, for foreign kernels
-    /// launched with [`crate::RawKernel::launch`].
+    /// The kernel `name` without a checked signature
+    /// (`cuModuleGetFunction`), for kernels whose contract holds only for
+    /// some launches, launched with the unsafe [`crate::RawKernel::launch`].
     ///
     /// # Errors
     /// As [`Module::kernel`] for a missing kernel.

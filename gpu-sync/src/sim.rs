@@ -18,9 +18,9 @@
 //!   scalars by value).
 //!
 //! ```
-//! use gpu_sync::{sim, Device, DeviceBuffer, In, LaunchConfig, Module, Out, Stream};
+//! use gpu_sync::{sim, Device, DeviceBuffer, In, LaunchConfig, Len, Module, Out, Stream};
 //!
-//! type Vadd = (In<f32>, In<f32>, Out<f32>, u64);
+//! type Vadd = (In<f32>, In<f32>, Out<f32>, Len);
 //! let session = sim::session(7)?; // installs the simulator, seed 7
 //! sim::register::<Vadd>("vadd", |(x, y, out, n)| {
 //!     for i in 0..n as usize {
@@ -31,9 +31,8 @@
 //! let device = Device::get(0)?;
 //! let stream = Stream::new(&device)?;
 //! let module = Module::load(&device, sim::PTX_STUB)?;
-//! #[allow(unused_unsafe)]
 //! // SAFETY: the registered `vadd` reads `x` and `y` and writes `out` only
-//! // below `n`, and every launch below passes `n` = the buffers' length.
+//! // below `n`, a `Len` that each launch checks against all three views.
 //! let vadd = unsafe { module.kernel::<Vadd>("vadd")? };
 //! let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0])?;
 //! let y = DeviceBuffer::from_slice(&stream, &[10.0f32, 20.0, 30.0])?;
@@ -272,6 +271,24 @@ macro_rules! scalar_sim_params {
     )*};
 }
 scalar_sim_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+
+/// A [`Len`](crate::Len) is a `u64` to the closure, as to the kernel.
+impl SimParam for crate::Len {
+    type View<'a> = u64;
+    type Staged = u64;
+    fn spec() -> ParamSpec {
+        ParamSpec::scalar::<u64>()
+    }
+    fn load(call: &mut KernelCall<'_>, index: usize) -> Result<u64, KernelFault> {
+        call.scalar(index)
+    }
+    fn view(staged: &mut u64) -> u64 {
+        *staged
+    }
+    fn store(_: &mut KernelCall<'_>, _: usize, _: u64) -> Result<(), KernelFault> {
+        Ok(())
+    }
+}
 
 /// A kernel signature whose every parameter is a [`SimParam`]: the tuple of
 /// views is what a registered closure receives.

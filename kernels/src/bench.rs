@@ -44,7 +44,6 @@ impl BenchKernels {
     /// # Errors
     /// A driver error; [`Error::KernelSignature`] if the fatbin and this
     /// crate disagree.
-    #[allow(unused_unsafe)]
     pub fn load(device: &Device) -> Result<BenchKernels> {
         let module = gpu_sync::Module::load(device, Module::Bench.fatbin())?;
         let sms = device

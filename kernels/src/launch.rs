@@ -3,13 +3,25 @@
 //! alignment of vector-loaded pointers, a zeroed accumulator where the caller
 //! asks for a fresh result) and sizes the grid.
 //!
-//! Signatures are checked against the driver at [`Kernels::load`]
-//! (`cuFuncGetParamInfo`), and every buffer argument is a tracked use.
+//! The kernels are reached **only** through these methods: no getter hands
+//! out a typed kernel, because several of them are safe only for the
+//! launches the methods make (a 1-D grid; `n4` words of four; 16-byte
+//! alignment; a full-warp block). Signatures are checked against the driver
+//! at [`Kernels::load`] (`cuFuncGetParamInfo`), and every buffer argument is
+//! a tracked use. Where a kernel's element count bounds every pointer it is
+//! passed as a [`gpu_sync::Len`], which gpu-sync checks again at launch.
+//!
+//! Unsafe code: [`Kernels::load`] declares each kernel with
+//! `gpu_sync::Module::kernel` (an `unsafe fn`); each declaration argues the
+//! kernel's contract against its `.cu` source, and each launch site the
+//! part of it (bounds, launch shape) that holds only for that launch.
+#![allow(unsafe_code)]
 
 use crate::spec::{DEFAULT_BLOCK, Kernel, Module};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, In, Kernel as Typed, LaunchConfig, Out, Result, Stream,
+    AsDeviceSlice, AsDeviceSliceMut, Device, Error, In, Kernel as Typed, LaunchConfig, Len, Out, Result,
+    Stream,
 };
 
 /// `read_sum_u32x4(const uint4* in, u64 n4, u64* out)`.
@@ -17,23 +29,26 @@ pub type ReadSumSig = (In<u32>, u64, Out<u64>);
 /// `copy_u32x4(const uint4* src, uint4* dst, u64 n4)`.
 pub type CopySig = (In<u32>, Out<u32>, u64);
 /// `triad_f32(float* a, const float* b, const float* c, float s, u64 n)`.
-pub type TriadSig = (Out<f32>, In<f32>, In<f32>, f32, u64);
+pub type TriadSig = (Out<f32>, In<f32>, In<f32>, f32, Len);
 /// `spin_cycles(u64 cycles, u64* out)`.
 pub type SpinSig = (u64, Out<u64>);
 /// `fill_pattern_u32(unsigned* dst, u64 n, unsigned seed)`.
-pub type FillPatternSig = (Out<u32>, u64, u32);
+pub type FillPatternSig = (Out<u32>, Len, u32);
 /// `check_pattern_u32(const unsigned* src, u64 n, unsigned seed, u64* mismatches)`.
 pub type CheckPatternSig = (In<u32>, u64, u32, Out<u64>);
 /// `scale_f32(const float* in, float* out, float a, u64 n)`.
-pub type ScaleSig = (In<f32>, Out<f32>, f32, u64);
+pub type ScaleSig = (In<f32>, Out<f32>, f32, Len);
 /// `add_f32(const float* x, const float* y, float* out, u64 n)`.
-pub type AddSig = (In<f32>, In<f32>, Out<f32>, u64);
+pub type AddSig = (In<f32>, In<f32>, Out<f32>, Len);
 /// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
-pub type MixSig = (In<u32>, In<u32>, Out<u32>, u32, u64);
+pub type MixSig = (In<u32>, In<u32>, Out<u32>, u32, Len);
 /// `bump_u32(unsigned* x, unsigned add, u64 n)`.
-pub type BumpSig = (Out<u32>, u32, u64);
+pub type BumpSig = (Out<u32>, u32, Len);
 
 /// Every kernel of the crate, loaded into one device.
+///
+/// The typed kernels are private fields: the methods below are their only
+/// launch sites, and each makes only launches its kernel is sound for.
 pub struct Kernels {
     device: Device,
     max_blocks: u32,
@@ -87,21 +102,66 @@ impl Kernels {
         let (stream, spin, pattern, elementwise) =
             (load(Module::Stream)?, load(Module::Spin)?, load(Module::Pattern)?, load(Module::Elementwise)?);
         let sms = device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        // Every declaration below: obligation 1 (signature) is the `extern
+        // "C"` prototype in `kernels/cu/<module>.cu`, quoted on each `*Sig`
+        // alias, and `tests/signatures.rs` compares the spec table with those
+        // sources (and `cuFuncGetParamInfo` the sizes, here). Obligation 4:
+        // none of these kernels reads a global or a pointer other than its
+        // parameters, or waits on anything (the sources use only their
+        // parameters, `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `clock64`
+        // and, in `read_sum_u32x4`, a static `__shared__` array). Obligation
+        // 3 is proved per launch by the method that makes it (the kernels are
+        // private to this struct; "SAFETY (launch)" comments below).
+        //
+        // SAFETY: obligation 2: `in` is `const uint4*` (In), `out` is only
+        // `atomicAdd`ed (read-write: Out). 1: `In<u32>` for `const uint4*` —
+        // the view holds u32 words, read four at a time; `read_sum` passes a
+        // view of `4 * n4` words, 16-byte aligned.
+        let read_sum = unsafe { stream.kernel(Kernel::ReadSumU32x4.name()) }?;
+        // SAFETY: 2: `src` is `const uint4*` (In), `dst` only stored to
+        // (Out). 1: u32 views read and written four words at a time (as
+        // above, `copy` passes `4 * n4`-word views, 16-byte aligned).
+        let copy = unsafe { stream.kernel(Kernel::CopyU32x4.name()) }?;
+        // SAFETY: 2: `a` only stored to (Out), `b` and `c` are `const
+        // float*` (In). 1: `n` is `unsigned long long`: a `Len`.
+        let triad = unsafe { stream.kernel(Kernel::TriadF32.name()) }?;
+        // SAFETY: 2: `out` is only stored to (Out), by one thread. 3 holds
+        // for every launch: it writes `out[0]` only, and `spin` checks `out`
+        // has one element.
+        let spin_k = unsafe { spin.kernel(Kernel::SpinCycles.name()) }?;
+        // SAFETY: 2: `dst` only stored to (Out). 1: `n` is `unsigned long
+        // long`: a `Len`.
+        let fill_pattern = unsafe { pattern.kernel(Kernel::FillPatternU32.name()) }?;
+        // SAFETY: 2: `src` is `const unsigned*` (In), `mismatches` only
+        // `atomicAdd`ed (Out).
+        let check_pattern = unsafe { pattern.kernel(Kernel::CheckPatternU32.name()) }?;
+        // SAFETY: 2: `in` is `const float*` (In), `out` only stored to
+        // (Out). 1: `n` is a `Len`.
+        let scale = unsafe { elementwise.kernel(Kernel::ScaleF32.name()) }?;
+        // SAFETY: 2: `x`, `y` are `const float*` (In), `out` only stored to
+        // (Out). 1: `n` is a `Len`.
+        let add = unsafe { elementwise.kernel(Kernel::AddF32.name()) }?;
+        // SAFETY: 2: `a`, `b` are `const unsigned*` (In), `out` only stored
+        // to (Out). 1: `n` is a `Len`.
+        let mix = unsafe { elementwise.kernel(Kernel::MixU32.name()) }?;
+        // SAFETY: 2: `x` is read and written (`x[i] += add`: Out). 1: `n` is
+        // a `Len`.
+        let bump = unsafe { elementwise.kernel(Kernel::BumpU32.name()) }?;
         Ok(Kernels {
             device: device.clone(),
             // Grid-stride kernels: eight 256-thread blocks per SM keep every
             // SM fully occupied; more blocks only add scheduling.
             max_blocks: (sms.max(1) as u32).saturating_mul(8),
-            read_sum: stream.kernel(Kernel::ReadSumU32x4.name())?,
-            copy: stream.kernel(Kernel::CopyU32x4.name())?,
-            triad: stream.kernel(Kernel::TriadF32.name())?,
-            spin: spin.kernel(Kernel::SpinCycles.name())?,
-            fill_pattern: pattern.kernel(Kernel::FillPatternU32.name())?,
-            check_pattern: pattern.kernel(Kernel::CheckPatternU32.name())?,
-            scale: elementwise.kernel(Kernel::ScaleF32.name())?,
-            add: elementwise.kernel(Kernel::AddF32.name())?,
-            mix: elementwise.kernel(Kernel::MixU32.name())?,
-            bump: elementwise.kernel(Kernel::BumpU32.name())?,
+            read_sum,
+            copy,
+            triad,
+            spin: spin_k,
+            fill_pattern,
+            check_pattern,
+            scale,
+            add,
+            mix,
+            bump,
         })
     }
 
@@ -112,7 +172,8 @@ impl Kernels {
 
     /// A 1-D launch of [`DEFAULT_BLOCK`]-thread blocks covering `threads`
     /// threads, capped at eight blocks per SM (the kernels stride over the
-    /// rest).
+    /// rest). Every wrapper launches with it (or one thread, `spin`): a 1-D
+    /// grid and block, the block a multiple of 32 threads.
     pub fn grid_for(&self, threads: u64) -> LaunchConfig {
         let blocks = threads.div_ceil(u64::from(DEFAULT_BLOCK)).clamp(1, u64::from(self.max_blocks.max(1)));
         LaunchConfig::new(blocks as u32, DEFAULT_BLOCK)
@@ -136,6 +197,12 @@ impl Kernels {
         aligned16(k, "in", input)?;
         same(k, "out must have one element", out.device_len(), 1)?;
         let n4 = (input.device_len() / 4) as u64;
+        // SAFETY (launch): thread `i` reads `in[i]` (uint4) for `i < n4` only,
+        // words `4i..4i+4` of `input`, which has exactly `4 * n4` words and
+        // starts 16-byte aligned (checked above); `atomicAdd(out)` hits the
+        // one element of `out`. `grid_for` is 1-D with 256-thread blocks, so
+        // the full-mask warp shuffles see full warps and the 8 warps index
+        // `warp_sums[0..8]` of the static 32.
         self.read_sum.launch(stream, self.grid_for(n4), (input, n4, out))
     }
 
@@ -157,6 +224,9 @@ impl Kernels {
         aligned16(k, "src", src)?;
         aligned16(k, "dst", dst)?;
         let n4 = (src.device_len() / 4) as u64;
+        // SAFETY (launch): thread `i` copies uint4 `i < n4`: words `4i..4i+4`
+        // of `src` and `dst`, which both have exactly `4 * n4` words and start
+        // 16-byte aligned (checked above). 1-D grid: each `i` has one thread.
         self.copy.launch(stream, self.grid_for(n4), (src, dst, n4))
     }
 
@@ -178,6 +248,11 @@ impl Kernels {
         aligned16(k, "b", b)?;
         aligned16(k, "c", c)?;
         let n = a.device_len() as u64;
+        // SAFETY (launch): indices `i < n` only (float4 `i < n / 4` covers
+        // floats `< 4 * (n / 4) <= n`), `n` the common length of the three
+        // views (checked above; gpu-sync checks the `Len` again); the float4
+        // accesses need the 16-byte alignment checked above. 1-D grid: each
+        // element is written by one thread.
         // The bulk runs one float4 per thread.
         self.triad.launch(stream, self.grid_for(n.div_ceil(4)), (a, b, c, scalar, n))
     }
@@ -194,6 +269,7 @@ impl Kernels {
         out: &mut O,
     ) -> Result<()> {
         same(Kernel::SpinCycles, "out must have one element", out.device_len(), 1)?;
+        // SAFETY (launch): one thread writes `out[0]`; `out` has one element.
         self.spin.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
 
@@ -208,6 +284,8 @@ impl Kernels {
         seed: u32,
     ) -> Result<()> {
         let n = dst.device_len() as u64;
+        // SAFETY (launch): `dst[i]` for `i < n`, `n` its length (a `Len`,
+        // checked by gpu-sync too); 1-D grid: one thread per element.
         self.fill_pattern.launch(stream, self.grid_for(n), (dst, n, seed))
     }
 
@@ -225,6 +303,8 @@ impl Kernels {
     {
         same(Kernel::CheckPatternU32, "mismatches must have one element", mismatches.device_len(), 1)?;
         let n = src.device_len() as u64;
+        // SAFETY (launch): `src[i]` for `i < n`, `n` its length; the
+        // `atomicAdd` hits the one element of `mismatches` (checked above).
         self.check_pattern.launch(stream, self.grid_for(n), (src, n, seed, mismatches))
     }
 
@@ -239,6 +319,8 @@ impl Kernels {
     {
         same(Kernel::ScaleF32, "lengths", input.device_len(), out.device_len())?;
         let n = input.device_len() as u64;
+        // SAFETY (launch): `in[i]`, `out[i]` for `i < n`, the common length
+        // (checked above, and by gpu-sync as a `Len`); 1-D grid.
         self.scale.launch(stream, self.grid_for(n), (input, out, a, n))
     }
 
@@ -255,6 +337,8 @@ impl Kernels {
         same(Kernel::AddF32, "lengths of x and y", x.device_len(), y.device_len())?;
         same(Kernel::AddF32, "lengths of x and out", x.device_len(), out.device_len())?;
         let n = x.device_len() as u64;
+        // SAFETY (launch): `x[i]`, `y[i]`, `out[i]` for `i < n`, the common
+        // length (checked above, and by gpu-sync as a `Len`); 1-D grid.
         self.add.launch(stream, self.grid_for(n), (x, y, out, n))
     }
 
@@ -271,6 +355,8 @@ impl Kernels {
         same(Kernel::MixU32, "lengths of a and b", a.device_len(), b.device_len())?;
         same(Kernel::MixU32, "lengths of a and out", a.device_len(), out.device_len())?;
         let n = a.device_len() as u64;
+        // SAFETY (launch): `a[i]`, `b[i]`, `out[i]` for `i < n`, the common
+        // length (checked above, and by gpu-sync as a `Len`); 1-D grid.
         self.mix.launch(stream, self.grid_for(n), (a, b, out, salt, n))
     }
 
@@ -285,22 +371,9 @@ impl Kernels {
         add: u32,
     ) -> Result<()> {
         let n = x.device_len() as u64;
+        // SAFETY (launch): `x[i] += add` for `i < n`, its length (a `Len`,
+        // checked by gpu-sync too); the 1-D grid gives each element one
+        // thread, so the read-modify-writes do not race.
         self.bump.launch(stream, self.grid_for(n), (x, add, n))
-    }
-
-    /// The typed `add_f32` kernel, for callers that launch it directly
-    /// (benchmarks of the launch path itself).
-    pub fn add_kernel(&self) -> &Typed<AddSig> {
-        &self.add
-    }
-
-    /// The typed `scale_f32` kernel, as [`Kernels::add_kernel`].
-    pub fn scale_kernel(&self) -> &Typed<ScaleSig> {
-        &self.scale
-    }
-
-    /// The typed `bump_u32` kernel, as [`Kernels::add_kernel`].
-    pub fn bump_kernel(&self) -> &Typed<BumpSig> {
-        &self.bump
     }
 }

@@ -8,7 +8,9 @@
 //! - [`reference`](mod@reference): CPU implementations with bit-identical results.
 //! - [`cost`]: FLOPs and minimum bytes moved, for the roofline.
 //! - [`Kernels`] (`launch`): every kernel loaded into a device, as typed
-//!   methods over gpu-sync buffers that check lengths and alignment.
+//!   methods over gpu-sync buffers that check lengths and alignment — the
+//!   only way to launch them (no typed kernel is handed out: several are
+//!   sound only for the launches these methods make).
 //! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
 //!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with

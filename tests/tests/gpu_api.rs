@@ -6,8 +6,8 @@
 
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
 use gpu_sync::{
-    DeviceBuffer, DeviceSynced, Error, HostAllocFlags, In, LaunchConfig, Module, Out, PinnedBuffer, Polled,
-    Proof, Stream, SyncEvent, TimingEvent,
+    DeviceBuffer, DeviceSynced, Error, HostAllocFlags, In, LaunchConfig, Len, Module, Out, PinnedBuffer,
+    Polled, Proof, Stream, SyncEvent, TimingEvent,
 };
 use kernels::{Kernels, reference};
 use std::sync::Arc;
@@ -321,19 +321,29 @@ fn launches_are_checked_before_the_driver_sees_them() {
     let k = Kernels::load(&t.device).expect("kernels");
     let s = Stream::new(&t.device).expect("s");
     let m = Module::load(&t.device, kernels::Module::Elementwise.fatbin()).expect("module");
-    match m.kernel::<(In<f32>, Out<f32>)>("add_f32") {
+    // SAFETY: a wrong signature for add_f32; the driver's parameter list
+    // rejects it (asserted), so no kernel comes back to launch.
+    match unsafe { m.kernel::<(In<f32>, Out<f32>)>("add_f32") } {
         Err(Error::KernelSignature { kernel, problem }) => {
             assert_eq!(kernel, "add_f32");
             assert!(problem.contains("parameter") || problem.contains("parameters"), "{problem}");
         }
         other => panic!("expected a signature error, got {other:?}"),
     }
-    match m.kernel::<(In<f32>, In<f32>, Out<f32>, u32)>("add_f32") {
+    // SAFETY: as above, rejected on parameter 3's size.
+    match unsafe { m.kernel::<(In<f32>, In<f32>, Out<f32>, u32)>("add_f32") } {
         Err(Error::KernelSignature { problem, .. }) => assert!(problem.contains("parameter 3"), "{problem}"),
         other => panic!("expected a size mismatch on parameter 3, got {other:?}"),
     }
-    assert!(matches!(m.kernel::<()>("no_such_kernel"), Err(Error::KernelSignature { .. })));
-    let add = m.kernel::<(In<f32>, In<f32>, Out<f32>, u64)>("add_f32").expect("add");
+    // SAFETY: no such kernel: nothing comes back.
+    assert!(matches!(unsafe { m.kernel::<()>("no_such_kernel") }, Err(Error::KernelSignature { .. })));
+    // SAFETY: add_f32(const float* x, const float* y, float* out, u64 n) in
+    // kernels/cu/elementwise.cu: reads x and y, stores to out, at indices
+    // i < n only, n a `Len` that gpu-sync checks against each view; it
+    // touches nothing else. Its grid-stride loop indexes by x alone, so it
+    // is race-free in 1-D launches; `add` stays in this test, whose only
+    // launch that reaches the driver is 1-D.
+    let add = unsafe { m.kernel::<(In<f32>, In<f32>, Out<f32>, Len)>("add_f32") }.expect("add");
     assert!(add.signature_checked());
     let x = DeviceBuffer::<f32>::zeroed(&s, 64).expect("x");
     let mut o = DeviceBuffer::<f32>::zeroed(&s, 64).expect("o");

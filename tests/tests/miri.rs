@@ -7,7 +7,7 @@
 //! Leaks are expected where a test forgets a value on purpose, so CI runs
 //! Miri with `-Zmiri-ignore-leaks`.
 
-use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+use gpu_sync::{DeviceBuffer, Error, HostAllocFlags, LaunchConfig, Len, Module, Out, PinnedBuffer, Stream};
 use kernels::{Kernels, reference};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRng, TestRunner};
@@ -88,4 +88,44 @@ fn forgotten_and_dropped_pending_downloads_stay_sound() {
     s.synchronize().expect("sync");
     let races = t.session.as_ref().map(|s| s.races()).unwrap_or_default();
     assert!(races.is_empty(), "{}", fmt_races(&races));
+}
+
+#[test]
+fn module_load_reads_nothing_past_the_slice() {
+    let t = ctx(4);
+    // PTX without a NUL inside the slice: `cuModuleLoadData` takes no length,
+    // and before images were validated the driver read past these two bytes
+    // (Miri: out-of-bounds read).
+    assert!(matches!(Module::load(&t.device, b"//"), Err(Error::InvalidArgument(_))));
+    // A fatbin whose header declares more than the slice holds.
+    let fatbin = kernels::Module::Spin.fatbin();
+    assert!(matches!(Module::load(&t.device, &fatbin[..24]), Err(Error::InvalidArgument(_))));
+    // Valid images load, read within their slices.
+    drop(Module::load(&t.device, b"//\0").expect("PTX"));
+    drop(Module::load(&t.device, fatbin).expect("fatbin"));
+    check_clean(t);
+}
+
+#[test]
+fn a_len_keeps_a_kernel_inside_its_view() {
+    let t = ctx(5);
+    let s = Stream::new(&t.device).expect("stream");
+    let m = Module::load(&t.device, kernels::Module::Elementwise.fatbin()).expect("module");
+    // SAFETY: bump_u32 (kernels/cu/elementwise.cu) reads and writes x[i]
+    // (Out) for i < n only, n a `Len` checked against the view; nothing
+    // else; race-free in the 1-D launches made here (`bump` stays here).
+    let bump = unsafe { m.kernel::<(Out<u32>, u32, Len)>("bump_u32") }.expect("bump");
+    let mut x = DeviceBuffer::<u32>::zeroed(&s, 16).expect("x");
+    let mut head = x.slice_mut(..4).expect("head");
+    // Past the view: refused before the driver, so the simulator never
+    // writes outside the allocation.
+    let r = bump.launch(&s, LaunchConfig::new(1, 32), (&mut head, 1u32, 1024u64));
+    assert!(matches!(r, Err(Error::LaunchArgument { param: 2, .. })), "{r:?}");
+    bump.launch(&s, LaunchConfig::new(1, 32), (&mut head, 2u32, 4u64)).expect("bump");
+    let got = s.to_vec(&x).expect("read");
+    assert_eq!(got, [2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    drop((bump, m, x));
+    s.synchronize().expect("sync");
+    drop(s);
+    check_clean(t);
 }

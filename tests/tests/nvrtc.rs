@@ -58,7 +58,6 @@ fn compiles_and_runs_a_kernel_on_the_gpu() {
         return; // needs the real driver to run device code
     }
     let module = Program::load(&t.device, VADD, &["-lineinfo"]).expect("compile and load");
-    #[allow(unused_unsafe)]
     // SAFETY: VADD reads `x`, `y` and writes `out` only below `n`; the launch
     // passes n = the buffers' common length.
     let vadd = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>, u64)>("vadd") }.expect("kernel");

@@ -25,7 +25,6 @@ fn register_axpy() {
 
 fn axpy(device: &Device) -> gpu_sync::Kernel<Axpy> {
     let module = Module::load(device, sim::PTX_STUB).expect("module");
-    #[allow(unused_unsafe)]
     // SAFETY: the registered `h5_axpy` reads `x` and writes `y` below `n`
     // only, and each launch in this file passes `n` ≤ both lengths.
     let k = unsafe { module.kernel::<Axpy>("h5_axpy") };
@@ -65,7 +64,6 @@ fn the_signature_decides_the_parameter_sizes() {
     register_axpy();
     let t = ctx(12);
     let module = Module::load(&t.device, sim::PTX_STUB).unwrap();
-    #[allow(unused_unsafe)]
     // SAFETY: never launched; only the signature check is exercised.
     let wrong = unsafe { module.kernel::<(In<f32>, Out<f32>, f64, u64)>("h5_axpy") };
     assert!(matches!(wrong, Err(Error::KernelSignature { .. })), "{wrong:?}");
@@ -128,7 +126,6 @@ fn a_panicking_closure_fails_the_launch() {
     let t = ctx(14);
     let stream = Stream::new(&t.device).unwrap();
     let module = Module::load(&t.device, sim::PTX_STUB).unwrap();
-    #[allow(unused_unsafe)]
     // SAFETY: the CPU version panics before touching memory out of range
     // (slices are bounds-checked); there is no device code.
     let k = unsafe { module.kernel::<(Out<u32>, u64)>("h5_index_past_end") }.unwrap();
