@@ -288,6 +288,10 @@ impl DeviceMemory for SimMemory<'_> {
         let base = self.locate(addr, len)?;
         self.mem.write(base, addr - base, data).map_err(|_| (addr, len))
     }
+
+    fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
+        self.locate(addr, len).map(drop)
+    }
 }
 
 #[cfg(test)]

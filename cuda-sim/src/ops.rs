@@ -212,6 +212,9 @@ impl crate::registry::DeviceMemory for NoMemory {
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)> {
         Err((addr, data.len() as u64))
     }
+    fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
+        Err((addr, len))
+    }
 }
 
 /// Fixed cost of a host-device copy (ns).

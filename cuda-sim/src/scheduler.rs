@@ -96,6 +96,13 @@ fn execute(st: &mut State, id: u64) {
 }
 
 fn run_op(st: &mut State, op: &Op) {
+    // A lost context runs no more work: once its session is poisoned by a
+    // sticky error, queued operations retire without touching memory (as
+    // the driver aborts a lost context's queues), so no copy lands in host
+    // memory after the program was told the context is lost.
+    if st.sessions.get(&op.session).is_some_and(|s| s.sticky.is_some()) {
+        return;
+    }
     let mut rng = Rng::new(op.seed);
     run_work(st, op.session, &op.stamp, &op.work, &mut rng);
 }
