@@ -53,6 +53,7 @@ mod error;
 mod event;
 mod ffi;
 mod graph;
+mod host_fn;
 mod launch;
 mod ledger;
 mod module;
