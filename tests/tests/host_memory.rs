@@ -252,3 +252,60 @@ fn pinned_buffers_of_over_aligned_types_are_refused() {
     drop(b);
     t.finish();
 }
+
+// Issue 9: pinned sub-range copies, tracked like whole-buffer copies.
+
+#[test]
+fn pinned_sub_ranges_copy_with_the_whole_buffer_rules() {
+    let t = ctx(81);
+    let (a, b) = (Stream::new(&t.device).expect("a"), Stream::new(&t.device).expect("b"));
+    let n = 1024;
+    let data = pattern(n);
+    let mut host = PinnedBuffer::from_slice(&t.device, &data, HostAllocFlags::empty()).expect("pinned");
+    // Upload a range on `a`; a reader on `b` needs no manual wait.
+    let mut x = DeviceBuffer::<u32>::zeroed(&a, 256).expect("x");
+    a.upload_range(&host, 100..356, &mut x).expect("upload range");
+    assert!(b.to_vec(&x).expect("x")[..] == data[100..356]);
+    // Into part of a device buffer; the host write after it waits for it.
+    let mut y = DeviceBuffer::<u32>::zeroed(&a, 256).expect("y");
+    a.upload_range(&host, ..128, &mut y.slice_mut(64..192).expect("view")).expect("upload into a view");
+    let w = host.as_mut_slice().expect("host write");
+    if on_sim() {
+        cuda_sim::host_write(w.as_ptr().cast(), std::mem::size_of_val(w));
+    }
+    w.fill(0);
+    let got = b.to_vec(&y).expect("y");
+    assert!(got[64..192] == data[..128] && got[..64].iter().chain(&got[192..]).all(|&v| v == 0));
+    // An upload still reading the buffer on `a`, then a range download into
+    // it on `b`: the download waits (device-side) for the read.
+    let mut z = DeviceBuffer::<u32>::alloc(&a, n).expect("z");
+    a.upload(&host, &mut z).expect("upload whole");
+    let back = b.download_range(&x, host, 512..768).expect("download range").wait().expect("wait");
+    assert!(back[512..768] == data[100..356], "the range holds the download");
+    assert!(back[..512].iter().chain(&back[768..]).all(|&v| v == 0), "the rest keeps its values");
+    assert!(a.to_vec(&z).expect("z").iter().all(|&v| v == 0), "the upload read the buffer before the download");
+    // Bad ranges and lengths are errors, before the driver sees anything.
+    match a.upload_range(&back, 1000..1100, &mut x) {
+        Err(Error::OutOfRange { start: 1000, end: 1100, len: 1024 }) => {}
+        other => panic!("expected OutOfRange, got {other:?}"),
+    }
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = 300..200;
+    assert!(matches!(a.upload_range(&back, reversed, &mut x), Err(Error::OutOfRange { .. })));
+    match a.upload_range(&back, 0..10, &mut x) {
+        Err(Error::LengthMismatch { src: 10, dst: 256, .. }) => {}
+        other => panic!("expected LengthMismatch, got {other:?}"),
+    }
+    match b.download_range(&x, back, 900..1200) {
+        Err(Error::OutOfRange { start: 900, end: 1200, len: 1024 }) => {}
+        other => panic!("expected OutOfRange, got {:?}", other.map(drop)),
+    }
+    let spare = PinnedBuffer::<u32>::new(&t.device, 64, HostAllocFlags::empty()).expect("spare");
+    assert!(matches!(b.download_range(&x, spare, 0..64), Err(Error::LengthMismatch { .. })));
+    // An empty range is a no-op copy.
+    let mut empty = DeviceBuffer::<u32>::alloc(&a, 0).expect("empty");
+    let host = PinnedBuffer::from_slice(&t.device, &data[..4], HostAllocFlags::empty()).expect("pinned");
+    a.upload_range(&host, 4.., &mut empty).expect("empty range");
+    a.synchronize().expect("sync");
+    t.finish();
+}
