@@ -195,7 +195,12 @@ impl KernelCall<'_> {
     /// [`KernelFault::BadParam`] for a scalar parameter;
     /// [`KernelFault::IllegalAddress`] for a range outside every live
     /// allocation (a byte count that overflows included).
-    pub fn check_access<T: bytemuck::Pod>(&self, index: usize, offset: u64, len: usize) -> Result<u64, KernelFault> {
+    pub fn check_access<T: bytemuck::Pod>(
+        &self,
+        index: usize,
+        offset: u64,
+        len: usize,
+    ) -> Result<u64, KernelFault> {
         let base = self.ptr(index)?;
         let size = std::mem::size_of::<T>() as u64;
         let addr = base.wrapping_add(offset.wrapping_mul(size));

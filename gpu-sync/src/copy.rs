@@ -28,7 +28,8 @@ use crate::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
 use crate::tracker::{
-    Access, Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device, wait_for_borrowed,
+    Access, Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device,
+    wait_for_borrowed,
 };
 use bytemuck::Pod;
 use std::ops::RangeBounds;
@@ -132,7 +133,9 @@ impl Stream {
             unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
         };
         let ticket = match host {
-            Host::Pinned(h) => run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1,
+            Host::Pinned(h) => {
+                run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1
+            }
             Host::Borrowed => {
                 let ((), ticket) = run_tracked_idle(self, op, &[device_use], copy)?;
                 wait_for_borrowed(self, ticket)?;

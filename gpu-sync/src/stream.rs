@@ -600,9 +600,13 @@ impl Stream {
     /// Queues `f` to run on a driver thread once all earlier work on this
     /// stream has completed (`cuLaunchHostFunc`); later work waits for it.
     ///
-    /// `f` must not call CUDA (the driver forbids it and returns
-    /// `CUDA_ERROR_NOT_PERMITTED`). A panic in `f` is caught and logged: it
-    /// cannot unwind into the driver.
+    /// `f` must not call CUDA (the driver forbids it): a gpu-sync call inside
+    /// `f` fails with `CUDA_ERROR_NOT_PERMITTED` without reaching the driver.
+    /// `f` may own gpu-sync objects: what it drops (buffers, pinned buffers,
+    /// streams, events) is released later on an ordinary thread — by the
+    /// next tracked operation, pageable copy, or stream or device
+    /// synchronization — never on the driver's callback thread. A panic in
+    /// `f` is caught and logged: it cannot unwind into the driver.
     ///
     /// # Errors
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is

@@ -367,7 +367,8 @@ fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallV
 fn record_in<U: Uses + ?Sized>(slabs: &mut Slabs<'_>, stream: &Arc<StreamInner>, ticket: u64, uses: &U) {
     uses.each(|t, a| {
         let r = t.res();
-        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r)) {
+        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r))
+        {
             tr.record(stream, ticket, a);
         }
     });

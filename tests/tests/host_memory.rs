@@ -145,7 +145,10 @@ fn a_host_function_that_drops_buffers_neither_deadlocks_nor_leaks() {
         s.synchronize().expect("sync");
         t.device.synchronize().expect("device sync");
         let logged = sync_tests::logs::take();
-        assert!(!logged.iter().any(|l| l.contains("leaking")), "a drop in the host function leaked: {logged:?}");
+        assert!(
+            !logged.iter().any(|l| l.contains("leaking")),
+            "a drop in the host function leaked: {logged:?}"
+        );
         if let (Some(sess), Some(before)) = (&t.session, live_before) {
             assert_eq!(sess.live(), before, "objects dropped in the host function were never freed");
         }
@@ -217,7 +220,10 @@ fn a_failed_wait_after_a_pageable_download_into_pinned_memory_leaves_no_copy_que
             cuda_sim::host_read(pinned.as_ptr().cast(), n * 4);
             let seen = pinned.to_vec();
             t.device.synchronize().expect("device sync");
-            assert!(pinned[..] == seen[..], "failing sync #{k}: the pinned memory changed after the call returned");
+            assert!(
+                pinned[..] == seen[..],
+                "failing sync #{k}: the pinned memory changed after the call returned"
+            );
         } else {
             assert!(pinned[..] == pattern(n)[..]);
         }
@@ -283,7 +289,10 @@ fn pinned_sub_ranges_copy_with_the_whole_buffer_rules() {
     let back = b.download_range(&x, host, 512..768).expect("download range").wait().expect("wait");
     assert!(back[512..768] == data[100..356], "the range holds the download");
     assert!(back[..512].iter().chain(&back[768..]).all(|&v| v == 0), "the rest keeps its values");
-    assert!(a.to_vec(&z).expect("z").iter().all(|&v| v == 0), "the upload read the buffer before the download");
+    assert!(
+        a.to_vec(&z).expect("z").iter().all(|&v| v == 0),
+        "the upload read the buffer before the download"
+    );
     // Bad ranges and lengths are errors, before the driver sees anything.
     match a.upload_range(&back, 1000..1100, &mut x) {
         Err(Error::OutOfRange { start: 1000, end: 1100, len: 1024 }) => {}

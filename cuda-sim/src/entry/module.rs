@@ -7,7 +7,9 @@ use crate::graph::{add_node, capture_of};
 use crate::module::{Function, Module, param_layout};
 use crate::ops::{Launch, Work};
 use crate::registry::lookup_kernel;
-use crate::result::{CUresult, INVALID_CONTEXT, INVALID_HANDLE, INVALID_IMAGE, INVALID_VALUE, NOT_FOUND, NOT_SUPPORTED, Res};
+use crate::result::{
+    CUresult, INVALID_CONTEXT, INVALID_HANDLE, INVALID_IMAGE, INVALID_VALUE, NOT_FOUND, NOT_SUPPORTED, Res,
+};
 use crate::state::{Caller, State};
 use crate::stream::{self, Waits};
 use cuda_sys::{CUdevice_attribute as A, CUfunction, CUfunction_attribute, CUmodule, CUstream, Driver};
