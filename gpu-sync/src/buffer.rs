@@ -242,8 +242,12 @@ impl<T: Pod> DeviceBuffer<T> {
     ///
     /// # Errors
     /// The driver error of a wait or of the free; the memory is then leaked
-    /// (never freed while it may be in use).
+    /// (never freed while it may be in use). Inside a host function,
+    /// `CUDA_ERROR_NOT_PERMITTED` (the buffer is dropped, its free deferred).
     pub fn close(self) -> Result<()> {
+        // Inside a host function the buffer is dropped instead (its free is
+        // deferred) and the refusal reported.
+        crate::host_fn::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
             Ok(mut a) => {

@@ -167,10 +167,12 @@ impl<T: Pod> PinnedBuffer<T> {
     ///
     /// # Errors
     /// [`Error::Capturing`] on a capturing thread (the buffer is then freed
-    /// when the capture ends); the driver error of a wait or of the free (the
-    /// memory is then leaked).
+    /// when the capture ends); inside a host function,
+    /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
+    /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
         crate::graph::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let bytes = self.size_bytes();
         if bytes == 0 {
             return Ok(());

@@ -47,6 +47,7 @@ impl Point {
         if self.is_complete() {
             return Ok(());
         }
+        crate::host_fn::refuse("cuEventSynchronize")?;
         let (marker, covered) = self.stream.marker_covering(self.ticket)?;
         marker.synchronize()?;
         self.stream.completed.fetch_max(covered, Ordering::AcqRel);
@@ -531,6 +532,7 @@ impl Stream {
     }
 
     fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
+        crate::host_fn::refuse(op)?;
         let st = self.inner.lock();
         if st.capture.is_some() {
             return Err(Error::Capturing { op });
@@ -554,6 +556,7 @@ impl Stream {
     /// [`Error::Capturing`] during a capture (use the capture's own streams);
     /// a driver error.
     pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+        crate::host_fn::refuse("Stream::wait")?;
         let ev = event.event_inner();
         let recorded = ev.lock_record();
         let dev = &self.inner.device.inner;

@@ -212,6 +212,7 @@ impl Resource {
     /// Blocks the host until every recorded use has completed (the tracker
     /// lock is not held while waiting).
     pub fn host_wait_all(&self) -> Result<()> {
+        crate::host_fn::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
         }

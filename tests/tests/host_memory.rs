@@ -161,29 +161,49 @@ fn a_host_function_that_drops_buffers_neither_deadlocks_nor_leaks() {
 
 #[test]
 fn a_host_function_that_calls_gpu_sync_gets_an_error_not_a_hang() {
-    let got = watchdog(60, "a host function calling into gpu-sync", || {
+    let results = watchdog(60, "a host function calling into gpu-sync", || {
         let t = ctx(52);
         let s = Stream::new(&t.device).expect("s");
         let y = DeviceBuffer::<u32>::zeroed(&s, 64).expect("y");
+        let ev = SyncEvent::new(&t.device).expect("ev");
+        ev.record(&s).expect("record");
         let (tx, rx) = mpsc::channel();
         let (s2, y2) = (s.clone(), DeviceBuffer::<u32>::zeroed(&s, 16).expect("y2"));
+        let other = Stream::new(&t.device).expect("other");
+        let mut pinned = PinnedBuffer::<u32>::new(&t.device, 16, HostAllocFlags::empty()).expect("pinned");
+        let device = t.device.clone();
         s.launch_host_fn(move || {
-            // Driver calls are forbidden here: gpu-sync refuses them.
-            let _ = tx.send(s2.to_vec(&y2).map(drop));
+            // Driver calls are forbidden here: gpu-sync refuses each one
+            // before taking a lock.
+            let r: Vec<(&str, gpu_sync::Result<()>)> = vec![
+                ("to_vec", s2.to_vec(&y2).map(drop)),
+                ("Stream::wait", other.wait(&ev)),
+                ("SyncEvent::synchronize", ev.synchronize().map(drop)),
+                ("Stream::synchronize", other.synchronize().map(drop)),
+                ("as_mut_slice", pinned.as_mut_slice().map(drop)),
+                ("DeviceBuffer::alloc", DeviceBuffer::<u32>::alloc(&other, 4).map(drop)),
+                ("Device::synchronize", device.synchronize().map(drop)),
+            ];
+            let _ = tx.send(r);
         })
         .expect("host fn");
         let back = s.to_vec(&y).expect("to_vec");
+        assert_eq!(back.len(), 64);
         s.synchronize().expect("sync");
         let inner = rx.recv_timeout(Duration::from_secs(30)).expect("the host function ran");
+        t.device.synchronize().expect("device sync");
         t.finish();
-        (back.len(), inner)
+        inner
     });
-    assert_eq!(got.0, 64);
-    match got.1 {
-        Err(Error::Driver { error, .. }) => {
-            assert_eq!(error.0, gpu_sync::cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED);
+    for (what, r) in results {
+        match r {
+            Err(Error::Driver { error, .. }) => {
+                assert_eq!(error.0, gpu_sync::cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED, "{what}");
+            }
+            other => {
+                panic!("{what} inside a host function: expected CUDA_ERROR_NOT_PERMITTED, got {other:?}")
+            }
         }
-        other => panic!("expected CUDA_ERROR_NOT_PERMITTED from inside a host function, got {other:?}"),
     }
 }
 
