@@ -67,7 +67,17 @@
 //!   lock for that.
 //! - Host functions run with the simulator's lock held: calling back into
 //!   the driver from one returns `CUDA_ERROR_NOT_PERMITTED`.
-//! - Sticky errors poison the whole session (every device), not one context.
+//! - Sticky errors poison the whole session (every device), not one context;
+//!   a poisoned session's queued work retires without running (a lost
+//!   context's queues are aborted), whoever synchronizes.
+//! - `cuLaunchKernel` requires the stream's context to be current
+//!   (`CUDA_ERROR_INVALID_CONTEXT` otherwise); copies and waits do not.
+//! - A registered kernel's accesses are checked against live allocations
+//!   before any host buffer of the requested size is made
+//!   ([`KernelCall::check_access`]): a length past the buffer is
+//!   `CUDA_ERROR_ILLEGAL_ADDRESS` (sticky), never a huge allocation.
+//! - A copy into pinned memory writes through the pointer the program
+//!   passed (so Miri judges the program's borrows), when the copy runs.
 //! - Pinned memory is device-addressable only when allocated with
 //!   `CU_MEMHOSTALLOC_DEVICEMAP`; a kernel touching other pinned memory
 //!   faults with `CUDA_ERROR_ILLEGAL_ADDRESS`.

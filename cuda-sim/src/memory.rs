@@ -247,13 +247,14 @@ impl Memory {
     /// Copies `len` bytes at offset `off` of block `base` to `dst`.
     ///
     /// # Safety
-    /// `dst` must be valid for `len` bytes of writes and not overlap any block.
+    /// `dst` must be valid for `len` bytes of writes and must not overlap
+    /// block `base` (it may lie in another block: a pinned destination).
     pub(crate) unsafe fn read_to_raw(&self, base: u64, off: u64, dst: *mut u8, len: u64) -> Res {
         let b = self.blocks.get(&base).ok_or(ILLEGAL_ADDRESS)?;
         let p = b.at(off, len)?;
         let n = usize::try_from(len).map_err(|_| ILLEGAL_ADDRESS)?;
         // SAFETY: `p` is valid for `n` bytes (checked by `at`); `dst` is
-        // valid for `n` bytes and disjoint from blocks (the caller's
+        // valid for `n` bytes and disjoint from block `base` (the caller's
         // obligations).
         unsafe { std::ptr::copy_nonoverlapping(p, dst, n) };
         Ok(())
@@ -292,6 +293,10 @@ impl DeviceMemory for SimMemory<'_> {
     fn extent(&self, addr: u64) -> Option<u64> {
         let base = self.locate(addr, 1).ok()?;
         self.mem.block(base).map(|b| b.end(base) - addr)
+    }
+
+    fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
+        self.locate(addr, len).map(drop)
     }
 }
 

@@ -19,8 +19,11 @@ pub(crate) struct SendPtr(pub(crate) *mut c_void);
 // SAFETY: the pointer is only dereferenced by the simulator with the global
 // lock held, at a time the CUDA contract makes it valid: a pageable D2H
 // destination while the issuing call is still blocked waiting for that very
-// copy (`entry::copy`), a host function's user data by the host function the
-// program registered with it (the program's obligation, as in CUDA).
+// copy (`entry::copy`), a pinned D2H destination while its block is live
+// (checked first) and the program keeps it lent to the copy (CUDA's
+// contract for asynchronous copies), a host function's user data by the
+// host function the program registered with it (the program's obligation,
+// as in CUDA).
 unsafe impl Send for SendPtr {}
 
 // SAFETY: as for `Send`: shared references to a `SendPtr` (inside an
@@ -33,8 +36,11 @@ unsafe impl Sync for SendPtr {}
 pub(crate) enum Loc {
     /// A device address (device memory, or device-mapped pinned memory).
     Device(u64),
-    /// A host address inside a pinned allocation, accessed when the copy runs.
-    Pinned(u64),
+    /// A host address inside a pinned allocation, accessed when the copy
+    /// runs, and the pointer the program passed for it: a copy into pinned
+    /// memory writes through the program's own pointer (its provenance, for
+    /// Miri), as the program lent it to the device.
+    Pinned(u64, SendPtr),
     /// Pageable host data copied at call time.
     Staged(Arc<[u8]>),
     /// A pageable host destination, written when the copy runs (the call
@@ -174,10 +180,10 @@ impl Work {
             }
             Work::Copy { api, dst, src, len } => {
                 let mut v = Vec::new();
-                if let Loc::Device(a) | Loc::Pinned(a) = src {
+                if let Loc::Device(a) | Loc::Pinned(a, _) = src {
                     v.extend(range(*a, *len, false, format!("{api} source")));
                 }
-                if let Loc::Device(a) | Loc::Pinned(a) = dst {
+                if let Loc::Device(a) | Loc::Pinned(a, _) = dst {
                     v.extend(range(*a, *len, true, format!("{api} destination")));
                 }
                 v
@@ -214,6 +220,10 @@ impl crate::registry::DeviceMemory for NoMemory {
     }
     fn extent(&self, _: u64) -> Option<u64> {
         None
+    }
+
+    fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
+        Err((addr, len))
     }
 }
 

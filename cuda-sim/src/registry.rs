@@ -97,6 +97,10 @@ pub(crate) trait DeviceMemory {
     /// Bytes from `addr` to the end of the live, device-visible allocation
     /// holding it (`None` outside every such allocation).
     fn extent(&self, addr: u64) -> Option<u64>;
+
+    /// Checks that `len` bytes at device address `addr` lie inside one live,
+    /// device-visible allocation, without touching them.
+    fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)>;
 }
 
 /// A byte range one kernel touched through one parameter.
@@ -194,6 +198,43 @@ impl KernelCall<'_> {
         Ok(self.memory.extent(ptr).unwrap_or(0))
     }
 
+    /// Checks that `len` elements of `T` starting `offset` elements past
+    /// pointer parameter `index` lie inside one live allocation, and returns
+    /// the address of the first. Call it before allocating a host buffer
+    /// whose size comes from a launch argument (a kernel that fills `n`
+    /// elements): an oversized length is then an illegal address, as on a
+    /// GPU, instead of a huge allocation. [`KernelCall::read_at`] checks
+    /// this itself.
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] for a scalar parameter;
+    /// [`KernelFault::IllegalAddress`] for a range outside every live
+    /// allocation (a byte count that overflows included).
+    pub fn check_access<T: bytemuck::Pod>(
+        &self,
+        index: usize,
+        offset: u64,
+        len: usize,
+    ) -> Result<u64, KernelFault> {
+        let base = self.ptr(index)?;
+        let size = std::mem::size_of::<T>() as u64;
+        let addr = base.wrapping_add(offset.wrapping_mul(size));
+        let illegal = |len: u64| KernelFault::IllegalAddress {
+            kernel: self.spec.name.to_owned(),
+            param: index,
+            addr,
+            len,
+        };
+        let bytes = offset
+            .checked_mul(size)
+            .and_then(|_| (len as u64).checked_mul(size))
+            .ok_or_else(|| illegal(u64::MAX))?;
+        if bytes > 0 {
+            self.memory.check(addr, bytes).map_err(|(_, len)| illegal(len))?;
+        }
+        Ok(addr)
+    }
+
     /// Reads `len` elements of `T` starting `offset` elements past pointer
     /// parameter `index`.
     ///
@@ -206,12 +247,13 @@ impl KernelCall<'_> {
         offset: u64,
         len: usize,
     ) -> Result<Vec<T>, KernelFault> {
-        let base = self.ptr(index)?;
-        if self.spec.params[index].kind == ParamKind::Write {
+        if self.spec.params.get(index).is_some_and(|p| p.kind == ParamKind::Write) {
             return Err(self.bad(index, "read through a write-only pointer"));
         }
-        let size = std::mem::size_of::<T>() as u64;
-        let addr = base.wrapping_add(offset.wrapping_mul(size));
+        // The range is checked before the host buffer is allocated: a
+        // length argument larger than the buffer is an illegal address, as
+        // on a GPU, never an allocation of that many bytes.
+        let addr = self.check_access::<T>(index, offset, len)?;
         let mut out = vec![T::zeroed(); len];
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
         let n = bytes.len() as u64;

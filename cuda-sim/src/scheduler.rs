@@ -96,6 +96,13 @@ fn execute(st: &mut State, id: u64) {
 }
 
 fn run_op(st: &mut State, op: &Op) {
+    // A lost context runs no more work: once its session is poisoned by a
+    // sticky error, queued operations retire without touching memory (as
+    // the driver aborts a lost context's queues), so no copy lands in host
+    // memory after the program was told the context is lost.
+    if st.sessions.get(&op.session).is_some_and(|s| s.sticky.is_some()) {
+        return;
+    }
     let mut rng = Rng::new(op.seed);
     run_work(st, op.session, &op.stamp, &op.work, &mut rng);
 }
@@ -209,7 +216,7 @@ fn side(
 ) -> Result<Option<u64>, ()> {
     let (addr, pinned) = match loc {
         Loc::Device(a) => (*a, false),
-        Loc::Pinned(a) => (*a, true),
+        Loc::Pinned(a, _) => (*a, true),
         Loc::Staged(_) | Loc::Pageable(_) => return Ok(None),
     };
     let Some(base) = locate(st, addr, len, pinned) else {
@@ -227,10 +234,18 @@ fn run_copy(st: &mut State, session: u64, stamp: &Stamp, api: &str, dst: &Loc, s
     let Ok(s) = side(st, session, stamp, src, len, false, format!("{api} source")) else { return };
     let Ok(d) = side(st, session, stamp, dst, len, true, format!("{api} destination")) else { return };
     let addr = |l: &Loc| match l {
-        Loc::Device(a) | Loc::Pinned(a) => *a,
+        Loc::Device(a) | Loc::Pinned(a, _) => *a,
         _ => 0,
     };
     let result = match (d, s, dst, src) {
+        (Some(_), Some(sb), Loc::Pinned(_, p), Loc::Device(_)) => {
+            // SAFETY: `side` found the destination range inside a live
+            // (not freed) pinned block, so `p` (the program's pointer to
+            // it) is valid for `len` bytes, which the program lent to this
+            // copy until it completes (CUDA's contract); the source is a
+            // device block, disjoint from it.
+            unsafe { st.mem.read_to_raw(sb, addr(src) - sb, p.0.cast::<u8>(), len) }
+        }
         (Some(db), Some(sb), _, _) => st.mem.copy(db, addr(dst) - db, sb, addr(src) - sb, len),
         (Some(db), None, _, Loc::Staged(data)) => st.mem.write(db, addr(dst) - db, data),
         (None, Some(sb), Loc::Pageable(p), _) => {

@@ -126,3 +126,47 @@ fn live_counts_follow_creation_and_cleanup() {
     ck!(cuStreamDestroy(s));
     teardown(e); // asserts live().is_empty()
 }
+
+#[test]
+fn a_length_argument_past_the_buffer_is_a_sticky_illegal_address() {
+    let _serial = serial();
+    let e = env(210);
+    let (a, b) = (e.alloc(64), e.alloc(64));
+    // `sim_add_u32` reads `n` elements of `a`: 2^40 of them is far past the
+    // 16 the buffer holds (and more than the host could allocate). A GPU
+    // reports an illegal address; the simulator must not abort the process.
+    e.add(null_mut(), a, b, 1 << 40);
+    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(e.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    // A modest overrun (past the allocation, within the host's means) too.
+    let other = env(211);
+    let (c, d) = (other.alloc(64), other.alloc(64));
+    other.add(null_mut(), c, d, 17);
+    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(other.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+}
+
+#[test]
+fn a_lost_context_runs_no_more_queued_work() {
+    let _serial = serial();
+    let e = env(212);
+    let s = e.stream(0);
+    let dev = e.alloc(64);
+    e.fill(s, dev, 7, 16);
+    let host = e.pinned(64, 0);
+    // SAFETY: `host` is 64 bytes of pinned memory the test owns.
+    unsafe { std::ptr::write_bytes(host, 0, 64) };
+    ck!(cuMemcpyDtoHAsync(host.cast(), dev, 64, s));
+    // The context is lost before the copy runs ...
+    e.session.inject(FaultPlan::new().fail_every("cuStreamQuery", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    assert_eq!(cu!(cuStreamQuery(s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    e.session.clear_faults();
+    // ... so no later synchronization (here another session's, of the whole
+    // device) makes it write host memory.
+    let other = env(213);
+    ck!(cuCtxSynchronize());
+    // SAFETY: as above; no copy is queued into it any more.
+    let seen = unsafe { std::slice::from_raw_parts(host, 64) };
+    assert!(seen.iter().all(|&b| b == 0), "a lost context's copy wrote host memory");
+    teardown(other);
+}

@@ -40,6 +40,7 @@ pub(crate) struct DeferredFree {
 
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
+        crate::host_fn::refuse("DeviceBuffer::alloc")?;
         let device = stream.device().clone();
         let mut alloc =
             Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
@@ -115,6 +116,14 @@ impl Allocation {
 impl Drop for Allocation {
     fn drop(&mut self) {
         if self.ptr == 0 {
+            return;
+        }
+        if crate::host_fn::active() {
+            // Inside a host function: no driver call, no lock (the thread
+            // waiting for this host function may hold them); freed later on
+            // an ordinary thread (see `host_fn`).
+            let alloc = self.take();
+            crate::host_fn::defer(Box::new(move || drop(alloc)));
             return;
         }
         if let Some(s) = self.stream.clone() {
@@ -247,8 +256,12 @@ impl<T: Pod> DeviceBuffer<T> {
     ///
     /// # Errors
     /// The driver error of a wait or of the free; the memory is then leaked
-    /// (never freed while it may be in use).
+    /// (never freed while it may be in use). Inside a host function,
+    /// `CUDA_ERROR_NOT_PERMITTED` (the buffer is dropped, its free deferred).
     pub fn close(self) -> Result<()> {
+        // Inside a host function the buffer is dropped instead (its free is
+        // deferred) and the refusal reported.
+        crate::host_fn::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
             Ok(mut a) => {
@@ -307,7 +320,11 @@ impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-fn resolve<R: RangeBounds<usize>>(range: R, len: usize) -> Result<(usize, usize)> {
+/// `(offset, len)` of `range` inside `0..len`.
+///
+/// # Errors
+/// [`Error::OutOfRange`] for a range outside it (or decreasing).
+pub(crate) fn resolve<R: RangeBounds<usize>>(range: R, len: usize) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.saturating_add(1),

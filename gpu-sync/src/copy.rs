@@ -5,23 +5,48 @@
 //! driver performs for them anyway (the call returns when the copy is done).
 //! An asynchronous download takes the pinned buffer by value and returns it
 //! inside a [`Pending`], so its contents cannot be read before the copy is
-//! waited — and forgetting the `Pending` only leaks the buffer.
+//! waited — and forgetting the `Pending` only leaks the buffer. Sub-ranges of
+//! a pinned buffer ([`Stream::upload_range`], [`Stream::download_range`])
+//! follow the same rules, the whole buffer being tracked.
+//!
+//! A copy from or to a borrowed slice (the `*_pageable` methods) blocks in
+//! the driver. It first waits, with no lock held, until its stream and the
+//! uses it depends on are complete, so the driver call waits for its own
+//! transfer only (a host function queued earlier has run by then); and it
+//! returns only once the copy is complete — also when a wait fails, since a
+//! slice of page-locked memory is copied asynchronously by the driver — or
+//! the context is lost (see `tracker::wait_for_borrowed`).
 //!
 //! Unsafe code: this file calls the driver's copy and memset entry points
 //! with host pointers it owns or borrows.
 #![allow(unsafe_code)]
 
-use crate::buffer::{AsDeviceSlice, AsDeviceSliceMut};
+use crate::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::error::{Error, Result};
 use crate::ffi::cu;
 use crate::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
-use crate::tracker::{Access, Resource, Target, run_tracked, run_tracked_across, same_device};
+use crate::tracker::{
+    Access, Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device,
+    wait_for_borrowed,
+};
 use bytemuck::Pod;
+use std::ops::RangeBounds;
 
 fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
     if src == dst { Ok(()) } else { Err(Error::LengthMismatch { op, src, dst }) }
+}
+
+/// The host side of a copy.
+#[derive(Clone, Copy)]
+enum Host<'a> {
+    /// Memory of a pinned buffer, tracked by its resource: the copy is
+    /// asynchronous.
+    Pinned(&'a Resource),
+    /// A borrowed slice: the copy is complete (or the context lost) when the
+    /// call returns.
+    Borrowed,
 }
 
 impl Stream {
@@ -30,17 +55,19 @@ impl Stream {
     }
 
     /// `cuMemcpyHtoDAsync` from `hptr` into `dst`, tracked as a write of
-    /// `dst` (and, for pinned memory, a read of `host`).
+    /// `dst` (and, for pinned memory, a read of the host buffer).
     ///
     /// # Safety
     /// 1. `hptr` must point to `len` initialized `T`s of host memory that
-    ///    stays valid, and is not written, until the copy has completed.
+    ///    stays valid, and is not written, until the copy has completed —
+    ///    for [`Host::Borrowed`], until this function returns (it returns
+    ///    only after the copy completed or the context is lost).
     unsafe fn h2d<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(
         &self,
         op: &'static str,
         hptr: *const T,
         len: usize,
-        host: Option<&Resource>,
+        host: Host<'_>,
         dst: &mut D,
     ) -> Result<()> {
         self.refuse_in_capture(op)?;
@@ -61,26 +88,33 @@ impl Stream {
             unsafe { cu!(drv, cuMemcpyHtoDAsync(dptr, hptr.cast(), bytes, raw)) }
         };
         match host {
-            Some(h) => run_tracked(self, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?,
-            None => run_tracked(self, op, &[device_use], None, copy)?,
-        };
+            Host::Pinned(h) => {
+                run_tracked(self, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?;
+            }
+            Host::Borrowed => {
+                let ((), ticket) = run_tracked_idle(self, op, &[device_use], copy)?;
+                wait_for_borrowed(self, ticket)?;
+            }
+        }
         Ok(())
     }
 
     /// `cuMemcpyDtoHAsync` from `src` into `hptr`, tracked as a read of `src`
-    /// (and, for pinned memory, a write of `host`); returns the ticket.
+    /// (and, for pinned memory, a write of the host buffer); returns the
+    /// ticket.
     ///
     /// # Safety
     /// 1. `hptr` must point to `len` `T`s of host memory that stays valid,
     ///    and is neither read nor written by the host, until the copy has
-    ///    completed.
+    ///    completed — for [`Host::Borrowed`], until this function returns
+    ///    (it returns only after the copy completed or the context is lost).
     unsafe fn d2h<T: Pod, S: AsDeviceSlice<T> + ?Sized>(
         &self,
         op: &'static str,
         src: &S,
         hptr: *mut T,
         len: usize,
-        host: Option<&Resource>,
+        host: Host<'_>,
     ) -> Result<u64> {
         self.refuse_in_capture(op)?;
         let v = src.view();
@@ -98,16 +132,24 @@ impl Stream {
             // in `h2d`.
             unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
         };
-        let ((), ticket) = match host {
-            Some(h) => run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?,
-            None => run_tracked(self, op, &[device_use], None, copy)?,
+        let ticket = match host {
+            Host::Pinned(h) => {
+                run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1
+            }
+            Host::Borrowed => {
+                let ((), ticket) = run_tracked_idle(self, op, &[device_use], copy)?;
+                wait_for_borrowed(self, ticket)?;
+                ticket
+            }
         };
         Ok(ticket)
     }
 
     /// Copies a pinned host buffer into device memory, asynchronously
     /// (`cuMemcpyHtoDAsync`). The host buffer stays readable meanwhile;
-    /// writing it ([`PinnedBuffer::as_mut_slice`]) waits for this copy.
+    /// writing it ([`PinnedBuffer::as_mut_slice`]) waits for this copy. The
+    /// buffer may belong to another device than the stream (tracked all the
+    /// same; allocate it [`crate::HostAllocFlags::PORTABLE`]).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`]; [`Error::DeviceMismatch`] if `dst` is on
@@ -117,64 +159,112 @@ impl Stream {
         src: &PinnedBuffer<T>,
         dst: &mut D,
     ) -> Result<()> {
-        // SAFETY: `src` owns the pinned memory; it cannot be freed or
-        // written before the copy completes: its drop and `as_mut_slice`
-        // wait for the read recorded on `src.res`.
-        unsafe { self.h2d("Stream::upload", src.as_ptr(), src.len(), Some(&src.res), dst) }
+        self.upload_range(src, .., dst)
+    }
+
+    /// Copies elements `range` of a pinned host buffer into device memory,
+    /// asynchronously (`cuMemcpyHtoDAsync`); `dst` (a buffer or a view)
+    /// must have the range's length. Tracked like [`Stream::upload`]: a read
+    /// of the whole host buffer.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a range outside `src`; as
+    /// [`Stream::upload`].
+    pub fn upload_range<T: Pod, R: RangeBounds<usize>, D: AsDeviceSliceMut<T> + ?Sized>(
+        &self,
+        src: &PinnedBuffer<T>,
+        range: R,
+        dst: &mut D,
+    ) -> Result<()> {
+        let (offset, len) = resolve(range, src.len())?;
+        // `offset <= src.len()`: in bounds or one past the end.
+        let hptr = src.as_ptr().wrapping_add(offset);
+        // SAFETY: `hptr..hptr + len` lies inside `src`'s memory (resolved
+        // above), which `src` owns; it cannot be freed or written before the
+        // copy completes: `src`'s drop and `as_mut_slice` wait for the read
+        // recorded on `src.res`.
+        unsafe { self.h2d("Stream::upload", hptr, len, Host::Pinned(&src.res), dst) }
     }
 
     /// Copies a pageable host slice into device memory and returns when the
-    /// copy is done (`cuMemcpyHtoDAsync`, then `cuStreamSynchronize`): the
-    /// synchronous copy the driver performs for pageable memory anyway.
+    /// copy is done (`cuStreamSynchronize` until the stream is idle, then
+    /// `cuMemcpyHtoDAsync` and `cuStreamSynchronize`): the synchronous copy
+    /// the driver performs for pageable memory anyway. Work queued on the
+    /// stream before the call completes first.
     ///
     /// # Errors
-    /// As [`Stream::upload`].
+    /// As [`Stream::upload`]; a failed wait is reported only once the copy
+    /// is known complete (or as [`Error::ContextLost`]), so `src` is never
+    /// read after this returns.
     pub fn upload_pageable<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(
         &self,
         src: &[T],
         dst: &mut D,
     ) -> Result<()> {
         // SAFETY: `src` is borrowed for this whole call, which returns only
-        // after the stream (and so the copy) has completed.
-        unsafe { self.h2d("Stream::upload_pageable", src.as_ptr(), src.len(), None, dst) }?;
-        self.synchronize()?;
-        Ok(())
+        // after the copy has completed or the context is lost (Borrowed).
+        unsafe { self.h2d("Stream::upload_pageable", src.as_ptr(), src.len(), Host::Borrowed, dst) }
     }
 
     /// Copies device memory into a pinned buffer, asynchronously
     /// (`cuMemcpyDtoHAsync`). The buffer comes back inside a [`Pending`]:
-    /// its contents can be read only after a wait that covers the copy.
+    /// its contents can be read only after a wait that covers the copy. The
+    /// buffer may belong to another device than the stream.
     ///
     /// # Errors
     /// As [`Stream::upload`] (on error `dst` is dropped).
     pub fn download<T: Pod, S: AsDeviceSlice<T> + ?Sized>(
         &self,
         src: &S,
-        mut dst: PinnedBuffer<T>,
+        dst: PinnedBuffer<T>,
     ) -> Result<Pending<PinnedBuffer<T>>> {
-        let (hptr, len) = (dst.as_mut_ptr(), dst.len());
-        // SAFETY: `dst` owns the pinned memory and moves into the returned
-        // Pending: no host access until a wait covers the copy, and its drop
-        // waits for the write recorded on `dst.res`; uploads still reading
-        // it are waited for device-side (that recorded read).
-        let ticket = unsafe { self.d2h("Stream::download", src, hptr, len, Some(&dst.res)) }?;
+        self.download_range(src, dst, ..)
+    }
+
+    /// Copies device memory into elements `range` of a pinned buffer,
+    /// asynchronously (`cuMemcpyDtoHAsync`); `src` must have the range's
+    /// length. The whole buffer comes back inside a [`Pending`], as with
+    /// [`Stream::download`] (elements outside the range keep their values).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a range outside `dst`; as
+    /// [`Stream::download`] (on error `dst` is dropped).
+    pub fn download_range<T: Pod, S: AsDeviceSlice<T> + ?Sized, R: RangeBounds<usize>>(
+        &self,
+        src: &S,
+        mut dst: PinnedBuffer<T>,
+        range: R,
+    ) -> Result<Pending<PinnedBuffer<T>>> {
+        let (offset, len) = resolve(range, dst.len())?;
+        // `offset <= dst.len()`: in bounds or one past the end.
+        let hptr = dst.as_mut_ptr().wrapping_add(offset);
+        // SAFETY: `hptr..hptr + len` lies inside `dst`'s memory (resolved
+        // above); `dst` owns it and moves into the returned Pending: no host
+        // access until a wait covers the copy, and its drop waits for the
+        // write recorded on `dst.res`; uploads still reading it are waited
+        // for device-side (that recorded read).
+        let ticket = unsafe { self.d2h("Stream::download", src, hptr, len, Host::Pinned(&dst.res)) }?;
         Pending::new(dst, Point { stream: self.inner.clone(), ticket })
     }
 
     /// Copies device memory into a pageable host slice and returns when the
-    /// data is there (`cuMemcpyDtoHAsync`, then `cuStreamSynchronize`).
+    /// data is there (`cuStreamSynchronize` until the stream is idle, then
+    /// `cuMemcpyDtoHAsync` and `cuStreamSynchronize`). Work queued on the
+    /// stream before the call completes first.
     ///
     /// # Errors
-    /// As [`Stream::upload`].
+    /// As [`Stream::upload`]; a failed wait is reported only once the copy
+    /// is known complete (or as [`Error::ContextLost`]), so `dst` never
+    /// changes after this returns.
     pub fn download_pageable<T: Pod, S: AsDeviceSlice<T> + ?Sized>(
         &self,
         src: &S,
         dst: &mut [T],
     ) -> Result<()> {
         // SAFETY: `dst` is mutably borrowed for this whole call, which
-        // returns only after the stream (and so the copy) has completed.
-        unsafe { self.d2h("Stream::download_pageable", src, dst.as_mut_ptr(), dst.len(), None) }?;
-        self.synchronize()?;
+        // returns only after the copy has completed or the context is lost
+        // (Borrowed).
+        unsafe { self.d2h("Stream::download_pageable", src, dst.as_mut_ptr(), dst.len(), Host::Borrowed) }?;
         Ok(())
     }
 

@@ -194,7 +194,7 @@ impl Device {
             completed: AtomicU64::new(0),
             ledger: crate::ledger::Ledger::default(),
             priority_range: (least, greatest),
-            trackers: Mutex::new(crate::tracker::Trackers::default()),
+            trackers: Mutex::new(crate::tracker::Trackers::new(ordinal)),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -324,6 +324,8 @@ impl Device {
         // cuCtxSynchronize takes no arguments (the pre-13.0 ABI).
         unsafe { cu!(self.inner.drv, cuCtxSynchronize()) }?;
         self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
+        // Frees that host functions which ran meanwhile had to put off.
+        crate::host_fn::drain();
         Ok(DeviceSynced { device: self.inner.ordinal, ticket })
     }
 

@@ -20,6 +20,9 @@ use std::time::Duration;
 pub(crate) struct Recorded {
     /// The stream point it covers; `None` on a default stream (untracked).
     pub point: Option<Point>,
+    /// Counts the event's records, so a host wait made without the lock can
+    /// tell whether the record it waited for is still the latest.
+    pub generation: u64,
 }
 
 /// An event's handle and record state (reachable only inside the crate).
@@ -89,7 +92,8 @@ impl EventInner {
                 None
             }
         };
-        *rec = Some(Recorded { point });
+        let generation = rec.as_ref().map_or(0, |r| r.generation).wrapping_add(1);
+        *rec = Some(Recorded { point, generation });
         Ok(())
     }
 
@@ -112,13 +116,27 @@ impl EventInner {
         Ok(done.then(|| self.proof(&rec)))
     }
 
+    /// `cuEventSynchronize`, without holding the record lock while it waits
+    /// (a wait on the event by another thread, or a host function, must not
+    /// queue behind it). If the event was re-recorded meanwhile, which
+    /// record the wait covered is unknown, so it waits again.
     fn synchronize(&self) -> Result<EventSynced> {
-        let rec = self.lock_record();
-        let dev = &self.device.inner;
-        dev.bind()?;
-        // SAFETY: the event is live.
-        unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }?;
-        Ok(self.proof(&rec))
+        crate::host_fn::refuse("cuEventSynchronize")?;
+        let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
+        loop {
+            let before = generation(&self.lock_record());
+            let dev = &self.device.inner;
+            dev.bind()?;
+            // SAFETY: the event is live (owned by `self`).
+            unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }?;
+            let rec = self.lock_record();
+            if generation(&rec) == before {
+                let proof = self.proof(&rec);
+                drop(rec);
+                crate::host_fn::drain();
+                return Ok(proof);
+            }
+        }
     }
 }
 

@@ -43,11 +43,14 @@ pub(crate) fn unsupported(drv: &Driver, call: &'static str) -> Error {
     Error::Unsupported { call, needs, have: cuda_sys::version_string(drv.version()) }
 }
 
-/// Calls a driver entry point by name; see the module docs.
+/// Calls a driver entry point by name; see the module docs. Inside a host
+/// function it calls nothing and fails with `CUDA_ERROR_NOT_PERMITTED`
+/// (the driver forbids calls there; see `host_fn`).
 macro_rules! cu {
     ($drv:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
         let drv: &cuda_sys::Driver = $drv;
         match drv.$name {
+            _ if $crate::host_fn::active() => Err($crate::host_fn::not_permitted(stringify!($name))),
             Some(f) => $crate::ffi::check(stringify!($name), f($($arg),*)),
             None => Err($crate::ffi::unsupported(drv, stringify!($name))),
         }
@@ -71,6 +74,7 @@ macro_rules! cu_query {
     ($drv:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
         let drv: &cuda_sys::Driver = $drv;
         match drv.$name {
+            _ if $crate::host_fn::active() => Err($crate::host_fn::not_permitted(stringify!($name))),
             Some(f) => $crate::ffi::check_ready(stringify!($name), f($($arg),*)),
             None => Err($crate::ffi::unsupported(drv, stringify!($name))),
         }

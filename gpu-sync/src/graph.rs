@@ -571,6 +571,19 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
+        if crate::host_fn::active() && !self.raw.is_null() {
+            // CUDA forbids driver calls inside a host function: destroy on
+            // an ordinary thread later (`host_fn::drain`).
+            let moved = Graph {
+                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
+                device: self.device.clone(),
+                accesses: std::mem::take(&mut self.accesses),
+                modules: std::mem::take(&mut self.modules),
+                _not_sync: PhantomData,
+            };
+            crate::host_fn::defer(Box::new(move || drop(moved)));
+            return;
+        }
         destroy_graph(&self.device, self.raw);
     }
 }
@@ -642,6 +655,22 @@ impl GraphExec {
 
 impl Drop for GraphExec {
     fn drop(&mut self) {
+        if self.raw.is_null() {
+            return;
+        }
+        if crate::host_fn::active() {
+            // CUDA forbids driver calls inside a host function: wait for the
+            // last launch and destroy on an ordinary thread later.
+            let moved = GraphExec {
+                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
+                device: self.device.clone(),
+                accesses: std::mem::take(&mut self.accesses),
+                _modules: std::mem::take(&mut self._modules),
+                last: Mutex::new(self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take()),
+            };
+            crate::host_fn::defer(Box::new(move || drop(moved)));
+            return;
+        }
         let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(p) = last
             && let Err(e) = p.host_wait()

@@ -66,6 +66,7 @@ mod error;
 mod event;
 mod ffi;
 mod graph;
+mod host_fn;
 mod image;
 mod launch;
 mod ledger;

@@ -30,6 +30,19 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
+        if self.raw.is_null() {
+            return;
+        }
+        if crate::host_fn::active() {
+            // CUDA forbids driver calls inside a host function: unload on an
+            // ordinary thread later (`host_fn::drain`).
+            let moved = ModuleInner {
+                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
+                device: self.device.clone(),
+            };
+            crate::host_fn::defer(Box::new(move || drop(moved)));
+            return;
+        }
         let dev = &self.device.inner;
         let r = dev.bind().and_then(|()| {
             // SAFETY: the last handle (module, kernels, graphs holding it) is

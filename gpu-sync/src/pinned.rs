@@ -71,12 +71,28 @@ unsafe impl<T: Pod> Send for PinnedBuffer<T> {}
 unsafe impl<T: Pod> Sync for PinnedBuffer<T> {}
 
 impl<T: Pod> PinnedBuffer<T> {
-    /// `len` zeroed elements of pinned memory for `device`'s context.
+    /// The largest element alignment a pinned buffer supports: 4096 bytes,
+    /// the page alignment `cuMemHostAlloc` guarantees.
+    pub const MAX_ALIGN: usize = 4096;
+
+    /// `len` zeroed elements of pinned memory for `device`'s context
+    /// (`cuMemHostAlloc`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the size overflows; a driver error
-    /// (`CUDA_ERROR_OUT_OF_MEMORY` when the OS refuses to lock more pages).
+    /// [`Error::InvalidArgument`] if the size overflows, or if `T` needs an
+    /// alignment above [`PinnedBuffer::MAX_ALIGN`] (the driver guarantees
+    /// page alignment, nothing more); [`Error::Capturing`] on a capturing
+    /// thread; a driver error (`CUDA_ERROR_OUT_OF_MEMORY` when the OS
+    /// refuses to lock more pages).
     pub fn new(device: &Device, len: usize, flags: HostAllocFlags) -> Result<Self> {
+        let align = std::mem::align_of::<T>();
+        if align > Self::MAX_ALIGN {
+            return Err(Error::InvalidArgument(format!(
+                "{} needs {align}-byte alignment; pinned memory is only guaranteed {}-byte (page) alignment",
+                std::any::type_name::<T>(),
+                Self::MAX_ALIGN
+            )));
+        }
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{len} elements of {} bytes overflow usize",
@@ -84,6 +100,7 @@ impl<T: Pod> PinnedBuffer<T> {
             ))
         })?;
         crate::graph::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
@@ -97,9 +114,19 @@ impl<T: Pod> PinnedBuffer<T> {
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
         };
-        // SAFETY: the driver returned `bytes` writable bytes at `p`, suitably
-        // aligned for any type (page-aligned); zeroing makes every element a
-        // valid, initialized `T` (`T: Pod`).
+        if !p.cast::<T>().is_aligned() {
+            // Not expected from any driver (it returns whole pages); never
+            // hand out misaligned slices if one does.
+            let host = HostMemory { ptr: p, bytes, device: device.clone(), res };
+            host.free();
+            return Err(Error::InvalidArgument(format!(
+                "cuMemHostAlloc returned {p:p}, not aligned to {align} bytes for {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: the driver returned `bytes` writable bytes at `p`, aligned
+        // for `T` (checked just above); zeroing makes every element a valid,
+        // initialized `T` (`T: Pod`).
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
         Ok(PinnedBuffer { ptr, len, flags, device: device.clone(), res })
     }
@@ -154,10 +181,12 @@ impl<T: Pod> PinnedBuffer<T> {
     ///
     /// # Errors
     /// [`Error::Capturing`] on a capturing thread (the buffer is then freed
-    /// when the capture ends); the driver error of a wait or of the free (the
-    /// memory is then leaked).
+    /// when the capture ends); inside a host function,
+    /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
+    /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
         crate::graph::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let bytes = self.size_bytes();
         if bytes == 0 {
             return Ok(());
@@ -228,9 +257,12 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
             device: self.device.clone(),
             res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
         };
-        // A capturing thread may not call cuMemFreeHost (nor wait): the free
-        // then runs when its capture ends.
-        crate::graph::free_outside_capture(Box::new(move || host.free()));
+        // Neither a host function nor a capturing thread may call
+        // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
+        // later, or when the capture ends.
+        crate::host_fn::now_or_deferred(move || {
+            crate::graph::free_outside_capture(Box::new(move || host.free()));
+        });
     }
 }
 
@@ -241,6 +273,10 @@ struct HostMemory {
     device: Device,
     res: Resource,
 }
+
+// SAFETY: the memory is owned (its `PinnedBuffer` gave it up) and only freed,
+// which the driver allows from any thread; the rest is `Send`.
+unsafe impl Send for HostMemory {}
 
 impl HostMemory {
     /// Waits for the device's uses, then frees (or leaks, logging, if a

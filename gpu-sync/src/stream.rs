@@ -47,6 +47,7 @@ impl Point {
         if self.is_complete() {
             return Ok(());
         }
+        crate::host_fn::refuse("cuEventSynchronize")?;
         let (marker, covered) = self.stream.marker_covering(self.ticket)?;
         marker.synchronize()?;
         self.stream.completed.fetch_max(covered, Ordering::AcqRel);
@@ -144,8 +145,14 @@ impl Drop for EventPool {
     }
 }
 
-/// `cuEventDestroy`, logging (never panicking) on failure.
+/// `cuEventDestroy`, logging (never panicking) on failure; inside a host
+/// function, deferred (see `host_fn`).
 pub(crate) fn destroy_event(device: &Device, ev: CUevent) {
+    if crate::host_fn::active() {
+        let (device, ev) = (device.clone(), SendHandle(ev));
+        crate::host_fn::defer(Box::new(move || destroy_event(&device, ev.into_inner())));
+        return;
+    }
     let dev = &device.inner;
     let r = dev.bind().and_then(|()| {
         // SAFETY: `ev` is a live event no longer used by gpu-sync; the driver
@@ -156,6 +163,22 @@ pub(crate) fn destroy_event(device: &Device, ev: CUevent) {
         log::warn!("leaking a CUDA event: {e}");
     }
 }
+
+/// A driver handle moved to another thread to be released there.
+pub(crate) struct SendHandle<H>(H);
+
+impl<H> SendHandle<H> {
+    /// The handle. (A method, not field access, so that a closure captures
+    /// the whole `Send` wrapper rather than its raw field.)
+    pub(crate) fn into_inner(self) -> H {
+        self.0
+    }
+}
+
+// SAFETY: CUDA stream and event handles may be used and destroyed from any
+// thread (the driver API is thread-safe); the wrapper only carries one to
+// the thread that releases it, and the sender gives it up.
+unsafe impl<H> Send for SendHandle<H> {}
 
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
@@ -264,10 +287,15 @@ impl StreamInner {
         Ok((r, ticket))
     }
 
-    /// Device-side waits for `deps` with no operation after them.
+    /// Device-side waits for `deps` with no operation after them. The waits
+    /// take a ticket like an operation, so a marker covering the stream's
+    /// last ticket also covers what the stream waited for.
     pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
+        crate::host_fn::refuse(op_name)?;
         self.device.inner.bind()?;
-        self.lock_after_waits(op_name, deps).map(drop)
+        let mut st = self.lock_after_waits(op_name, deps)?;
+        st.last_ticket = self.device.inner.next_ticket();
+        Ok(())
     }
 
     /// Locks the stream's state after issuing `cuStreamWaitEvent` for every
@@ -291,6 +319,9 @@ impl StreamInner {
                 waits.push((p.stream.id, m, c));
             }
         }
+        // Taking a marker of another device's stream made that device's
+        // context current on this thread: this stream's calls need its own.
+        self.device.inner.bind()?;
         let mut st = self.lock();
         if st.capture.is_some() {
             return Err(Error::Capturing { op: op_name });
@@ -337,15 +368,27 @@ impl Drop for StreamInner {
         if self.raw.is_null() {
             return;
         }
-        let dev = &self.device.inner;
-        let r = dev.bind().and_then(|()| {
-            // SAFETY: the last handle to the stream is gone; the driver lets
-            // queued work finish before releasing it.
-            unsafe { cu!(dev.drv, cuStreamDestroy(self.raw)) }
-        });
-        if let Err(e) = r {
-            log::warn!("leaking a CUDA stream: {e}");
+        if crate::host_fn::active() {
+            // No driver call inside a host function: destroy it later.
+            let raw = SendHandle(std::mem::replace(&mut self.raw, std::ptr::null_mut()));
+            let device = self.device.clone();
+            crate::host_fn::defer(Box::new(move || destroy_stream(&device, raw.into_inner())));
+            return;
         }
+        destroy_stream(&self.device, self.raw);
+    }
+}
+
+/// `cuStreamDestroy`, logging (never panicking) on failure.
+fn destroy_stream(device: &Device, raw: CUstream) {
+    let dev = &device.inner;
+    let r = dev.bind().and_then(|()| {
+        // SAFETY: the last handle to the stream is gone (its owner gave
+        // `raw` up); the driver lets queued work finish before releasing it.
+        unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
+    });
+    if let Err(e) = r {
+        log::warn!("leaking a CUDA stream: {e}");
     }
 }
 
@@ -505,10 +548,13 @@ impl Stream {
         let dev = &self.inner.device.inner;
         // SAFETY: `raw` is a live stream of the current context.
         unsafe { cu!(dev.drv, cuStreamSynchronize(self.inner.raw)) }?;
+        // Frees that host functions which ran meanwhile had to put off.
+        crate::host_fn::drain();
         Ok(self.proved(ticket))
     }
 
     fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
+        crate::host_fn::refuse(op)?;
         let st = self.inner.lock();
         if st.capture.is_some() {
             return Err(Error::Capturing { op });
@@ -532,6 +578,7 @@ impl Stream {
     /// [`Error::Capturing`] during a capture (use the capture's own streams);
     /// a driver error.
     pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+        crate::host_fn::refuse("Stream::wait")?;
         let ev = event.event_inner();
         let recorded = ev.lock_record();
         let dev = &self.inner.device.inner;
@@ -548,6 +595,8 @@ impl Stream {
         {
             st.set_known(p.stream.id, p.ticket);
         }
+        // The wait takes a ticket, so markers covering it cover the event.
+        st.last_ticket = dev.next_ticket();
         Ok(())
     }
 
@@ -578,9 +627,13 @@ impl Stream {
     /// Queues `f` to run on a driver thread once all earlier work on this
     /// stream has completed (`cuLaunchHostFunc`); later work waits for it.
     ///
-    /// `f` must not call CUDA (the driver forbids it and returns
-    /// `CUDA_ERROR_NOT_PERMITTED`). A panic in `f` is caught and logged: it
-    /// cannot unwind into the driver.
+    /// `f` must not call CUDA (the driver forbids it): a gpu-sync call inside
+    /// `f` fails with `CUDA_ERROR_NOT_PERMITTED` without reaching the driver.
+    /// `f` may own gpu-sync objects: what it drops (buffers, pinned buffers,
+    /// streams, events) is released later on an ordinary thread — by the
+    /// next tracked operation, pageable copy, or stream or device
+    /// synchronization — never on the driver's callback thread. A panic in
+    /// `f` is caught and logged: it cannot unwind into the driver.
     ///
     /// # Errors
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
@@ -588,6 +641,10 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         type HostFn = Box<dyn FnOnce() + Send>;
         unsafe extern "C" fn trampoline(user: *mut c_void) {
+            // While `f` runs and while what it owns drops, gpu-sync makes no
+            // driver call and takes no lock here: drops are deferred (see
+            // `host_fn`).
+            let _inside = crate::host_fn::Inside::enter();
             // SAFETY: `user` is the `Box<HostFn>` leaked by `launch_host_fn`
             // for exactly this call; the driver calls each host function once.
             let f = unsafe { Box::from_raw(user.cast::<HostFn>()) };

@@ -18,6 +18,20 @@
 //! and no lock order among resources is needed. The price is that tracked
 //! submissions to one device are serialized — the driver serializes most
 //! submissions to one context anyway.
+//!
+//! A resource is always looked up in its **own** device's slab (the slab of
+//! the device that allocated it), whatever the stream: a pinned buffer of
+//! device 0 used on a stream of device 1 is tracked in device 0's slab. An
+//! operation whose resources span devices locks each of their slabs, in
+//! ordinal order. Debug builds assert that no resource is ever looked up in
+//! another device's slab.
+//!
+//! No slab lock is held while a driver call waits for other work: host
+//! waits run unlocked, and the operations that block in the driver (copies
+//! to or from pageable memory) first wait, unlocked, until their stream and
+//! every use they depend on are complete, then run on the idle stream
+//! ([`run_tracked_idle`]), where the call waits for nothing but its own
+//! transfer.
 
 use crate::buffer::Allocation;
 use crate::device::Device;
@@ -106,19 +120,44 @@ impl Tracker {
     }
 }
 
-/// The trackers of one device: a slab of slots, one per live resource.
-#[derive(Default)]
+/// The trackers of one device: a slab of slots, one per live resource of
+/// that device.
 pub(crate) struct Trackers {
+    /// The device whose resources these are.
+    ordinal: i32,
     slots: Vec<Tracker>,
     free: Vec<u32>,
 }
 
 impl Trackers {
-    fn get(&self, slot: u32) -> Option<&Tracker> {
-        self.slots.get(slot as usize)
+    /// The empty slab of device `ordinal`.
+    pub(crate) fn new(ordinal: i32) -> Trackers {
+        Trackers { ordinal, slots: Vec::new(), free: Vec::new() }
     }
-    fn get_mut(&mut self, slot: u32) -> Option<&mut Tracker> {
-        self.slots.get_mut(slot as usize)
+
+    /// Debug builds: `r` must be a resource of this slab's device.
+    #[inline(always)]
+    fn assert_own(&self, r: &Resource) {
+        debug_assert!(
+            r.slot == NO_SLOT || r.device.ordinal() == self.ordinal,
+            "a resource of device {} was looked up in the tracker slab of device {}",
+            r.device.ordinal(),
+            self.ordinal
+        );
+    }
+
+    /// The tracker of `r` (which must belong to this slab's device).
+    #[inline(always)]
+    fn of(&self, r: &Resource) -> Option<&Tracker> {
+        self.assert_own(r);
+        self.slots.get(r.slot as usize)
+    }
+
+    /// The tracker of `r`, for recording (see [`Trackers::of`]).
+    #[inline(always)]
+    fn of_mut(&mut self, r: &Resource) -> Option<&mut Tracker> {
+        self.assert_own(r);
+        self.slots.get_mut(r.slot as usize)
     }
 }
 
@@ -154,14 +193,17 @@ impl Resource {
 
     /// Records a write at `point` (a stream-ordered allocation).
     pub fn set_write(&self, point: Point) {
-        if let Some(t) = self.device.inner.lock_trackers().get_mut(self.slot) {
-            t.write = Some(point);
-        }
+        let old = match self.device.inner.lock_trackers().of_mut(self) {
+            Some(t) => t.write.replace(point),
+            None => None,
+        };
+        // Dropped with the slab unlocked (it may be a stream's last handle).
+        drop(old);
     }
 
     /// Every use not yet known complete.
     pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
-        match self.device.inner.lock_trackers().get_mut(self.slot) {
+        match self.device.inner.lock_trackers().of_mut(self) {
             Some(t) => t.outstanding(),
             None => SmallVec::new(),
         }
@@ -170,6 +212,7 @@ impl Resource {
     /// Blocks the host until every recorded use has completed (the tracker
     /// lock is not held while waiting).
     pub fn host_wait_all(&self) -> Result<()> {
+        crate::host_fn::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
         }
@@ -182,11 +225,22 @@ impl Drop for Resource {
         if self.slot == NO_SLOT {
             return;
         }
+        if crate::host_fn::active() {
+            // Inside a host function: the slab may be locked by the thread
+            // the callback blocks; release the slot later, elsewhere.
+            let (slot, device) = (std::mem::replace(&mut self.slot, NO_SLOT), self.device.clone());
+            crate::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, device })));
+            return;
+        }
         let mut t = self.device.inner.lock_trackers();
-        if let Some(tr) = t.get_mut(self.slot) {
-            *tr = Tracker::default();
+        let old = t.of_mut(self).map(std::mem::take);
+        if old.is_some() {
             t.free.push(self.slot);
         }
+        drop(t);
+        // The old uses (stream handles) go with the slab unlocked: a stream's
+        // last handle destroys it.
+        drop(old);
     }
 }
 
@@ -239,8 +293,9 @@ impl<const N: usize> Uses for [Use<'_>; N] {
 /// conflicting uses on other streams, submits, and records the new uses.
 /// Returns `op`'s result and the operation's ticket (0 when it was captured
 /// into a graph instead: on a capturing stream the operation joins the
-/// capture). Every resource must belong to the stream's device, except for
-/// [`run_tracked_across`].
+/// capture). Each resource is tracked in its own device's slab; when one
+/// lives on another device than the stream (a pinned buffer used on another
+/// device's stream, a peer copy), every slab involved is locked.
 pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
@@ -273,25 +328,115 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     let s = &stream.inner;
     // `submit` checks the stream's capture state under its lock and refuses
     // (`Error::Capturing`) without running `op`.
+    crate::host_fn::refuse(op_name)?;
+    crate::host_fn::drain();
+    let mut foreign = false;
+    uses.each(|t, _| foreign |= !t.res().device.same(&s.device));
+    if foreign {
+        return run_tracked_across(stream, op_name, uses, op);
+    }
     let mut slab = s.device.inner.lock_trackers();
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
-        if let Some(tr) = slab.get(t.res().slot) {
+        if let Some(tr) = slab.of(t.res()) {
             tr.deps_into(s.id, a, &mut deps);
         }
     });
     let (r, ticket) = s.submit(op_name, &deps, op)?;
     uses.each(|t, a| {
-        if let Some(tr) = slab.get_mut(t.res().slot) {
+        if let Some(tr) = slab.of_mut(t.res()) {
             tr.record(s, ticket, a);
         }
     });
     Ok((r, ticket))
 }
 
-/// [`run_tracked`] for an operation whose resources belong to two devices (a
-/// peer copy): both devices' trackers are locked, in ordinal order.
-pub(crate) fn run_tracked_across<R>(
+/// The devices whose slabs an operation over `uses` needs, in ordinal order
+/// (the lock order of slabs).
+fn devices_of<U: Uses + ?Sized>(uses: &U) -> SmallVec<[Device; 2]> {
+    let mut devices: SmallVec<[Device; 2]> = SmallVec::new();
+    uses.each(|t, _| {
+        let d = &t.res().device;
+        if !devices.iter().any(|x| x.same(d)) {
+            devices.push(d.clone());
+        }
+    });
+    devices.sort_by_key(Device::ordinal);
+    devices
+}
+
+/// Locked slabs of several devices.
+type Slabs<'a> = SmallVec<[MutexGuard<'a, Trackers>; 2]>;
+
+fn lock_all(devices: &[Device]) -> Slabs<'_> {
+    devices.iter().map(|d| d.inner.lock_trackers()).collect()
+}
+
+/// Conflicting points of `uses` for an operation on stream `stream`, each
+/// resource read from its own device's slab.
+fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallVec<[Point; 4]> {
+    let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+    uses.each(|t, a| {
+        let r = t.res();
+        if let Some(tr) = slabs.iter().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of(r)) {
+            tr.deps_into(stream, a, &mut deps);
+        }
+    });
+    deps
+}
+
+/// Records the uses at `ticket` of `stream`, each in its own device's slab.
+fn record_in<U: Uses + ?Sized>(slabs: &mut Slabs<'_>, stream: &Arc<StreamInner>, ticket: u64, uses: &U) {
+    uses.each(|t, a| {
+        let r = t.res();
+        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r))
+        {
+            tr.record(stream, ticket, a);
+        }
+    });
+}
+
+/// [`run_tracked`] for an operation whose resources belong to several
+/// devices (a peer copy; a pinned buffer of one device used on a stream of
+/// another): every device's slab is locked, in ordinal order. Refused on a
+/// capturing stream.
+pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
+    stream: &Stream,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(CUstream) -> Result<R>,
+) -> Result<(R, u64)> {
+    let s = &stream.inner;
+    if s.capturing.load(Ordering::Acquire) {
+        return Err(Error::Capturing { op: op_name });
+    }
+    crate::host_fn::refuse(op_name)?;
+    crate::host_fn::drain();
+    let devices = devices_of(uses);
+    let mut slabs = lock_all(&devices);
+    let deps = deps_in(&slabs, s.id, uses);
+    let (out, ticket) = s.submit(op_name, &deps, op)?;
+    record_in(&mut slabs, s, ticket, uses);
+    Ok((out, ticket))
+}
+
+/// Runs `op`, a driver call that blocks the host until its own transfer is
+/// done (a copy to or from pageable memory), as a tracked operation on
+/// `stream` without holding any lock while it waits for other work.
+///
+/// First, with no lock held, it host-waits for everything the operation
+/// would wait for: all work queued on `stream` (`cuStreamSynchronize`) and
+/// every conflicting use on other streams (their markers). Then it locks the
+/// slabs and the stream and submits only if nothing new arrived meanwhile
+/// (else it waits again): the stream is idle and no device-side wait is
+/// needed, so the blocking call waits for its own transfer alone — which
+/// needs no host progress. A host function queued earlier (which may drop
+/// gpu-sync objects) has therefore run before any lock is taken.
+///
+/// # Errors
+/// [`Error::Capturing`]; [`crate::host_fn::refuse`]'s error inside a host
+/// function; the driver error of a wait or of `op`.
+pub(crate) fn run_tracked_idle<R>(
     stream: &Stream,
     op_name: &'static str,
     uses: &[Use<'_>],
@@ -301,35 +446,79 @@ pub(crate) fn run_tracked_across<R>(
     if s.capturing.load(Ordering::Acquire) {
         return Err(Error::Capturing { op: op_name });
     }
-    let mut devices: SmallVec<[&Device; 2]> = SmallVec::new();
-    for (t, _) in uses {
-        let d = &t.res().device;
-        if !devices.iter().any(|x| x.same(d)) {
-            devices.push(d);
+    crate::host_fn::refuse(op_name)?;
+    let devices = devices_of(uses);
+    let dev = &s.device.inner;
+    let (mut slabs, mut st) = loop {
+        crate::host_fn::drain();
+        // Unlocked: the stream's queue, then the uses on other streams.
+        stream.synchronize()?;
+        let pending = deps_in(&lock_all(&devices), s.id, uses);
+        for p in &pending {
+            p.host_wait()?;
+        }
+        let slabs = lock_all(&devices);
+        if deps_in(&slabs, s.id, uses).iter().any(|p| !p.is_complete()) {
+            continue; // a use arrived meanwhile: wait for it, unlocked
+        }
+        dev.bind()?;
+        let st = s.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: op_name });
+        }
+        let idle = Point { stream: s.clone(), ticket: st.last_ticket };
+        if st.last_ticket == 0 || idle.is_complete() {
+            break (slabs, st);
+        }
+        // Work was queued on the stream meanwhile: wait for it, unlocked.
+    };
+    let r = op(s.raw)?;
+    let ticket = dev.next_ticket();
+    st.last_ticket = ticket;
+    drop(st);
+    record_in(&mut slabs, s, ticket, uses);
+    Ok((r, ticket))
+}
+
+/// Blocks the host until the operation at `ticket` of `stream` has
+/// completed (`cuStreamSynchronize`), or the context is lost.
+///
+/// For operations whose host memory is only borrowed (the pageable-copy
+/// APIs, which the caller may give pinned memory that the driver then
+/// copies asynchronously): if the stream wait fails, the copy may still be
+/// queued, so it waits on the copy's own marker (`cuEventSynchronize`),
+/// retrying with a growing pause while that fails too. It returns only when
+/// the copy is known complete (reporting the first failure) or the context
+/// is lost (a lost context runs no more work).
+///
+/// # Errors
+/// The first wait's error once the copy is complete; [`Error::ContextLost`].
+pub(crate) fn wait_for_borrowed(stream: &Stream, ticket: u64) -> Result<()> {
+    let first = match stream.synchronize() {
+        Ok(_) => return Ok(()),
+        Err(e @ Error::ContextLost { .. }) => return Err(e),
+        Err(e) => e,
+    };
+    let point = Point { stream: stream.inner.clone(), ticket };
+    let mut pause = std::time::Duration::from_micros(50);
+    let mut logged = false;
+    loop {
+        match point.host_wait() {
+            Ok(()) => return Err(first),
+            Err(e @ Error::ContextLost { .. }) => return Err(e),
+            Err(e) => {
+                if !logged {
+                    log::error!(
+                        "{first}; waiting for the copy into borrowed host memory also failed ({e}): \
+                         retrying until it completes"
+                    );
+                    logged = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            }
         }
     }
-    devices.sort_by_key(|d| d.ordinal());
-    let mut slabs: SmallVec<[(i32, MutexGuard<'_, Trackers>); 2]> =
-        devices.iter().map(|d| (d.ordinal(), d.inner.lock_trackers())).collect();
-    let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
-    for (t, a) in uses {
-        let r = t.res();
-        if let Some((_, slab)) = slabs.iter().find(|(o, _)| *o == r.device.ordinal())
-            && let Some(tr) = slab.get(r.slot)
-        {
-            tr.deps_into(s.id, *a, &mut deps);
-        }
-    }
-    let (out, ticket) = s.submit(op_name, &deps, op)?;
-    for (t, a) in uses {
-        let r = t.res();
-        if let Some((_, slab)) = slabs.iter_mut().find(|(o, _)| *o == r.device.ordinal())
-            && let Some(tr) = slab.get_mut(r.slot)
-        {
-            tr.record(s, ticket, *a);
-        }
-    }
-    Ok((out, ticket))
 }
 
 /// Checks that a device allocation lives on `stream`'s device.

@@ -141,15 +141,21 @@ fn check_alignment(call: &KernelCall<'_>, kernel: Kernel) -> Result<(), KernelFa
 }
 
 /// `n` elements of `elem_bytes` each through pointer `param`, as a `usize`
-/// count; a range no host could hold is an access outside every allocation.
+/// count, checked against the allocation `param` points into before any
+/// host buffer of that size is made: a length past the buffer's allocation
+/// is an illegal address (sticky, as on a GPU), never a huge allocation.
 fn count(call: &KernelCall<'_>, param: usize, n: Option<u64>, elem_bytes: u64) -> Result<usize, KernelFault> {
-    let fits = n.filter(|n| n.checked_mul(elem_bytes).is_some()).and_then(|n| usize::try_from(n).ok());
-    fits.ok_or_else(|| KernelFault::IllegalAddress {
-        kernel: call.name().to_owned(),
-        param,
-        addr: call.ptr(param).unwrap_or(0),
-        len: n.map_or(u64::MAX, |n| n.saturating_mul(elem_bytes)),
-    })
+    let bytes = n.and_then(|n| n.checked_mul(elem_bytes)).and_then(|b| usize::try_from(b).ok());
+    let (Some(n), Some(bytes)) = (n.and_then(|n| usize::try_from(n).ok()), bytes) else {
+        return Err(KernelFault::IllegalAddress {
+            kernel: call.name().to_owned(),
+            param,
+            addr: call.ptr(param).unwrap_or(0),
+            len: n.map_or(u64::MAX, |n| n.saturating_mul(elem_bytes)),
+        });
+    };
+    call.check_access::<u8>(param, 0, bytes)?;
+    Ok(n)
 }
 
 /// `*ptr += add` (wrapping) on the `u64` behind pointer `param`.

@@ -131,3 +131,47 @@ fn a_len_keeps_a_kernel_inside_its_view() {
     drop(s);
     check_clean(t);
 }
+
+/// Issue 7, hole 6: a pageable-copy API given pinned memory, when a wait
+/// fails. The old code returned the error with the copy still queued; the
+/// device then wrote the memory behind a live `&[u32]` (UB under Stacked
+/// and Tree Borrows).
+#[test]
+fn a_failed_wait_after_a_pageable_download_never_writes_behind_a_reader() {
+    let _one_at_a_time = sync_tests::exclusive();
+    let t = ctx(4);
+    let Some(sess) = t.session.as_ref() else { return };
+    let k = Kernels::load(&t.device).expect("kernels");
+    let s = Stream::new(&t.device).expect("stream");
+    let mut x = DeviceBuffer::<u32>::alloc(&s, 16).expect("x");
+    k.fill_pattern(&s, &mut x, 11).expect("fill");
+    let mut pinned = PinnedBuffer::<u32>::new(&t.device, 16, HostAllocFlags::empty()).expect("pinned");
+    s.synchronize().expect("sync");
+    for nth in 0..2u64 {
+        let syncs = sess.calls().iter().filter(|c| **c == "cuStreamSynchronize").count() as u64;
+        sess.inject(cuda_sim::FaultPlan::new().fail_nth_of(
+            "cuStreamSynchronize",
+            syncs + nth,
+            gpu_sync::cuda_sys::CUresult::CUDA_ERROR_UNKNOWN,
+        ));
+        let r = s.download_pageable(&x, pinned.as_mut_slice().expect("slice"));
+        sess.clear_faults();
+        if r.is_err() {
+            let view: &[u32] = &pinned;
+            let before = view.to_vec();
+            // Would run a copy still queued into `pinned`, behind `view`.
+            t.device.synchronize().expect("device sync");
+            assert_eq!(view, &before[..], "failing sync #{nth}: the memory changed under a reader");
+        }
+    }
+    drop(pinned);
+    s.synchronize().expect("sync");
+    check_clean_races(&t);
+}
+
+fn check_clean_races(t: &sync_tests::Ctx) {
+    if let Some(s) = &t.session {
+        let races = s.races();
+        assert!(races.is_empty(), "{}", fmt_races(&races));
+    }
+}

@@ -65,7 +65,7 @@ fn htod(st: &mut State, caller: &Caller, dst: u64, src: *const c_void, n: usize,
     device_range(st, dst, len)?;
     let api = "cuMemcpyHtoDAsync";
     let src_loc = if host_kind(st, id(src.cast_mut()), len)? {
-        Loc::Pinned(id(src.cast_mut()))
+        Loc::Pinned(id(src.cast_mut()), SendPtr(src.cast_mut()))
     } else {
         refuse_in_capture(st, sid)?;
         // SAFETY: `src` is a non-null pageable host pointer the caller
@@ -95,7 +95,7 @@ fn dtoh(st: &mut State, caller: &Caller, dst: *mut c_void, src: u64, n: usize, h
     device_range(st, src, len)?;
     let api = "cuMemcpyDtoHAsync";
     if host_kind(st, id(dst), len)? {
-        let work = Work::Copy { api, dst: Loc::Pinned(id(dst)), src: Loc::Device(src), len };
+        let work = Work::Copy { api, dst: Loc::Pinned(id(dst), SendPtr(dst)), src: Loc::Device(src), len };
         return submit(st, sid, work).map(|_| ());
     }
     refuse_in_capture(st, sid)?;

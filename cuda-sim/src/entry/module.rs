@@ -7,7 +7,9 @@ use crate::graph::{add_node, capture_of};
 use crate::module::{Function, Module, param_layout};
 use crate::ops::{Launch, Work};
 use crate::registry::lookup_kernel;
-use crate::result::{CUresult, INVALID_HANDLE, INVALID_IMAGE, INVALID_VALUE, NOT_FOUND, NOT_SUPPORTED, Res};
+use crate::result::{
+    CUresult, INVALID_CONTEXT, INVALID_HANDLE, INVALID_IMAGE, INVALID_VALUE, NOT_FOUND, NOT_SUPPORTED, Res,
+};
 use crate::state::{Caller, State};
 use crate::stream::{self, Waits};
 use cuda_sys::{CUdevice_attribute as A, CUfunction, CUfunction_attribute, CUmodule, CUstream, Driver};
@@ -263,6 +265,13 @@ unsafe extern "C" fn cuLaunchKernel(
         // SAFETY: `kernelParams` follows CUDA's contract for cuLaunchKernel.
         let args = unsafe { copy_params(func, kernelParams)? };
         let (spec, device) = (func.spec, func.device);
+        // A launch runs in the current context: the function's module and
+        // the stream must both belong to it (a launch into a stream of
+        // another device than the current one fails, as the CUDA
+        // programming guide states for multi-device programs).
+        if st.current_device(caller)? != device {
+            return Err(INVALID_CONTEXT);
+        }
         let sid = stream::resolve(st, caller, hStream)?;
         if st.streams.get(&sid).is_none_or(|s| s.device != device) {
             return Err(INVALID_HANDLE);

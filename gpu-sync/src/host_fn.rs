@@ -1,0 +1,111 @@
+//! Host functions ([`crate::Stream::launch_host_fn`]) and what they may not
+//! do.
+//!
+//! The driver runs a host function on one of its own threads, and forbids it
+//! to call the driver (`cuLaunchHostFunc`: "the host function must not make
+//! any CUDA API calls"; such a call may return `CUDA_ERROR_NOT_PERMITTED`
+//! or deadlock). A closure given to `launch_host_fn` may still own gpu-sync
+//! objects — a buffer it drops, a stream handle — whose `Drop` frees through
+//! the driver and takes gpu-sync's locks, which the thread waiting for the
+//! host function may hold. So, while a host function runs on this thread
+//! (a flag the trampoline sets):
+//! - every `Drop` that would call the driver or lock a tracker or stream
+//!   hands its work to a process-wide queue instead ([`defer`]);
+//! - every driver call made through gpu-sync fails with
+//!   `CUDA_ERROR_NOT_PERMITTED` without reaching the driver (the `cu!`
+//!   macro checks [`active`]), and tracked operations refuse before taking a
+//!   lock ([`refuse`]).
+//!
+//! The queue is drained ([`drain`]) on an ordinary thread by the next
+//! tracked operation, pageable copy, or stream or device synchronization —
+//! where a host function's drops are naturally observed.
+
+use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Work a `Drop` could not do inside a host function.
+pub(crate) type Deferred = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// How many host functions this thread is inside (nested trampolines
+    /// cannot happen with the real driver; counted anyway).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+static QUEUE: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
+/// Whether `QUEUE` may be non-empty (lets [`drain`] skip the lock).
+static QUEUED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the calling thread is running a host function started by gpu-sync.
+#[inline(always)]
+pub(crate) fn active() -> bool {
+    DEPTH.with(Cell::get) != 0
+}
+
+/// The error for a driver call `call` made inside a host function: the code
+/// the driver itself uses for it.
+#[cold]
+pub(crate) fn not_permitted(call: &'static str) -> Error {
+    Error::Driver { call, error: cuda_sys::CuError(cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED) }
+}
+
+/// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function,
+/// before any lock is taken.
+#[inline(always)]
+pub(crate) fn refuse(op: &'static str) -> Result<()> {
+    if active() { Err(not_permitted(op)) } else { Ok(()) }
+}
+
+/// Queues `work` to run later on an ordinary thread (see [`drain`]).
+pub(crate) fn defer(work: Deferred) {
+    QUEUE.lock().unwrap_or_else(|p| p.into_inner()).push(work);
+    QUEUED.store(true, Ordering::Release);
+}
+
+/// Runs `work` now, or defers it when called inside a host function.
+pub(crate) fn now_or_deferred(work: impl FnOnce() + Send + 'static) {
+    if active() { defer(Box::new(work)) } else { work() }
+}
+
+/// Runs the work deferred by host functions. Does nothing inside a host
+/// function. Must be called with no gpu-sync lock held (the work frees
+/// buffers, which locks trackers and streams).
+#[inline]
+pub(crate) fn drain() {
+    if !QUEUED.load(Ordering::Acquire) || active() {
+        return;
+    }
+    drain_slow();
+}
+
+#[cold]
+fn drain_slow() {
+    let work = {
+        let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
+        QUEUED.store(false, Ordering::Release);
+        std::mem::take(&mut *q)
+    };
+    for w in work {
+        w();
+    }
+}
+
+/// Marks the calling thread as inside a host function until dropped (also
+/// when the host function panics).
+pub(crate) struct Inside(());
+
+impl Inside {
+    /// Enters a host function on this thread.
+    pub(crate) fn enter() -> Inside {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        Inside(())
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
