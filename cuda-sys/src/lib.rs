@@ -29,9 +29,12 @@
     unreachable_pub,
     clippy::all
 )]
+#[path = "generated/bindings.rs"]
 pub mod bindings;
 mod driver;
 mod error;
+#[cfg(test)]
+mod generated_manifest;
 pub mod nvrtc;
 /// NVRTC's types and run-time loaded function table, generated from the
 /// pinned wheel's `nvrtc.h` (see [`nvrtc`]).
@@ -46,7 +49,9 @@ pub mod nvrtc;
     clippy::missing_safety_doc,
     unsafe_op_in_unsafe_fn
 )]
+#[path = "generated/nvrtc_bindings.rs"]
 pub mod nvrtc_bindings;
+#[path = "generated/result_names.rs"]
 mod result_names;
 
 pub use bindings::*;
