@@ -35,6 +35,7 @@ mod driver;
 mod error;
 #[cfg(test)]
 mod generated_manifest;
+pub mod handle;
 pub mod nvrtc;
 /// NVRTC's types and run-time loaded function table, generated from the
 /// pinned wheel's `nvrtc.h` (see [`nvrtc`]).
@@ -51,6 +52,7 @@ pub mod nvrtc;
 )]
 #[path = "generated/nvrtc_bindings.rs"]
 pub mod nvrtc_bindings;
+pub mod result;
 #[path = "generated/result_names.rs"]
 mod result_names;
 
@@ -59,4 +61,9 @@ pub use driver::{
     CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DefaultStream, Driver, EntryPoint, InstallError, LIBCUDA_ENV,
     LoadOptions, driver, install, installed, version_string,
 };
-pub use error::{CuError, LoadError, check, result_name};
+pub use error::{CuError, DriverError, LoadError, check, check_call, result_name};
+pub use handle::{
+    AsBorrowed, Borrowed, BorrowedContext, BorrowedEvent, BorrowedFunction, BorrowedGraph, BorrowedGraphExec,
+    BorrowedMemPool, BorrowedModule, BorrowedStream, Owned, OwnedEvent, OwnedGraph, OwnedGraphExec,
+    OwnedModule, OwnedStream,
+};
