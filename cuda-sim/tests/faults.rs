@@ -3,7 +3,6 @@
 mod common;
 use common::*;
 use cuda_sim::FaultPlan;
-use std::ptr::null_mut;
 
 #[test]
 fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
@@ -12,12 +11,10 @@ fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
     let n = e.session.calls().len() as u64;
     e.session.inject(FaultPlan::new().fail_nth(n, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
     let before = e.session.live();
-    let mut p = 0;
-    assert_eq!(cu!(cuMemAlloc(&mut p, 64)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
-    assert_eq!(p, 0);
+    assert_eq!(code(memory::alloc(d(), 64)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
     assert_eq!(e.session.live(), before);
     let p = e.alloc(64);
-    ck!(cuMemFree(p));
+    sim::free(p).unwrap();
     let calls = e.session.calls();
     assert_eq!(
         &calls[..5],
@@ -37,21 +34,19 @@ fn every_call_of_a_name_and_the_kth_of_a_name() {
             CUresult::CUDA_ERROR_INVALID_VALUE,
         ),
     );
-    let mut ev: CUevent = null_mut();
     for _ in 0..3 {
-        assert_eq!(cu!(cuEventCreate(&mut ev, 0)), CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        assert_eq!(code(event::create(d(), 0)), CUresult::CUDA_ERROR_NOT_SUPPORTED);
     }
     let s0 = e.stream(0);
-    let mut s1: CUstream = null_mut();
-    assert_eq!(cu!(cuStreamCreateWithPriority(&mut s1, 0, 0)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(code(stream::create_with_priority(d(), 0, 0)), CUresult::CUDA_ERROR_INVALID_VALUE);
     let s2 = e.stream(0);
     assert_eq!(e.session.live().events, 0);
     assert_eq!(e.session.live().streams, 2);
     e.session.clear_faults();
     let ev = e.event(0);
-    ck!(cuEventDestroy(ev));
-    ck!(cuStreamDestroy(s0));
-    ck!(cuStreamDestroy(s2));
+    event::destroy(ev).unwrap();
+    stream::destroy(s0).unwrap();
+    stream::destroy(s2).unwrap();
     teardown(e);
 }
 
@@ -65,25 +60,25 @@ fn a_sticky_code_poisons_only_its_session() {
         0,
         CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
     ));
-    assert_eq!(cu!(cuStreamSynchronize(null_mut())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(stream::synchronize(BorrowedStream::null(d()))), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     e.session.clear_faults();
     // A lost context: everything fails from now on, in this session.
-    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
-    assert_eq!(cu!(cuMemFree(x)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(context::synchronize(d())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(sim::free(x)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(e.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
     // Another session on another thread is unaffected.
     std::thread::spawn(|| {
         let other = env(203);
         let y = other.alloc(16);
-        ck!(cuMemFree(y));
-        ck!(cuCtxSynchronize());
+        sim::free(y).unwrap();
+        context::synchronize(d()).unwrap();
         teardown(other);
     })
     .join()
     .unwrap();
     // And so is a new session on this thread.
     let third = env(204);
-    ck!(cuCtxSynchronize());
+    context::synchronize(d()).unwrap();
     teardown(third);
 }
 
@@ -95,14 +90,11 @@ fn live_counts_follow_creation_and_cleanup() {
     let ev = e.event(0);
     let x = e.alloc(16);
     let h = e.pinned(16, 0);
-    let mut y = 0;
-    ck!(cuMemAllocAsync(&mut y, 16, s));
-    ck!(cuStreamBeginCapture(s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL));
-    e.fill(s, x, 1, 4);
-    let mut g: CUgraph = null_mut();
-    ck!(cuStreamEndCapture(s, &mut g));
-    let mut exec: CUgraphExec = null_mut();
-    ck!(cuGraphInstantiateWithFlags(&mut exec, g, 0));
+    let y = memory::alloc_async(16, &s).unwrap();
+    stream::begin_capture(&s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL).unwrap();
+    e.fill(&s, x, 1, 4);
+    let g = stream::end_capture(&s).unwrap();
+    let exec = graph::instantiate_with_flags(&g, 0).unwrap();
     let live = e.session.live();
     assert_eq!(
         (
@@ -117,12 +109,12 @@ fn live_counts_follow_creation_and_cleanup() {
         (1, 1, 2, 1, 1, 1, 1)
     );
     assert!(!live.is_empty());
-    ck!(cuGraphExecDestroy(exec));
-    ck!(cuGraphDestroy(g));
-    ck!(cuMemFreeAsync(y, s));
-    ck!(cuMemFreeHost(h.cast()));
-    ck!(cuMemFree(x));
-    ck!(cuEventDestroy(ev));
-    ck!(cuStreamDestroy(s));
+    graph::exec_destroy(exec).unwrap();
+    graph::destroy(g).unwrap();
+    sim::free_async(y, &s).unwrap();
+    sim::free_host(h).unwrap();
+    sim::free(x).unwrap();
+    event::destroy(ev).unwrap();
+    stream::destroy(s).unwrap();
     teardown(e); // asserts live().is_empty()
 }
