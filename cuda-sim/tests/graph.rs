@@ -22,10 +22,10 @@ fn program(
     fork: &OwnedEvent,
     join: &OwnedEvent,
 ) {
-    e.fill(&s0, x, 3, 16);
+    e.fill(s0, x, 3, 16);
     event::record(fork, s0).unwrap();
     stream::wait_event(s1, fork, 0).unwrap();
-    e.fill(&s1, y, 4, 16);
+    e.fill(s1, y, 4, 16);
     event::record(join, s1).unwrap();
     stream::wait_event(s0, join, 0).unwrap();
     e.add(s0, x, y, 16);

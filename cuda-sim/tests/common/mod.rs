@@ -3,7 +3,7 @@
 //! cuda-sys's per-call layer (`cuda_sys::result`); `raw!` calls the table
 //! directly, only for what that layer cannot express (null output slots,
 //! handles the simulator must reject).
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use cuda_sim::{KernelCall, KernelFault, KernelSpec, ParamSpec, Session, register_kernel};
 pub use cuda_sys::result::{
