@@ -24,7 +24,7 @@ fn tag(t: usize) -> *mut c_void {
 }
 
 /// Queues `log_tag(data)` on `s`.
-fn host_fn(s: impl AsBorrowed<handle::kind::Stream>, data: *mut c_void) {
+fn host_fn(s: impl AsBorrowed<handle::kind::StreamKind>, data: *mut c_void) {
     // SAFETY: `log_tag` only pushes the pointer's address (never
     // dereferenced) to a mutex-guarded log; it makes no CUDA call.
     unsafe { stream::launch_host_func(s, Some(log_tag), data) }.unwrap();

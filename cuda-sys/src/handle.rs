@@ -39,29 +39,29 @@ use std::mem::ManuallyDrop;
 pub mod kind {
     /// `CUstream`.
     #[derive(Debug)]
-    pub enum Stream {}
+    pub enum StreamKind {}
     /// `CUevent`.
     #[derive(Debug)]
-    pub enum Event {}
+    pub enum EventKind {}
     /// `CUmodule`.
     #[derive(Debug)]
-    pub enum Module {}
+    pub enum ModuleKind {}
     /// `CUfunction` (borrowed from its module; never destroyed on its own).
     #[derive(Debug)]
-    pub enum Function {}
+    pub enum FunctionKind {}
     /// `CUgraph`.
     #[derive(Debug)]
-    pub enum Graph {}
+    pub enum GraphKind {}
     /// `CUgraphExec`.
     #[derive(Debug)]
-    pub enum GraphExec {}
+    pub enum GraphExecKind {}
     /// `CUcontext` (a retained primary context; released only by the
     /// `unsafe` [`crate::result::primary_ctx::release`]).
     #[derive(Debug)]
-    pub enum Context {}
+    pub enum ContextKind {}
     /// `CUmemoryPool` (a device's default pool, alive as long as the driver).
     #[derive(Debug)]
-    pub enum MemPool {}
+    pub enum MemPoolKind {}
 }
 
 mod sealed {
@@ -101,7 +101,7 @@ pub trait Destroy: sealed::DestroyRaw {}
 /// memory pools are internally synchronized by the driver. Graphs and graph
 /// execs are not ([graph object thread safety][ts]: "graph objects are not
 /// internally synchronized", calls on one must be serialized), so neither
-/// `Owned<Graph>` nor `Owned<GraphExec>` is `Sync`, and their borrowed forms
+/// `Owned<GraphKind>` nor `Owned<GraphExecKind>` is `Sync`, and their borrowed forms
 /// are neither `Send` nor `Sync`.
 ///
 /// [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html
@@ -121,14 +121,14 @@ macro_rules! kinds {
 }
 
 kinds! {
-    Stream: CUstream, "stream", shared;
-    Event: CUevent, "event", shared;
-    Module: CUmodule, "module", shared;
-    Function: CUfunction, "function", shared;
-    Graph: CUgraph, "graph", serial;
-    GraphExec: CUgraphExec, "graph exec", serial;
-    Context: CUcontext, "context", shared;
-    MemPool: CUmemoryPool, "memory pool", shared;
+    StreamKind: CUstream, "stream", shared;
+    EventKind: CUevent, "event", shared;
+    ModuleKind: CUmodule, "module", shared;
+    FunctionKind: CUfunction, "function", shared;
+    GraphKind: CUgraph, "graph", serial;
+    GraphExecKind: CUgraphExec, "graph exec", serial;
+    ContextKind: CUcontext, "context", shared;
+    MemPoolKind: CUmemoryPool, "memory pool", shared;
 }
 
 macro_rules! destroys {
@@ -149,11 +149,11 @@ macro_rules! destroys {
 }
 
 destroys! {
-    Stream: cuStreamDestroy;
-    Event: cuEventDestroy;
-    Module: cuModuleUnload;
-    Graph: cuGraphDestroy;
-    GraphExec: cuGraphExecDestroy;
+    StreamKind: cuStreamDestroy;
+    EventKind: cuEventDestroy;
+    ModuleKind: cuModuleUnload;
+    GraphKind: cuGraphDestroy;
+    GraphExecKind: cuGraphExecDestroy;
 }
 
 /// A driver handle this process owns: destroyed when dropped (see the
@@ -173,31 +173,31 @@ pub struct Borrowed<'a, K: HandleKind> {
 }
 
 /// `CUstream`, owned.
-pub type OwnedStream = Owned<kind::Stream>;
+pub type OwnedStream = Owned<kind::StreamKind>;
 /// `CUevent`, owned.
-pub type OwnedEvent = Owned<kind::Event>;
+pub type OwnedEvent = Owned<kind::EventKind>;
 /// `CUmodule`, owned.
-pub type OwnedModule = Owned<kind::Module>;
+pub type OwnedModule = Owned<kind::ModuleKind>;
 /// `CUgraph`, owned (`Send`, not `Sync`).
-pub type OwnedGraph = Owned<kind::Graph>;
+pub type OwnedGraph = Owned<kind::GraphKind>;
 /// `CUgraphExec`, owned (`Send`, not `Sync`).
-pub type OwnedGraphExec = Owned<kind::GraphExec>;
+pub type OwnedGraphExec = Owned<kind::GraphExecKind>;
 /// `CUstream`, borrowed.
-pub type BorrowedStream<'a> = Borrowed<'a, kind::Stream>;
+pub type BorrowedStream<'a> = Borrowed<'a, kind::StreamKind>;
 /// `CUevent`, borrowed.
-pub type BorrowedEvent<'a> = Borrowed<'a, kind::Event>;
+pub type BorrowedEvent<'a> = Borrowed<'a, kind::EventKind>;
 /// `CUmodule`, borrowed.
-pub type BorrowedModule<'a> = Borrowed<'a, kind::Module>;
+pub type BorrowedModule<'a> = Borrowed<'a, kind::ModuleKind>;
 /// `CUfunction`, borrowed from its module.
-pub type BorrowedFunction<'a> = Borrowed<'a, kind::Function>;
+pub type BorrowedFunction<'a> = Borrowed<'a, kind::FunctionKind>;
 /// `CUgraph`, borrowed (neither `Send` nor `Sync`).
-pub type BorrowedGraph<'a> = Borrowed<'a, kind::Graph>;
+pub type BorrowedGraph<'a> = Borrowed<'a, kind::GraphKind>;
 /// `CUgraphExec`, borrowed (neither `Send` nor `Sync`).
-pub type BorrowedGraphExec<'a> = Borrowed<'a, kind::GraphExec>;
+pub type BorrowedGraphExec<'a> = Borrowed<'a, kind::GraphExecKind>;
 /// `CUcontext`, borrowed (a retained primary context).
-pub type BorrowedContext<'a> = Borrowed<'a, kind::Context>;
+pub type BorrowedContext<'a> = Borrowed<'a, kind::ContextKind>;
 /// `CUmemoryPool`, borrowed (a device's default pool).
-pub type BorrowedMemPool<'a> = Borrowed<'a, kind::MemPool>;
+pub type BorrowedMemPool<'a> = Borrowed<'a, kind::MemPoolKind>;
 
 // SAFETY: `Send` for every owned kind. No driver object is tied to the thread
 // that created it: the driver API takes handles on any thread (the

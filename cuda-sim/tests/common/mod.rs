@@ -171,7 +171,7 @@ impl Env {
     pub fn launch(
         &self,
         f: BorrowedFunction<'_>,
-        stream: impl AsBorrowed<handle::kind::Stream>,
+        stream: impl AsBorrowed<handle::kind::StreamKind>,
         args: &mut [*mut c_void],
     ) -> CUresult {
         // SAFETY: the simulator runs registered CPU kernels that read their
@@ -183,7 +183,7 @@ impl Env {
     /// `sim_fill_u32(ptr, v, n)` on `stream`.
     pub fn fill(
         &self,
-        stream: impl AsBorrowed<handle::kind::Stream>,
+        stream: impl AsBorrowed<handle::kind::StreamKind>,
         mut ptr: CUdeviceptr,
         mut v: u32,
         mut n: u64,
@@ -196,7 +196,7 @@ impl Env {
     /// `sim_add_u32(a, b, n)`: b += a.
     pub fn add(
         &self,
-        stream: impl AsBorrowed<handle::kind::Stream>,
+        stream: impl AsBorrowed<handle::kind::StreamKind>,
         mut a: CUdeviceptr,
         mut b: CUdeviceptr,
         mut n: u64,
@@ -267,7 +267,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// free bugs is the point of several tests.
 pub mod sim {
     use super::*;
-    use cuda_sys::handle::kind::Stream;
+    use cuda_sys::handle::kind::StreamKind as Stream;
 
     /// `cuMemFreeAsync`.
     pub fn free_async(p: CUdeviceptr, s: impl AsBorrowed<Stream>) -> Result<(), DriverError> {

@@ -15,7 +15,7 @@ use crate::{CUcontext, CUdevice, Driver};
 /// # Errors
 /// The driver's code; `Refused` for a context of another table;
 /// `Unsupported` without the entry point.
-pub fn set_current(drv: &Driver, ctx: Option<impl AsBorrowed<kind::Context>>) -> Result<()> {
+pub fn set_current(drv: &Driver, ctx: Option<impl AsBorrowed<kind::ContextKind>>) -> Result<()> {
     let raw = match &ctx {
         Some(c) => {
             let c = c.as_borrowed();
@@ -88,7 +88,7 @@ pub fn get_stream_priority_range(drv: &Driver) -> Result<(i32, i32)> {
 /// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`,
 /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED`, …; `Unsupported` without the entry
 /// point.
-pub fn enable_peer_access(peer: impl AsBorrowed<kind::Context>, flags: u32) -> Result<()> {
+pub fn enable_peer_access(peer: impl AsBorrowed<kind::ContextKind>, flags: u32) -> Result<()> {
     let peer = peer.as_borrowed();
     // SAFETY: `peer` is a live context (the handle proves it).
     unsafe { call!(peer.driver(), cuCtxEnablePeerAccess(peer.as_raw(), flags)) }

@@ -40,7 +40,10 @@ pub fn destroy(event: OwnedEvent) -> Result<()> {
 /// The driver's code; `Refused` for handles of two tables; `Unsupported`
 /// without the entry point.
 #[inline]
-pub fn record(event: impl AsBorrowed<kind::Event>, stream: impl AsBorrowed<kind::Stream>) -> Result<()> {
+pub fn record(
+    event: impl AsBorrowed<kind::EventKind>,
+    stream: impl AsBorrowed<kind::StreamKind>,
+) -> Result<()> {
     let (e, s) = (event.as_borrowed(), stream.as_borrowed());
     same_driver("cuEventRecord", e.driver(), s.driver())?;
     // SAFETY: a live event and a live stream of one table.
@@ -53,7 +56,7 @@ pub fn record(event: impl AsBorrowed<kind::Event>, stream: impl AsBorrowed<kind:
 ///
 /// # Errors
 /// Any other code; `Unsupported` without the entry point.
-pub fn query(event: impl AsBorrowed<kind::Event>) -> Result<bool> {
+pub fn query(event: impl AsBorrowed<kind::EventKind>) -> Result<bool> {
     let e = event.as_borrowed();
     // SAFETY: a live event.
     unsafe { query!(e.driver(), cuEventQuery(e.as_raw())) }
@@ -65,7 +68,7 @@ pub fn query(event: impl AsBorrowed<kind::Event>) -> Result<bool> {
 ///
 /// # Errors
 /// The error of failed work; `Unsupported` without the entry point.
-pub fn synchronize(event: impl AsBorrowed<kind::Event>) -> Result<()> {
+pub fn synchronize(event: impl AsBorrowed<kind::EventKind>) -> Result<()> {
     let e = event.as_borrowed();
     // SAFETY: a live event.
     unsafe { call!(e.driver(), cuEventSynchronize(e.as_raw())) }
@@ -79,7 +82,10 @@ pub fn synchronize(event: impl AsBorrowed<kind::Event>) -> Result<()> {
 /// `CUDA_ERROR_NOT_READY` before both completed,
 /// `CUDA_ERROR_INVALID_HANDLE` for a sync-only event, …; `Refused` for
 /// handles of two tables; `Unsupported` without the entry point.
-pub fn elapsed_time(start: impl AsBorrowed<kind::Event>, end: impl AsBorrowed<kind::Event>) -> Result<f32> {
+pub fn elapsed_time(
+    start: impl AsBorrowed<kind::EventKind>,
+    end: impl AsBorrowed<kind::EventKind>,
+) -> Result<f32> {
     let (a, b) = (start.as_borrowed(), end.as_borrowed());
     same_driver("cuEventElapsedTime", a.driver(), b.driver())?;
     let mut ms = 0f32;

@@ -13,7 +13,7 @@ use std::ffi::{CStr, c_char};
 /// # Errors
 /// `CUDA_ERROR_INVALID_VALUE` past the last parameter; `Unsupported` before
 /// CUDA 12.4.
-pub fn get_param_info(function: impl AsBorrowed<kind::Function>, index: usize) -> Result<(usize, usize)> {
+pub fn get_param_info(function: impl AsBorrowed<kind::FunctionKind>, index: usize) -> Result<(usize, usize)> {
     let f = function.as_borrowed();
     let (mut offset, mut size) = (0usize, 0usize);
     // SAFETY: a live function; writes two size_t through valid pointers.
@@ -26,7 +26,10 @@ pub fn get_param_info(function: impl AsBorrowed<kind::Function>, index: usize) -
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn get_attribute(function: impl AsBorrowed<kind::Function>, attr: CUfunction_attribute) -> Result<i32> {
+pub fn get_attribute(
+    function: impl AsBorrowed<kind::FunctionKind>,
+    attr: CUfunction_attribute,
+) -> Result<i32> {
     let f = function.as_borrowed();
     let mut v = 0;
     // SAFETY: a live function; writes one int through a valid pointer.
@@ -42,7 +45,7 @@ pub fn get_attribute(function: impl AsBorrowed<kind::Function>, attr: CUfunction
 /// `CUDA_ERROR_INVALID_VALUE` beyond the device's limit, …; `Unsupported`
 /// without the entry point.
 pub fn set_attribute(
-    function: impl AsBorrowed<kind::Function>,
+    function: impl AsBorrowed<kind::FunctionKind>,
     attr: CUfunction_attribute,
     value: i32,
 ) -> Result<()> {
@@ -56,7 +59,7 @@ pub fn set_attribute(
 ///
 /// # Errors
 /// The driver's code; `Unsupported` before CUDA 12.3.
-pub fn get_name(function: impl AsBorrowed<kind::Function>) -> Result<String> {
+pub fn get_name(function: impl AsBorrowed<kind::FunctionKind>) -> Result<String> {
     let f = function.as_borrowed();
     let mut p: *const c_char = std::ptr::null();
     // SAFETY: a live function; writes one pointer through a valid pointer.

@@ -14,7 +14,7 @@ use crate::{CUgraphExec, CUgraphNode};
 ///
 /// # Errors
 /// The driver's code; `Unsupported` before CUDA 11.4.
-pub fn instantiate_with_flags(graph: impl AsBorrowed<kind::Graph>, flags: u64) -> Result<OwnedGraphExec> {
+pub fn instantiate_with_flags(graph: impl AsBorrowed<kind::GraphKind>, flags: u64) -> Result<OwnedGraphExec> {
     let g = graph.as_borrowed();
     let mut e: CUgraphExec = std::ptr::null_mut();
     // SAFETY: a live graph, used by this thread only (not `Sync`); writes
@@ -31,7 +31,10 @@ pub fn instantiate_with_flags(graph: impl AsBorrowed<kind::Graph>, flags: u64) -
 /// # Errors
 /// The driver's code; `Refused` for handles of two tables; `Unsupported`
 /// without the entry point.
-pub fn launch(exec: impl AsBorrowed<kind::GraphExec>, stream: impl AsBorrowed<kind::Stream>) -> Result<()> {
+pub fn launch(
+    exec: impl AsBorrowed<kind::GraphExecKind>,
+    stream: impl AsBorrowed<kind::StreamKind>,
+) -> Result<()> {
     let (e, s) = (exec.as_borrowed(), stream.as_borrowed());
     same_driver("cuGraphLaunch", e.driver(), s.driver())?;
     // SAFETY: a live exec, used by this thread only (not `Sync`), and a live
@@ -66,7 +69,7 @@ pub fn exec_destroy(exec: OwnedGraphExec) -> Result<()> {
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn node_count(graph: impl AsBorrowed<kind::Graph>) -> Result<usize> {
+pub fn node_count(graph: impl AsBorrowed<kind::GraphKind>) -> Result<usize> {
     let g = graph.as_borrowed();
     let mut n = 0usize;
     // SAFETY: a live graph, used by this thread only; with a null array the
@@ -80,7 +83,7 @@ pub fn node_count(graph: impl AsBorrowed<kind::Graph>) -> Result<usize> {
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn get_nodes(graph: impl AsBorrowed<kind::Graph>) -> Result<Vec<CUgraphNode>> {
+pub fn get_nodes(graph: impl AsBorrowed<kind::GraphKind>) -> Result<Vec<CUgraphNode>> {
     let g = graph.as_borrowed();
     let mut n = node_count(g)?;
     let mut nodes = vec![std::ptr::null_mut(); n];

@@ -29,11 +29,11 @@ use std::ffi::c_void;
 ///    writes.
 #[inline]
 pub unsafe fn launch_kernel(
-    function: impl AsBorrowed<kind::Function>,
+    function: impl AsBorrowed<kind::FunctionKind>,
     grid: [u32; 3],
     block: [u32; 3],
     shared_mem: u32,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
     params: &mut [*mut c_void],
 ) -> Result<()> {
     let (f, s) = (function.as_borrowed(), stream.as_borrowed());

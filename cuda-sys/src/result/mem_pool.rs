@@ -42,7 +42,7 @@ fn slot(call: &'static str, attr: A) -> Result<Slot> {
 /// # Errors
 /// The driver's code; `Refused` for an attribute the 13.0 headers do not
 /// type; `Unsupported` before CUDA 11.2.
-pub fn get_attribute(pool: impl AsBorrowed<kind::MemPool>, attr: A) -> Result<u64> {
+pub fn get_attribute(pool: impl AsBorrowed<kind::MemPoolKind>, attr: A) -> Result<u64> {
     let p = pool.as_borrowed();
     match slot("cuMemPoolGetAttribute", attr)? {
         Slot::Int => {
@@ -69,7 +69,7 @@ pub fn get_attribute(pool: impl AsBorrowed<kind::MemPool>, attr: A) -> Result<u6
 /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for a read-only
 /// attribute); `Refused` for an attribute the 13.0 headers do not type;
 /// `Unsupported` before CUDA 11.2.
-pub fn set_attribute(pool: impl AsBorrowed<kind::MemPool>, attr: A, value: u64) -> Result<()> {
+pub fn set_attribute(pool: impl AsBorrowed<kind::MemPoolKind>, attr: A, value: u64) -> Result<()> {
     let p = pool.as_borrowed();
     match slot("cuMemPoolSetAttribute", attr)? {
         Slot::Int => {
@@ -92,7 +92,7 @@ pub fn set_attribute(pool: impl AsBorrowed<kind::MemPool>, attr: A, value: u64) 
 ///
 /// # Errors
 /// The driver's code; `Unsupported` before CUDA 11.2.
-pub fn trim_to(pool: impl AsBorrowed<kind::MemPool>, keep: usize) -> Result<()> {
+pub fn trim_to(pool: impl AsBorrowed<kind::MemPoolKind>, keep: usize) -> Result<()> {
     let p = pool.as_borrowed();
     // SAFETY: a live pool.
     unsafe { call!(p.driver(), cuMemPoolTrimTo(p.as_raw(), keep)) }

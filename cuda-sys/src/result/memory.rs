@@ -51,7 +51,7 @@ pub unsafe fn free(drv: &Driver, ptr: CUdeviceptr) -> Result<()> {
 /// `CUDA_ERROR_NOT_SUPPORTED` without memory pools,
 /// `CUDA_ERROR_OUT_OF_MEMORY`, …; `Unsupported` before CUDA 11.2.
 #[inline]
-pub fn alloc_async(bytes: usize, stream: impl AsBorrowed<kind::Stream>) -> Result<CUdeviceptr> {
+pub fn alloc_async(bytes: usize, stream: impl AsBorrowed<kind::StreamKind>) -> Result<CUdeviceptr> {
     let s = stream.as_borrowed();
     let mut p: CUdeviceptr = 0;
     // SAFETY: a live stream; writes one device pointer through a valid
@@ -72,7 +72,7 @@ pub fn alloc_async(bytes: usize, stream: impl AsBorrowed<kind::Stream>) -> Resul
 /// 2. every use of it on other streams is ordered before this point of
 ///    `stream` (waited for), and nothing uses it afterwards.
 #[inline]
-pub unsafe fn free_async(ptr: CUdeviceptr, stream: impl AsBorrowed<kind::Stream>) -> Result<()> {
+pub unsafe fn free_async(ptr: CUdeviceptr, stream: impl AsBorrowed<kind::StreamKind>) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; `ptr` is the caller's obligation.
     unsafe { call!(s.driver(), cuMemFreeAsync(ptr, s.as_raw())) }
@@ -153,7 +153,7 @@ pub unsafe fn memcpy_htod_async(
     dst: CUdeviceptr,
     src: *const c_void,
     bytes: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; the ranges are the caller's obligations.
@@ -176,7 +176,7 @@ pub unsafe fn memcpy_dtoh_async(
     dst: *mut c_void,
     src: CUdeviceptr,
     bytes: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; the ranges are the caller's obligations.
@@ -198,7 +198,7 @@ pub unsafe fn memcpy_dtod_async(
     dst: CUdeviceptr,
     src: CUdeviceptr,
     bytes: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; the ranges are the caller's obligations.
@@ -218,11 +218,11 @@ pub unsafe fn memcpy_dtod_async(
 /// of `src_ctx`.
 pub unsafe fn memcpy_peer_async(
     dst: CUdeviceptr,
-    dst_ctx: impl AsBorrowed<kind::Context>,
+    dst_ctx: impl AsBorrowed<kind::ContextKind>,
     src: CUdeviceptr,
-    src_ctx: impl AsBorrowed<kind::Context>,
+    src_ctx: impl AsBorrowed<kind::ContextKind>,
     bytes: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let (dc, sc, s) = (dst_ctx.as_borrowed(), src_ctx.as_borrowed(), stream.as_borrowed());
     same_driver("cuMemcpyPeerAsync", dc.driver(), s.driver())?;
@@ -245,7 +245,7 @@ pub unsafe fn memset_d8_async(
     dst: CUdeviceptr,
     value: u8,
     count: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; the range is the caller's obligation.
@@ -266,7 +266,7 @@ pub unsafe fn memset_d32_async(
     dst: CUdeviceptr,
     value: u32,
     count: usize,
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
 ) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream; the range is the caller's obligation.

@@ -43,7 +43,7 @@ pub fn destroy(stream: OwnedStream) -> Result<()> {
 ///
 /// # Errors
 /// Any other code; `Unsupported` without the entry point.
-pub fn query(stream: impl AsBorrowed<kind::Stream>) -> Result<bool> {
+pub fn query(stream: impl AsBorrowed<kind::StreamKind>) -> Result<bool> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream (the handle proves it).
     unsafe { query!(s.driver(), cuStreamQuery(s.as_raw())) }
@@ -55,7 +55,7 @@ pub fn query(stream: impl AsBorrowed<kind::Stream>) -> Result<bool> {
 ///
 /// # Errors
 /// The error of failed work; `Unsupported` without the entry point.
-pub fn synchronize(stream: impl AsBorrowed<kind::Stream>) -> Result<()> {
+pub fn synchronize(stream: impl AsBorrowed<kind::StreamKind>) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream.
     unsafe { call!(s.driver(), cuStreamSynchronize(s.as_raw())) }
@@ -71,8 +71,8 @@ pub fn synchronize(stream: impl AsBorrowed<kind::Stream>) -> Result<()> {
 /// without the entry point.
 #[inline]
 pub fn wait_event(
-    stream: impl AsBorrowed<kind::Stream>,
-    event: impl AsBorrowed<kind::Event>,
+    stream: impl AsBorrowed<kind::StreamKind>,
+    event: impl AsBorrowed<kind::EventKind>,
     flags: u32,
 ) -> Result<()> {
     let (s, e) = (stream.as_borrowed(), event.as_borrowed());
@@ -86,7 +86,7 @@ pub fn wait_event(
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn get_priority(stream: impl AsBorrowed<kind::Stream>) -> Result<i32> {
+pub fn get_priority(stream: impl AsBorrowed<kind::StreamKind>) -> Result<i32> {
     let s = stream.as_borrowed();
     let mut p = 0;
     // SAFETY: a live stream; writes one int through a valid pointer.
@@ -99,7 +99,7 @@ pub fn get_priority(stream: impl AsBorrowed<kind::Stream>) -> Result<i32> {
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn get_flags(stream: impl AsBorrowed<kind::Stream>) -> Result<u32> {
+pub fn get_flags(stream: impl AsBorrowed<kind::StreamKind>) -> Result<u32> {
     let s = stream.as_borrowed();
     let mut f = 0;
     // SAFETY: a live stream; writes one unsigned int through a valid pointer.
@@ -121,7 +121,7 @@ pub fn get_flags(stream: impl AsBorrowed<kind::Stream>) -> Result<u32> {
 ///    and may be used from that thread);
 /// 2. `func` makes no CUDA call (the driver forbids it there).
 pub unsafe fn launch_host_func(
-    stream: impl AsBorrowed<kind::Stream>,
+    stream: impl AsBorrowed<kind::StreamKind>,
     func: CUhostFn,
     user_data: *mut c_void,
 ) -> Result<()> {
@@ -137,7 +137,7 @@ pub unsafe fn launch_host_func(
 /// # Errors
 /// `CUDA_ERROR_ILLEGAL_STATE` when already capturing, …; `Unsupported`
 /// without the entry point.
-pub fn begin_capture(stream: impl AsBorrowed<kind::Stream>, mode: CUstreamCaptureMode) -> Result<()> {
+pub fn begin_capture(stream: impl AsBorrowed<kind::StreamKind>, mode: CUstreamCaptureMode) -> Result<()> {
     let s = stream.as_borrowed();
     // SAFETY: a live stream.
     unsafe { call!(s.driver(), cuStreamBeginCapture(s.as_raw(), mode)) }
@@ -150,7 +150,7 @@ pub fn begin_capture(stream: impl AsBorrowed<kind::Stream>, mode: CUstreamCaptur
 /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` (no graph),
 /// `CUDA_ERROR_ILLEGAL_STATE` when not capturing, …; `Unsupported` without
 /// the entry point.
-pub fn end_capture(stream: impl AsBorrowed<kind::Stream>) -> Result<OwnedGraph> {
+pub fn end_capture(stream: impl AsBorrowed<kind::StreamKind>) -> Result<OwnedGraph> {
     let s = stream.as_borrowed();
     let mut g: CUgraph = std::ptr::null_mut();
     // SAFETY: a live stream; writes one graph handle through a valid pointer.
@@ -165,7 +165,7 @@ pub fn end_capture(stream: impl AsBorrowed<kind::Stream>) -> Result<OwnedGraph> 
 ///
 /// # Errors
 /// The driver's code; `Unsupported` without the entry point.
-pub fn is_capturing(stream: impl AsBorrowed<kind::Stream>) -> Result<CUstreamCaptureStatus> {
+pub fn is_capturing(stream: impl AsBorrowed<kind::StreamKind>) -> Result<CUstreamCaptureStatus> {
     let s = stream.as_borrowed();
     let mut st = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: a live stream; writes one status through a valid pointer.
