@@ -82,3 +82,42 @@ fn non_null<T>(call: &'static str, p: *mut T) -> Result<()> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The source of every per-call module, and the handle module (whose
+    /// `destroys!` rows call the destroy entry points).
+    const SOURCES: &[&str] = &[
+        include_str!("context.rs"),
+        include_str!("device.rs"),
+        include_str!("error.rs"),
+        include_str!("event.rs"),
+        include_str!("function.rs"),
+        include_str!("graph.rs"),
+        include_str!("init.rs"),
+        include_str!("launch.rs"),
+        include_str!("mem_pool.rs"),
+        include_str!("memory.rs"),
+        include_str!("module.rs"),
+        include_str!("primary_ctx.rs"),
+        include_str!("stream.rs"),
+        include_str!("../handle.rs"),
+    ];
+
+    #[test]
+    fn every_entry_point_has_a_per_call_function() {
+        // A new entry point in the generator's list must get its function
+        // here: each is called as `call!(drv, cuX(...))`, `query!(...)` or
+        // in a `destroys!` row (`Kind: cuX;`).
+        let missing: Vec<&str> = crate::Driver::ENTRY_POINTS
+            .iter()
+            .map(|e| e.name)
+            .filter(|name| {
+                let called = format!(" {name}(");
+                let destroyed = format!(": {name};");
+                !SOURCES.iter().any(|s| s.contains(&called) || s.contains(&destroyed))
+            })
+            .collect();
+        assert!(missing.is_empty(), "entry points without a cuda_sys::result function: {missing:?}");
+    }
+}
