@@ -162,16 +162,20 @@ pub fn choose(typedefs_h: &str, cuda_version: u32) -> Result<Vec<Chosen>> {
     Ok(out)
 }
 
+#[cfg(any(feature = "codegen", test))]
 /// The folder of generated files, relative to the workspace root.
 pub const GENERATED_DIR: &str = "cuda-sys/src/generated";
 
+#[cfg(any(feature = "codegen", test))]
 /// The manifest's name inside [`GENERATED_DIR`].
 pub const MANIFEST: &str = "MANIFEST";
 
+#[cfg(any(feature = "codegen", test))]
 /// The generated files, in the order the manifest lists them.
 pub const GENERATED_FILES: &[&str] =
     &["bindings.rs", "entry_points.rs", "result_names.rs", "nvrtc_bindings.rs"];
 
+#[cfg(any(feature = "codegen", test))]
 /// The text of `MANIFEST` for these `(file, contents)` pairs: a header and
 /// one `<sha256>  <file>` line each (the format of `sha256sum`).
 pub fn manifest(files: &[(&str, &[u8])]) -> String {
