@@ -11,30 +11,22 @@ fn configuration_applies_before_init_only() {
     unsafe { std::env::set_var(cuda_sim::DEVICES_ENV, "5") };
     assert_eq!(cuda_sim::Config::default().devices, 5);
     let _s = cuda_sim::Session::new(1);
-    let mut n = 0;
-    assert_eq!(cu!(cuDeviceGetCount(&mut n)), CUresult::CUDA_ERROR_NOT_INITIALIZED);
+    assert_eq!(code(device::get_count(d())), CUresult::CUDA_ERROR_NOT_INITIALIZED);
     let bad = cuda_sim::Config { devices: 65, ..Default::default() };
     assert!(matches!(cuda_sim::configure(bad), Err(cuda_sim::ConfigError::Invalid(_))));
     let cfg = cuda_sim::Config { devices: 3, memory_per_device: 1 << 30, version: 12080 };
     cuda_sim::configure(cfg).unwrap();
-    let mut v = 0;
-    ck!(cuDriverGetVersion(&mut v));
-    assert_eq!(v, 12080);
-    ck!(cuInit(0));
-    ck!(cuDeviceGetCount(&mut n));
-    assert_eq!(n, 3);
+    assert_eq!(init::driver_get_version(d()), Ok(12080));
+    init::init(d(), 0).unwrap();
+    assert_eq!(device::get_count(d()), Ok(3));
     assert_eq!(
         cuda_sim::configure(cuda_sim::Config::default()),
         Err(cuda_sim::ConfigError::AlreadyInitialized)
     );
-    let mut total = 0;
-    ck!(cuDeviceTotalMem(&mut total, 2));
-    assert_eq!(total, 1 << 30);
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    ck!(cuDevicePrimaryCtxRetain(&mut ctx, 2));
-    ck!(cuCtxSetCurrent(ctx));
-    let mut p = 0;
-    assert_eq!(cu!(cuMemAlloc(&mut p, (1 << 30) + 1)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+    assert_eq!(device::total_mem(d(), 2), Ok(1 << 30));
+    let ctx = primary_ctx::retain(d(), 2).unwrap();
+    context::set_current(d(), Some(ctx)).unwrap();
+    assert_eq!(code(memory::alloc(d(), (1 << 30) + 1)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
     // install() again returns the installed simulator table.
     let a = cuda_sim::install().unwrap();
     let b = cuda_sim::install().unwrap();

@@ -3,7 +3,6 @@
 mod common;
 use common::*;
 use cuda_sim::FaultPlan;
-use std::ptr::null_mut;
 
 #[test]
 fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
@@ -12,12 +11,10 @@ fn the_nth_call_fails_with_the_chosen_code_and_does_nothing() {
     let n = e.session.calls().len() as u64;
     e.session.inject(FaultPlan::new().fail_nth(n, CUresult::CUDA_ERROR_OUT_OF_MEMORY));
     let before = e.session.live();
-    let mut p = 0;
-    assert_eq!(cu!(cuMemAlloc(&mut p, 64)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
-    assert_eq!(p, 0);
+    assert_eq!(code(memory::alloc(d(), 64)), CUresult::CUDA_ERROR_OUT_OF_MEMORY);
     assert_eq!(e.session.live(), before);
     let p = e.alloc(64);
-    ck!(cuMemFree(p));
+    sim::free(p).unwrap();
     let calls = e.session.calls();
     assert_eq!(
         &calls[..5],
@@ -37,21 +34,19 @@ fn every_call_of_a_name_and_the_kth_of_a_name() {
             CUresult::CUDA_ERROR_INVALID_VALUE,
         ),
     );
-    let mut ev: CUevent = null_mut();
     for _ in 0..3 {
-        assert_eq!(cu!(cuEventCreate(&mut ev, 0)), CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        assert_eq!(code(event::create(d(), 0)), CUresult::CUDA_ERROR_NOT_SUPPORTED);
     }
     let s0 = e.stream(0);
-    let mut s1: CUstream = null_mut();
-    assert_eq!(cu!(cuStreamCreateWithPriority(&mut s1, 0, 0)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(code(stream::create_with_priority(d(), 0, 0)), CUresult::CUDA_ERROR_INVALID_VALUE);
     let s2 = e.stream(0);
     assert_eq!(e.session.live().events, 0);
     assert_eq!(e.session.live().streams, 2);
     e.session.clear_faults();
     let ev = e.event(0);
-    ck!(cuEventDestroy(ev));
-    ck!(cuStreamDestroy(s0));
-    ck!(cuStreamDestroy(s2));
+    event::destroy(ev).unwrap();
+    stream::destroy(s0).unwrap();
+    stream::destroy(s2).unwrap();
     teardown(e);
 }
 
@@ -65,25 +60,25 @@ fn a_sticky_code_poisons_only_its_session() {
         0,
         CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
     ));
-    assert_eq!(cu!(cuStreamSynchronize(null_mut())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(stream::synchronize(BorrowedStream::null(d()))), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     e.session.clear_faults();
     // A lost context: everything fails from now on, in this session.
-    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
-    assert_eq!(cu!(cuMemFree(x)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(context::synchronize(d())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(sim::free(x)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(e.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
     // Another session on another thread is unaffected.
     std::thread::spawn(|| {
         let other = env(203);
         let y = other.alloc(16);
-        ck!(cuMemFree(y));
-        ck!(cuCtxSynchronize());
+        sim::free(y).unwrap();
+        context::synchronize(d()).unwrap();
         teardown(other);
     })
     .join()
     .unwrap();
     // And so is a new session on this thread.
     let third = env(204);
-    ck!(cuCtxSynchronize());
+    context::synchronize(d()).unwrap();
     teardown(third);
 }
 
@@ -95,14 +90,11 @@ fn live_counts_follow_creation_and_cleanup() {
     let ev = e.event(0);
     let x = e.alloc(16);
     let h = e.pinned(16, 0);
-    let mut y = 0;
-    ck!(cuMemAllocAsync(&mut y, 16, s));
-    ck!(cuStreamBeginCapture(s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL));
-    e.fill(s, x, 1, 4);
-    let mut g: CUgraph = null_mut();
-    ck!(cuStreamEndCapture(s, &mut g));
-    let mut exec: CUgraphExec = null_mut();
-    ck!(cuGraphInstantiateWithFlags(&mut exec, g, 0));
+    let y = memory::alloc_async(16, &s).unwrap();
+    stream::begin_capture(&s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL).unwrap();
+    e.fill(&s, x, 1, 4);
+    let g = stream::end_capture(&s).unwrap();
+    let exec = graph::instantiate_with_flags(&g, 0).unwrap();
     let live = e.session.live();
     assert_eq!(
         (
@@ -117,13 +109,13 @@ fn live_counts_follow_creation_and_cleanup() {
         (1, 1, 2, 1, 1, 1, 1)
     );
     assert!(!live.is_empty());
-    ck!(cuGraphExecDestroy(exec));
-    ck!(cuGraphDestroy(g));
-    ck!(cuMemFreeAsync(y, s));
-    ck!(cuMemFreeHost(h.cast()));
-    ck!(cuMemFree(x));
-    ck!(cuEventDestroy(ev));
-    ck!(cuStreamDestroy(s));
+    graph::exec_destroy(exec).unwrap();
+    graph::destroy(g).unwrap();
+    sim::free_async(y, &s).unwrap();
+    sim::free_host(h).unwrap();
+    sim::free(x).unwrap();
+    event::destroy(ev).unwrap();
+    stream::destroy(s).unwrap();
     teardown(e); // asserts live().is_empty()
 }
 
@@ -135,14 +127,14 @@ fn a_length_argument_past_the_buffer_is_a_sticky_illegal_address() {
     // `sim_add_u32` reads `n` elements of `a`: 2^40 of them is far past the
     // 16 the buffer holds (and more than the host could allocate). A GPU
     // reports an illegal address; the simulator must not abort the process.
-    e.add(null_mut(), a, b, 1 << 40);
-    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    e.add(BorrowedStream::null(d()), a, b, 1 << 40);
+    assert_eq!(code(context::synchronize(d())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(e.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
     // A modest overrun (past the allocation, within the host's means) too.
     let other = env(211);
-    let (c, d) = (other.alloc(64), other.alloc(64));
-    other.add(null_mut(), c, d, 17);
-    assert_eq!(cu!(cuCtxSynchronize()), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    let (c, dst) = (other.alloc(64), other.alloc(64));
+    other.add(BorrowedStream::null(d()), c, dst, 17);
+    assert_eq!(code(context::synchronize(d())), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(other.session.sticky_error(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
 }
 
@@ -152,19 +144,19 @@ fn a_lost_context_runs_no_more_queued_work() {
     let e = env(212);
     let s = e.stream(0);
     let dev = e.alloc(64);
-    e.fill(s, dev, 7, 16);
+    e.fill(&s, dev, 7, 16);
     let host = e.pinned(64, 0);
     // SAFETY: `host` is 64 bytes of pinned memory the test owns.
     unsafe { std::ptr::write_bytes(host, 0, 64) };
-    ck!(cuMemcpyDtoHAsync(host.cast(), dev, 64, s));
+    sim::dtoh(host, dev, 64, &s).unwrap();
     // The context is lost before the copy runs ...
     e.session.inject(FaultPlan::new().fail_every("cuStreamQuery", CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
-    assert_eq!(cu!(cuStreamQuery(s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(stream::query(&s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     e.session.clear_faults();
     // ... so no later synchronization (here another session's, of the whole
     // device) makes it write host memory.
     let other = env(213);
-    ck!(cuCtxSynchronize());
+    context::synchronize(d()).unwrap();
     // SAFETY: as above; no copy is queued into it any more.
     let seen = unsafe { std::slice::from_raw_parts(host, 64) };
     assert!(seen.iter().all(|&b| b == 0), "a lost context's copy wrote host memory");

@@ -16,21 +16,21 @@ fn two_streams(seed: u64, wait: bool) -> Vec<RaceReport> {
     let (a, b) = (e.stream(NB), e.stream(NB));
     let ev = e.event(CUevent_flags::CU_EVENT_DISABLE_TIMING.0);
     let (x, y) = (e.alloc(64), e.alloc(64));
-    e.fill(b, y, 0, 16);
-    ck!(cuStreamSynchronize(b));
-    e.fill(a, x, 1, 16);
+    e.fill(&b, y, 0, 16);
+    stream::synchronize(&b).unwrap();
+    e.fill(&a, x, 1, 16);
     if wait {
-        ck!(cuEventRecord(ev, a));
-        ck!(cuStreamWaitEvent(b, ev, 0));
+        event::record(&ev, &a).unwrap();
+        stream::wait_event(&b, &ev, 0).unwrap();
     }
-    e.add(b, x, y, 16);
-    ck!(cuCtxSynchronize());
+    e.add(&b, x, y, 16);
+    context::synchronize(d()).unwrap();
     let races = e.session.take_races();
-    ck!(cuMemFree(x));
-    ck!(cuMemFree(y));
-    ck!(cuEventDestroy(ev));
-    ck!(cuStreamDestroy(a));
-    ck!(cuStreamDestroy(b));
+    sim::free(x).unwrap();
+    sim::free(y).unwrap();
+    event::destroy(ev).unwrap();
+    stream::destroy(a).unwrap();
+    stream::destroy(b).unwrap();
     teardown(e);
     races
 }
@@ -70,27 +70,26 @@ fn early_free(seed: u64, wait: bool) -> (Vec<RaceReport>, CUresult) {
     let e = env(seed);
     let (a, b) = (e.stream(NB), e.stream(NB));
     let (ready, done) = (e.event(0), e.event(0));
-    let mut x = 0;
-    ck!(cuMemAllocAsync(&mut x, 64, a));
+    let x = memory::alloc_async(64, &a).unwrap();
     let y = e.alloc(64);
-    e.fill(a, x, 1, 16);
-    e.fill(b, y, 0, 16);
-    ck!(cuEventRecord(ready, a));
-    ck!(cuStreamWaitEvent(b, ready, 0));
-    e.add(b, x, y, 16);
+    e.fill(&a, x, 1, 16);
+    e.fill(&b, y, 0, 16);
+    event::record(&ready, &a).unwrap();
+    stream::wait_event(&b, &ready, 0).unwrap();
+    e.add(&b, x, y, 16);
     if wait {
-        ck!(cuEventRecord(done, b));
-        ck!(cuStreamWaitEvent(a, done, 0));
+        event::record(&done, &b).unwrap();
+        stream::wait_event(&a, &done, 0).unwrap();
     }
-    ck!(cuMemFreeAsync(x, a));
-    let sync = cu!(cuCtxSynchronize());
+    sim::free_async(x, &a).unwrap();
+    let sync = code(context::synchronize(d()));
     let races = e.session.take_races();
     if sync == OK {
-        ck!(cuMemFree(y));
-        ck!(cuEventDestroy(ready));
-        ck!(cuEventDestroy(done));
-        ck!(cuStreamDestroy(a));
-        ck!(cuStreamDestroy(b));
+        sim::free(y).unwrap();
+        event::destroy(ready).unwrap();
+        event::destroy(done).unwrap();
+        stream::destroy(a).unwrap();
+        stream::destroy(b).unwrap();
         teardown(e);
     }
     (races, sync)
@@ -120,14 +119,14 @@ fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
         let e = env(70);
         let s = e.stream(NB);
         let x = e.alloc(64);
-        e.fill(s, x, 4, 16);
+        e.fill(&s, x, 4, 16);
         let host = e.pinned(64, 0);
-        ck!(cuMemcpyDtoHAsync(host.cast(), x, 64, s));
+        sim::dtoh(host, x, 64, &s).unwrap();
         if synced {
-            ck!(cuStreamSynchronize(s));
+            stream::synchronize(&s).unwrap();
         }
         cuda_sim::host_read(host, 64);
-        ck!(cuStreamSynchronize(s));
+        stream::synchronize(&s).unwrap();
         let races = e.session.take_races();
         if synced {
             assert!(races.is_empty(), "{races:?}");
@@ -139,13 +138,13 @@ fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
             assert_eq!(r.first.op, "cuMemcpyDtoHAsync destination");
         }
         // A host write before the H2D reading it is synchronized, likewise.
-        ck!(cuMemcpyHtoDAsync(x, host.cast(), 64, s));
+        sim::htod(x, host, 64, &s).unwrap();
         cuda_sim::host_write(host, 4);
-        ck!(cuStreamSynchronize(s));
+        stream::synchronize(&s).unwrap();
         assert_eq!(kinds(&e.session.take_races()), vec![RaceKind::DataRace]);
-        ck!(cuMemFreeHost(host.cast()));
-        ck!(cuMemFree(x));
-        ck!(cuStreamDestroy(s));
+        sim::free_host(host).unwrap();
+        sim::free(x).unwrap();
+        stream::destroy(s).unwrap();
         teardown(e);
     }
 }
@@ -155,12 +154,11 @@ fn use_after_free_is_reported_and_faults() {
     let _serial = serial();
     let e = env(80);
     let s = e.stream(NB);
-    let mut x = 0;
-    ck!(cuMemAllocAsync(&mut x, 64, s));
-    ck!(cuMemFreeAsync(x, s));
-    ck!(cuStreamSynchronize(s));
-    e.fill(s, x, 1, 16);
-    assert_eq!(cu!(cuStreamSynchronize(s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    let x = memory::alloc_async(64, &s).unwrap();
+    sim::free_async(x, &s).unwrap();
+    stream::synchronize(&s).unwrap();
+    e.fill(&s, x, 1, 16);
+    assert_eq!(code(stream::synchronize(&s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
     let races = e.session.take_races();
     assert_eq!(kinds(&races), vec![RaceKind::UseAfterFree], "{races:?}");
     assert_eq!(races[0].first.op, "cuMemFreeAsync");
@@ -172,21 +170,20 @@ fn double_frees_are_reported_and_refused() {
     let _serial = serial();
     let e = env(81);
     let s = e.stream(NB);
-    let mut x = 0;
-    ck!(cuMemAllocAsync(&mut x, 64, s));
-    ck!(cuMemFreeAsync(x, s));
-    assert_eq!(cu!(cuMemFreeAsync(x, s)), CUresult::CUDA_ERROR_INVALID_VALUE);
-    ck!(cuStreamSynchronize(s));
-    assert_eq!(cu!(cuMemFree(x)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let x = memory::alloc_async(64, &s).unwrap();
+    sim::free_async(x, &s).unwrap();
+    assert_eq!(code(sim::free_async(x, &s)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    stream::synchronize(&s).unwrap();
+    assert_eq!(code(sim::free(x)), CUresult::CUDA_ERROR_INVALID_VALUE);
     let y = e.alloc(16);
-    ck!(cuMemFree(y));
-    assert_eq!(cu!(cuMemFree(y)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    sim::free(y).unwrap();
+    assert_eq!(code(sim::free(y)), CUresult::CUDA_ERROR_INVALID_VALUE);
     let h = e.pinned(16, 0);
-    ck!(cuMemFreeHost(h.cast()));
-    assert_eq!(cu!(cuMemFreeHost(h.cast())), CUresult::CUDA_ERROR_INVALID_VALUE);
+    sim::free_host(h).unwrap();
+    assert_eq!(code(sim::free_host(h)), CUresult::CUDA_ERROR_INVALID_VALUE);
     let races = e.session.take_races();
     assert_eq!(kinds(&races), vec![RaceKind::DoubleFree; 4], "{races:?}");
-    ck!(cuStreamDestroy(s));
+    stream::destroy(s).unwrap();
     teardown(e);
 }
 
@@ -195,18 +192,17 @@ fn a_stream_ordered_allocation_used_on_another_stream_without_a_wait_races() {
     let _serial = serial();
     let e = env(82);
     let (a, b) = (e.stream(NB), e.stream(NB));
-    let mut x = 0;
-    ck!(cuMemAllocAsync(&mut x, 64, a));
-    e.fill(b, x, 1, 16);
-    ck!(cuCtxSynchronize());
+    let x = memory::alloc_async(64, &a).unwrap();
+    e.fill(&b, x, 1, 16);
+    context::synchronize(d()).unwrap();
     let races = e.session.take_races();
     assert_eq!(kinds(&races), vec![RaceKind::DataRace], "{races:?}");
     assert!([&races[0].first.op, &races[0].second.op].iter().any(|o| *o == "cuMemAllocAsync"));
-    ck!(cuMemFreeAsync(x, b));
-    ck!(cuCtxSynchronize());
+    sim::free_async(x, &b).unwrap();
+    context::synchronize(d()).unwrap();
     assert!(e.session.take_races().is_empty());
-    ck!(cuStreamDestroy(a));
-    ck!(cuStreamDestroy(b));
+    stream::destroy(a).unwrap();
+    stream::destroy(b).unwrap();
     teardown(e);
 }
 
@@ -217,14 +213,14 @@ fn freeing_pinned_memory_with_a_copy_in_flight_is_reported() {
     let s = e.stream(NB);
     let x = e.alloc(64);
     let host = e.pinned(64, 0);
-    ck!(cuMemcpyHtoDAsync(x, host.cast(), 64, s));
-    ck!(cuMemFreeHost(host.cast()));
+    sim::htod(x, host, 64, &s).unwrap();
+    sim::free_host(host).unwrap();
     let races = e.session.take_races();
     assert_eq!(kinds(&races), vec![RaceKind::UnorderedFree], "{races:?}");
     assert_eq!(races[0].second.op, "cuMemFreeHost");
     // The implicit synchronization of cuMemFreeHost let the copy finish.
     assert_eq!(e.session.pending(), 0);
-    ck!(cuMemFree(x));
-    ck!(cuStreamDestroy(s));
+    sim::free(x).unwrap();
+    stream::destroy(s).unwrap();
     teardown(e);
 }

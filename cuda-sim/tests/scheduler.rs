@@ -23,29 +23,37 @@ fn tag(t: usize) -> *mut c_void {
     std::ptr::without_provenance_mut(t)
 }
 
+/// Queues `log_tag(data)` on `s`.
+fn host_fn(s: impl AsBorrowed<handle::kind::StreamKind>, data: *mut c_void) {
+    // SAFETY: `log_tag` only pushes the pointer's address (never
+    // dereferenced) to a mutex-guarded log; it makes no CUDA call.
+    unsafe { stream::launch_host_func(s, Some(log_tag), data) }.unwrap();
+}
+
 /// Runs a fixed program of host functions on 4 streams (stream 3's fourth
 /// waits for stream 0's third) and returns the execution order.
 fn run(seed: u64) -> Vec<usize> {
     let e = env(seed);
     let base = e.session.id() as usize * 1000;
-    let streams: Vec<CUstream> = (0..4).map(|_| e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0)).collect();
+    let streams: Vec<OwnedStream> =
+        (0..4).map(|_| e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0)).collect();
     let ev = e.event(CUevent_flags::CU_EVENT_DISABLE_TIMING.0);
     for i in 0..5 {
-        for (k, &s) in streams.iter().enumerate() {
+        for (k, s) in streams.iter().enumerate() {
             if k == 3 && i == 3 {
-                ck!(cuStreamWaitEvent(s, ev, 0));
+                stream::wait_event(s, &ev, 0).unwrap();
             }
-            ck!(cuLaunchHostFunc(s, Some(log_tag), tag(base + k * 10 + i)));
+            host_fn(s, tag(base + k * 10 + i));
             if k == 0 && i == 2 {
-                ck!(cuEventRecord(ev, s));
+                event::record(&ev, s).unwrap();
             }
         }
     }
-    ck!(cuCtxSynchronize());
+    context::synchronize(d()).unwrap();
     let order = logged(e.session.id());
-    ck!(cuEventDestroy(ev));
+    event::destroy(ev).unwrap();
     for s in streams {
-        ck!(cuStreamDestroy(s));
+        stream::destroy(s).unwrap();
     }
     teardown(e);
     order
@@ -82,23 +90,30 @@ fn a_pinned_copy_reads_host_memory_when_it_executes() {
     // SAFETY: 16 bytes of pinned memory owned by this test.
     unsafe { host.write(1) };
     let dev = e.alloc(16);
-    ck!(cuMemcpyHtoDAsync(dev, host.cast(), 4, s));
+    // SAFETY: the simulator copies when the copy runs, reading the pinned
+    // word the test writes next: the race with the host is the point, and
+    // the simulator's host memory stays valid (freed after the sync).
+    unsafe { memory::memcpy_htod_async(dev, host.cast(), 4, &s) }.unwrap();
     // The copy has not run yet: a host write now is what the device gets.
     // SAFETY: as above.
     unsafe { host.write(2) };
-    ck!(cuStreamSynchronize(s));
+    stream::synchronize(&s).unwrap();
     assert_eq!(e.read_u32(dev, 1), vec![2]);
 
     // Pageable memory is staged at call time instead.
     let mut pageable = [5u32];
-    ck!(cuMemcpyHtoDAsync(dev, pageable.as_ptr().cast(), 4, s));
+    // SAFETY: pageable memory is read during the call.
+    unsafe { memory::memcpy_htod_async(dev, pageable.as_ptr().cast(), 4, &s) }.unwrap();
     pageable[0] = 6;
-    ck!(cuStreamSynchronize(s));
+    stream::synchronize(&s).unwrap();
     assert_eq!(e.read_u32(dev, 1), vec![5]);
     assert_eq!(pageable, [6]);
-    ck!(cuMemFree(dev));
-    ck!(cuMemFreeHost(host.cast()));
-    ck!(cuStreamDestroy(s));
+    // SAFETY: every copy touching them was synchronized.
+    unsafe {
+        memory::free(d(), dev).unwrap();
+        memory::free_host(d(), host.cast()).unwrap();
+    }
+    stream::destroy(s).unwrap();
     teardown(e);
 }
 
@@ -108,12 +123,12 @@ fn a_stream_sync_runs_only_its_sessions_work_and_a_context_sync_runs_all() {
     let e = env(21);
     let s = e.stream(0);
     let mine = e.session.id() as usize;
-    ck!(cuLaunchHostFunc(s, Some(log_tag), tag(mine * 1000 + 777)));
+    host_fn(&s, tag(mine * 1000 + 777));
     std::thread::spawn(|| {
         let other = env(22);
         let t = other.stream(0);
-        ck!(cuStreamSynchronize(t));
-        ck!(cuStreamDestroy(t));
+        stream::synchronize(&t).unwrap();
+        stream::destroy(t).unwrap();
         teardown(other);
     })
     .join()
@@ -121,13 +136,13 @@ fn a_stream_sync_runs_only_its_sessions_work_and_a_context_sync_runs_all() {
     assert_eq!(e.session.pending(), 1, "another session's stream sync ran this session's work");
     std::thread::spawn(|| {
         let other = env(23);
-        ck!(cuCtxSynchronize());
+        context::synchronize(d()).unwrap();
         teardown(other);
     })
     .join()
     .unwrap();
     assert_eq!(e.session.pending(), 0, "a context synchronization completes every session's work");
     assert_eq!(logged(mine as u64), vec![777]);
-    ck!(cuStreamDestroy(s));
+    stream::destroy(s).unwrap();
     teardown(e);
 }

@@ -102,6 +102,79 @@ pub fn check(r: CUresult) -> Result<(), CuError> {
     if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(CuError(r)) }
 }
 
+/// Why a call of the per-call layer ([`crate::result`]) failed: always
+/// names the driver entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The driver returned an error code.
+    #[error("{call} failed: {error}")]
+    Failed {
+        /// The driver entry point (`cuStreamWaitEvent`).
+        call: &'static str,
+        /// What it returned.
+        error: CuError,
+    },
+    /// The loaded driver lacks the entry point (it is newer than the
+    /// driver, or a software driver does not implement it).
+    #[error(
+        "{call} needs a CUDA {} driver; this driver is CUDA {}",
+        crate::version_string(*needs),
+        crate::version_string(*have)
+    )]
+    Unsupported {
+        /// The missing entry point.
+        call: &'static str,
+        /// First CUDA version (`major * 1000 + minor * 10`) with the bound
+        /// signature: what the call needs.
+        needs: i32,
+        /// The version the loaded driver reports.
+        have: i32,
+    },
+    /// The call was refused before reaching the driver, or its answer broke
+    /// the driver's documented contract (handles of two different tables, a
+    /// name with an interior NUL, a null handle reported as success).
+    #[error("{call} refused: {reason}")]
+    Refused {
+        /// The driver entry point.
+        call: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl DriverError {
+    /// The driver entry point the error is about.
+    pub fn call(&self) -> &'static str {
+        match self {
+            DriverError::Failed { call, .. }
+            | DriverError::Unsupported { call, .. }
+            | DriverError::Refused { call, .. } => call,
+        }
+    }
+
+    /// The driver's code for [`DriverError::Failed`], else `None`.
+    pub fn result(&self) -> Option<CUresult> {
+        match self {
+            DriverError::Failed { error, .. } => Some(error.0),
+            _ => None,
+        }
+    }
+
+    /// The error for entry point `call`, which `drv` lacks.
+    #[cold]
+    pub fn unsupported(drv: &crate::Driver, call: &'static str) -> DriverError {
+        let needs = crate::Driver::entry_point(call).map_or(0, |e| e.since);
+        DriverError::Unsupported { call, needs, have: drv.version() }
+    }
+}
+
+/// `Ok(())` for `CUDA_SUCCESS`, else [`DriverError::Failed`] naming `call`.
+#[inline]
+pub fn check_call(call: &'static str, r: CUresult) -> Result<(), DriverError> {
+    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(DriverError::Failed { call, error: CuError(r) }) }
+}
+
 /// Why the driver could not be loaded.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {

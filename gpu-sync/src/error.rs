@@ -191,3 +191,47 @@ impl Error {
         }
     }
 }
+
+/// An error of cuda-sys's per-call layer (`cuda_sys::result`) as this
+/// crate's error: a failed call is [`Error::Driver`] (a sticky code
+/// [`Error::ContextLost`]), a missing entry point [`Error::Unsupported`]
+/// with the versions as text, a refused call [`Error::InvalidArgument`]
+/// naming it.
+impl From<cuda_sys::DriverError> for Error {
+    fn from(e: cuda_sys::DriverError) -> Error {
+        match e {
+            cuda_sys::DriverError::Failed { call, error } => Error::driver(call, error),
+            cuda_sys::DriverError::Unsupported { call, needs, have } => Error::Unsupported {
+                call,
+                needs: cuda_sys::version_string(needs),
+                have: cuda_sys::version_string(have),
+            },
+            other => Error::InvalidArgument(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod driver_error_tests {
+    use super::*;
+    use cuda_sys::{CUresult, DriverError};
+
+    #[test]
+    fn per_call_errors_keep_their_call_and_meaning() {
+        let e: Error =
+            DriverError::Failed { call: "cuMemAlloc", error: CuError(CUresult::CUDA_ERROR_OUT_OF_MEMORY) }
+                .into();
+        assert!(matches!(e, Error::Driver { call: "cuMemAlloc", .. }), "{e}");
+        let e: Error = DriverError::Failed {
+            call: "cuStreamSynchronize",
+            error: CuError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+        }
+        .into();
+        assert!(matches!(e, Error::ContextLost { call: "cuStreamSynchronize", .. }), "{e}");
+        let e: Error =
+            DriverError::Unsupported { call: "cuFuncGetParamInfo", needs: 12040, have: 12020 }.into();
+        assert_eq!(e.to_string(), "cuFuncGetParamInfo needs a CUDA 12.4 driver; this driver is CUDA 12.2");
+        let e: Error = DriverError::Refused { call: "cuStreamWaitEvent", reason: "two tables" }.into();
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("cuStreamWaitEvent")), "{e}");
+    }
+}

@@ -1,47 +1,27 @@
 //! Raw driver calls for tests that plant synchronization bugs behind
 //! gpu-sync's back (the race oracle must catch them) or check the oracle's
-//! model laws directly. Each method is one driver call whose result must be
-//! `CUDA_SUCCESS`; the test fails with the call's name otherwise.
+//! model laws directly. Each method is one call of cuda-sys's per-call layer
+//! (`cuda_sys::result`) whose result must be `Ok`; the test fails with the
+//! call's name and error otherwise.
 //!
 //! Only over cuda-sim ([`Raw::new`] refuses any other table): the simulator
 //! checks every handle and device address it is given and answers a bad one
 //! with an error, so these safe functions cannot cause undefined behaviour
-//! with any handle — which is why clippy's `not_unsafe_ptr_arg_deref` is
+//! with any handle — which is why they may take raw handles (borrowed with
+//! `Borrowed::borrow_raw`) and why clippy's `not_unsafe_ptr_arg_deref` is
 //! allowed here. Host pointers are only those `host_alloc` returned.
 #![allow(unsafe_code, clippy::not_unsafe_ptr_arg_deref)]
 
-use cuda_sys::{CUdeviceptr, CUevent, CUresult, CUstream, Driver};
-use std::ffi::c_void;
+use cuda_sys::result::{event, memory, stream};
+use cuda_sys::{
+    Borrowed, BorrowedEvent, BorrowedStream, CUdeviceptr, CUevent, CUstream, Driver, DriverError,
+};
 
 /// The installed driver table, for raw calls.
 #[derive(Clone, Copy)]
 pub struct Raw {
     d: &'static Driver,
     lenient: bool,
-}
-
-fn ok(call: &str, r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS, "{call} failed: {}", cuda_sys::CuError(r));
-}
-
-/// Checks a result, unless the caller is lenient (after a planted bug a
-/// fault may have poisoned the context, and every later call fails).
-macro_rules! check {
-    ($self:ident, $call:literal, $r:expr) => {{
-        let r = $r;
-        if !$self.lenient {
-            ok($call, r);
-        }
-    }};
-}
-
-macro_rules! entry {
-    ($d:expr, $name:ident) => {
-        match $d.$name {
-            Some(f) => f,
-            None => panic!(concat!("the driver lacks ", stringify!($name))),
-        }
-    };
 }
 
 impl Raw {
@@ -61,106 +41,118 @@ impl Raw {
         Raw { lenient: true, ..self }
     }
 
-    /// `cuStreamCreate`-like: a non-blocking stream at the default priority.
+    /// The value of an `Ok`; on an error, a panic naming the call, unless
+    /// lenient (after a planted bug a fault may have poisoned the context,
+    /// and every later call fails), where it is `fallback`.
+    #[track_caller]
+    fn ok<T>(&self, r: Result<T, DriverError>, fallback: T) -> T {
+        match r {
+            Ok(v) => v,
+            Err(_) if self.lenient => fallback,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn s(&self, s: CUstream) -> BorrowedStream<'static> {
+        // SAFETY: the table is cuda-sim's (checked by `new`), which looks
+        // every stream handle up in its tables: a stale or bogus one is
+        // CUDA_ERROR_INVALID_HANDLE, never a dereference (module docs).
+        unsafe { Borrowed::borrow_raw(self.d, s) }
+    }
+
+    fn e(&self, e: CUevent) -> BorrowedEvent<'static> {
+        // SAFETY: as in `s`: cuda-sim checks event handles.
+        unsafe { Borrowed::borrow_raw(self.d, e) }
+    }
+
+    /// `cuStreamCreateWithPriority`: a non-blocking stream at the default
+    /// priority, owned by the caller until [`Raw::destroy_stream`].
     pub fn stream(&self) -> CUstream {
-        let mut s: CUstream = std::ptr::null_mut();
-        // SAFETY: writes one handle through a valid pointer; a context is
-        // current (caller's precondition).
-        check!(self, "cuStreamCreateWithPriority", unsafe {
-            entry!(self.d, cuStreamCreateWithPriority)(&mut s, 1, 0)
-        });
-        s
+        let r = stream::create_with_priority(self.d, 1, 0).map(|s| s.into_raw());
+        self.ok(r, std::ptr::null_mut())
     }
 
     /// `cuStreamDestroy`.
     pub fn destroy_stream(&self, s: CUstream) {
-        // SAFETY: `s` came from `stream` and is destroyed once.
-        check!(self, "cuStreamDestroy", unsafe { entry!(self.d, cuStreamDestroy)(s) });
+        // SAFETY: cuda-sim checks the handle (module docs); `s` came from
+        // `stream` and the caller destroys it once.
+        let owned = unsafe { cuda_sys::OwnedStream::from_raw(self.d, s) };
+        self.ok(stream::destroy(owned), ());
     }
 
     /// `cuStreamSynchronize`.
     pub fn sync(&self, s: CUstream) {
-        // SAFETY: a live stream handle.
-        check!(self, "cuStreamSynchronize", unsafe { entry!(self.d, cuStreamSynchronize)(s) });
+        self.ok(stream::synchronize(self.s(s)), ());
     }
 
-    /// `cuEventCreate` with `CU_EVENT_DISABLE_TIMING`.
+    /// `cuEventCreate` with `CU_EVENT_DISABLE_TIMING`, owned by the caller
+    /// until [`Raw::destroy_event`].
     pub fn event(&self) -> CUevent {
-        let mut e: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one handle through a valid pointer.
-        check!(self, "cuEventCreate", unsafe { entry!(self.d, cuEventCreate)(&mut e, 2) });
-        e
+        let r = event::create(self.d, 2).map(|e| e.into_raw());
+        self.ok(r, std::ptr::null_mut())
     }
 
     /// `cuEventDestroy`.
     pub fn destroy_event(&self, e: CUevent) {
-        // SAFETY: `e` came from `event` and is destroyed once.
-        check!(self, "cuEventDestroy", unsafe { entry!(self.d, cuEventDestroy)(e) });
+        // SAFETY: cuda-sim checks the handle; `e` came from `event` and the
+        // caller destroys it once.
+        let owned = unsafe { cuda_sys::OwnedEvent::from_raw(self.d, e) };
+        self.ok(event::destroy(owned), ());
     }
 
     /// `cuEventRecord`.
     pub fn record(&self, e: CUevent, s: CUstream) {
-        // SAFETY: live handles.
-        check!(self, "cuEventRecord", unsafe { entry!(self.d, cuEventRecord)(e, s) });
+        self.ok(event::record(self.e(e), self.s(s)), ());
     }
 
     /// `cuStreamWaitEvent`.
     pub fn wait(&self, s: CUstream, e: CUevent) {
-        // SAFETY: live handles; flags 0.
-        check!(self, "cuStreamWaitEvent", unsafe { entry!(self.d, cuStreamWaitEvent)(s, e, 0) });
+        self.ok(stream::wait_event(self.s(s), self.e(e), 0), ());
     }
 
     /// `cuMemAllocAsync`.
     pub fn alloc(&self, bytes: usize, s: CUstream) -> CUdeviceptr {
-        let mut p: CUdeviceptr = 0;
-        // SAFETY: writes one device pointer through a valid pointer.
-        check!(self, "cuMemAllocAsync", unsafe { entry!(self.d, cuMemAllocAsync)(&mut p, bytes, s) });
-        p
+        self.ok(memory::alloc_async(bytes, self.s(s)), 0)
     }
 
     /// `cuMemFreeAsync`.
     pub fn free(&self, p: CUdeviceptr, s: CUstream) {
         // SAFETY: a device pointer from `alloc`, freed once. Whether the
         // free is ordered after its uses is exactly what the tests probe; the
-        // simulator never reuses freed addresses soon, so host memory is
-        // never at risk.
-        check!(self, "cuMemFreeAsync", unsafe { entry!(self.d, cuMemFreeAsync)(p, s) });
+        // simulator never reuses freed addresses soon and checks every
+        // access, so host memory is never at risk.
+        self.ok(unsafe { memory::free_async(p, self.s(s)) }, ());
     }
 
     /// `cuMemsetD32Async` of `words` words.
     pub fn memset(&self, p: CUdeviceptr, v: u32, words: usize, s: CUstream) {
         // SAFETY: device memory only (the simulator checks the range).
-        check!(self, "cuMemsetD32Async", unsafe { entry!(self.d, cuMemsetD32Async)(p, v, words, s) });
+        self.ok(unsafe { memory::memset_d32_async(p, v, words, self.s(s)) }, ());
     }
 
     /// `cuMemcpyDtoDAsync`.
     pub fn copy(&self, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, s: CUstream) {
         // SAFETY: device memory only (the simulator checks both ranges).
-        check!(self, "cuMemcpyDtoDAsync", unsafe { entry!(self.d, cuMemcpyDtoDAsync)(dst, src, bytes, s) });
+        self.ok(unsafe { memory::memcpy_dtod_async(dst, src, bytes, self.s(s)) }, ());
     }
 
     /// `cuMemHostAlloc` (pinned, zero flags).
     pub fn host_alloc(&self, bytes: usize) -> *mut u8 {
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: writes one host pointer through a valid pointer.
-        check!(self, "cuMemHostAlloc", unsafe { entry!(self.d, cuMemHostAlloc)(&mut p, bytes, 0) });
-        p.cast()
+        self.ok(memory::host_alloc(self.d, bytes, 0), std::ptr::null_mut()).cast()
     }
 
     /// `cuMemFreeHost`.
     pub fn free_host(&self, p: *mut u8) {
         // SAFETY: `p` came from `host_alloc` and is freed once, after the
         // caller synchronized the copies into it.
-        check!(self, "cuMemFreeHost", unsafe { entry!(self.d, cuMemFreeHost)(p.cast()) });
+        self.ok(unsafe { memory::free_host(self.d, p.cast()) }, ());
     }
 
     /// `cuMemcpyDtoHAsync` into pinned memory from `host_alloc`.
     pub fn download(&self, dst: *mut u8, src: CUdeviceptr, bytes: usize, s: CUstream) {
         // SAFETY: `dst` is pinned memory of at least `bytes` from
         // `host_alloc`, which the caller keeps until the copy is synchronized.
-        check!(self, "cuMemcpyDtoHAsync", unsafe {
-            entry!(self.d, cuMemcpyDtoHAsync)(dst.cast(), src, bytes, s)
-        });
+        self.ok(unsafe { memory::memcpy_dtoh_async(dst.cast(), src, bytes, self.s(s)) }, ());
     }
 }
 

@@ -22,8 +22,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// Regenerate cuda-sys/src/bindings.rs and entry_points.rs from the pinned CUDA 13.0 headers.
-    Bindgen,
+    /// Regenerate cuda-sys/src/generated/ (bindings, entry points, result names, NVRTC, MANIFEST)
+    /// from the pinned CUDA 13.0 headers.
+    Bindgen {
+        /// Regenerate into a temporary folder and fail if any committed file differs (needs
+        /// libclang and the pinned wheels).
+        #[arg(long)]
+        check: bool,
+    },
     /// Compile kernels/cu/*.cu into kernels/fatbin/ with nvcc from pinned wheels.
     Kernels {
         /// Only check that every fatbin is fresh for its source (offline, no nvcc).
@@ -44,7 +50,7 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let result = match cli.task {
-        Task::Bindgen => bindgen::run(),
+        Task::Bindgen { check } => bindgen::run(check),
         Task::Kernels { check } => {
             if check {
                 kernels::check()

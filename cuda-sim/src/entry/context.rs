@@ -8,12 +8,12 @@ use crate::graph;
 use crate::result::{CUresult, INVALID_CONTEXT, INVALID_DEVICE, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED};
 use crate::scheduler;
 use crate::state;
-use cuda_sys::{CUcontext, CUdevice, Driver};
+use cuda_sys::{CUcontext, CUdevice};
 use std::ffi::{c_int, c_uint};
 
 /// `cuDevicePrimaryCtxRetain`: the device's one context; references are
 /// counted per session.
-unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
     api("cuDevicePrimaryCtxRetain", |st, caller| {
         need(pctx)?;
         st.device(dev)?;
@@ -27,7 +27,7 @@ unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevic
 /// `cuDevicePrimaryCtxRelease`: more releases than retains (in this
 /// session) is `CUDA_ERROR_INVALID_CONTEXT`. The context itself lives on
 /// (other sessions share it).
-unsafe extern "C" fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult {
     api("cuDevicePrimaryCtxRelease", |st, caller| {
         st.device(dev)?;
         let refs = st.session_mut(caller.session).primary_refs.entry(dev).or_insert(0);
@@ -39,7 +39,7 @@ unsafe extern "C" fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
+pub(super) unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
     api("cuCtxSetCurrent", |st, _| {
         let c = id(ctx);
         if c != 0 && st.ctx_device(c).is_none() {
@@ -50,7 +50,7 @@ unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
+pub(super) unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
     api("cuCtxGetCurrent", |_, caller| {
         let c = caller.ctx.unwrap_or(0);
         // SAFETY: output slot from the caller.
@@ -58,7 +58,7 @@ unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
     api("cuCtxGetDevice", |st, caller| {
         need(device)?;
         let d = st.current_device(caller)?;
@@ -70,7 +70,7 @@ unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
 /// `cuCtxSynchronize`: runs every queued operation on the current device
 /// (every session's, as a context synchronization does) and reports the
 /// calling session's asynchronous errors.
-unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
+pub(super) unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
     api("cuCtxSynchronize", |st, caller| {
         let dev = st.current_device(caller)?;
         graph::refuse_device_sync(st, caller.session, dev)?;
@@ -81,7 +81,7 @@ unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
 
 /// `cuCtxGetStreamPriorityRange`: least 0, greatest -5. Either pointer may
 /// be null (not written), not both.
-unsafe extern "C" fn cuCtxGetStreamPriorityRange(
+pub(super) unsafe extern "C" fn cuCtxGetStreamPriorityRange(
     leastPriority: *mut c_int,
     greatestPriority: *mut c_int,
 ) -> CUresult {
@@ -103,7 +103,7 @@ unsafe extern "C" fn cuCtxGetStreamPriorityRange(
 }
 
 /// `cuCtxEnablePeerAccess`: once per (current, peer) pair and session.
-unsafe extern "C" fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) -> CUresult {
     api("cuCtxEnablePeerAccess", |st, caller| {
         if Flags != 0 {
             return Err(INVALID_VALUE);
@@ -118,15 +118,4 @@ unsafe extern "C" fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint
         }
         Ok(())
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuDevicePrimaryCtxRetain = Some(cuDevicePrimaryCtxRetain);
-    d.cuDevicePrimaryCtxRelease = Some(cuDevicePrimaryCtxRelease);
-    d.cuCtxSetCurrent = Some(cuCtxSetCurrent);
-    d.cuCtxGetCurrent = Some(cuCtxGetCurrent);
-    d.cuCtxGetDevice = Some(cuCtxGetDevice);
-    d.cuCtxSynchronize = Some(cuCtxSynchronize);
-    d.cuCtxGetStreamPriorityRange = Some(cuCtxGetStreamPriorityRange);
-    d.cuCtxEnablePeerAccess = Some(cuCtxEnablePeerAccess);
 }

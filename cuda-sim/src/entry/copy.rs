@@ -13,7 +13,7 @@ use crate::result::{CUresult, INVALID_CONTEXT, INVALID_VALUE, Res};
 use crate::scheduler::{self, complete};
 use crate::state::{Caller, State};
 use crate::stream::{self, Waits};
-use cuda_sys::{CUcontext, CUdeviceptr, CUstream, Driver};
+use cuda_sys::{CUcontext, CUdeviceptr, CUstream};
 use std::ffi::{c_uchar, c_uint, c_void};
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ fn htod(st: &mut State, caller: &Caller, dst: u64, src: *const c_void, n: usize,
     submit(st, sid, Work::Copy { api, dst: Loc::Device(dst), src: src_loc, len }).map(|_| ())
 }
 
-unsafe extern "C" fn cuMemcpyHtoDAsync(
+pub(super) unsafe extern "C" fn cuMemcpyHtoDAsync(
     dstDevice: CUdeviceptr,
     srcHost: *const c_void,
     ByteCount: usize,
@@ -113,7 +113,7 @@ fn dtoh(st: &mut State, caller: &Caller, dst: *mut c_void, src: u64, n: usize, h
     scheduler::sync_result(st, caller.session)
 }
 
-unsafe extern "C" fn cuMemcpyDtoHAsync(
+pub(super) unsafe extern "C" fn cuMemcpyDtoHAsync(
     dstHost: *mut c_void,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
@@ -141,7 +141,7 @@ fn dtod(
     submit(st, sid, Work::Copy { api, dst: Loc::Device(dst), src: Loc::Device(src), len }).map(|_| ())
 }
 
-unsafe extern "C" fn cuMemcpyDtoDAsync(
+pub(super) unsafe extern "C" fn cuMemcpyDtoDAsync(
     dstDevice: CUdeviceptr,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
@@ -163,7 +163,7 @@ fn on_device_of(st: &State, ctx: CUcontext, addr: u64) -> Res {
     }
 }
 
-unsafe extern "C" fn cuMemcpyPeerAsync(
+pub(super) unsafe extern "C" fn cuMemcpyPeerAsync(
     dstDevice: CUdeviceptr,
     dstContext: CUcontext,
     srcDevice: CUdeviceptr,
@@ -202,7 +202,7 @@ fn memset(
     submit(st, sid, Work::Memset { api, dst, count, elem, value }).map(|_| ())
 }
 
-unsafe extern "C" fn cuMemsetD8Async(
+pub(super) unsafe extern "C" fn cuMemsetD8Async(
     dstDevice: CUdeviceptr,
     uc: c_uchar,
     N: usize,
@@ -213,7 +213,7 @@ unsafe extern "C" fn cuMemsetD8Async(
     })
 }
 
-unsafe extern "C" fn cuMemsetD32Async(
+pub(super) unsafe extern "C" fn cuMemsetD32Async(
     dstDevice: CUdeviceptr,
     ui: c_uint,
     N: usize,
@@ -222,13 +222,4 @@ unsafe extern "C" fn cuMemsetD32Async(
     api("cuMemsetD32Async", |st, caller| {
         memset(st, caller, "cuMemsetD32Async", dstDevice, (4, ui), N, hStream)
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuMemcpyHtoDAsync = Some(cuMemcpyHtoDAsync);
-    d.cuMemcpyDtoHAsync = Some(cuMemcpyDtoHAsync);
-    d.cuMemcpyDtoDAsync = Some(cuMemcpyDtoDAsync);
-    d.cuMemcpyPeerAsync = Some(cuMemcpyPeerAsync);
-    d.cuMemsetD8Async = Some(cuMemsetD8Async);
-    d.cuMemsetD32Async = Some(cuMemsetD32Async);
 }

@@ -5,7 +5,7 @@ use super::{api, handle, need, put};
 use crate::device;
 use crate::result::{CUresult, INVALID_VALUE, NO_DEVICE, NOT_SUPPORTED, Res};
 use crate::state::State;
-use cuda_sys::{CUdevice, CUdevice_attribute, CUmemoryPool, CUuuid, Driver};
+use cuda_sys::{CUdevice, CUdevice_attribute, CUmemoryPool, CUuuid};
 use std::ffi::{c_char, c_int, c_uint};
 
 /// The value of `attr` on `dev` as seen by `session` (its overrides first).
@@ -40,7 +40,7 @@ unsafe fn put_str(dst: *mut c_char, len: c_int, s: &str) -> Res {
 }
 
 /// `cuInit`: flags must be 0; creates the configured devices.
-unsafe extern "C" fn cuInit(Flags: c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuInit(Flags: c_uint) -> CUresult {
     api("cuInit", |st, _| {
         if Flags != 0 {
             return Err(INVALID_VALUE);
@@ -54,7 +54,7 @@ unsafe extern "C" fn cuInit(Flags: c_uint) -> CUresult {
 }
 
 /// `cuDriverGetVersion`: the configured version (works before `cuInit`).
-unsafe extern "C" fn cuDriverGetVersion(driverVersion: *mut c_int) -> CUresult {
+pub(super) unsafe extern "C" fn cuDriverGetVersion(driverVersion: *mut c_int) -> CUresult {
     api("cuDriverGetVersion", |st, _| {
         let v = if st.initialized { st.config.version } else { crate::config::current_config().version };
         // SAFETY: output slot from the caller.
@@ -62,7 +62,7 @@ unsafe extern "C" fn cuDriverGetVersion(driverVersion: *mut c_int) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
     api("cuDeviceGet", |st, _| {
         need(device)?;
         let d = st.device(ordinal)?;
@@ -71,12 +71,12 @@ unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUres
     })
 }
 
-unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
     // SAFETY: output slot from the caller.
     api("cuDeviceGetCount", |st, _| unsafe { put(count, st.device_count()) })
 }
 
-unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
     api("cuDeviceGetName", |st, _| {
         st.device(dev)?;
         // SAFETY: `name` is the caller's buffer of `len` bytes.
@@ -84,7 +84,7 @@ unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevic
     })
 }
 
-unsafe extern "C" fn cuDeviceGetAttribute(
+pub(super) unsafe extern "C" fn cuDeviceGetAttribute(
     pi: *mut c_int,
     attrib: CUdevice_attribute,
     dev: CUdevice,
@@ -98,7 +98,7 @@ unsafe extern "C" fn cuDeviceGetAttribute(
     })
 }
 
-unsafe extern "C" fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUresult {
     api("cuDeviceTotalMem", |st, _| {
         need(bytes)?;
         st.device(dev)?;
@@ -108,7 +108,7 @@ unsafe extern "C" fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUres
     })
 }
 
-unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
     api("cuDeviceGetUuid", |st, _| {
         need(uuid)?;
         st.device(dev)?;
@@ -118,7 +118,11 @@ unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresu
     })
 }
 
-unsafe extern "C" fn cuDeviceGetPCIBusId(pciBusId: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGetPCIBusId(
+    pciBusId: *mut c_char,
+    len: c_int,
+    dev: CUdevice,
+) -> CUresult {
     api("cuDeviceGetPCIBusId", |st, _| {
         st.device(dev)?;
         // SAFETY: `pciBusId` is the caller's buffer of `len` bytes.
@@ -126,7 +130,7 @@ unsafe extern "C" fn cuDeviceGetPCIBusId(pciBusId: *mut c_char, len: c_int, dev:
     })
 }
 
-unsafe extern "C" fn cuDeviceCanAccessPeer(
+pub(super) unsafe extern "C" fn cuDeviceCanAccessPeer(
     canAccessPeer: *mut c_int,
     dev: CUdevice,
     peerDev: CUdevice,
@@ -140,7 +144,10 @@ unsafe extern "C" fn cuDeviceCanAccessPeer(
     })
 }
 
-unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, dev: CUdevice) -> CUresult {
+pub(super) unsafe extern "C" fn cuDeviceGetDefaultMemPool(
+    pool_out: *mut CUmemoryPool,
+    dev: CUdevice,
+) -> CUresult {
     api("cuDeviceGetDefaultMemPool", |st, caller| {
         need(pool_out)?;
         st.device(dev)?;
@@ -149,18 +156,4 @@ unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, dev:
         // SAFETY: output slot from the caller.
         unsafe { put(pool_out, handle(pool)) }
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuInit = Some(cuInit);
-    d.cuDriverGetVersion = Some(cuDriverGetVersion);
-    d.cuDeviceGet = Some(cuDeviceGet);
-    d.cuDeviceGetCount = Some(cuDeviceGetCount);
-    d.cuDeviceGetName = Some(cuDeviceGetName);
-    d.cuDeviceGetAttribute = Some(cuDeviceGetAttribute);
-    d.cuDeviceTotalMem = Some(cuDeviceTotalMem);
-    d.cuDeviceGetUuid = Some(cuDeviceGetUuid);
-    d.cuDeviceGetPCIBusId = Some(cuDeviceGetPCIBusId);
-    d.cuDeviceCanAccessPeer = Some(cuDeviceCanAccessPeer);
-    d.cuDeviceGetDefaultMemPool = Some(cuDeviceGetDefaultMemPool);
 }

@@ -4,7 +4,6 @@
 
 use super::put;
 use crate::result::{CUresult, INVALID_VALUE, SUCCESS};
-use cuda_sys::Driver;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char};
 use std::sync::OnceLock;
@@ -91,16 +90,11 @@ fn lookup(error: CUresult, p: *mut *const c_char, name: bool) -> CUresult {
 }
 
 /// `cuGetErrorName`.
-unsafe extern "C" fn cuGetErrorName(error: CUresult, pStr: *mut *const c_char) -> CUresult {
+pub(super) unsafe extern "C" fn cuGetErrorName(error: CUresult, pStr: *mut *const c_char) -> CUresult {
     lookup(error, pStr, true)
 }
 
 /// `cuGetErrorString`.
-unsafe extern "C" fn cuGetErrorString(error: CUresult, pStr: *mut *const c_char) -> CUresult {
+pub(super) unsafe extern "C" fn cuGetErrorString(error: CUresult, pStr: *mut *const c_char) -> CUresult {
     lookup(error, pStr, false)
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuGetErrorName = Some(cuGetErrorName);
-    d.cuGetErrorString = Some(cuGetErrorString);
 }

@@ -4,11 +4,11 @@
 use super::{api, handle, id, need, put};
 use crate::event::{self, DISABLE_TIMING, Event, VALID_FLAGS};
 use crate::result::{CUresult, INVALID_HANDLE, INVALID_VALUE, NOT_SUPPORTED};
-use cuda_sys::{CUevent, CUevent_flags, CUstream, Driver};
+use cuda_sys::{CUevent, CUevent_flags, CUstream};
 use std::ffi::c_uint;
 
 /// `cuEventCreate`: `CU_EVENT_INTERPROCESS` is not supported by the simulator.
-unsafe extern "C" fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUresult {
     api("cuEventCreate", |st, caller| {
         need(phEvent)?;
         if Flags & !VALID_FLAGS != 0 {
@@ -28,7 +28,7 @@ unsafe extern "C" fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUre
 }
 
 /// `cuEventDestroy`: a pending record still completes.
-unsafe extern "C" fn cuEventDestroy(hEvent: CUevent) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventDestroy(hEvent: CUevent) -> CUresult {
     api("cuEventDestroy", |st, _| {
         let e = st.events.remove(&id(hEvent)).ok_or(INVALID_HANDLE)?;
         let s = st.session_mut(e.session);
@@ -37,32 +37,27 @@ unsafe extern "C" fn cuEventDestroy(hEvent: CUevent) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult {
     api("cuEventRecord", |st, caller| event::record(st, caller, id(hEvent), hStream))
 }
 
-unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
     api("cuEventQuery", |st, caller| event::query(st, caller, id(hEvent)))
 }
 
-unsafe extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
     api("cuEventSynchronize", |st, caller| event::synchronize(st, caller, id(hEvent)))
 }
 
-unsafe extern "C" fn cuEventElapsedTime(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) -> CUresult {
+pub(super) unsafe extern "C" fn cuEventElapsedTime(
+    pMilliseconds: *mut f32,
+    hStart: CUevent,
+    hEnd: CUevent,
+) -> CUresult {
     api("cuEventElapsedTime", |st, _| {
         need(pMilliseconds)?;
         let ms = event::elapsed(st, id(hStart), id(hEnd))?;
         // SAFETY: output slot from the caller.
         unsafe { put(pMilliseconds, ms) }
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuEventCreate = Some(cuEventCreate);
-    d.cuEventDestroy = Some(cuEventDestroy);
-    d.cuEventRecord = Some(cuEventRecord);
-    d.cuEventQuery = Some(cuEventQuery);
-    d.cuEventSynchronize = Some(cuEventSynchronize);
-    d.cuEventElapsedTime = Some(cuEventElapsedTime);
 }

@@ -5,12 +5,13 @@ use super::{api, handle, id, need, put};
 use crate::graph;
 use crate::result::{CUresult, INVALID_HANDLE};
 use crate::stream;
-use cuda_sys::{
-    CUgraph, CUgraphExec, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus, Driver,
-};
+use cuda_sys::{CUgraph, CUgraphExec, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus};
 use std::ffi::c_ulonglong;
 
-unsafe extern "C" fn cuStreamBeginCapture(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamBeginCapture(
+    hStream: CUstream,
+    mode: CUstreamCaptureMode,
+) -> CUresult {
     api("cuStreamBeginCapture", |st, caller| {
         let sid = stream::resolve(st, caller, hStream)?;
         graph::begin(st, caller, sid, mode)
@@ -18,7 +19,7 @@ unsafe extern "C" fn cuStreamBeginCapture(hStream: CUstream, mode: CUstreamCaptu
 }
 
 /// `cuStreamEndCapture`: on failure `*phGraph` is set to null.
-unsafe extern "C" fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult {
     api("cuStreamEndCapture", |st, caller| {
         need(phGraph)?;
         let sid = stream::resolve(st, caller, hStream)?;
@@ -34,7 +35,7 @@ unsafe extern "C" fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph
     })
 }
 
-unsafe extern "C" fn cuStreamIsCapturing(
+pub(super) unsafe extern "C" fn cuStreamIsCapturing(
     hStream: CUstream,
     captureStatus: *mut CUstreamCaptureStatus,
 ) -> CUresult {
@@ -47,7 +48,7 @@ unsafe extern "C" fn cuStreamIsCapturing(
     })
 }
 
-unsafe extern "C" fn cuGraphInstantiateWithFlags(
+pub(super) unsafe extern "C" fn cuGraphInstantiateWithFlags(
     phGraphExec: *mut CUgraphExec,
     hGraph: CUgraph,
     flags: c_ulonglong,
@@ -60,7 +61,7 @@ unsafe extern "C" fn cuGraphInstantiateWithFlags(
     })
 }
 
-unsafe extern "C" fn cuGraphLaunch(hGraph: CUgraphExec, hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuGraphLaunch(hGraph: CUgraphExec, hStream: CUstream) -> CUresult {
     api("cuGraphLaunch", |st, caller| {
         if !st.execs.contains_key(&id(hGraph)) {
             return Err(INVALID_HANDLE);
@@ -70,7 +71,7 @@ unsafe extern "C" fn cuGraphLaunch(hGraph: CUgraphExec, hStream: CUstream) -> CU
     })
 }
 
-unsafe extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
+pub(super) unsafe extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
     api("cuGraphDestroy", |st, _| {
         let g = st.graphs.remove(&id(hGraph)).ok_or(INVALID_HANDLE)?;
         let s = st.session_mut(g.session);
@@ -79,7 +80,7 @@ unsafe extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
+pub(super) unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
     api("cuGraphExecDestroy", |st, _| {
         let e = st.execs.remove(&id(hGraphExec)).ok_or(INVALID_HANDLE)?;
         let s = st.session_mut(e.session);
@@ -90,7 +91,7 @@ unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
 
 /// `cuGraphGetNodes`: with `nodes` null, the count; else up to `*numNodes`
 /// handles (the rest of the array nulled) and the number written.
-unsafe extern "C" fn cuGraphGetNodes(
+pub(super) unsafe extern "C" fn cuGraphGetNodes(
     hGraph: CUgraph,
     nodes: *mut CUgraphNode,
     numNodes: *mut usize,
@@ -113,15 +114,4 @@ unsafe extern "C" fn cuGraphGetNodes(
         // SAFETY: as above.
         unsafe { put(numNodes, room.min(count)) }
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuStreamBeginCapture = Some(cuStreamBeginCapture);
-    d.cuStreamEndCapture = Some(cuStreamEndCapture);
-    d.cuStreamIsCapturing = Some(cuStreamIsCapturing);
-    d.cuGraphInstantiateWithFlags = Some(cuGraphInstantiateWithFlags);
-    d.cuGraphLaunch = Some(cuGraphLaunch);
-    d.cuGraphDestroy = Some(cuGraphDestroy);
-    d.cuGraphExecDestroy = Some(cuGraphExecDestroy);
-    d.cuGraphGetNodes = Some(cuGraphGetNodes);
 }

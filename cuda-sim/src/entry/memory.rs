@@ -15,9 +15,7 @@ use crate::result::{CUresult, INVALID_VALUE, OUT_OF_MEMORY, Res};
 use crate::scheduler::{self, free_now};
 use crate::state::{Caller, State};
 use crate::stream::{self, Waits};
-use cuda_sys::{
-    CU_MEMHOSTALLOC_DEVICEMAP, CUdeviceptr, CUmemPool_attribute as P, CUmemoryPool, CUstream, Driver,
-};
+use cuda_sys::{CU_MEMHOSTALLOC_DEVICEMAP, CUdeviceptr, CUmemPool_attribute as P, CUmemoryPool, CUstream};
 use std::ffi::{c_uint, c_void};
 
 /// All `cuMemHostAlloc` flags.
@@ -77,7 +75,7 @@ fn count_free(st: &mut State, base: u64) {
     }
 }
 
-unsafe extern "C" fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
     api("cuMemAlloc", |st, caller| {
         need(dptr)?;
         let dev = st.current_device(caller)?;
@@ -90,7 +88,7 @@ unsafe extern "C" fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUre
 
 /// `cuMemFree`: completes the session's work on the allocation's device
 /// first (CUDA's implicit synchronization), then frees as a host write.
-unsafe extern "C" fn cuMemFree(dptr: CUdeviceptr) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemFree(dptr: CUdeviceptr) -> CUresult {
     api("cuMemFree", |st, caller| {
         let base = device_block(st, dptr, false)?;
         refuse_unsafe_call(st, caller)?;
@@ -112,7 +110,11 @@ unsafe extern "C" fn cuMemFree(dptr: CUdeviceptr) -> CUresult {
 
 /// `cuMemAllocAsync`: allocated now; for the oracle the allocation is a
 /// write by the stream at this point of it.
-unsafe extern "C" fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    hStream: CUstream,
+) -> CUresult {
     api("cuMemAllocAsync", |st, caller| {
         need(dptr)?;
         let sid = stream::resolve(st, caller, hStream)?;
@@ -129,7 +131,7 @@ unsafe extern "C" fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hS
 
 /// `cuMemFreeAsync`: a stream-ordered write of the whole allocation, then
 /// the free, when the stream gets there.
-unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult {
     api("cuMemFreeAsync", |st, caller| {
         let sid = stream::resolve(st, caller, hStream)?;
         let dev = st.streams.get(&sid).map_or(0, |s| s.device);
@@ -148,7 +150,7 @@ unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUr
     })
 }
 
-unsafe extern "C" fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult {
     api("cuMemGetInfo", |st, caller| {
         need(free)?;
         need(total)?;
@@ -166,7 +168,11 @@ unsafe extern "C" fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresu
 
 /// `cuMemHostAlloc`: poison-filled, page-aligned host memory owned by the
 /// simulator.
-unsafe extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemHostAlloc(
+    pp: *mut *mut c_void,
+    bytesize: usize,
+    Flags: c_uint,
+) -> CUresult {
     api("cuMemHostAlloc", |st, caller| {
         need(pp)?;
         if bytesize == 0 || Flags & !HOST_ALLOC_FLAGS != 0 {
@@ -202,7 +208,7 @@ fn free_host(st: &mut State, caller: &Caller, addr: u64) -> Res {
     scheduler::sync_result(st, caller.session)
 }
 
-unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
     api("cuMemFreeHost", |st, caller| {
         need(p)?;
         free_host(st, caller, id(p))
@@ -211,7 +217,7 @@ unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
 
 /// `cuMemHostGetDevicePointer`: for `CU_MEMHOSTALLOC_DEVICEMAP` blocks the
 /// device address is the host address.
-unsafe extern "C" fn cuMemHostGetDevicePointer(
+pub(super) unsafe extern "C" fn cuMemHostGetDevicePointer(
     pdptr: *mut CUdeviceptr,
     p: *mut c_void,
     Flags: c_uint,
@@ -241,7 +247,11 @@ fn pool<'a>(st: &'a mut State, caller: &Caller, pool: CUmemoryPool) -> Res<&'a m
     Ok(st.session_mut(caller.session).pools.entry(dev).or_default())
 }
 
-unsafe extern "C" fn cuMemPoolGetAttribute(hPool: CUmemoryPool, attr: P, value: *mut c_void) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemPoolGetAttribute(
+    hPool: CUmemoryPool,
+    attr: P,
+    value: *mut c_void,
+) -> CUresult {
     api("cuMemPoolGetAttribute", |st, caller| {
         need(value)?;
         let p = *pool(st, caller, hPool)?;
@@ -268,7 +278,11 @@ unsafe extern "C" fn cuMemPoolGetAttribute(hPool: CUmemoryPool, attr: P, value: 
 
 /// `cuMemPoolSetAttribute`: the release threshold, the reuse policies, and
 /// resetting a high watermark (value 0) are settable.
-unsafe extern "C" fn cuMemPoolSetAttribute(hPool: CUmemoryPool, attr: P, value: *mut c_void) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemPoolSetAttribute(
+    hPool: CUmemoryPool,
+    attr: P,
+    value: *mut c_void,
+) -> CUresult {
     api("cuMemPoolSetAttribute", |st, caller| {
         need(value)?;
         let p = pool(st, caller, hPool)?;
@@ -304,23 +318,9 @@ unsafe extern "C" fn cuMemPoolSetAttribute(hPool: CUmemoryPool, attr: P, value: 
     })
 }
 
-unsafe extern "C" fn cuMemPoolTrimTo(hPool: CUmemoryPool, minBytesToKeep: usize) -> CUresult {
+pub(super) unsafe extern "C" fn cuMemPoolTrimTo(hPool: CUmemoryPool, minBytesToKeep: usize) -> CUresult {
     api("cuMemPoolTrimTo", |st, caller| {
         pool(st, caller, hPool)?.trim_to(minBytesToKeep as u64);
         Ok(())
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuMemAlloc = Some(cuMemAlloc);
-    d.cuMemFree = Some(cuMemFree);
-    d.cuMemAllocAsync = Some(cuMemAllocAsync);
-    d.cuMemFreeAsync = Some(cuMemFreeAsync);
-    d.cuMemGetInfo = Some(cuMemGetInfo);
-    d.cuMemHostAlloc = Some(cuMemHostAlloc);
-    d.cuMemFreeHost = Some(cuMemFreeHost);
-    d.cuMemHostGetDevicePointer = Some(cuMemHostGetDevicePointer);
-    d.cuMemPoolGetAttribute = Some(cuMemPoolGetAttribute);
-    d.cuMemPoolSetAttribute = Some(cuMemPoolSetAttribute);
-    d.cuMemPoolTrimTo = Some(cuMemPoolTrimTo);
 }

@@ -1,5 +1,8 @@
 //! The driver table: one `unsafe extern "C"` function per entry point of
-//! [`cuda_sys::Driver`], each with the exact `PFN_*` signature.
+//! [`cuda_sys::Driver`], each with the exact `PFN_*` signature, named as the
+//! entry point. [`table`] is expanded from cuda-sys's one entry-point list
+//! ([`cuda_sys::for_each_entry_point`]): an entry point the simulator lacks
+//! is a compile error here, not a silent `None`.
 //!
 //! This module holds `unsafe` code because C callers hand the simulator raw
 //! pointers (output slots, host buffers, kernel parameters); each function
@@ -89,20 +92,35 @@ pub(crate) fn handle<T>(id: u64) -> *mut T {
     std::ptr::without_provenance_mut(id as usize)
 }
 
+/// Every entry point's function, by its driver name, for [`table`].
+mod all {
+    pub(super) use super::context::*;
+    pub(super) use super::copy::*;
+    pub(super) use super::device::*;
+    pub(super) use super::errors::*;
+    pub(super) use super::event::*;
+    pub(super) use super::graph::*;
+    pub(super) use super::memory::*;
+    pub(super) use super::module::*;
+    pub(super) use super::stream::*;
+}
+
+/// Fills every field of the table with the simulator's function of that name.
+macro_rules! sim_table {
+    ($($name:ident : $pfn:ident = $since:literal, $req:literal;)*) => {
+        fn fill(d: &mut Driver) {
+            $( d.$name = Some(all::$name); )*
+        }
+    };
+}
+cuda_sys::for_each_entry_point!(sim_table);
+
 /// Builds the simulator's driver table: every entry point `Some`, version
 /// from the [`Config`](crate::Config), origin `"cuda-sim"`.
 pub fn table() -> Driver {
     let version = crate::config::current_config().version;
     let mut d = Driver::empty(version, ORIGIN);
-    errors::fill(&mut d);
-    device::fill(&mut d);
-    context::fill(&mut d);
-    stream::fill(&mut d);
-    graph::fill(&mut d);
-    event::fill(&mut d);
-    memory::fill(&mut d);
-    copy::fill(&mut d);
-    module::fill(&mut d);
+    fill(&mut d);
     d
 }
 
@@ -134,92 +152,10 @@ pub fn install() -> Result<&'static Driver, InstallError> {
 mod tests {
     use super::*;
 
-    macro_rules! filled {
-        ($d:expr; $($name:ident),* $(,)?) => {
-            vec![$((stringify!($name), $d.$name.is_some())),*]
-        };
-    }
-
     #[test]
     fn every_entry_point_is_filled() {
         let d = table();
-        let filled = filled!(d;
-            cuGetErrorName,
-            cuGetErrorString,
-            cuInit,
-            cuDriverGetVersion,
-            cuDeviceGet,
-            cuDeviceGetCount,
-            cuDeviceGetName,
-            cuDeviceGetAttribute,
-            cuDeviceTotalMem,
-            cuDeviceGetUuid,
-            cuDeviceGetPCIBusId,
-            cuDeviceCanAccessPeer,
-            cuDeviceGetDefaultMemPool,
-            cuDevicePrimaryCtxRetain,
-            cuDevicePrimaryCtxRelease,
-            cuCtxSetCurrent,
-            cuCtxGetCurrent,
-            cuCtxGetDevice,
-            cuCtxSynchronize,
-            cuCtxGetStreamPriorityRange,
-            cuCtxEnablePeerAccess,
-            cuStreamCreateWithPriority,
-            cuStreamDestroy,
-            cuStreamQuery,
-            cuStreamSynchronize,
-            cuStreamWaitEvent,
-            cuStreamGetPriority,
-            cuStreamGetFlags,
-            cuLaunchHostFunc,
-            cuStreamBeginCapture,
-            cuStreamEndCapture,
-            cuStreamIsCapturing,
-            cuEventCreate,
-            cuEventDestroy,
-            cuEventRecord,
-            cuEventQuery,
-            cuEventSynchronize,
-            cuEventElapsedTime,
-            cuMemAlloc,
-            cuMemFree,
-            cuMemAllocAsync,
-            cuMemFreeAsync,
-            cuMemGetInfo,
-            cuMemHostAlloc,
-            cuMemFreeHost,
-            cuMemHostGetDevicePointer,
-            cuMemcpyHtoDAsync,
-            cuMemcpyDtoHAsync,
-            cuMemcpyDtoDAsync,
-            cuMemcpyPeerAsync,
-            cuMemsetD8Async,
-            cuMemsetD32Async,
-            cuMemPoolGetAttribute,
-            cuMemPoolSetAttribute,
-            cuMemPoolTrimTo,
-            cuModuleLoadData,
-            cuModuleUnload,
-            cuModuleGetFunction,
-            cuFuncGetParamInfo,
-            cuFuncGetAttribute,
-            cuFuncSetAttribute,
-            cuFuncGetName,
-            cuLaunchKernel,
-            cuGraphInstantiateWithFlags,
-            cuGraphLaunch,
-            cuGraphDestroy,
-            cuGraphExecDestroy,
-            cuGraphGetNodes
-        );
-        let mut names: Vec<&str> = filled.iter().map(|(n, _)| *n).collect();
-        names.sort_unstable();
-        let mut expected: Vec<&str> = Driver::ENTRY_POINTS.iter().map(|e| e.name).collect();
-        expected.sort_unstable();
-        assert_eq!(names, expected, "the list above must name every entry point");
-        let missing: Vec<&str> = filled.iter().filter(|(_, some)| !some).map(|(n, _)| *n).collect();
-        assert!(missing.is_empty(), "not filled: {missing:?}");
+        assert_eq!(d.missing(), Vec::<&str>::new());
         assert_eq!(d.origin(), ORIGIN);
     }
 }

@@ -12,7 +12,7 @@ use crate::result::{
 };
 use crate::state::{Caller, State};
 use crate::stream::{self, Waits};
-use cuda_sys::{CUdevice_attribute as A, CUfunction, CUfunction_attribute, CUmodule, CUstream, Driver};
+use cuda_sys::{CUdevice_attribute as A, CUfunction, CUfunction_attribute, CUmodule, CUstream};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
@@ -66,7 +66,7 @@ unsafe fn valid_image(image: *const u8) -> bool {
     prefix.starts_with(b"//") || prefix == *b".version"
 }
 
-unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
+pub(super) unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
     api("cuModuleLoadData", |st, caller| {
         need(module)?;
         need(image)?;
@@ -85,7 +85,7 @@ unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_voi
 
 /// `cuModuleUnload`: its functions die with it (queued launches keep
 /// their own copy of the kernel).
-unsafe extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
+pub(super) unsafe extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
     api("cuModuleUnload", |st, _| {
         let m = st.modules.remove(&id(hmod)).ok_or(INVALID_HANDLE)?;
         for f in m.functions.values() {
@@ -97,7 +97,7 @@ unsafe extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
     })
 }
 
-unsafe extern "C" fn cuModuleGetFunction(
+pub(super) unsafe extern "C" fn cuModuleGetFunction(
     hfunc: *mut CUfunction,
     hmod: CUmodule,
     name: *const c_char,
@@ -133,7 +133,7 @@ fn function(st: &State, f: CUfunction) -> Res<&Function> {
 
 /// `cuFuncGetParamInfo`: offsets with natural alignment (at most 8);
 /// `paramSize` may be null.
-unsafe extern "C" fn cuFuncGetParamInfo(
+pub(super) unsafe extern "C" fn cuFuncGetParamInfo(
     func: CUfunction,
     paramIndex: usize,
     paramOffset: *mut usize,
@@ -154,7 +154,7 @@ unsafe extern "C" fn cuFuncGetParamInfo(
     })
 }
 
-unsafe extern "C" fn cuFuncGetAttribute(
+pub(super) unsafe extern "C" fn cuFuncGetAttribute(
     pi: *mut c_int,
     attrib: CUfunction_attribute,
     hfunc: CUfunction,
@@ -167,7 +167,7 @@ unsafe extern "C" fn cuFuncGetAttribute(
     })
 }
 
-unsafe extern "C" fn cuFuncSetAttribute(
+pub(super) unsafe extern "C" fn cuFuncSetAttribute(
     hfunc: CUfunction,
     attrib: CUfunction_attribute,
     value: c_int,
@@ -177,7 +177,7 @@ unsafe extern "C" fn cuFuncSetAttribute(
     })
 }
 
-unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> CUresult {
+pub(super) unsafe extern "C" fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> CUresult {
     api("cuFuncGetName", |st, _| {
         need(name)?;
         let n = function(st, hfunc)?.name;
@@ -242,7 +242,7 @@ unsafe fn copy_params(f: &Function, params: *mut *mut c_void) -> Res<Vec<Vec<u8>
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn cuLaunchKernel(
+pub(super) unsafe extern "C" fn cuLaunchKernel(
     f: CUfunction,
     gridDimX: c_uint,
     gridDimY: c_uint,
@@ -282,15 +282,4 @@ unsafe extern "C" fn cuLaunchKernel(
         }
         stream::enqueue(st, sid, work, Waits::default()).map(|_| ())
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuModuleLoadData = Some(cuModuleLoadData);
-    d.cuModuleUnload = Some(cuModuleUnload);
-    d.cuModuleGetFunction = Some(cuModuleGetFunction);
-    d.cuFuncGetParamInfo = Some(cuFuncGetParamInfo);
-    d.cuFuncGetAttribute = Some(cuFuncGetAttribute);
-    d.cuFuncSetAttribute = Some(cuFuncSetAttribute);
-    d.cuFuncGetName = Some(cuFuncGetName);
-    d.cuLaunchKernel = Some(cuLaunchKernel);
 }

@@ -10,10 +10,10 @@ use crate::result::{CUresult, ILLEGAL_STATE, INVALID_HANDLE, INVALID_VALUE, NOT_
 use crate::scheduler::{self, complete};
 use crate::state::{Caller, State};
 use crate::stream::{self, NON_BLOCKING, StreamKind, Waits};
-use cuda_sys::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUevent, CUhostFn, CUstream, Driver};
+use cuda_sys::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUevent, CUhostFn, CUstream};
 use std::ffi::{c_int, c_uint, c_void};
 
-unsafe extern "C" fn cuStreamCreateWithPriority(
+pub(super) unsafe extern "C" fn cuStreamCreateWithPriority(
     phStream: *mut CUstream,
     flags: c_uint,
     priority: c_int,
@@ -31,7 +31,7 @@ unsafe extern "C" fn cuStreamCreateWithPriority(
 }
 
 /// `cuStreamDestroy`: the handle dies now; queued work still completes.
-unsafe extern "C" fn cuStreamDestroy(hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamDestroy(hStream: CUstream) -> CUresult {
     api("cuStreamDestroy", |st, _| {
         if hStream.is_null() || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD {
             return Err(INVALID_HANDLE);
@@ -78,7 +78,7 @@ fn query(st: &mut State, caller: &Caller, h: CUstream) -> Res {
 /// `cuStreamQuery`: runs a seeded-random amount of ready work, then
 /// answers `CUDA_SUCCESS` if all the stream's work is done, else
 /// `CUDA_ERROR_NOT_READY`.
-unsafe extern "C" fn cuStreamQuery(hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamQuery(hStream: CUstream) -> CUresult {
     api("cuStreamQuery", |st, caller| query(st, caller, hStream))
 }
 
@@ -93,15 +93,19 @@ fn synchronize(st: &mut State, caller: &Caller, h: CUstream) -> Res {
     scheduler::sync_result(st, caller.session)
 }
 
-unsafe extern "C" fn cuStreamSynchronize(hStream: CUstream) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamSynchronize(hStream: CUstream) -> CUresult {
     api("cuStreamSynchronize", |st, caller| synchronize(st, caller, hStream))
 }
 
-unsafe extern "C" fn cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, Flags: c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamWaitEvent(
+    hStream: CUstream,
+    hEvent: CUevent,
+    Flags: c_uint,
+) -> CUresult {
     api("cuStreamWaitEvent", |st, caller| event::wait(st, caller, hStream, super::id(hEvent), Flags))
 }
 
-unsafe extern "C" fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int) -> CUresult {
     api("cuStreamGetPriority", |st, caller| {
         need(priority)?;
         let sid = stream::resolve(st, caller, hStream)?;
@@ -111,7 +115,7 @@ unsafe extern "C" fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int
     })
 }
 
-unsafe extern "C" fn cuStreamGetFlags(hStream: CUstream, flags: *mut c_uint) -> CUresult {
+pub(super) unsafe extern "C" fn cuStreamGetFlags(hStream: CUstream, flags: *mut c_uint) -> CUresult {
     api("cuStreamGetFlags", |st, caller| {
         need(flags)?;
         let sid = stream::resolve(st, caller, hStream)?;
@@ -123,7 +127,11 @@ unsafe extern "C" fn cuStreamGetFlags(hStream: CUstream, flags: *mut c_uint) -> 
 
 /// `cuLaunchHostFunc`: queued; runs on whichever thread drives the
 /// scheduler. Not capturable in the simulator.
-unsafe extern "C" fn cuLaunchHostFunc(hStream: CUstream, fn_: CUhostFn, userData: *mut c_void) -> CUresult {
+pub(super) unsafe extern "C" fn cuLaunchHostFunc(
+    hStream: CUstream,
+    fn_: CUhostFn,
+    userData: *mut c_void,
+) -> CUresult {
     api("cuLaunchHostFunc", |st, caller| {
         let f = fn_.ok_or(INVALID_VALUE)?;
         let sid = stream::resolve(st, caller, hStream)?;
@@ -131,15 +139,4 @@ unsafe extern "C" fn cuLaunchHostFunc(hStream: CUstream, fn_: CUhostFn, userData
         let work = Work::HostFn { f, data: SendPtr(userData) };
         stream::enqueue(st, sid, work, Waits::default()).map(|_| ())
     })
-}
-
-pub(super) fn fill(d: &mut Driver) {
-    d.cuStreamCreateWithPriority = Some(cuStreamCreateWithPriority);
-    d.cuStreamDestroy = Some(cuStreamDestroy);
-    d.cuStreamQuery = Some(cuStreamQuery);
-    d.cuStreamSynchronize = Some(cuStreamSynchronize);
-    d.cuStreamWaitEvent = Some(cuStreamWaitEvent);
-    d.cuStreamGetPriority = Some(cuStreamGetPriority);
-    d.cuStreamGetFlags = Some(cuStreamGetFlags);
-    d.cuLaunchHostFunc = Some(cuLaunchHostFunc);
 }

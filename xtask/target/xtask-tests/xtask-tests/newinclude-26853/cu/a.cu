@@ -1,0 +1,3 @@
+#include "common.cuh"
+#include <cstdio>
+A
