@@ -784,20 +784,44 @@ fn low_clock_samples(n: usize, probes: &[(usize, f64)], limit: f64) -> usize {
         .count()
 }
 
-/// Differences between modes, with their meaning.
+/// Differences between modes, with their meaning. A difference that
+/// cannot be negative (launch overhead, cache effect, first-call cost) but
+/// is, by more than three standard errors of the two medians, is not
+/// printed as a number: its value is NaN (rendered "—") and a
+/// [`Rule::Consistency`] warning says why.
 fn derive(rec: &mut Record) {
-    let med = |m: Mode| rec.mode(m).map(ModeResult::median);
+    let med = |m: Mode| rec.mode(m).map(|r| (r.median(), r.summary.median_noise() * r.median()));
     let pairs = [
-        ("launch overhead", Mode::Hot, Mode::Batch),
-        ("cache effect", Mode::Cold, Mode::Hot),
-        ("first-call cost", Mode::FirstCall, Mode::Hot),
-        ("graph saving", Mode::Hot, Mode::Graph),
+        ("launch overhead", Mode::Hot, Mode::Batch, true),
+        ("cache effect", Mode::Cold, Mode::Hot, true),
+        ("first-call cost", Mode::FirstCall, Mode::Hot, true),
+        ("graph saving", Mode::Hot, Mode::Graph, false),
     ];
-    let derived: Vec<Counter> = pairs
-        .iter()
-        .filter_map(|&(name, a, b)| Some(Counter::new(name, med(a)? - med(b)?, Unit::Seconds)))
-        .collect();
+    let mut derived = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, a, b, non_negative) in pairs {
+        let (Some((ma, ea)), Some((mb, eb))) = (med(a), med(b)) else { continue };
+        let d = ma - mb;
+        let se = |e: f64| if e.is_finite() { e } else { 0.0 };
+        if non_negative && d < -3.0 * (se(ea) + se(eb)) {
+            derived.push(Counter::new(name, f64::NAN, Unit::Seconds));
+            warnings.push(Warning {
+                rule: Rule::Consistency,
+                mode: None,
+                message: format!(
+                    "{name} not shown: {} ({}) is below {} ({}) beyond the noise, which no {name} explains",
+                    a.name(),
+                    crate::record::format_value(ma, Unit::Seconds),
+                    b.name(),
+                    crate::record::format_value(mb, Unit::Seconds)
+                ),
+            });
+        } else {
+            derived.push(Counter::new(name, d, Unit::Seconds));
+        }
+    }
     rec.counters.extend(derived);
+    rec.warnings.extend(warnings);
 }
 
 #[cfg(test)]
