@@ -165,25 +165,40 @@ pub fn finish_report(report: &mut Report, timer: &Timer) {
 
 /// Host-clock samples of `f` (each returns its own seconds) until the
 /// engine's stopping rule ([`gpu_bench::stop`]) is met: the same rule as
-/// device-timed modes, for things events cannot see.
+/// device-timed modes, for things events cannot see. Returns the samples,
+/// why sampling ended and the wall time it took, seconds.
 ///
 /// # Errors
 /// `f`'s error.
 pub fn host_samples(
     s: &Settings,
     f: impl FnMut() -> gpu_sync::Result<f64>,
-) -> gpu_sync::Result<(Vec<f64>, StopReason)> {
+) -> gpu_sync::Result<(Vec<f64>, StopReason, f64)> {
     let t0 = Instant::now();
-    gpu_bench::stop::sample_until(s, f, || t0.elapsed().as_secs_f64())
+    let (v, why) = gpu_bench::stop::sample_until(s, f, || t0.elapsed().as_secs_f64())?;
+    Ok((v, why, t0.elapsed().as_secs_f64()))
 }
 
-/// A record of host-clock samples: median (with noise), IQR and count, and
-/// a warning naming the rules unmet if sampling did not converge.
+/// The settings for host-clock rows: operations of a few hundred
+/// nanoseconds need neither half a second of measured time nor stop at
+/// 100,000 samples before the minimum time is met (the first H200 run
+/// warned on every such row). At most 20 ms of measured time, at least
+/// 400,000 samples allowed (0.12 s of a 300 ns operation).
+pub fn host_settings(s: &Settings) -> Settings {
+    let mut hs = *s;
+    hs.min_time_s = hs.min_time_s.min(0.02);
+    hs.max_samples = hs.max_samples.max(400_000);
+    hs
+}
+
+/// A record of host-clock samples: median (with noise), count, the wall
+/// time sampling took, and a warning naming the rules unmet if sampling
+/// did not converge.
 pub fn host_record(
     name: &str,
     params: &[(&str, String)],
     samples: &[f64],
-    why: StopReason,
+    (why, wall_s): (StopReason, f64),
     s: &Settings,
 ) -> Record {
     let mut r = Record::new(name, params);
@@ -191,6 +206,7 @@ pub fn host_record(
     r.counters
         .push(Counter::new("median (host clock)", sum.median, Unit::Seconds).with_noise(sum.median_noise()));
     r.counters.push(Counter::new("samples", sum.n as f64, Unit::Count));
+    r.counters.push(Counter::new(format!("sampling wall time ({})", why.name()), wall_s, Unit::Seconds));
     if why != StopReason::Converged {
         let unmet = gpu_bench::stop::unmet(samples, samples.iter().sum(), s);
         let names: Vec<&str> = unmet.iter().map(|u| u.name()).collect();

@@ -2,19 +2,26 @@
 //! compute on the timing stream, through gpu-sync's [`Prefetcher`] — and the
 //! same loop with pageable memory, where each copy blocks the host.
 //!
-//! Per chunk, the compute reads the chunk (a copy kernel, so the tracker
-//! orders it after the upload) and then spins for as long as that chunk's
-//! copy took, so copy and compute are balanced and perfect overlap halves
-//! the serial time. Figures (device events around the whole loop, median
-//! over samples):
-//! - copies alone (the prefetcher's path: staging fill + upload) and
-//!   compute alone;
-//! - serial (one stream: upload, then compute, chunk after chunk);
-//! - the prefetcher with pinned staging; the same order with pageable
-//!   uploads;
-//! - ideal = max(copies, compute) + min(copies, compute) / chunks (the
-//!   first chunk's copy cannot overlap anything); efficiency = ideal /
-//!   achieved.
+//! Every figure is device time (events around a loop over all chunks,
+//! median over samples), and copy and compute are measured the way the
+//! pipelined loop runs them:
+//! - **copy alone**: the H2D DMA of each chunk from pinned memory (the copy
+//!   engine, `cuMemcpyHtoDAsync`), one stream;
+//! - **compute alone**: per chunk, a copy kernel reading the chunk (so the
+//!   tracker orders it after the upload) and a spin as long as one chunk's
+//!   measured DMA, so copy and compute are balanced;
+//! - **serial**: both in one stream, chunk after chunk;
+//! - **achieved**: the prefetcher's fill-in-place path
+//!   ([`Prefetcher::for_each_filled`]): the producer writes the chunk into
+//!   pinned staging (in the timed runs it writes one element, a tag: the
+//!   data were written, and checked, once before timing; a producer's own
+//!   fill time is its cost, not the pipeline's), the next chunk's upload
+//!   is queued before the current chunk's compute, on the copy stream;
+//! - **pageable**: the same order with pageable uploads, which block the
+//!   host until done, so nothing overlaps;
+//! - ideal = chunks × max(copy, compute) + min(copy, compute) per chunk
+//!   (the first upload and the last compute cannot overlap anything);
+//!   efficiency = ideal / achieved.
 
 use crate::common::{Ctx, Failure, finish_report};
 use gpu_bench::record::{Counter, Unit, format_value};
@@ -24,7 +31,8 @@ use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Prefetcher, Stream};
 /// Runs the comparison.
 ///
 /// # Errors
-/// A driver error; [`Failure::Usage`] for a chunk not a multiple of 16 bytes.
+/// A driver error; [`Failure::Check`] when the chunks the prefetcher
+/// handed to compute differ from what the producer wrote.
 pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure> {
     let (chunk_bytes, n) =
         if ctx.quick { (256usize << 10, 4usize) } else { (chunk_mib.max(1) << 20, chunks.max(2)) };
@@ -35,7 +43,8 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
     let mut timer = ctx.timer(&stream)?;
     let mhz = timer.clock().map_or(report.device.sm_clock_mhz, |c| c.steady_mhz);
     let k = &ctx.kernels;
-    let host: Vec<u32> = (0..cw * n).map(|i| i as u32 ^ 0x9e37_79b9).collect();
+    let value = |i: usize, j: usize| (i * cw + j) as u32 ^ 0x9e37_79b9;
+    let host: Vec<u32> = (0..cw * n).map(|x| value(x / cw, x % cw)).collect();
     let mut out = DeviceBuffer::<u32>::zeroed(&stream, cw * n)?;
     let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
     let mut pf = Prefetcher::<u32>::new(&dev, cw)?;
@@ -49,16 +58,18 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
     };
     let median = |r: &Record| r.mode(Mode::Hot).map_or(f64::NAN, |m| m.median());
 
-    ctx.progress.step("overlap: copies alone");
-    let copies = bench("copies alone (prefetcher path)").run_on(&mut timer, None, |s| {
-        pf.copy_stream().wait_stream(s)?;
-        pf.for_each(host.chunks(cw), |_, _| Ok(()))?;
-        s.wait_stream(pf.copy_stream())
-    })?;
-    let t_copy = median(&copies);
-    let cycles = Ctx::cycles(t_copy / n as f64, mhz);
-
+    ctx.progress.step("overlap: copy alone (pinned DMA)");
+    let staging = PinnedBuffer::<u32>::from_slice(&dev, &host[..cw], HostAllocFlags::empty())?;
     let mut chunk_dev = DeviceBuffer::<u32>::zeroed(&stream, cw)?;
+    let copies = bench("copy alone (H2D DMA, pinned)").run_on(&mut timer, None, |s| {
+        for _ in 0..n {
+            s.upload(&staging, &mut chunk_dev)?;
+        }
+        Ok(())
+    })?;
+    let t_copy = median(&copies) / n as f64;
+    let cycles = Ctx::cycles(t_copy, mhz);
+
     ctx.progress.step("overlap: compute alone");
     let compute = bench("compute alone").run_on(&mut timer, None, |s| {
         for i in 0..n {
@@ -68,10 +79,9 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
         }
         Ok(())
     })?;
-    let t_compute = median(&compute);
+    let t_compute = median(&compute) / n as f64;
 
     ctx.progress.step("overlap: serial");
-    let staging = PinnedBuffer::<u32>::from_slice(&dev, &host[..cw], HostAllocFlags::empty())?;
     let serial = bench("serial (one stream)").run_on(&mut timer, None, |s| {
         for i in 0..n {
             s.upload(&staging, &mut chunk_dev)?;
@@ -82,19 +92,49 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
         Ok(())
     })?;
 
+    // One untimed run with the whole data written by the producer: the
+    // chunks computed on must be exactly what it wrote.
+    pf.copy_stream().wait_stream(&stream)?;
+    pf.for_each_filled(
+        n,
+        |i, st| {
+            st.copy_from_slice(&host[i * cw..(i + 1) * cw]);
+            Ok(cw)
+        },
+        |i, view| {
+            let mut dst = out.slice_mut(i * cw..(i + 1) * cw)?;
+            k.copy(&stream, &view, &mut dst)
+        },
+    )?;
+    stream.wait_stream(pf.copy_stream())?;
+    if stream.to_vec(&out)? != host {
+        return Err(Failure::Check(
+            "overlap: the chunks computed on differ from what the producer wrote".into(),
+        ));
+    }
+
     ctx.progress.step("overlap: prefetcher, pinned");
-    let pinned = bench("prefetcher, pinned staging").run_on(&mut timer, None, |s| {
+    let pinned = bench("prefetcher (fill in place, pinned)").run_on(&mut timer, None, |s| {
         pf.copy_stream().wait_stream(s)?;
-        pf.for_each(host.chunks(cw), |i, view| {
-            let mut dst = out.slice_mut(i * cw..i * cw + view.len())?;
-            k.copy(s, &view, &mut dst)?;
-            k.spin(s, cycles, &mut spin_out)
-        })?;
+        pf.for_each_filled(
+            n,
+            |i, st| {
+                if let Some(x) = st.first_mut() {
+                    *x = value(i, 0);
+                }
+                Ok(cw)
+            },
+            |i, view| {
+                let mut dst = out.slice_mut(i * cw..(i + 1) * cw)?;
+                k.copy(s, &view, &mut dst)?;
+                k.spin(s, cycles, &mut spin_out)
+            },
+        )?;
         s.wait_stream(pf.copy_stream())
     })?;
     let got = stream.to_vec(&out)?;
-    if got != host {
-        return Err(Failure::Check("overlap: the chunks computed on differ from the host data".into()));
+    if (0..n).any(|i| got[i * cw] != value(i, 0)) {
+        return Err(Failure::Check("overlap: a timed chunk's tag did not reach its compute".into()));
     }
 
     ctx.progress.step("overlap: pageable");
@@ -115,7 +155,7 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
         s.wait_stream(&copy_stream)
     })?;
 
-    let ideal = t_copy.max(t_compute) + t_copy.min(t_compute) / n as f64;
+    let ideal = n as f64 * t_copy.max(t_compute) + t_copy.min(t_compute);
     let t_serial = median(&serial);
     for mut r in [copies, compute, serial, pinned, pageable] {
         let achieved = median(&r);
@@ -128,8 +168,11 @@ pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure
     }
     finish_report(&mut report, &timer);
     report.notes.push(format!(
-        "compute per chunk: a copy kernel reading the chunk, then a spin of {cycles} cycles (the measured per-chunk copy time at {mhz:.0} MHz)"
+        "per chunk: copy {} (H2D DMA from pinned memory), compute {} (a copy kernel reading the chunk, then a spin of {cycles} cycles = one chunk's DMA at {mhz:.0} MHz)",
+        format_value(t_copy, Unit::Seconds),
+        format_value(t_compute, Unit::Seconds)
     ));
-    report.notes.push("pinned: the next chunk's upload is queued before the current chunk's compute, on another stream; pageable: the same order, but each upload blocks the host until it is done".into());
+    report.notes.push(format!("ideal = {n} x max(copy, compute) + min(copy, compute): the first upload and the last compute cannot overlap; efficiency = ideal / achieved"));
+    report.notes.push("prefetcher: the producer writes each chunk into pinned staging (timed runs write a one-element tag; the full data were written and checked once untimed), the next chunk's upload is queued on the copy stream before the current chunk's compute; pageable: the same order, but each upload blocks the host until it is done, so nothing overlaps".into());
     Ok(report)
 }

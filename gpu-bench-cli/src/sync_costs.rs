@@ -32,24 +32,22 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
     let cycles = Ctx::cycles(100e-6, mhz);
     let expected = cycles as f64 / (mhz * 1e6);
-    // Host-clock figures are microseconds: a shorter minimum time keeps
-    // the sample count sane.
-    let mut hs = ctx.settings;
-    hs.min_time_s = hs.min_time_s.min(0.05);
+    // Host-clock figures are nanoseconds to microseconds: see host_settings.
+    let hs = crate::common::host_settings(&ctx.settings);
     let dev = ctx.device.clone();
 
     ctx.progress.step("sync-costs: timing a 100 µs kernel three ways");
-    let (v, why) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         k.spin(&stream, cycles, &mut out)?;
         let e = t.elapsed().as_secs_f64();
         stream.synchronize()?;
         Ok(e)
     })?;
-    let mut r = host_record("1. host clock, launch only (WRONG: enqueue time)", &[], &v, why, &hs);
+    let mut r = host_record("1. host clock, launch only (WRONG: enqueue time)", &[], &v, (why, wall), &hs);
     r.counters.push(Counter::new("kernel length (cycles / clock)", expected, Unit::Seconds));
     report.records.push(r);
-    let (v, why) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         k.spin(&stream, cycles, &mut out)?;
         stream.synchronize()?;
@@ -59,7 +57,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
         "2. host clock, launch + stream sync (kernel + latencies)",
         &[],
         &v,
-        why,
+        (why, wall),
         &hs,
     ));
     let mut r = Bench::new("3. device events (RIGHT)").modes(&[Mode::Hot]).settings(ctx.settings).run_on(
@@ -71,41 +69,41 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     report.records.push(r);
 
     ctx.progress.step("sync-costs: event creation");
-    let (v, why) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         drop(TimingEvent::new(&dev)?);
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("timing event create + destroy", &[], &v, why, &hs));
-    let (v, why) = host_samples(&hs, || {
+    report.records.push(host_record("timing event create + destroy", &[], &v, (why, wall), &hs));
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         drop(SyncEvent::new(&dev)?);
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("sync-only event create + destroy", &[], &v, why, &hs));
+    report.records.push(host_record("sync-only event create + destroy", &[], &v, (why, wall), &hs));
 
     ctx.progress.step("sync-costs: synchronization of completed work");
     let ev = SyncEvent::new(&dev)?;
     ev.record(&stream)?;
     ev.synchronize()?;
-    let (v, why) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         ev.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("event synchronize (completed)", &[], &v, why, &hs));
-    let (v, why) = host_samples(&hs, || {
+    report.records.push(host_record("event synchronize (completed)", &[], &v, (why, wall), &hs));
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         stream.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("stream synchronize (idle)", &[], &v, why, &hs));
-    let (v, why) = host_samples(&hs, || {
+    report.records.push(host_record("stream synchronize (idle)", &[], &v, (why, wall), &hs));
+    let (v, why, wall) = host_samples(&hs, || {
         let t = Instant::now();
         dev.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
-    report.records.push(host_record("device synchronize (idle)", &[], &v, why, &hs));
+    report.records.push(host_record("device synchronize (idle)", &[], &v, (why, wall), &hs));
 
     ctx.progress.step("sync-costs: the .item() pattern");
     let small = Ctx::cycles(5e-6, mhz);

@@ -27,13 +27,29 @@
 //!   events cannot see a module load.
 //! - **cold**: before each sample a memset over a scratch buffer of twice
 //!   the L2 size (allocated once), outside the events; each run isolated
-//!   (synchronized before the next).
-//! - **hot**: events around each run, after warmup.
+//!   from the previous one by that flush.
+//! - **hot**: events around each run, after warmup, with the queue kept
+//!   fed (see *The sample pipeline* below).
 //! - **batch**: a spin-gate kernel holds the timing stream while
 //!   [`Settings::batch_runs`] runs are queued behind it; the host then opens
 //!   the gate and the runs execute back to back: time per run = span / N,
 //!   with no host launch gaps. Needs [`Instruments`].
 //! - **graph**: one run captured into a CUDA graph once and replayed.
+//!
+//! # The sample pipeline
+//! Hot, cold and graph samples are *enqueued ahead*: each sample is
+//! (flush, for cold) start event, the work, end event, on a ring of event
+//! pairs; up to [`PIPELINE_RING`] samples or about [`PIPELINE_AHEAD_S`] of
+//! device time (at least two samples) are in flight, and the oldest is read
+//! back when the ring is full. Synchronizing every sample before
+//! enqueuing the next would leave the GPU idle when the start event runs,
+//! and time the host's kernel submission (the first H200 run: a 10 µs spin
+//! measured 15 µs hot, 11.65 µs batch). Whenever the queue is empty (the
+//! first sample, after a clock probe) the instruments' spin is enqueued
+//! untimed first, so even that sample's start event waits on the GPU, not
+//! the host. Each run is exactly one sample, read in order; the stopping
+//! rule is evaluated on completed samples, and the samples still in flight
+//! when it is met are read and kept (the sample cap counts them).
 //!
 //! The timing stream is the engine's own; before each mode it waits for
 //! the caller's stream (device-side), so work the caller queued first is
@@ -61,6 +77,14 @@ const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
 const WARMUP_WINDOW: usize = 5;
 /// …within this relative range ((max − min) / median).
 const WARMUP_TOLERANCE: f64 = 0.02;
+/// Most samples the pipeline keeps in flight (event pairs in its ring).
+pub const PIPELINE_RING: usize = 64;
+/// Device time the pipeline queues ahead, about, in seconds (at least two
+/// samples are in flight whatever their length).
+pub const PIPELINE_AHEAD_S: f64 = 0.02;
+/// SM cycles of the untimed spin that primes an empty queue (~50 µs at
+/// 2 GHz: longer than the host needs to submit one sample).
+const PRIMER_CYCLES: u64 = 100_000;
 
 /// The engine's state for one caller stream: a timing stream, a pair of
 /// timing events, the instruments and their buffers, and what was measured
@@ -71,8 +95,10 @@ pub struct Timer {
     stream: Stream,
     start: TimingEvent,
     end: TimingEvent,
+    ring: Vec<(TimingEvent, TimingEvent)>,
     instruments: Option<Arc<dyn Instruments>>,
     clock_out: Option<DeviceBuffer<u64>>,
+    primer_out: Option<DeviceBuffer<u64>>,
     gate: Option<(GateFlag, DeviceBuffer<u64>)>,
     flush: Option<DeviceBuffer<u8>>,
     probes_mhz: Vec<f64>,
@@ -92,9 +118,12 @@ impl Timer {
         let stream = Stream::new(device)?;
         let (start, end) = (TimingEvent::new(device)?, TimingEvent::new(device)?);
         let resolution = measure_resolution(&stream, &start, &end, 32)?;
-        let clock_out = match &instruments {
-            Some(_) => Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
-            None => None,
+        let (clock_out, primer_out) = match &instruments {
+            Some(_) => (
+                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
+                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
+            ),
+            None => (None, None),
         };
         let reported_mhz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1e3;
         let mut t = Timer {
@@ -102,8 +131,10 @@ impl Timer {
             stream,
             start,
             end,
+            ring: Vec::new(),
             instruments,
             clock_out,
+            primer_out,
             gate: None,
             flush: None,
             probes_mhz: Vec::new(),
@@ -153,14 +184,26 @@ impl Timer {
         Ok(Some(mhz))
     }
 
-    /// One hot sample: timing events around `f` on the timing stream, then
-    /// an event synchronization; seconds. For callers building their own
-    /// loops ([`crate::compare::paired`]).
+    /// One sample on its own: the untimed primer spin (with instruments),
+    /// then timing events around `f` on the timing stream, then an event
+    /// synchronization; seconds. The primer keeps the GPU busy while the
+    /// host submits `f`, so the host's submission is not timed. For callers
+    /// building their own loops ([`crate::compare::paired`]); the modes of
+    /// [`Bench`] use the pipeline instead (see the module docs).
     ///
     /// # Errors
     /// A driver error or `f`'s error.
     pub fn time(&mut self, mut f: impl FnMut(&Stream) -> Result<()>) -> Result<f64> {
+        self.prime()?;
         self.time_events(&mut f)
+    }
+
+    /// Enqueues the untimed primer spin, if instruments are loaded.
+    fn prime(&mut self) -> Result<()> {
+        if let (Some(inst), Some(out)) = (&self.instruments, self.primer_out.as_mut()) {
+            inst.clock_probe(&self.stream, PRIMER_CYCLES, out)?;
+        }
+        Ok(())
     }
 
     /// Events around `f` on the timing stream, synchronized: seconds.
@@ -230,6 +273,136 @@ fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize
         .filter(|&x| x > 0.0)
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
     Ok(Resolution { floor_s: floor, step_s: step, pairs })
+}
+
+/// What one pipelined sample enqueues between its events.
+enum Work<'f> {
+    /// The caller's closure, on the timing stream.
+    Run(&'f mut dyn FnMut(&Stream) -> Result<()>),
+    /// An L2 flush (outside the events), then the caller's closure.
+    Cold(&'f mut dyn FnMut(&Stream) -> Result<()>, u8),
+}
+
+/// Samples enqueued ahead on the timer's ring of event pairs (see the
+/// module docs): `next` returns the oldest completed sample, keeping up to
+/// `depth` in flight; `drain` reads the rest.
+struct Pipeline<'f> {
+    work: Work<'f>,
+    /// Ring slots in flight, oldest first.
+    in_flight: std::collections::VecDeque<usize>,
+    next_slot: usize,
+    depth: usize,
+    /// Runs it may still enqueue (the sample cap).
+    left: usize,
+    /// Runs enqueued so far.
+    runs: usize,
+    /// Whether the GPU may have gone idle since the last enqueue (the next
+    /// sample is then primed).
+    idle: bool,
+}
+
+impl<'f> Pipeline<'f> {
+    fn new(work: Work<'f>) -> Pipeline<'f> {
+        Pipeline { work, in_flight: Default::default(), next_slot: 0, depth: 2, left: 0, runs: 0, idle: true }
+    }
+
+    /// Sizes the queue for samples of about `estimate_s`: [`PIPELINE_AHEAD_S`]
+    /// of work, at least 2 and at most [`PIPELINE_RING`] samples.
+    fn size_for(&mut self, estimate_s: f64) {
+        let n = if estimate_s > 0.0 { (PIPELINE_AHEAD_S / estimate_s).ceil() } else { PIPELINE_RING as f64 };
+        self.depth = (n.min(PIPELINE_RING as f64) as usize).max(2);
+    }
+
+    fn enqueue(&mut self, t: &mut Timer) -> Result<()> {
+        if t.ring.len() < PIPELINE_RING {
+            let d = t.stream.device().clone();
+            while t.ring.len() < PIPELINE_RING {
+                t.ring.push((TimingEvent::new(&d)?, TimingEvent::new(&d)?));
+            }
+        }
+        if self.idle || self.in_flight.is_empty() {
+            t.prime()?;
+            self.idle = false;
+        }
+        let slot = self.next_slot;
+        if let Work::Cold(_, salt) = &mut self.work {
+            *salt = salt.wrapping_add(1);
+            let s = *salt;
+            t.flush_l2(s)?;
+        }
+        let Some((a, b)) = t.ring.get(slot) else {
+            return Err(Error::InvalidArgument("sample ring slot out of range".into()));
+        };
+        a.record(&t.stream)?;
+        match &mut self.work {
+            Work::Run(f) | Work::Cold(f, _) => f(&t.stream)?,
+        }
+        b.record(&t.stream)?;
+        self.in_flight.push_back(slot);
+        self.next_slot = (slot + 1) % PIPELINE_RING;
+        self.left = self.left.saturating_sub(1);
+        self.runs += 1;
+        Ok(())
+    }
+
+    /// Waits for the oldest sample in flight and reads it: seconds.
+    fn read_oldest(&mut self, t: &Timer) -> Result<f64> {
+        let slot = self.in_flight.pop_front();
+        let Some((a, b)) = slot.and_then(|s| t.ring.get(s)) else {
+            return Err(Error::InvalidArgument("no sample in flight".into()));
+        };
+        b.synchronize()?;
+        Ok(a.elapsed(b)?.as_secs_f64())
+    }
+
+    /// Fills the queue up to its depth (within the cap), then reads the
+    /// oldest sample.
+    fn next(&mut self, t: &mut Timer) -> Result<f64> {
+        while self.in_flight.len() < self.depth && self.left > 0 {
+            self.enqueue(t)?;
+        }
+        self.read_oldest(t)
+    }
+
+    /// Reads every sample still in flight, in order.
+    fn drain(&mut self, t: &Timer) -> Result<Vec<f64>> {
+        let mut v = Vec::with_capacity(self.in_flight.len());
+        while !self.in_flight.is_empty() {
+            v.push(self.read_oldest(t)?);
+        }
+        Ok(v)
+    }
+}
+
+/// Where a mode's samples come from.
+enum Source<'f> {
+    /// Event-timed samples enqueued ahead (hot, cold, graph).
+    Pipe(Pipeline<'f>),
+    /// One synchronized sample at a time (batch: each sample holds its own
+    /// runs behind the spin gate).
+    Each(&'f mut dyn FnMut(&mut Timer) -> Result<f64>),
+}
+
+impl Source<'_> {
+    fn next(&mut self, t: &mut Timer) -> Result<f64> {
+        match self {
+            Source::Pipe(p) => p.next(t),
+            Source::Each(f) => f(t),
+        }
+    }
+
+    fn size_for(&mut self, estimate_s: f64) {
+        if let Source::Pipe(p) = self {
+            p.size_for(estimate_s);
+        }
+    }
+
+    /// The GPU went idle (a synchronizing clock probe): prime the next sample.
+    fn set_idle(&mut self) {
+        if let Source::Pipe(p) = self {
+            p.idle = true;
+        }
+    }
 }
 
 /// A first-call closure: what the very first run costs (for example, load
@@ -343,16 +516,15 @@ impl Bench {
                     }
                     timer.stream.synchronize()?;
                     let t = t0.elapsed().as_secs_f64();
-                    Some(self.finish(mode, vec![t], 1, None, Vec::new(), (0, true), 0))
+                    let mut r = self.finish(mode, vec![t], 1, None, Vec::new(), (0, true), 0);
+                    r.sampling_s = t;
+                    Some(r)
                 }
-                Mode::Hot => Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| t.time_events(&mut f))?),
+                Mode::Hot => {
+                    Some(self.sample(timer, mode, 1, Source::Pipe(Pipeline::new(Work::Run(&mut f))))?)
+                }
                 Mode::Cold => {
-                    let mut salt = 0u8;
-                    Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| {
-                        salt = salt.wrapping_add(1);
-                        t.flush_l2(salt)?;
-                        t.time_events(&mut f)
-                    })?)
+                    Some(self.sample(timer, mode, 1, Source::Pipe(Pipeline::new(Work::Cold(&mut f, 0))))?)
                 }
                 Mode::Batch if timer.instruments.is_none() => {
                     rec.warnings.push(Warning {
@@ -365,11 +537,12 @@ impl Bench {
                 Mode::Batch => {
                     let n = s.batch_runs.max(1);
                     let mut timeouts = 0usize;
-                    let r = self.sample(timer, mode, n, &mut |t: &mut Timer| {
+                    let mut one = |t: &mut Timer| {
                         let (per_run, opened) = t.time_batch(n, &mut f)?;
                         timeouts += usize::from(!opened);
                         Ok(per_run)
-                    })?;
+                    };
+                    let r = self.sample(timer, mode, n, Source::Each(&mut one))?;
                     if timeouts > 0 {
                         rec.warnings.push(Warning {
                             rule: Rule::Gate,
@@ -383,9 +556,15 @@ impl Bench {
                     Some(r)
                 }
                 Mode::Graph => match timer.stream.capture(|c| f(c.stream())).and_then(|g| g.instantiate()) {
-                    Ok(exec) => Some(self.sample(timer, mode, 1, &mut |t: &mut Timer| {
-                        t.time_events(&mut |s: &Stream| exec.launch(s))
-                    })?),
+                    Ok(exec) => {
+                        let mut replay = |s: &Stream| exec.launch(s);
+                        Some(self.sample(
+                            timer,
+                            mode,
+                            1,
+                            Source::Pipe(Pipeline::new(Work::Run(&mut replay))),
+                        )?)
+                    }
                     Err(e) => {
                         rec.warnings.push(Warning {
                             rule: Rule::Unavailable,
@@ -412,14 +591,21 @@ impl Bench {
         timer: &mut Timer,
         mode: Mode,
         runs_per_sample: usize,
-        one: &mut dyn FnMut(&mut Timer) -> Result<f64>,
+        mut src: Source<'_>,
     ) -> Result<ModeResult> {
         let s = &self.settings;
         let began = Instant::now();
+        let warmup_cap = s.warmup_max.max(s.warmup_min).max(1);
+        if let Source::Pipe(p) = &mut src {
+            p.left = warmup_cap;
+        }
         let mut warm = Vec::new();
         let steady = loop {
-            warm.push(one(timer)?);
+            warm.push(src.next(timer)?);
             let n = warm.len();
+            if n == 1 {
+                src.size_for(warm[0]);
+            }
             if n >= s.warmup_min.max(1) && n >= WARMUP_WINDOW.min(s.warmup_max.max(1)) {
                 let last = &warm[n.saturating_sub(WARMUP_WINDOW)..];
                 let (lo, hi) = last.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -428,11 +614,18 @@ impl Bench {
                     break true;
                 }
             }
-            if n >= s.warmup_max.max(s.warmup_min).max(1) || began.elapsed().as_secs_f64() > s.timeout_s / 4.0
-            {
+            if n >= warmup_cap || began.elapsed().as_secs_f64() > s.timeout_s / 4.0 {
                 break false;
             }
         };
+        // Warmup runs still in flight are warmup runs: read, not recorded.
+        if let Source::Pipe(p) = &mut src {
+            warm.extend(p.drain(timer)?);
+            p.left = s.max_samples.max(1);
+            p.idle = true;
+        }
+        src.size_for(crate::stats::median(&warm));
+        let warmup_s = began.elapsed().as_secs_f64();
         let mut probes: Vec<(usize, f64)> = Vec::new();
         if let Some(mhz) = timer.probe_clock()? {
             probes.push((0, mhz));
@@ -440,20 +633,26 @@ impl Bench {
         let sampling = Instant::now();
         let mut last_probe = Instant::now();
         let mut taken = 0usize;
-        let (samples, why) = stop::sample_until(
+        let (mut samples, why) = stop::sample_until(
             s,
             || {
                 if last_probe.elapsed().as_secs_f64() >= PROBE_EVERY_S {
                     if let Some(mhz) = timer.probe_clock()? {
                         probes.push((taken, mhz));
                     }
+                    src.set_idle();
                     last_probe = Instant::now();
                 }
                 taken += 1;
-                one(timer)
+                src.next(timer)
             },
             || sampling.elapsed().as_secs_f64(),
         )?;
+        // Samples in flight when the rule was met are real runs: kept.
+        if let Source::Pipe(p) = &mut src {
+            samples.extend(p.drain(timer)?);
+        }
+        let sampling_s = sampling.elapsed().as_secs_f64();
         if let Some(mhz) = timer.probe_clock()? {
             probes.push((samples.len(), mhz));
         }
@@ -464,7 +663,10 @@ impl Bench {
         } else {
             stop::unmet(&samples, samples.iter().sum::<f64>() * runs_per_sample as f64, s)
         };
-        Ok(self.finish(mode, samples, runs_per_sample, Some(why), unmet, (warm.len(), steady), low))
+        let mut r = self.finish(mode, samples, runs_per_sample, Some(why), unmet, (warm.len(), steady), low);
+        r.warmup_s = warmup_s;
+        r.sampling_s = sampling_s;
+        Ok(r)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -500,6 +702,8 @@ impl Bench {
             warmup_runs,
             warmup_steady,
             low_clock_samples,
+            warmup_s: 0.0,
+            sampling_s: 0.0,
             counters,
         }
     }
@@ -580,20 +784,44 @@ fn low_clock_samples(n: usize, probes: &[(usize, f64)], limit: f64) -> usize {
         .count()
 }
 
-/// Differences between modes, with their meaning.
+/// Differences between modes, with their meaning. A difference that
+/// cannot be negative (launch overhead, cache effect, first-call cost) but
+/// is, by more than three standard errors of the two medians, is not
+/// printed as a number: its value is NaN (rendered "—") and a
+/// [`Rule::Consistency`] warning says why.
 fn derive(rec: &mut Record) {
-    let med = |m: Mode| rec.mode(m).map(ModeResult::median);
+    let med = |m: Mode| rec.mode(m).map(|r| (r.median(), r.summary.median_noise() * r.median()));
     let pairs = [
-        ("launch overhead", Mode::Hot, Mode::Batch),
-        ("cache effect", Mode::Cold, Mode::Hot),
-        ("first-call cost", Mode::FirstCall, Mode::Hot),
-        ("graph saving", Mode::Hot, Mode::Graph),
+        ("launch overhead", Mode::Hot, Mode::Batch, true),
+        ("cache effect", Mode::Cold, Mode::Hot, true),
+        ("first-call cost", Mode::FirstCall, Mode::Hot, true),
+        ("graph saving", Mode::Hot, Mode::Graph, false),
     ];
-    let derived: Vec<Counter> = pairs
-        .iter()
-        .filter_map(|&(name, a, b)| Some(Counter::new(name, med(a)? - med(b)?, Unit::Seconds)))
-        .collect();
+    let mut derived = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, a, b, non_negative) in pairs {
+        let (Some((ma, ea)), Some((mb, eb))) = (med(a), med(b)) else { continue };
+        let d = ma - mb;
+        let se = |e: f64| if e.is_finite() { e } else { 0.0 };
+        if non_negative && d < -3.0 * (se(ea) + se(eb)) {
+            derived.push(Counter::new(name, f64::NAN, Unit::Seconds));
+            warnings.push(Warning {
+                rule: Rule::Consistency,
+                mode: None,
+                message: format!(
+                    "{name} not shown: {} ({}) is below {} ({}) beyond the noise, which no {name} explains",
+                    a.name(),
+                    crate::record::format_value(ma, Unit::Seconds),
+                    b.name(),
+                    crate::record::format_value(mb, Unit::Seconds)
+                ),
+            });
+        } else {
+            derived.push(Counter::new(name, d, Unit::Seconds));
+        }
+    }
     rec.counters.extend(derived);
+    rec.warnings.extend(warnings);
 }
 
 #[cfg(test)]

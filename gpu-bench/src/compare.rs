@@ -414,6 +414,8 @@ mod tests {
             warmup_runs: 0,
             warmup_steady: true,
             low_clock_samples: 0,
+            warmup_s: 0.0,
+            sampling_s: 0.0,
             counters: vec![],
         });
         r

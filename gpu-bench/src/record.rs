@@ -207,6 +207,15 @@ pub struct ModeResult {
     pub warmup_steady: bool,
     /// Samples taken while the SM clock was below 90 % of its steady value.
     pub low_clock_samples: usize,
+    /// Wall-clock seconds the warmup took (0 for first-call). Absent in
+    /// reports written before it was added (read as 0).
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Wall-clock seconds sampling took after warmup, until the stopping
+    /// rule ended it (for first-call: the one run). Absent in reports
+    /// written before it was added (read as 0).
+    #[serde(default)]
+    pub sampling_s: f64,
     /// Median time, throughput (from the declared bytes and FLOPs).
     pub counters: Vec<Counter>,
 }

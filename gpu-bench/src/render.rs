@@ -83,7 +83,9 @@ fn noise(c: &Counter) -> String {
     c.noise.map_or_else(|| "—".into(), |n| format!("{:.2}%", n * 100.0))
 }
 
-/// The timing table of `records`: one row per (record, mode).
+/// The timing table of `records`: one row per (record, mode). The `stop`
+/// column says which rule ended sampling and the wall time sampling took
+/// after warmup (`converged in 0.61 s`).
 pub fn records_markdown(records: &[Record]) -> String {
     let mut rows = Vec::new();
     for r in records {
@@ -108,7 +110,10 @@ pub fn records_markdown(records: &[Record]) -> String {
                     m.summary.n.to_string()
                 },
                 if thr.is_empty() { "—".into() } else { thr },
-                m.stop.map_or("one run", |s| s.name()).to_owned(),
+                match m.stop {
+                    Some(s) => format!("{} in {:.2} s", s.name(), m.sampling_s),
+                    None => "one run".to_owned(),
+                },
             ]);
         }
     }

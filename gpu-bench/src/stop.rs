@@ -55,6 +55,9 @@ pub enum Rule {
     Gate,
     /// A mode that could not run here (no instruments, capture refused).
     Unavailable,
+    /// Modes disagree in a way that has no physical meaning (cold faster
+    /// than hot beyond the noise): the derived figure is withheld.
+    Consistency,
 }
 
 impl Rule {
@@ -72,6 +75,7 @@ impl Rule {
             Rule::Clock => "clock",
             Rule::Gate => "gate",
             Rule::Unavailable => "unavailable",
+            Rule::Consistency => "consistency",
         }
     }
 }

@@ -100,3 +100,78 @@ fn the_callers_queued_work_is_never_timed() {
     let hot = r.mode(Mode::Hot).unwrap();
     assert!(hot.summary.max < 10e-6, "a sample included the caller's work: {:?}", hot.samples);
 }
+
+/// Hot and cold samples are enqueued ahead (the sample pipeline); run `i`
+/// of the closure spins `10 + i % 7` µs, so each recorded sample names the
+/// run it timed. Every run is read exactly once, in order, warmup runs
+/// included (those in flight when warmup ended are warmup, not samples),
+/// and the cap on samples holds with samples in flight.
+fn one_sample_per_run(instruments: Option<std::sync::Arc<dyn gpu_bench::Instruments>>) {
+    let (_device, stream, k) = setup();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut timer = Timer::new(&stream, instruments).unwrap();
+    let len_us = |i: u64| 10 + i % 7;
+    for mode in [Mode::Hot, Mode::Cold] {
+        let mut runs = 0u64;
+        let s = Settings::quick().min_samples(20).max_samples(40).warmup_min(2).warmup_max(9);
+        let r = Bench::new("varying")
+            .modes(&[mode])
+            .settings(s)
+            .run_on(&mut timer, None, |st| {
+                let c = len_us(runs) * CYCLES_PER_US;
+                runs += 1;
+                k.spin(st, c, &mut out)
+            })
+            .unwrap();
+        let m = r.mode(mode).unwrap();
+        assert_eq!(runs as usize, m.warmup_runs + m.samples.len(), "{}: a run without a sample", mode.name());
+        assert!(
+            m.samples.len() >= 20 && m.samples.len() <= 40,
+            "{}: {} samples",
+            mode.name(),
+            m.samples.len()
+        );
+        for (j, &got) in m.samples.iter().enumerate() {
+            let want = len_us((m.warmup_runs + j) as u64) as f64 * 1e-6;
+            assert!((got - want).abs() < 1e-9, "{} sample {j}: {got} s, the run timed {want} s", mode.name());
+        }
+        assert!(m.sampling_s > 0.0 && m.sampling_s.is_finite());
+    }
+}
+
+#[test]
+fn the_pipeline_records_exactly_one_sample_per_run() {
+    let _one = one_at_a_time();
+    one_sample_per_run(None);
+}
+
+/// With instruments, an empty queue is primed with an untimed ~50 µs spin:
+/// no sample may include it, and none the caller's queued work.
+#[cfg(feature = "kernels")]
+#[test]
+fn the_primer_and_the_callers_work_are_never_timed() {
+    let _one = one_at_a_time();
+    let (device, stream, k) = setup();
+    let inst = gpu_bench::instruments::load(&device).unwrap();
+    one_sample_per_run(Some(inst.clone()));
+    let mut long = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut timer = Timer::new(&stream, Some(inst)).unwrap();
+    k.spin(&stream, 10_000 * CYCLES_PER_US, &mut long).unwrap();
+    let r = Bench::new("short")
+        .modes(&[Mode::Cold, Mode::Hot, Mode::Graph])
+        .settings(Settings::quick().warmup_min(1).warmup_max(1))
+        .run_on(&mut timer, None, |s| k.spin(s, 5 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    for m in &r.modes {
+        assert!(
+            m.samples.iter().all(|&x| (x - 5e-6).abs() < 1e-9),
+            "{}: a sample timed more than the 5 µs run: {:?}",
+            m.mode.name(),
+            m.samples
+        );
+    }
+    // Timer::time primes too.
+    let t = timer.time(|s| k.spin(s, 7 * CYCLES_PER_US, &mut out)).unwrap();
+    assert!((t - 7e-6).abs() < 1e-9, "{t}");
+}
