@@ -104,6 +104,10 @@ impl<T: Pod> Prefetcher<T> {
         // elements past its end, which the loops never hand out); the write
         // waits device-side for every compute still reading the chunk.
         self.copy.upload(&self.staging[slot], &mut self.chunks[slot])?;
+        // A marker right behind this upload: refilling this staging buffer
+        // two chunks later then waits for this upload alone, not for the
+        // next one (queued by then, and itself waiting for a compute).
+        self.copy.inner.mark_tail()?;
         Ok((slot, len))
     }
 

@@ -343,6 +343,20 @@ impl StreamInner {
         p.stream.id != self.id && !p.is_complete() && st.known_for(p.stream.id) < p.ticket
     }
 
+    /// Records a marker at the stream's current tail unless one already
+    /// covers it (`cuEventRecord`), so that a later host wait on the last
+    /// operation waits for exactly that operation, not for work queued after
+    /// it (markers are otherwise recorded lazily, at the tail, when a wait
+    /// needs one).
+    pub(crate) fn mark_tail(&self) -> Result<()> {
+        crate::host_fn::refuse("cuEventRecord")?;
+        let mut st = self.lock();
+        if st.capture.is_some() {
+            return Ok(());
+        }
+        self.seal_marker(&mut st)
+    }
+
     /// Records a marker covering everything submitted so far (before a
     /// capture starts, so waits on earlier points never need a new record).
     pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
