@@ -184,7 +184,9 @@ if want sanitize; then
   # CUDA_ERROR_INVALID_VALUE by design (CUDA 13.0 has no count query).
   for tool in memcheck racecheck synccheck; do
     for t in "$here"/tests/sync-tests--gpu_api "$here"/tests/sync-tests--prop_programs \
-             "$here"/tests/sync-tests--ledger "$here"/tests/kernels--gpu; do
+             "$here"/tests/sync-tests--ledger "$here"/tests/kernels--gpu \
+             "$here"/tests/sync-tests--host_memory "$here"/tests/sync-tests--kernel_contract \
+             "$here"/tests/sync-tests--capture_race "$here"/tests/sync-tests--prefetch; do
       [ -x "$t" ] || continue
       step "compute-sanitizer --tool $tool $(basename "$t")"
       timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
