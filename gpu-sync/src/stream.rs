@@ -183,8 +183,12 @@ unsafe impl<H> Send for SendHandle<H> {}
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
     pub last_ticket: u64,
-    /// The newest marker and the ticket it covers.
-    marker: Option<(Arc<Marker>, u64)>,
+    /// The newest markers and the tickets they cover, oldest first (at most
+    /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
+    /// so it never waits for work queued after that point when an exact
+    /// marker exists (a prefetcher's upload *i* while upload *i + 1* is
+    /// queued behind it, for example).
+    markers: smallvec::SmallVec<[(Arc<Marker>, u64); MARKERS_KEEP]>,
     /// Device-side waits already made: for stream id, every ticket up to this
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
@@ -196,9 +200,31 @@ pub(crate) struct StreamState {
 
 const KNOWN_KEEP: usize = 32;
 
+/// Recent markers kept per stream.
+const MARKERS_KEEP: usize = 4;
+
 impl StreamState {
     fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
+    }
+
+    /// The earliest kept marker covering `ticket`.
+    fn marker_for(&self, ticket: u64) -> Option<(Arc<Marker>, u64)> {
+        self.markers.iter().find(|(_, c)| *c >= ticket).map(|(m, c)| (m.clone(), *c))
+    }
+
+    /// Whether the newest marker covers everything submitted so far.
+    fn tail_marked(&self) -> bool {
+        self.markers.last().is_some_and(|(_, c)| *c >= self.last_ticket)
+    }
+
+    /// Keeps `marker`, covering `ticket` (the newest), dropping the oldest
+    /// beyond [`MARKERS_KEEP`].
+    fn keep_marker(&mut self, marker: Arc<Marker>, ticket: u64) {
+        if self.markers.len() >= MARKERS_KEEP {
+            self.markers.remove(0);
+        }
+        self.markers.push((marker, ticket));
     }
 
     fn set_known(&mut self, stream: u64, ticket: u64) {
@@ -246,10 +272,8 @@ impl StreamInner {
     /// cached one if it covers it, else a new one recorded now.
     pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
         let mut st = self.lock();
-        if let Some((m, c)) = &st.marker
-            && *c >= ticket
-        {
-            return Ok((m.clone(), *c));
+        if let Some(found) = st.marker_for(ticket) {
+            return Ok(found);
         }
         if st.capture.is_some() {
             return Err(Error::Capturing { op: "a wait on work submitted during the capture" });
@@ -264,7 +288,7 @@ impl StreamInner {
         });
         let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
         r?;
-        st.marker = Some((marker.clone(), covered));
+        st.keep_marker(marker.clone(), covered);
         Ok((marker, covered))
     }
 
@@ -361,7 +385,7 @@ impl StreamInner {
     /// capture starts, so waits on earlier points never need a new record).
     pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
         let covered = st.last_ticket;
-        if covered == 0 || st.marker.as_ref().is_some_and(|(_, c)| *c >= covered) {
+        if covered == 0 || st.tail_marked() {
             return Ok(());
         }
         let ev = self.pool.take()?;
@@ -372,7 +396,7 @@ impl StreamInner {
         });
         let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
         r?;
-        st.marker = Some((marker, covered));
+        st.keep_marker(marker, covered);
         Ok(())
     }
 }
@@ -477,7 +501,7 @@ impl Stream {
                 priority,
                 state: Mutex::new(StreamState {
                     last_ticket: 0,
-                    marker: None,
+                    markers: smallvec::SmallVec::new(),
                     known: Vec::new(),
                     capture: None,
                     deferred: Vec::new(),
