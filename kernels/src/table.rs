@@ -27,7 +27,7 @@ use gpu_sync::{In, Len, Out};
 
 /// What a gpu-sync signature parameter type is, for the compile-time check
 /// against the spec.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum SigKind {
     /// [`In<T>`], with `size_of::<T>()`.
     In(usize),
@@ -184,6 +184,23 @@ macro_rules! kernel_table {
                         let $cn = size;
                         $cost
                     })*
+                }
+            }
+
+            /// The generated signature type's parameter sizes
+            /// (`Signature::PARAM_SIZES`).
+            #[cfg(test)]
+            fn sig_param_sizes(self) -> &'static [usize] {
+                match self {
+                    $(KernelId::$id => <$sig as gpu_sync::Signature>::PARAM_SIZES,)*
+                }
+            }
+
+            /// The generated signature's kinds, as `check_sig` sees them.
+            #[cfg(test)]
+            fn sig_kinds(self) -> &'static [SigKind] {
+                match self {
+                    $(KernelId::$id => &[$(<$pty as SigParam>::KIND),*],)*
                 }
             }
 
@@ -430,4 +447,69 @@ kernel_table! {
     contract: "2: `dst` only stored to (Out), four words at a time. 4: it reads host memory \
                through the `src` address: `BenchKernels::copy_mapped` is an `unsafe fn` whose \
                caller keeps that memory alive and unwritten until the launch completes.";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::catch_unwind;
+
+    #[test]
+    fn signature_types_have_the_spec_sizes() {
+        for k in KernelId::ALL {
+            let spec: Vec<usize> = k.info().params.iter().map(KernelParam::size).collect();
+            assert_eq!(k.sig_param_sizes(), spec.as_slice(), "{}", k.name());
+        }
+    }
+
+    #[test]
+    fn every_entry_passes_check_sig() {
+        for k in KernelId::ALL {
+            check_sig(k.info(), k.sig_kinds());
+        }
+    }
+
+    /// `check_sig` with `kinds` in place of `kernel`'s signature: `Err` if it
+    /// rejects it.
+    fn check_with(kernel: KernelId, edit: impl FnOnce(&mut Vec<SigKind>)) -> Result<(), ()> {
+        let mut kinds = kernel.sig_kinds().to_vec();
+        edit(&mut kinds);
+        catch_unwind(|| check_sig(kernel.info(), &kinds)).map_err(|_| ())
+    }
+
+    #[test]
+    fn check_sig_rejects_every_kind_of_mismatch() {
+        use KernelId::*;
+        // The unedited signatures pass.
+        assert_eq!(check_with(TriadF32, |_| {}), Ok(()));
+        // A parameter missing.
+        assert!(check_with(TriadF32, |k| k.truncate(4)).is_err());
+        // A written pointer declared In (the kernel would write through a
+        // view the tracker thinks is only read).
+        assert!(check_with(TriadF32, |k| k[0] = SigKind::In(4)).is_err());
+        // A read-only pointer declared Out is a kind mismatch too.
+        assert!(check_with(TriadF32, |k| k[1] = SigKind::Out(4)).is_err());
+        // A view whose elements do not fit the pointee (u64 view of floats).
+        assert!(check_with(TriadF32, |k| k[1] = SigKind::In(8)).is_err());
+        // A scalar of another type (u32 for float).
+        assert!(check_with(TriadF32, |k| k[3] = SigKind::Scalar(Ty::U32)).is_err());
+        // A Len counting uint4 while the views count u32 words: gpu-sync
+        // would check it in the wrong unit.
+        assert!(check_with(ReadSumU32x4, |k| k[1] = SigKind::Len).is_err());
+        // A Len that does not bound every buffer (the 1-element counter).
+        assert!(check_with(CheckPatternU32, |k| k[1] = SigKind::Len).is_err());
+        // A device pointer passed as a raw address (untracked): only mapped
+        // host memory may be.
+        assert!(check_with(AddF32, |k| k[0] = SigKind::Scalar(Ty::U64)).is_err());
+        assert_eq!(check_with(SpinGate, |_| {}), Ok(()));
+        // A plain u64 where a Len may stand is fine (the wrapper bounds it).
+        assert_eq!(check_with(AddF32, |k| k[3] = SigKind::Scalar(Ty::U64)), Ok(()));
+    }
+
+    #[test]
+    fn cost_is_the_entry_model() {
+        assert_eq!(KernelId::TriadF32.cost(64), cost::triad_f32(64));
+        assert_eq!(KernelId::CopyMappedU32x4.cost(3), cost::copy_mapped_u32x4(3));
+        assert_eq!(KernelId::SpinGate.cost(3), cost::spin_gate());
+    }
 }
