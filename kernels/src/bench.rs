@@ -104,7 +104,10 @@ impl BenchKernels {
         out: &mut O,
     ) -> Result<()> {
         if out.device_len() != 1 {
-            return Err(invalid(KernelId::SpinGate, format!("out has {} elements, needs 1", out.device_len())));
+            return Err(invalid(
+                KernelId::SpinGate,
+                format!("out has {} elements, needs 1", out.device_len()),
+            ));
         }
         if !flag_addr.is_multiple_of(4) {
             return Err(invalid(KernelId::SpinGate, format!("flag at {flag_addr:#x} is not 4-byte aligned")));

@@ -19,8 +19,8 @@
 
 use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId};
 use crate::table::{
-    AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig, TriadSig,
-    declare,
+    AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig,
+    TriadSig, declare,
 };
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{
@@ -81,8 +81,12 @@ impl Kernels {
     /// sm_80); [`Error::KernelSignature`] if a fatbin and this crate disagree.
     pub fn load(device: &Device) -> Result<Kernels> {
         let load = |m: ModuleId| gpu_sync::Module::load(device, m.fatbin());
-        let (stream, spin, pattern, elementwise) =
-            (load(ModuleId::Stream)?, load(ModuleId::Spin)?, load(ModuleId::Pattern)?, load(ModuleId::Elementwise)?);
+        let (stream, spin, pattern, elementwise) = (
+            load(ModuleId::Stream)?,
+            load(ModuleId::Spin)?,
+            load(ModuleId::Pattern)?,
+            load(ModuleId::Elementwise)?,
+        );
         let sms = device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         // Each typed kernel comes from the kernel table (`table.rs`), where
         // its one declaration argues the contract; obligation 3 is proved per

@@ -44,9 +44,10 @@ pub use launch::Kernels;
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{
-    DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind, Ty,
+    DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind,
+    Ty,
 };
 pub use table::{
-    AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig, ReadSumSig,
-    ScaleSig, SpinGateSig, SpinSig, TriadSig,
+    AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
+    ReadSumSig, ScaleSig, SpinGateSig, SpinSig, TriadSig,
 };

@@ -281,7 +281,9 @@ mod tests {
                     ParamKind::Scalar(_) => cuda_sim::ParamKind::Scalar,
                     ParamKind::Pointer { access: ParamAccess::Read, .. } => cuda_sim::ParamKind::Read,
                     ParamKind::Pointer { access: ParamAccess::Write, .. } => cuda_sim::ParamKind::Write,
-                    ParamKind::Pointer { access: ParamAccess::ReadWrite, .. } => cuda_sim::ParamKind::ReadWrite,
+                    ParamKind::Pointer { access: ParamAccess::ReadWrite, .. } => {
+                        cuda_sim::ParamKind::ReadWrite
+                    }
                 };
                 assert_eq!(s.kind, want, "{}.{}", info.name, p.name);
             }

@@ -285,7 +285,8 @@ mod tests {
 
     #[test]
     fn vector_kernels_demand_16_byte_pointers() {
-        for k in [KernelId::ReadSumU32x4, KernelId::CopyU32x4, KernelId::TriadF32, KernelId::CopyMappedU32x4] {
+        for k in [KernelId::ReadSumU32x4, KernelId::CopyU32x4, KernelId::TriadF32, KernelId::CopyMappedU32x4]
+        {
             let data_ptrs = k.info().params.iter().filter_map(|p| match p.kind {
                 ParamKind::Pointer { align, len: Extent::Param(_), .. } => Some(align),
                 _ => None,
@@ -297,7 +298,10 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(KernelId::TriadF32.info().params.iter().map(KernelParam::size).collect::<Vec<_>>(), [8, 8, 8, 4, 8]);
+        assert_eq!(
+            KernelId::TriadF32.info().params.iter().map(KernelParam::size).collect::<Vec<_>>(),
+            [8, 8, 8, 4, 8]
+        );
         assert_eq!(Ty::U32x4.size(), 16);
         assert!(KernelId::SpinCycles.info().params[1].is_pointer());
     }

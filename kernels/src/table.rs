@@ -85,7 +85,10 @@ const fn check_sig(info: &KernelInfo, sig: &[SigKind]) {
             }
             (
                 ParamKind::Pointer {
-                    access: ParamAccess::Write | ParamAccess::ReadWrite, mapped: false, elem, ..
+                    access: ParamAccess::Write | ParamAccess::ReadWrite,
+                    mapped: false,
+                    elem,
+                    ..
                 },
                 SigKind::Out(s),
             ) => {

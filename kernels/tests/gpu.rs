@@ -373,9 +373,11 @@ fn fatbins_on_the_gpu_match_the_references() {
     gpu.zero(s, 16 * big4);
     gpu.zero(u, 16 * big4);
     let grid = sms * 8;
-    for (kernel, moved) in
-        [(KernelId::ReadSumU32x4, 16 * big4), (KernelId::CopyU32x4, 32 * big4), (KernelId::TriadF32, 48 * big4)]
-    {
+    for (kernel, moved) in [
+        (KernelId::ReadSumU32x4, 16 * big4),
+        (KernelId::CopyU32x4, 32 * big4),
+        (KernelId::TriadF32, 48 * big4),
+    ] {
         let args = match kernel {
             KernelId::ReadSumU32x4 => vec![Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)],
             KernelId::CopyU32x4 => vec![Arg::Ptr(s), Arg::Ptr(t), Arg::U64(big4 as u64)],
