@@ -86,7 +86,7 @@ fn measure(ctx: &Ctx, batches: usize, per_batch: usize) -> Result<[Vec<f64>; 4]>
     let launch = drv.cuLaunchKernel.ok_or_else(|| missing("cuLaunchKernel"))?;
     let record = drv.cuEventRecord.ok_or_else(|| missing("cuEventRecord"))?;
     let wait = drv.cuStreamWaitEvent.ok_or_else(|| missing("cuStreamWaitEvent"))?;
-    let module = gpu_sync::Module::load(device, kernels::Module::Elementwise.fatbin())?;
+    let module = gpu_sync::Module::load(device, kernels::ModuleId::Elementwise.fatbin())?;
     // SAFETY: `add_f32` and `scale_f32` are elementwise.cu's kernels with
     // exactly these parameter lists (kernels/tests/signatures.rs); each
     // touches `n` elements of its buffers, and every launch below passes

@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, threshold: f64) -> Result<Report, Failure> {
         let mut first_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
         let device = ctx.device.clone();
         let mut first = |st: &Stream| -> gpu_sync::Result<()> {
-            let module = gpu_sync::Module::load(&device, kernels::Module::Spin.fatbin())?;
+            let module = gpu_sync::Module::load(&device, kernels::ModuleId::Spin.fatbin())?;
             // SAFETY: spin_cycles(u64 cycles, u64* out) writes only out[0];
             // `first_out` has one element.
             let spin = unsafe { module.kernel::<kernels::SpinSig>("spin_cycles")? };

@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let simulated = pick_driver()?;
     let image = match std::env::args().nth(1) {
         Some(path) => std::fs::read(path)?,
-        None => kernels::Module::Elementwise.fatbin().to_vec(),
+        None => kernels::ModuleId::Elementwise.fatbin().to_vec(),
     };
     let device = Device::get(0)?;
     let stream = Stream::new(&device)?;

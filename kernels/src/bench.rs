@@ -7,22 +7,16 @@
 //! that memory alive (and, for the copy, unwritten) until the launch has
 //! completed. The clock probe touches only its tracked output.
 //!
-//! Unsafe code: declaring typed kernels from this crate's own fatbin.
+//! Unsafe code: the two `unsafe fn` wrappers above. The kernels are declared
+//! (and their contracts argued) in the kernel table (`table.rs`); this
+//! module has no `unsafe` block.
 #![allow(unsafe_code)]
 
-use crate::spec::{Kernel, Module};
+use crate::spec::{KernelId, ModuleId};
+use crate::table::{ClockProbeSig, CopyMappedSig, SpinGateSig, declare};
 use gpu_sync::{
-    AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Out, PinnedBuffer, Result, Stream,
+    AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, PinnedBuffer, Result, Stream,
 };
-
-/// `clock_probe(u64 cycles, u64* out)`.
-pub type ClockProbeSig = (u64, Out<u64>);
-/// `spin_gate(const unsigned* flag, u64 timeout_ns, u64* out)`, the flag
-/// passed as the address of mapped host memory.
-pub type SpinGateSig = (u64, u64, Out<u64>);
-/// `copy_mapped_u32x4(const uint4* src, uint4* dst, u64 n4)`, the source
-/// passed as the address of mapped host memory.
-pub type CopyMappedSig = (u64, Out<u32>, u64);
 
 /// The instrument kernels of `bench.cu`, loaded into one device.
 pub struct BenchKernels {
@@ -33,7 +27,7 @@ pub struct BenchKernels {
     copy_mapped: Typed<CopyMappedSig>,
 }
 
-fn invalid(kernel: Kernel, what: String) -> Error {
+fn invalid(kernel: KernelId, what: String) -> Error {
     Error::InvalidArgument(format!("{}: {what}", kernel.name()))
 }
 
@@ -45,23 +39,14 @@ impl BenchKernels {
     /// A driver error; [`Error::KernelSignature`] if the fatbin and this
     /// crate disagree.
     pub fn load(device: &Device) -> Result<BenchKernels> {
-        let module = gpu_sync::Module::load(device, Module::Bench.fatbin())?;
+        let module = gpu_sync::Module::load(device, ModuleId::Bench.fatbin())?;
         let sms = device
             .attribute(gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        // SAFETY: the three kernels are `bench.cu`'s, whose parameter lists
-        // are the signatures above (checked by tests/signatures.rs through
-        // the spec table); `clock_probe` writes only out[0..2], which
-        // `clock` checks; the other two read host memory through their
-        // address scalar, which their `unsafe` wrappers make the caller keep
-        // alive, and write only `out[0]` / `dst[..4*n4]`, which the wrappers
-        // check.
-        let (clock, gate, copy_mapped) = unsafe {
-            (
-                module.kernel(Kernel::ClockProbe.name())?,
-                module.kernel(Kernel::SpinGate.name())?,
-                module.kernel(Kernel::CopyMappedU32x4.name())?,
-            )
-        };
+        // The declarations, and the contracts they rest on, are the kernel
+        // table's (`table.rs`).
+        let clock = declare::ClockProbe(&module)?;
+        let gate = declare::SpinGate(&module)?;
+        let copy_mapped = declare::CopyMappedU32x4(&module)?;
         Ok(BenchKernels {
             device: device.clone(),
             max_blocks: (sms.max(1) as u32).saturating_mul(8),
@@ -90,7 +75,7 @@ impl BenchKernels {
     ) -> Result<()> {
         if out.device_len() != 2 {
             return Err(invalid(
-                Kernel::ClockProbe,
+                KernelId::ClockProbe,
                 format!("out has {} elements, needs 2", out.device_len()),
             ));
         }
@@ -119,10 +104,13 @@ impl BenchKernels {
         out: &mut O,
     ) -> Result<()> {
         if out.device_len() != 1 {
-            return Err(invalid(Kernel::SpinGate, format!("out has {} elements, needs 1", out.device_len())));
+            return Err(invalid(
+                KernelId::SpinGate,
+                format!("out has {} elements, needs 1", out.device_len()),
+            ));
         }
         if !flag_addr.is_multiple_of(4) {
-            return Err(invalid(Kernel::SpinGate, format!("flag at {flag_addr:#x} is not 4-byte aligned")));
+            return Err(invalid(KernelId::SpinGate, format!("flag at {flag_addr:#x} is not 4-byte aligned")));
         }
         self.gate.launch(stream, LaunchConfig::new(1, 1), (flag_addr, timeout_ns, out))
     }
@@ -146,7 +134,7 @@ impl BenchKernels {
         src: &PinnedBuffer<u32>,
         dst: &mut D,
     ) -> Result<()> {
-        let k = Kernel::CopyMappedU32x4;
+        let k = KernelId::CopyMappedU32x4;
         if src.len() != dst.device_len() {
             return Err(invalid(k, format!("lengths: {} vs {}", src.len(), dst.device_len())));
         }

@@ -8,7 +8,7 @@
 //! work (hashes, sums) is not counted as FLOPs. Arithmetic saturates instead
 //! of overflowing.
 
-use crate::spec::Kernel;
+use crate::spec::KernelId;
 
 /// Work and traffic of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -41,22 +41,9 @@ impl Cost {
 /// The cost of one launch of `kernel` whose size argument (the parameter
 /// [`KernelInfo::size_param`](crate::KernelInfo::size_param) names: `n4` for
 /// the `uint4` kernels, `n` for the others) is `size`; `spin_cycles` ignores it.
-pub const fn for_kernel(kernel: Kernel, size: u64) -> Cost {
-    match kernel {
-        Kernel::ReadSumU32x4 => read_sum_u32x4(size),
-        Kernel::CopyU32x4 => copy_u32x4(size),
-        Kernel::TriadF32 => triad_f32(size),
-        Kernel::SpinCycles => spin_cycles(),
-        Kernel::FillPatternU32 => fill_pattern_u32(size),
-        Kernel::CheckPatternU32 => check_pattern_u32(size),
-        Kernel::ScaleF32 => scale_f32(size),
-        Kernel::AddF32 => add_f32(size),
-        Kernel::MixU32 => mix_u32(size),
-        Kernel::BumpU32 => bump_u32(size),
-        Kernel::ClockProbe => clock_probe(),
-        Kernel::SpinGate => spin_gate(),
-        Kernel::CopyMappedU32x4 => copy_mapped_u32x4(size),
-    }
+pub const fn for_kernel(kernel: KernelId, size: u64) -> Cost {
+    // Each kernel's model is named in its entry of the kernel table.
+    kernel.cost(size)
 }
 
 const fn bytes(n: u64, size: u64) -> u64 {
@@ -159,13 +146,13 @@ mod tests {
 
     #[test]
     fn for_kernel_uses_the_size_argument() {
-        assert_eq!(for_kernel(Kernel::TriadF32, 1000), triad_f32(1000));
-        assert_eq!(for_kernel(Kernel::ReadSumU32x4, 7), read_sum_u32x4(7));
-        assert_eq!(for_kernel(Kernel::SpinCycles, 99), spin_cycles());
-        for k in Kernel::ALL {
+        assert_eq!(for_kernel(KernelId::TriadF32, 1000), triad_f32(1000));
+        assert_eq!(for_kernel(KernelId::ReadSumU32x4, 7), read_sum_u32x4(7));
+        assert_eq!(for_kernel(KernelId::SpinCycles, 99), spin_cycles());
+        for k in KernelId::ALL {
             // Every kernel but spin has a size argument, and its cost grows with it.
             let has_size = k.info().size_param().is_some();
-            let sizeless = matches!(k, Kernel::SpinCycles | Kernel::ClockProbe | Kernel::SpinGate);
+            let sizeless = matches!(k, KernelId::SpinCycles | KernelId::ClockProbe | KernelId::SpinGate);
             assert_eq!(has_size, !sizeless, "{}", k.name());
             if has_size {
                 assert!(for_kernel(k, 2).bytes() > for_kernel(k, 1).bytes(), "{}", k.name());

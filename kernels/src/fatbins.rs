@@ -6,7 +6,7 @@
 //! and expects the fatbin header's 8-byte alignment, so each image is wrapped
 //! in an 8-aligned struct: `include_bytes!` alone only guarantees 1.
 
-use crate::spec::Module;
+use crate::spec::ModuleId;
 
 /// The first four bytes of every fatbin image (little-endian `u32`).
 pub const FATBIN_MAGIC: u32 = 0xBA55_ED50;
@@ -22,13 +22,13 @@ static ELEMENTWISE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/eleme
 static BENCH: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/bench.fatbin"));
 
 /// The fatbin image of `module`, 8-byte aligned.
-pub fn fatbin(module: Module) -> &'static [u8] {
+pub fn fatbin(module: ModuleId) -> &'static [u8] {
     match module {
-        Module::Stream => &STREAM.0,
-        Module::Spin => &SPIN.0,
-        Module::Pattern => &PATTERN.0,
-        Module::Elementwise => &ELEMENTWISE.0,
-        Module::Bench => &BENCH.0,
+        ModuleId::Stream => &STREAM.0,
+        ModuleId::Spin => &SPIN.0,
+        ModuleId::Pattern => &PATTERN.0,
+        ModuleId::Elementwise => &ELEMENTWISE.0,
+        ModuleId::Bench => &BENCH.0,
     }
 }
 
@@ -38,7 +38,7 @@ mod tests {
 
     #[test]
     fn images_are_aligned_fatbins() {
-        for m in Module::ALL {
+        for m in ModuleId::ALL {
             let image = fatbin(m);
             assert_eq!(image.as_ptr() as usize % 8, 0, "{} is not 8-aligned", m.name());
             assert!(image.len() > 64, "{} is suspiciously small", m.name());
@@ -50,7 +50,7 @@ mod tests {
     #[test]
     fn images_name_their_kernels() {
         // The ELF symbol table of each embedded cubin carries the kernel names.
-        for m in Module::ALL {
+        for m in ModuleId::ALL {
             let image = fatbin(m);
             for k in m.kernels() {
                 let found = image.windows(k.name.len()).any(|w| w == k.name.as_bytes());

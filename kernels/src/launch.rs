@@ -1,4 +1,4 @@
-//! Typed launch wrappers: each kernel of [`crate::Kernel`] as a method that
+//! Typed launch wrappers: each kernel of [`crate::KernelId`] as a method that
 //! takes gpu-sync buffers, checks what the kernel needs (lengths, 16-byte
 //! alignment of vector-loaded pointers, a zeroed accumulator where the caller
 //! asks for a fresh result) and sizes the grid.
@@ -11,39 +11,21 @@
 //! a tracked use. Where a kernel's element count bounds every pointer it is
 //! passed as a [`gpu_sync::Len`], which gpu-sync checks again at launch.
 //!
-//! Unsafe code: [`Kernels::load`] declares each kernel with
-//! `gpu_sync::Module::kernel` (an `unsafe fn`); each declaration argues the
-//! kernel's contract against its `.cu` source, and each launch site the
-//! part of it (bounds, launch shape) that holds only for that launch.
-#![allow(unsafe_code)]
+//! Unsafe code: each kernel is declared once, in the kernel table
+//! (`table.rs`), whose entry argues its contract against its `.cu` source;
+//! each launch site here argues the part of it (bounds, launch shape) that
+//! holds only for that launch (`SAFETY (launch)`). This module itself has no
+//! `unsafe` block.
 
-use crate::spec::{DEFAULT_BLOCK, Kernel, Module};
+use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId};
+use crate::table::{
+    AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig,
+    TriadSig, declare,
+};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, In, Kernel as Typed, LaunchConfig, Len, Out, Result,
-    Stream,
+    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
 };
-
-/// `read_sum_u32x4(const uint4* in, u64 n4, u64* out)`.
-pub type ReadSumSig = (In<u32>, u64, Out<u64>);
-/// `copy_u32x4(const uint4* src, uint4* dst, u64 n4)`.
-pub type CopySig = (In<u32>, Out<u32>, u64);
-/// `triad_f32(float* a, const float* b, const float* c, float s, u64 n)`.
-pub type TriadSig = (Out<f32>, In<f32>, In<f32>, f32, Len);
-/// `spin_cycles(u64 cycles, u64* out)`.
-pub type SpinSig = (u64, Out<u64>);
-/// `fill_pattern_u32(unsigned* dst, u64 n, unsigned seed)`.
-pub type FillPatternSig = (Out<u32>, Len, u32);
-/// `check_pattern_u32(const unsigned* src, u64 n, unsigned seed, u64* mismatches)`.
-pub type CheckPatternSig = (In<u32>, u64, u32, Out<u64>);
-/// `scale_f32(const float* in, float* out, float a, u64 n)`.
-pub type ScaleSig = (In<f32>, Out<f32>, f32, Len);
-/// `add_f32(const float* x, const float* y, float* out, u64 n)`.
-pub type AddSig = (In<f32>, In<f32>, Out<f32>, Len);
-/// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
-pub type MixSig = (In<u32>, In<u32>, Out<u32>, u32, Len);
-/// `bump_u32(unsigned* x, unsigned add, u64 n)`.
-pub type BumpSig = (Out<u32>, u32, Len);
 
 /// Every kernel of the crate, loaded into one device.
 ///
@@ -64,12 +46,12 @@ pub struct Kernels {
     bump: Typed<BumpSig>,
 }
 
-fn invalid(kernel: Kernel, what: String) -> Error {
+fn invalid(kernel: KernelId, what: String) -> Error {
     Error::InvalidArgument(format!("{}: {what}", kernel.name()))
 }
 
 fn aligned16<T: bytemuck::Pod, S: AsDeviceSlice<T> + ?Sized>(
-    kernel: Kernel,
+    kernel: KernelId,
     name: &str,
     v: &S,
 ) -> Result<()> {
@@ -86,7 +68,7 @@ fn aligned16<T: bytemuck::Pod, S: AsDeviceSlice<T> + ?Sized>(
     }
 }
 
-fn same<A: PartialEq + std::fmt::Debug>(kernel: Kernel, what: &str, a: A, b: A) -> Result<()> {
+fn same<A: PartialEq + std::fmt::Debug>(kernel: KernelId, what: &str, a: A, b: A) -> Result<()> {
     if a == b { Ok(()) } else { Err(invalid(kernel, format!("{what}: {a:?} vs {b:?}"))) }
 }
 
@@ -98,55 +80,27 @@ impl Kernels {
     /// A driver error (`CUDA_ERROR_NO_BINARY_FOR_GPU` on a GPU older than
     /// sm_80); [`Error::KernelSignature`] if a fatbin and this crate disagree.
     pub fn load(device: &Device) -> Result<Kernels> {
-        let load = |m: Module| gpu_sync::Module::load(device, m.fatbin());
-        let (stream, spin, pattern, elementwise) =
-            (load(Module::Stream)?, load(Module::Spin)?, load(Module::Pattern)?, load(Module::Elementwise)?);
+        let load = |m: ModuleId| gpu_sync::Module::load(device, m.fatbin());
+        let (stream, spin, pattern, elementwise) = (
+            load(ModuleId::Stream)?,
+            load(ModuleId::Spin)?,
+            load(ModuleId::Pattern)?,
+            load(ModuleId::Elementwise)?,
+        );
         let sms = device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        // Every declaration below: obligation 1 (signature) is the `extern
-        // "C"` prototype in `kernels/cu/<module>.cu`, quoted on each `*Sig`
-        // alias, and `tests/signatures.rs` compares the spec table with those
-        // sources (and `cuFuncGetParamInfo` the sizes, here). Obligation 4:
-        // none of these kernels reads a global or a pointer other than its
-        // parameters, or waits on anything (the sources use only their
-        // parameters, `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `clock64`
-        // and, in `read_sum_u32x4`, a static `__shared__` array). Obligation
-        // 3 is proved per launch by the method that makes it (the kernels are
-        // private to this struct; "SAFETY (launch)" comments below).
-        //
-        // SAFETY: obligation 2: `in` is `const uint4*` (In), `out` is only
-        // `atomicAdd`ed (read-write: Out). 1: `In<u32>` for `const uint4*` —
-        // the view holds u32 words, read four at a time; `read_sum` passes a
-        // view of `4 * n4` words, 16-byte aligned.
-        let read_sum = unsafe { stream.kernel(Kernel::ReadSumU32x4.name()) }?;
-        // SAFETY: 2: `src` is `const uint4*` (In), `dst` only stored to
-        // (Out). 1: u32 views read and written four words at a time (as
-        // above, `copy` passes `4 * n4`-word views, 16-byte aligned).
-        let copy = unsafe { stream.kernel(Kernel::CopyU32x4.name()) }?;
-        // SAFETY: 2: `a` only stored to (Out), `b` and `c` are `const
-        // float*` (In). 1: `n` is `unsigned long long`: a `Len`.
-        let triad = unsafe { stream.kernel(Kernel::TriadF32.name()) }?;
-        // SAFETY: 2: `out` is only stored to (Out), by one thread. 3 holds
-        // for every launch: it writes `out[0]` only, and `spin` checks `out`
-        // has one element.
-        let spin_k = unsafe { spin.kernel(Kernel::SpinCycles.name()) }?;
-        // SAFETY: 2: `dst` only stored to (Out). 1: `n` is `unsigned long
-        // long`: a `Len`.
-        let fill_pattern = unsafe { pattern.kernel(Kernel::FillPatternU32.name()) }?;
-        // SAFETY: 2: `src` is `const unsigned*` (In), `mismatches` only
-        // `atomicAdd`ed (Out).
-        let check_pattern = unsafe { pattern.kernel(Kernel::CheckPatternU32.name()) }?;
-        // SAFETY: 2: `in` is `const float*` (In), `out` only stored to
-        // (Out). 1: `n` is a `Len`.
-        let scale = unsafe { elementwise.kernel(Kernel::ScaleF32.name()) }?;
-        // SAFETY: 2: `x`, `y` are `const float*` (In), `out` only stored to
-        // (Out). 1: `n` is a `Len`.
-        let add = unsafe { elementwise.kernel(Kernel::AddF32.name()) }?;
-        // SAFETY: 2: `a`, `b` are `const unsigned*` (In), `out` only stored
-        // to (Out). 1: `n` is a `Len`.
-        let mix = unsafe { elementwise.kernel(Kernel::MixU32.name()) }?;
-        // SAFETY: 2: `x` is read and written (`x[i] += add`: Out). 1: `n` is
-        // a `Len`.
-        let bump = unsafe { elementwise.kernel(Kernel::BumpU32.name()) }?;
+        // Each typed kernel comes from the kernel table (`table.rs`), where
+        // its one declaration argues the contract; obligation 3 is proved per
+        // launch by the method that makes it ("SAFETY (launch)" below).
+        let read_sum = declare::ReadSumU32x4(&stream)?;
+        let copy = declare::CopyU32x4(&stream)?;
+        let triad = declare::TriadF32(&stream)?;
+        let spin_k = declare::SpinCycles(&spin)?;
+        let fill_pattern = declare::FillPatternU32(&pattern)?;
+        let check_pattern = declare::CheckPatternU32(&pattern)?;
+        let scale = declare::ScaleF32(&elementwise)?;
+        let add = declare::AddF32(&elementwise)?;
+        let mix = declare::MixU32(&elementwise)?;
+        let bump = declare::BumpU32(&elementwise)?;
         Ok(Kernels {
             device: device.clone(),
             // Grid-stride kernels: eight 256-thread blocks per SM keep every
@@ -190,7 +144,7 @@ impl Kernels {
         I: AsDeviceSlice<u32> + ?Sized,
         O: AsDeviceSliceMut<u64> + ?Sized,
     {
-        let k = Kernel::ReadSumU32x4;
+        let k = KernelId::ReadSumU32x4;
         if !input.device_len().is_multiple_of(4) {
             return Err(invalid(k, format!("input has {} words, not a multiple of 4", input.device_len())));
         }
@@ -216,7 +170,7 @@ impl Kernels {
         S: AsDeviceSlice<u32> + ?Sized,
         D: AsDeviceSliceMut<u32> + ?Sized,
     {
-        let k = Kernel::CopyU32x4;
+        let k = KernelId::CopyU32x4;
         same(k, "lengths", src.device_len(), dst.device_len())?;
         if !src.device_len().is_multiple_of(4) {
             return Err(invalid(k, format!("{} words is not a multiple of 4", src.device_len())));
@@ -241,7 +195,7 @@ impl Kernels {
         B: AsDeviceSlice<f32> + ?Sized,
         C: AsDeviceSlice<f32> + ?Sized,
     {
-        let k = Kernel::TriadF32;
+        let k = KernelId::TriadF32;
         same(k, "lengths of a and b", a.device_len(), b.device_len())?;
         same(k, "lengths of a and c", a.device_len(), c.device_len())?;
         aligned16(k, "a", a)?;
@@ -268,7 +222,7 @@ impl Kernels {
         cycles: u64,
         out: &mut O,
     ) -> Result<()> {
-        same(Kernel::SpinCycles, "out must have one element", out.device_len(), 1)?;
+        same(KernelId::SpinCycles, "out must have one element", out.device_len(), 1)?;
         // SAFETY (launch): one thread writes `out[0]`; `out` has one element.
         self.spin.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
@@ -301,7 +255,7 @@ impl Kernels {
         S: AsDeviceSlice<u32> + ?Sized,
         M: AsDeviceSliceMut<u64> + ?Sized,
     {
-        same(Kernel::CheckPatternU32, "mismatches must have one element", mismatches.device_len(), 1)?;
+        same(KernelId::CheckPatternU32, "mismatches must have one element", mismatches.device_len(), 1)?;
         let n = src.device_len() as u64;
         // SAFETY (launch): `src[i]` for `i < n`, `n` its length; the
         // `atomicAdd` hits the one element of `mismatches` (checked above).
@@ -317,7 +271,7 @@ impl Kernels {
         I: AsDeviceSlice<f32> + ?Sized,
         O: AsDeviceSliceMut<f32> + ?Sized,
     {
-        same(Kernel::ScaleF32, "lengths", input.device_len(), out.device_len())?;
+        same(KernelId::ScaleF32, "lengths", input.device_len(), out.device_len())?;
         let n = input.device_len() as u64;
         // SAFETY (launch): `in[i]`, `out[i]` for `i < n`, the common length
         // (checked above, and by gpu-sync as a `Len`); 1-D grid.
@@ -334,8 +288,8 @@ impl Kernels {
         Y: AsDeviceSlice<f32> + ?Sized,
         O: AsDeviceSliceMut<f32> + ?Sized,
     {
-        same(Kernel::AddF32, "lengths of x and y", x.device_len(), y.device_len())?;
-        same(Kernel::AddF32, "lengths of x and out", x.device_len(), out.device_len())?;
+        same(KernelId::AddF32, "lengths of x and y", x.device_len(), y.device_len())?;
+        same(KernelId::AddF32, "lengths of x and out", x.device_len(), out.device_len())?;
         let n = x.device_len() as u64;
         // SAFETY (launch): `x[i]`, `y[i]`, `out[i]` for `i < n`, the common
         // length (checked above, and by gpu-sync as a `Len`); 1-D grid.
@@ -352,8 +306,8 @@ impl Kernels {
         B: AsDeviceSlice<u32> + ?Sized,
         O: AsDeviceSliceMut<u32> + ?Sized,
     {
-        same(Kernel::MixU32, "lengths of a and b", a.device_len(), b.device_len())?;
-        same(Kernel::MixU32, "lengths of a and out", a.device_len(), out.device_len())?;
+        same(KernelId::MixU32, "lengths of a and b", a.device_len(), b.device_len())?;
+        same(KernelId::MixU32, "lengths of a and out", a.device_len(), out.device_len())?;
         let n = a.device_len() as u64;
         // SAFETY (launch): `a[i]`, `b[i]`, `out[i]` for `i < n`, the common
         // length (checked above, and by gpu-sync as a `Len`); 1-D grid.

@@ -1,9 +1,14 @@
 //! The workspace's CUDA kernels, from the Rust side.
 //!
-//! - [`Kernel`] / [`KernelInfo`] (`spec`): every kernel's symbol, module and
-//!   parameters — size, pointer access, element type, alignment, extent. The
-//!   simulator registration and the typed launch wrappers both derive from it.
-//! - [`Module::fatbin`] (`fatbins`): the committed fatbins built by
+//! - the kernel table (`table`): **one declaration per kernel** — symbol,
+//!   module, parameters (gpu-sync type and C spec side by side), cost model,
+//!   simulator implementation and the contract its declaration rests on —
+//!   generating [`KernelId`] / [`KernelInfo`], the `*Sig` signature types,
+//!   the typed declarations the wrappers use, [`cost::for_kernel`] and the
+//!   simulator registration. A compile-time check proves each signature
+//!   type agrees with its spec; `tests/signatures.rs` checks the spec
+//!   against `kernels/cu/*.cu`.
+//! - [`ModuleId::fatbin`] (`fatbins`): the committed fatbins built by
 //!   `cargo xtask kernels` from `kernels/cu/*.cu`, embedded 8-byte aligned.
 //! - [`reference`](mod@reference): CPU implementations with bit-identical results.
 //! - [`cost`]: FLOPs and minimum bytes moved, for the roofline.
@@ -30,14 +35,19 @@ pub mod reference;
 #[cfg(feature = "sim")]
 mod sim;
 mod spec;
+mod table;
 
-pub use bench::{BenchKernels, ClockProbeSig, CopyMappedSig, SpinGateSig};
+pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
-pub use launch::{
-    AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, Kernels, MixSig, ReadSumSig, ScaleSig,
-    SpinSig, TriadSig,
-};
+pub use launch::Kernels;
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
-pub use spec::{Access, DEFAULT_BLOCK, Kernel, KernelInfo, LaunchRule, Len, Module, Param, ParamKind, Ty};
+pub use spec::{
+    DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind,
+    Ty,
+};
+pub use table::{
+    AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
+    ReadSumSig, ScaleSig, SpinGateSig, SpinSig, TriadSig,
+};

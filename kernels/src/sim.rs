@@ -1,7 +1,8 @@
 //! The CPU references registered with `cuda-sim` (feature `sim`), so the
 //! whole stack — launches, the race oracle, timing — runs without a GPU.
 //!
-//! Each registration's parameter list is derived from the spec table, never
+//! Each registration's parameter list is derived from the kernel table's
+//! spec entry, and its CPU implementation named there (`sim: run_…`), never
 //! written twice. A simulated launch processes the kernel's whole range
 //! whatever the grid (the `.cu` kernels are grid-stride loops, so any grid
 //! gives the same result on a GPU). Before running, every pointer the launch
@@ -9,8 +10,8 @@
 
 use crate::cost;
 use crate::reference;
-use crate::spec::{Access, Kernel, Len, Param, ParamKind};
-use cuda_sim::{DurationFn, KernelCall, KernelFault, KernelFn, KernelSpec, ParamSpec, register_kernel};
+use crate::spec::{Extent, KernelId, KernelParam, ParamAccess, ParamKind};
+use cuda_sim::{DurationFn, KernelCall, KernelFault, KernelSpec, ParamSpec, register_kernel};
 use std::sync::OnceLock;
 
 /// The SM clock the simulator reports, in cycles per nanosecond (1980 MHz).
@@ -25,7 +26,7 @@ const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
 const FALLBACK_NS: u64 = 2000;
 
-/// Registers every kernel of [`Kernel::ALL`] with `cuda_sim` under its
+/// Registers every kernel of [`KernelId::ALL`] with `cuda_sim` under its
 /// `extern "C"` name (replacing earlier registrations; calling it again is
 /// harmless).
 ///
@@ -33,68 +34,50 @@ const FALLBACK_NS: u64 = 2000;
 /// simulator's 1980 MHz clock); the other kernels take their
 /// [`cost`](crate::cost) model's bytes at 3.0e12 B/s, at least 1 ns.
 pub fn register_sim_kernels() {
-    for kernel in Kernel::ALL {
+    for kernel in KernelId::ALL {
         register_kernel(KernelSpec {
             name: kernel.name(),
             params: param_specs(kernel),
-            run: run_fn(kernel),
+            run: kernel.sim_run(),
             duration: Some(duration as DurationFn),
         });
     }
 }
 
 /// The simulator's view of one spec parameter.
-fn param_spec(p: &Param) -> ParamSpec {
+fn param_spec(p: &KernelParam) -> ParamSpec {
     match p.kind {
         ParamKind::Scalar(_) => ParamSpec { size: p.size(), kind: cuda_sim::ParamKind::Scalar },
-        ParamKind::Pointer { access: Access::Read, .. } => ParamSpec::read(),
-        ParamKind::Pointer { access: Access::Write, .. } => ParamSpec::write(),
-        ParamKind::Pointer { access: Access::ReadWrite, .. } => ParamSpec::read_write(),
+        ParamKind::Pointer { access: ParamAccess::Read, .. } => ParamSpec::read(),
+        ParamKind::Pointer { access: ParamAccess::Write, .. } => ParamSpec::write(),
+        ParamKind::Pointer { access: ParamAccess::ReadWrite, .. } => ParamSpec::read_write(),
     }
 }
 
 /// `kernel`'s parameters as `&'static [ParamSpec]`, built once from the spec.
-fn param_specs(kernel: Kernel) -> &'static [ParamSpec] {
-    static SPECS: OnceLock<Vec<(Kernel, Vec<ParamSpec>)>> = OnceLock::new();
+fn param_specs(kernel: KernelId) -> &'static [ParamSpec] {
+    static SPECS: OnceLock<Vec<(KernelId, Vec<ParamSpec>)>> = OnceLock::new();
     let all = SPECS.get_or_init(|| {
-        Kernel::ALL.iter().map(|&k| (k, k.info().params.iter().map(param_spec).collect())).collect()
+        KernelId::ALL.iter().map(|&k| (k, k.info().params.iter().map(param_spec).collect())).collect()
     });
     all.iter().find(|(k, _)| *k == kernel).map_or(&[], |(_, v)| v.as_slice())
 }
 
-fn run_fn(kernel: Kernel) -> KernelFn {
-    match kernel {
-        Kernel::ReadSumU32x4 => run_read_sum_u32x4,
-        Kernel::CopyU32x4 => run_copy_u32x4,
-        Kernel::TriadF32 => run_triad_f32,
-        Kernel::SpinCycles => run_spin_cycles,
-        Kernel::FillPatternU32 => run_fill_pattern_u32,
-        Kernel::CheckPatternU32 => run_check_pattern_u32,
-        Kernel::ScaleF32 => run_scale_f32,
-        Kernel::AddF32 => run_add_f32,
-        Kernel::MixU32 => run_mix_u32,
-        Kernel::BumpU32 => run_bump_u32,
-        Kernel::ClockProbe => run_clock_probe,
-        Kernel::SpinGate => run_spin_gate,
-        Kernel::CopyMappedU32x4 => run_copy_mapped_u32x4,
-    }
-}
-
 /// The simulated duration of any of our kernels, in nanoseconds.
 fn duration(call: &KernelCall<'_>) -> u64 {
-    let Some(kernel) = Kernel::from_name(call.name()) else {
+    let Some(kernel) = KernelId::from_name(call.name()) else {
         return FALLBACK_NS;
     };
-    let ns = if matches!(kernel, Kernel::SpinCycles | Kernel::ClockProbe) {
+    let ns = if matches!(kernel, KernelId::SpinCycles | KernelId::ClockProbe) {
         match call.scalar::<u64>(0) {
             Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
             Err(_) => return FALLBACK_NS,
         }
-    } else if kernel == Kernel::SpinGate {
+    } else if kernel == KernelId::SpinGate {
         // The simulator runs queued work only when the host waits, by which
         // time a well-behaved program has opened the gate.
         return SIM_GATE_NS;
-    } else if kernel == Kernel::CopyMappedU32x4 {
+    } else if kernel == KernelId::CopyMappedU32x4 {
         let n4 = call.scalar::<u64>(2).unwrap_or(0);
         cost::copy_mapped_u32x4(n4).bytes_read as f64 / SIM_MAPPED_BYTES_PER_NS
     } else {
@@ -115,14 +98,14 @@ fn fault_bad(call: &KernelCall<'_>, param: usize, what: String) -> KernelFault {
 /// Checks every pointer the launch touches (a non-zero extent) against the
 /// spec's alignment. A GPU would fault with `CUDA_ERROR_MISALIGNED_ADDRESS`;
 /// the registry has no such fault, so this reports `BadParam` naming it.
-fn check_alignment(call: &KernelCall<'_>, kernel: Kernel) -> Result<(), KernelFault> {
+fn check_alignment(call: &KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
     for (i, p) in kernel.info().params.iter().enumerate() {
         let ParamKind::Pointer { align, len, .. } = p.kind else {
             continue;
         };
         let n = match len {
-            Len::Param(j) => call.scalar::<u64>(j)?,
-            Len::Fixed(n) => n,
+            Extent::Param(j) => call.scalar::<u64>(j)?,
+            Extent::Fixed(n) => n,
         };
         let ptr = call.ptr(i)?;
         if n > 0 && ptr % align as u64 != 0 {
@@ -165,16 +148,16 @@ fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), K
     call.write(param, &[new])
 }
 
-fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::ReadSumU32x4)?;
+pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::ReadSumU32x4)?;
     let n4 = call.scalar::<u64>(1)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let data = call.read::<u32>(0, words)?;
     accumulate(call, 2, reference::read_sum_u32(&data))
 }
 
-fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::CopyU32x4)?;
+pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::CopyU32x4)?;
     let n4 = call.scalar::<u64>(2)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let src = call.read::<u32>(0, words)?;
@@ -183,8 +166,8 @@ fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(1, &dst)
 }
 
-fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::TriadF32)?;
+pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::TriadF32)?;
     let scalar = call.scalar::<f32>(3)?;
     let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
     let b = call.read::<f32>(1, n)?;
@@ -194,14 +177,14 @@ fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(0, &a)
 }
 
-fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::SpinCycles)?;
+pub(crate) fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::SpinCycles)?;
     let cycles = call.scalar::<u64>(0)?;
     call.write(1, &[reference::spin_cycles(cycles)])
 }
 
-fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::FillPatternU32)?;
+pub(crate) fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::FillPatternU32)?;
     let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
     let seed = call.scalar::<u32>(2)?;
     let mut dst = vec![0u32; n];
@@ -209,16 +192,16 @@ fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(0, &dst)
 }
 
-fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::CheckPatternU32)?;
+pub(crate) fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::CheckPatternU32)?;
     let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
     let seed = call.scalar::<u32>(2)?;
     let src = call.read::<u32>(0, n)?;
     accumulate(call, 3, reference::check_pattern_u32(&src, seed))
 }
 
-fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::ScaleF32)?;
+pub(crate) fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::ScaleF32)?;
     let a = call.scalar::<f32>(2)?;
     let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
     let input = call.read::<f32>(0, n)?;
@@ -227,8 +210,8 @@ fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(1, &out)
 }
 
-fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::AddF32)?;
+pub(crate) fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::AddF32)?;
     let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
     let x = call.read::<f32>(0, n)?;
     let y = call.read::<f32>(1, n)?;
@@ -237,8 +220,8 @@ fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(2, &out)
 }
 
-fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::MixU32)?;
+pub(crate) fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::MixU32)?;
     let salt = call.scalar::<u32>(3)?;
     let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
     let a = call.read::<u32>(0, n)?;
@@ -248,8 +231,8 @@ fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     call.write(2, &out)
 }
 
-fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::BumpU32)?;
+pub(crate) fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::BumpU32)?;
     let add = call.scalar::<u32>(1)?;
     let n = count(call, 0, Some(call.scalar::<u64>(2)?), 4)?;
     let mut x = call.read::<u32>(0, n)?;
@@ -258,21 +241,21 @@ fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 }
 
 /// `clock_probe`: the simulator's clock is exactly [`SIM_CLOCK_GHZ`].
-fn run_clock_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::ClockProbe)?;
+pub(crate) fn run_clock_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::ClockProbe)?;
     let cycles = call.scalar::<u64>(0)?;
     let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
     call.write(1, &[reference::spin_cycles(cycles), ns.max(1)])
 }
 
-fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::SpinGate)?;
+pub(crate) fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::SpinGate)?;
     let flag = call.read::<u32>(0, 1)?;
     call.write(2, &[u64::from(flag.first().copied().unwrap_or(0) != 0)])
 }
 
-fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, Kernel::CopyMappedU32x4)?;
+pub(crate) fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::CopyMappedU32x4)?;
     let n4 = call.scalar::<u64>(2)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let src = call.read::<u32>(0, words)?;
@@ -288,7 +271,7 @@ mod tests {
     #[test]
     fn registrations_follow_the_spec() {
         register_sim_kernels();
-        for k in Kernel::ALL {
+        for k in KernelId::ALL {
             let spec = cuda_sim::lookup_kernel(k.name()).expect("registered");
             let info = k.info();
             assert_eq!(spec.params.len(), info.params.len(), "{}", info.name);
@@ -296,9 +279,11 @@ mod tests {
                 assert_eq!(s.size, p.size(), "{}.{}", info.name, p.name);
                 let want = match p.kind {
                     ParamKind::Scalar(_) => cuda_sim::ParamKind::Scalar,
-                    ParamKind::Pointer { access: Access::Read, .. } => cuda_sim::ParamKind::Read,
-                    ParamKind::Pointer { access: Access::Write, .. } => cuda_sim::ParamKind::Write,
-                    ParamKind::Pointer { access: Access::ReadWrite, .. } => cuda_sim::ParamKind::ReadWrite,
+                    ParamKind::Pointer { access: ParamAccess::Read, .. } => cuda_sim::ParamKind::Read,
+                    ParamKind::Pointer { access: ParamAccess::Write, .. } => cuda_sim::ParamKind::Write,
+                    ParamKind::Pointer { access: ParamAccess::ReadWrite, .. } => {
+                        cuda_sim::ParamKind::ReadWrite
+                    }
                 };
                 assert_eq!(s.kind, want, "{}.{}", info.name, p.name);
             }

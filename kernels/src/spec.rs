@@ -1,17 +1,21 @@
-//! The kernel table: every kernel's name, module and parameters — the single
-//! source of truth for the simulator registration (`sim.rs`) and the typed
-//! launch wrappers.
+//! The vocabulary of the kernel table (`table.rs`, one declaration per
+//! kernel): modules, C types, parameters and their access and extent, and
+//! the [`KernelInfo`] each declaration generates.
 //!
-//! A test (`tests/signatures.rs`) parses the `extern "C"` signatures in
-//! `kernels/cu/*.cu` and compares them with this table, so the two cannot
-//! drift apart silently.
+//! The names avoid gpu-sync's: a [`KernelId`] names a kernel (gpu-sync's
+//! `KernelId<S>` is a loaded, typed one), a [`ModuleId`] a fatbin (gpu-sync's
+//! `Module` a loaded one), [`ParamAccess`] and [`KernelParam`] describe the
+//! C parameters (gpu-sync's `Access` and `Param` are its tracker's and
+//! signature's), and [`Extent`] how far a pointer reaches (gpu-sync's `Len`
+//! is a checked length argument).
 
 use crate::fatbins;
+pub use crate::table::KernelId;
 
 /// A compiled module: one `kernels/cu/<name>.cu`, built into
 /// `kernels/fatbin/<name>.fatbin` by `cargo xtask kernels`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Module {
+pub enum ModuleId {
     /// `stream.cu`: the memory-bandwidth probes.
     Stream,
     /// `spin.cu`: the kernel of known length in cycles.
@@ -25,19 +29,19 @@ pub enum Module {
     Bench,
 }
 
-impl Module {
+impl ModuleId {
     /// Every module.
-    pub const ALL: [Module; 5] =
-        [Module::Stream, Module::Spin, Module::Pattern, Module::Elementwise, Module::Bench];
+    pub const ALL: [ModuleId; 5] =
+        [ModuleId::Stream, ModuleId::Spin, ModuleId::Pattern, ModuleId::Elementwise, ModuleId::Bench];
 
     /// The source's file stem (`"stream"`).
     pub const fn name(self) -> &'static str {
         match self {
-            Module::Stream => "stream",
-            Module::Spin => "spin",
-            Module::Pattern => "pattern",
-            Module::Elementwise => "elementwise",
-            Module::Bench => "bench",
+            ModuleId::Stream => "stream",
+            ModuleId::Spin => "spin",
+            ModuleId::Pattern => "pattern",
+            ModuleId::Elementwise => "elementwise",
+            ModuleId::Bench => "bench",
         }
     }
 
@@ -49,7 +53,7 @@ impl Module {
 
     /// The kernels this module defines.
     pub fn kernels(self) -> impl Iterator<Item = &'static KernelInfo> {
-        Kernel::ALL.into_iter().map(Kernel::info).filter(move |k| k.module == self)
+        KernelId::ALL.into_iter().map(KernelId::info).filter(move |k| k.module == self)
     }
 }
 
@@ -94,7 +98,7 @@ impl Ty {
 
 /// How a kernel uses the memory behind a pointer parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Access {
+pub enum ParamAccess {
     /// Only reads (`const T*`).
     Read,
     /// Only writes (every element in range is overwritten).
@@ -105,7 +109,7 @@ pub enum Access {
 
 /// How many elements a pointer parameter covers in one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Len {
+pub enum Extent {
     /// The value of the `u64` scalar parameter at this index, in elements of
     /// the pointer's [`Ty`].
     Param(usize),
@@ -123,7 +127,7 @@ pub enum ParamKind {
         /// The element type it points at.
         elem: Ty,
         /// Read, write, or both.
-        access: Access,
+        access: ParamAccess,
         /// The byte alignment the pointer value must have. Larger than
         /// `elem.align()` where the kernel uses vector loads (`triad_f32`
         /// reads `float*` through `float4`): a misaligned pointer faults on a
@@ -132,28 +136,24 @@ pub enum ParamKind {
         /// 256-byte aligned pointers.
         align: usize,
         /// How many elements the kernel touches.
-        len: Len,
+        len: Extent,
+        /// Whether it points into mapped pinned host memory: the wrapper
+        /// passes its device address as a `u64`, which the tracker does not
+        /// see (the wrapper is an `unsafe fn` for that reason).
+        mapped: bool,
     },
 }
 
 /// One kernel parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Param {
+pub struct KernelParam {
     /// Its name in the `.cu` source.
     pub name: &'static str,
     /// What it is.
     pub kind: ParamKind,
 }
 
-impl Param {
-    const fn scalar(name: &'static str, ty: Ty) -> Param {
-        Param { name, kind: ParamKind::Scalar(ty) }
-    }
-
-    const fn ptr(name: &'static str, elem: Ty, access: Access, align: usize, len: Len) -> Param {
-        Param { name, kind: ParamKind::Pointer { elem, access, align, len } }
-    }
-
+impl KernelParam {
     /// Size in bytes as passed at launch (and as `cuFuncGetParamInfo`
     /// reports it): 8 for a pointer.
     pub const fn size(&self) -> usize {
@@ -187,13 +187,13 @@ pub enum LaunchRule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelInfo {
     /// Which kernel.
-    pub kernel: Kernel,
+    pub kernel: KernelId,
     /// The `extern "C"` symbol, as `cuModuleGetFunction` is asked for it.
     pub name: &'static str,
     /// The module (fatbin) defining it.
-    pub module: Module,
+    pub module: ModuleId,
     /// Its parameters, in order.
-    pub params: &'static [Param],
+    pub params: &'static [KernelParam],
     /// Which launch shapes it supports.
     pub launch: LaunchRule,
     /// Whether it accumulates into a pointer the caller must zero (or set)
@@ -203,97 +203,24 @@ pub struct KernelInfo {
 
 impl KernelInfo {
     /// Index of the `u64` scalar that sizes the launch (the element count
-    /// the data pointers' [`Len::Param`] name), or `None` (`spin_cycles`).
+    /// the data pointers' [`Extent::Param`] name), or `None` (`spin_cycles`).
     pub fn size_param(&self) -> Option<usize> {
         self.params.iter().find_map(|p| match p.kind {
-            ParamKind::Pointer { len: Len::Param(i), .. } => Some(i),
+            ParamKind::Pointer { len: Extent::Param(i), .. } => Some(i),
             _ => None,
         })
     }
 }
 
-/// Every kernel in `kernels/cu/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kernel {
-    /// `read_sum_u32x4(const uint4* in, u64 n4, u64* out)`: `*out +=` the
-    /// wrapping sum of all `4*n4` words; the HBM read probe.
-    ReadSumU32x4,
-    /// `copy_u32x4(const uint4* src, uint4* dst, u64 n4)`.
-    CopyU32x4,
-    /// `triad_f32(float* a, const float* b, const float* c, float scalar, u64 n)`:
-    /// `a = fma(scalar, c, b)`.
-    TriadF32,
-    /// `spin_cycles(u64 cycles, u64* out)`: busy-waits `cycles` SM clocks.
-    SpinCycles,
-    /// `fill_pattern_u32(unsigned* dst, u64 n, unsigned seed)`.
-    FillPatternU32,
-    /// `check_pattern_u32(const unsigned* src, u64 n, unsigned seed, u64* mismatches)`.
-    CheckPatternU32,
-    /// `scale_f32(const float* in, float* out, float a, u64 n)`: `out = a*in`.
-    ScaleF32,
-    /// `add_f32(const float* x, const float* y, float* out, u64 n)`.
-    AddF32,
-    /// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
-    MixU32,
-    /// `bump_u32(unsigned* x, unsigned add, u64 n)`: `x += add` in place.
-    BumpU32,
-    /// `clock_probe(u64 cycles, u64* out)`: spins `cycles` SM clocks in one
-    /// thread; `out = [cycles waited, %globaltimer ns over them]`.
-    ClockProbe,
-    /// `spin_gate(const unsigned* flag, u64 timeout_ns, u64* out)`: one
-    /// thread spins until `*flag != 0` (mapped host memory) or the timeout;
-    /// `out[0] = 1` if the flag opened it.
-    SpinGate,
-    /// `copy_mapped_u32x4(const uint4* src, uint4* dst, u64 n4)`: an SM copy
-    /// whose source is mapped pinned host memory.
-    CopyMappedU32x4,
-}
-
-impl Kernel {
-    /// Every kernel.
-    pub const ALL: [Kernel; 13] = [
-        Kernel::ReadSumU32x4,
-        Kernel::CopyU32x4,
-        Kernel::TriadF32,
-        Kernel::SpinCycles,
-        Kernel::FillPatternU32,
-        Kernel::CheckPatternU32,
-        Kernel::ScaleF32,
-        Kernel::AddF32,
-        Kernel::MixU32,
-        Kernel::BumpU32,
-        Kernel::ClockProbe,
-        Kernel::SpinGate,
-        Kernel::CopyMappedU32x4,
-    ];
-
-    /// The kernel's table entry.
-    pub const fn info(self) -> &'static KernelInfo {
-        match self {
-            Kernel::ReadSumU32x4 => &READ_SUM_U32X4,
-            Kernel::CopyU32x4 => &COPY_U32X4,
-            Kernel::TriadF32 => &TRIAD_F32,
-            Kernel::SpinCycles => &SPIN_CYCLES,
-            Kernel::FillPatternU32 => &FILL_PATTERN_U32,
-            Kernel::CheckPatternU32 => &CHECK_PATTERN_U32,
-            Kernel::ScaleF32 => &SCALE_F32,
-            Kernel::AddF32 => &ADD_F32,
-            Kernel::MixU32 => &MIX_U32,
-            Kernel::BumpU32 => &BUMP_U32,
-            Kernel::ClockProbe => &CLOCK_PROBE,
-            Kernel::SpinGate => &SPIN_GATE,
-            Kernel::CopyMappedU32x4 => &COPY_MAPPED_U32X4,
-        }
-    }
-
+impl KernelId {
     /// The `extern "C"` symbol.
     pub const fn name(self) -> &'static str {
         self.info().name
     }
 
     /// The kernel with this symbol, if it is one of ours.
-    pub fn from_name(name: &str) -> Option<Kernel> {
-        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    pub fn from_name(name: &str) -> Option<KernelId> {
+        KernelId::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -301,178 +228,6 @@ impl Kernel {
 /// to: a multiple of 32 (as [`LaunchRule::LinearFullWarps`] needs) that keeps
 /// full occupancy at the kernels' register counts (≤ 40 on sm_80/sm_90).
 pub const DEFAULT_BLOCK: u32 = 256;
-
-use Access::{Read, ReadWrite, Write};
-
-const READ_SUM_U32X4: KernelInfo = KernelInfo {
-    kernel: Kernel::ReadSumU32x4,
-    name: "read_sum_u32x4",
-    module: Module::Stream,
-    params: &[
-        Param::ptr("in", Ty::U32x4, Read, 16, Len::Param(1)),
-        Param::scalar("n4", Ty::U64),
-        Param::ptr("out", Ty::U64, ReadWrite, 8, Len::Fixed(1)),
-    ],
-    launch: LaunchRule::LinearFullWarps,
-    accumulates: true,
-};
-
-const COPY_U32X4: KernelInfo = KernelInfo {
-    kernel: Kernel::CopyU32x4,
-    name: "copy_u32x4",
-    module: Module::Stream,
-    params: &[
-        Param::ptr("src", Ty::U32x4, Read, 16, Len::Param(2)),
-        Param::ptr("dst", Ty::U32x4, Write, 16, Len::Param(2)),
-        Param::scalar("n4", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const TRIAD_F32: KernelInfo = KernelInfo {
-    kernel: Kernel::TriadF32,
-    name: "triad_f32",
-    module: Module::Stream,
-    params: &[
-        Param::ptr("a", Ty::F32, Write, 16, Len::Param(4)),
-        Param::ptr("b", Ty::F32, Read, 16, Len::Param(4)),
-        Param::ptr("c", Ty::F32, Read, 16, Len::Param(4)),
-        Param::scalar("scalar", Ty::F32),
-        Param::scalar("n", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const SPIN_CYCLES: KernelInfo = KernelInfo {
-    kernel: Kernel::SpinCycles,
-    name: "spin_cycles",
-    module: Module::Spin,
-    params: &[Param::scalar("cycles", Ty::U64), Param::ptr("out", Ty::U64, Write, 8, Len::Fixed(1))],
-    launch: LaunchRule::Any,
-    accumulates: false,
-};
-
-const FILL_PATTERN_U32: KernelInfo = KernelInfo {
-    kernel: Kernel::FillPatternU32,
-    name: "fill_pattern_u32",
-    module: Module::Pattern,
-    params: &[
-        Param::ptr("dst", Ty::U32, Write, 4, Len::Param(1)),
-        Param::scalar("n", Ty::U64),
-        Param::scalar("seed", Ty::U32),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const CHECK_PATTERN_U32: KernelInfo = KernelInfo {
-    kernel: Kernel::CheckPatternU32,
-    name: "check_pattern_u32",
-    module: Module::Pattern,
-    params: &[
-        Param::ptr("src", Ty::U32, Read, 4, Len::Param(1)),
-        Param::scalar("n", Ty::U64),
-        Param::scalar("seed", Ty::U32),
-        Param::ptr("mismatches", Ty::U64, ReadWrite, 8, Len::Fixed(1)),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: true,
-};
-
-const SCALE_F32: KernelInfo = KernelInfo {
-    kernel: Kernel::ScaleF32,
-    name: "scale_f32",
-    module: Module::Elementwise,
-    params: &[
-        Param::ptr("in", Ty::F32, Read, 4, Len::Param(3)),
-        Param::ptr("out", Ty::F32, Write, 4, Len::Param(3)),
-        Param::scalar("a", Ty::F32),
-        Param::scalar("n", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const ADD_F32: KernelInfo = KernelInfo {
-    kernel: Kernel::AddF32,
-    name: "add_f32",
-    module: Module::Elementwise,
-    params: &[
-        Param::ptr("x", Ty::F32, Read, 4, Len::Param(3)),
-        Param::ptr("y", Ty::F32, Read, 4, Len::Param(3)),
-        Param::ptr("out", Ty::F32, Write, 4, Len::Param(3)),
-        Param::scalar("n", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const MIX_U32: KernelInfo = KernelInfo {
-    kernel: Kernel::MixU32,
-    name: "mix_u32",
-    module: Module::Elementwise,
-    params: &[
-        Param::ptr("a", Ty::U32, Read, 4, Len::Param(4)),
-        Param::ptr("b", Ty::U32, Read, 4, Len::Param(4)),
-        Param::ptr("out", Ty::U32, Write, 4, Len::Param(4)),
-        Param::scalar("salt", Ty::U32),
-        Param::scalar("n", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const BUMP_U32: KernelInfo = KernelInfo {
-    kernel: Kernel::BumpU32,
-    name: "bump_u32",
-    module: Module::Elementwise,
-    params: &[
-        Param::ptr("x", Ty::U32, ReadWrite, 4, Len::Param(2)),
-        Param::scalar("add", Ty::U32),
-        Param::scalar("n", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
-
-const CLOCK_PROBE: KernelInfo = KernelInfo {
-    kernel: Kernel::ClockProbe,
-    name: "clock_probe",
-    module: Module::Bench,
-    params: &[Param::scalar("cycles", Ty::U64), Param::ptr("out", Ty::U64, Write, 8, Len::Fixed(2))],
-    launch: LaunchRule::Any,
-    accumulates: false,
-};
-
-const SPIN_GATE: KernelInfo = KernelInfo {
-    kernel: Kernel::SpinGate,
-    name: "spin_gate",
-    module: Module::Bench,
-    params: &[
-        // Mapped pinned host memory (the host writes it while the kernel runs).
-        Param::ptr("flag", Ty::U32, Read, 4, Len::Fixed(1)),
-        Param::scalar("timeout_ns", Ty::U64),
-        Param::ptr("out", Ty::U64, Write, 8, Len::Fixed(1)),
-    ],
-    launch: LaunchRule::Any,
-    accumulates: false,
-};
-
-const COPY_MAPPED_U32X4: KernelInfo = KernelInfo {
-    kernel: Kernel::CopyMappedU32x4,
-    name: "copy_mapped_u32x4",
-    module: Module::Bench,
-    params: &[
-        // Mapped pinned host memory.
-        Param::ptr("src", Ty::U32x4, Read, 16, Len::Param(2)),
-        Param::ptr("dst", Ty::U32x4, Write, 16, Len::Param(2)),
-        Param::scalar("n4", Ty::U64),
-    ],
-    launch: LaunchRule::Linear,
-    accumulates: false,
-};
 
 #[cfg(test)]
 mod tests {
@@ -482,17 +237,17 @@ mod tests {
     #[test]
     fn table_is_consistent() {
         let mut names = HashSet::new();
-        for k in Kernel::ALL {
+        for k in KernelId::ALL {
             let info = k.info();
             assert_eq!(info.kernel, k);
             assert!(names.insert(info.name), "duplicate name {}", info.name);
-            assert_eq!(Kernel::from_name(info.name), Some(k));
+            assert_eq!(KernelId::from_name(info.name), Some(k));
             let mut param_names = HashSet::new();
             for p in info.params {
                 assert!(param_names.insert(p.name), "{}: duplicate param {}", info.name, p.name);
                 if let ParamKind::Pointer { elem, align, len, .. } = p.kind {
                     assert!(align.is_power_of_two() && align >= elem.align(), "{}.{}", info.name, p.name);
-                    if let Len::Param(i) = len {
+                    if let Extent::Param(i) = len {
                         assert_eq!(info.size_param(), Some(i), "{}: one size argument", info.name);
                         assert_eq!(
                             info.params.get(i).map(|q| q.kind),
@@ -508,31 +263,32 @@ mod tests {
             if info.accumulates {
                 assert!(info.params.iter().any(|p| matches!(
                     p.kind,
-                    ParamKind::Pointer { access: Access::ReadWrite, len: Len::Fixed(1), .. }
+                    ParamKind::Pointer { access: ParamAccess::ReadWrite, len: Extent::Fixed(1), .. }
                 )));
             }
         }
-        assert_eq!(Kernel::from_name("nope"), None);
+        assert_eq!(KernelId::from_name("nope"), None);
     }
 
     #[test]
     fn every_module_has_kernels() {
-        let total: usize = Module::ALL.iter().map(|m| m.kernels().count()).sum();
-        assert_eq!(total, Kernel::ALL.len());
-        for m in Module::ALL {
+        let total: usize = ModuleId::ALL.iter().map(|m| m.kernels().count()).sum();
+        assert_eq!(total, KernelId::ALL.len());
+        for m in ModuleId::ALL {
             assert!(m.kernels().count() > 0, "{}", m.name());
         }
         assert_eq!(
-            Module::Stream.kernels().map(|k| k.name).collect::<Vec<_>>(),
+            ModuleId::Stream.kernels().map(|k| k.name).collect::<Vec<_>>(),
             ["read_sum_u32x4", "copy_u32x4", "triad_f32"]
         );
     }
 
     #[test]
     fn vector_kernels_demand_16_byte_pointers() {
-        for k in [Kernel::ReadSumU32x4, Kernel::CopyU32x4, Kernel::TriadF32, Kernel::CopyMappedU32x4] {
+        for k in [KernelId::ReadSumU32x4, KernelId::CopyU32x4, KernelId::TriadF32, KernelId::CopyMappedU32x4]
+        {
             let data_ptrs = k.info().params.iter().filter_map(|p| match p.kind {
-                ParamKind::Pointer { align, len: Len::Param(_), .. } => Some(align),
+                ParamKind::Pointer { align, len: Extent::Param(_), .. } => Some(align),
                 _ => None,
             });
             assert!(data_ptrs.clone().count() > 0);
@@ -542,8 +298,11 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(TRIAD_F32.params.iter().map(Param::size).collect::<Vec<_>>(), [8, 8, 8, 4, 8]);
+        assert_eq!(
+            KernelId::TriadF32.info().params.iter().map(KernelParam::size).collect::<Vec<_>>(),
+            [8, 8, 8, 4, 8]
+        );
         assert_eq!(Ty::U32x4.size(), 16);
-        assert!(SPIN_CYCLES.params[1].is_pointer());
+        assert!(KernelId::SpinCycles.info().params[1].is_pointer());
     }
 }

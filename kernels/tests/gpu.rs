@@ -14,7 +14,7 @@ use cuda_sys::{
     CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUmodule, CUresult, CUstream,
     CUstream_flags, Driver, check, driver,
 };
-use kernels::{Kernel, Module, reference};
+use kernels::{KernelId, ModuleId, reference};
 use std::ffi::{CString, c_void};
 
 /// Calls a driver entry point and panics with its name and error on failure.
@@ -49,7 +49,7 @@ enum Arg {
 struct Gpu {
     d: &'static Driver,
     stream: CUstream,
-    modules: Vec<(Module, CUmodule)>,
+    modules: Vec<(ModuleId, CUmodule)>,
 }
 
 impl Gpu {
@@ -64,7 +64,7 @@ impl Gpu {
         let mut stream: CUstream = std::ptr::null_mut();
         cu!(gpu, cuStreamCreateWithPriority(&mut stream, CUstream_flags::CU_STREAM_NON_BLOCKING.0, 0));
         gpu.stream = stream;
-        for m in Module::ALL {
+        for m in ModuleId::ALL {
             let image = m.fatbin();
             let mut module: CUmodule = std::ptr::null_mut();
             cu!(gpu, cuModuleLoadData(&mut module, image.as_ptr().cast()));
@@ -79,7 +79,7 @@ impl Gpu {
         v
     }
 
-    fn function(&self, kernel: Kernel) -> CUfunction {
+    fn function(&self, kernel: KernelId) -> CUfunction {
         let info = kernel.info();
         let module = self.modules.iter().find(|(m, _)| *m == info.module).unwrap().1;
         let name = CString::new(info.name).unwrap();
@@ -125,7 +125,7 @@ impl Gpu {
 
     /// Launches `kernel` on the test stream; checks each argument's size
     /// against the spec first. Returns the launch's `CUresult`.
-    fn try_launch(&self, kernel: Kernel, grid: u32, block: u32, args: &[Arg]) -> CUresult {
+    fn try_launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) -> CUresult {
         let info = kernel.info();
         assert_eq!(args.len(), info.params.len(), "{}", info.name);
         let mut store = args.to_vec();
@@ -163,7 +163,7 @@ impl Gpu {
         )
     }
 
-    fn launch(&self, kernel: Kernel, grid: u32, block: u32, args: &[Arg]) {
+    fn launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) {
         check(self.try_launch(kernel, grid, block, args))
             .unwrap_or_else(|e| panic!("launching {}: {e}", kernel.name()));
     }
@@ -203,7 +203,7 @@ fn grids(items: u64) -> [u32; 2] {
 }
 
 fn check_param_info(gpu: &Gpu) {
-    for k in Kernel::ALL {
+    for k in KernelId::ALL {
         let f = gpu.function(k);
         let info = k.info();
         for (i, p) in info.params.iter().enumerate() {
@@ -235,10 +235,10 @@ fn fatbins_on_the_gpu_match_the_references() {
     let dst = gpu.alloc(16 * n4);
     for grid in grids(n4 as u64) {
         gpu.zero(out, 8);
-        gpu.launch(Kernel::ReadSumU32x4, grid, block, &[Arg::Ptr(src), Arg::U64(n4 as u64), Arg::Ptr(out)]);
+        gpu.launch(KernelId::ReadSumU32x4, grid, block, &[Arg::Ptr(src), Arg::U64(n4 as u64), Arg::Ptr(out)]);
         assert_eq!(gpu.download::<u64>(out, 1)[0], reference::read_sum_u32(&data), "read_sum grid {grid}");
         gpu.zero(dst, 16 * n4);
-        gpu.launch(Kernel::CopyU32x4, grid, block, &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n4 as u64)]);
+        gpu.launch(KernelId::CopyU32x4, grid, block, &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n4 as u64)]);
         assert!(gpu.download::<u32>(dst, 4 * n4) == data, "copy grid {grid}");
     }
 
@@ -251,7 +251,7 @@ fn fatbins_on_the_gpu_match_the_references() {
     for grid in grids(n as u64 / 4) {
         gpu.zero(da, 4 * n);
         gpu.launch(
-            Kernel::TriadF32,
+            KernelId::TriadF32,
             grid,
             block,
             &[Arg::Ptr(da), Arg::Ptr(db), Arg::Ptr(dc), Arg::F32(scalar), Arg::U64(n as u64)],
@@ -268,7 +268,7 @@ fn fatbins_on_the_gpu_match_the_references() {
     for grid in grids(n as u64) {
         gpu.zero(filled, 4 * n);
         gpu.launch(
-            Kernel::FillPatternU32,
+            KernelId::FillPatternU32,
             grid,
             block,
             &[Arg::Ptr(filled), Arg::U64(n as u64), Arg::U32(seed)],
@@ -278,7 +278,7 @@ fn fatbins_on_the_gpu_match_the_references() {
         assert!(gpu.download::<u32>(filled, n) == want, "fill grid {grid}");
         gpu.zero(mismatches, 8);
         gpu.launch(
-            Kernel::CheckPatternU32,
+            KernelId::CheckPatternU32,
             grid,
             block,
             &[Arg::Ptr(filled), Arg::U64(n as u64), Arg::U32(seed), Arg::Ptr(mismatches)],
@@ -291,7 +291,7 @@ fn fatbins_on_the_gpu_match_the_references() {
         let p = gpu.upload(&planted);
         gpu.zero(mismatches, 8);
         gpu.launch(
-            Kernel::CheckPatternU32,
+            KernelId::CheckPatternU32,
             grid,
             block,
             &[Arg::Ptr(p), Arg::U64(n as u64), Arg::U32(seed), Arg::Ptr(mismatches)],
@@ -310,7 +310,7 @@ fn fatbins_on_the_gpu_match_the_references() {
         let mut want = vec![0.0f32; n];
         reference::scale_f32(&x, &mut want, -0.37);
         gpu.launch(
-            Kernel::ScaleF32,
+            KernelId::ScaleF32,
             grid,
             block,
             &[Arg::Ptr(dx), Arg::Ptr(dout), Arg::F32(-0.37), Arg::U64(n as u64)],
@@ -320,7 +320,7 @@ fn fatbins_on_the_gpu_match_the_references() {
 
         reference::add_f32(&x, &y, &mut want);
         gpu.launch(
-            Kernel::AddF32,
+            KernelId::AddF32,
             grid,
             block,
             &[Arg::Ptr(dx), Arg::Ptr(dy), Arg::Ptr(dout), Arg::U64(n as u64)],
@@ -331,7 +331,7 @@ fn fatbins_on_the_gpu_match_the_references() {
         let mut want = vec![0u32; n];
         reference::mix_u32(&ua, &ub, &mut want, 0xABCD);
         gpu.launch(
-            Kernel::MixU32,
+            KernelId::MixU32,
             grid,
             block,
             &[Arg::Ptr(dua), Arg::Ptr(dub), Arg::Ptr(dout), Arg::U32(0xABCD), Arg::U64(n as u64)],
@@ -340,7 +340,7 @@ fn fatbins_on_the_gpu_match_the_references() {
 
         let bumped = gpu.upload(&ua);
         gpu.launch(
-            Kernel::BumpU32,
+            KernelId::BumpU32,
             grid,
             block,
             &[Arg::Ptr(bumped), Arg::U32(0xFFFF_FFF0), Arg::U64(n as u64)],
@@ -355,9 +355,9 @@ fn fatbins_on_the_gpu_match_the_references() {
     let clock_khz = gpu.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
     let cycles: u64 = 20_000_000;
     let sms = gpu.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) as u32;
-    gpu.launch(Kernel::SpinCycles, 1, 32, &[Arg::U64(1000), Arg::Ptr(out)]); // warm up
+    gpu.launch(KernelId::SpinCycles, 1, 32, &[Arg::U64(1000), Arg::Ptr(out)]); // warm up
     gpu.sync();
-    let ms = gpu.time(|| gpu.launch(Kernel::SpinCycles, sms, 128, &[Arg::U64(cycles), Arg::Ptr(out)]));
+    let ms = gpu.time(|| gpu.launch(KernelId::SpinCycles, sms, 128, &[Arg::U64(cycles), Arg::Ptr(out)]));
     let waited = gpu.download::<u64>(out, 1)[0];
     assert!(waited >= cycles, "spin waited {waited} < {cycles}");
     let expected_ms = cycles as f64 / clock_khz as f64;
@@ -373,12 +373,14 @@ fn fatbins_on_the_gpu_match_the_references() {
     gpu.zero(s, 16 * big4);
     gpu.zero(u, 16 * big4);
     let grid = sms * 8;
-    for (kernel, moved) in
-        [(Kernel::ReadSumU32x4, 16 * big4), (Kernel::CopyU32x4, 32 * big4), (Kernel::TriadF32, 48 * big4)]
-    {
+    for (kernel, moved) in [
+        (KernelId::ReadSumU32x4, 16 * big4),
+        (KernelId::CopyU32x4, 32 * big4),
+        (KernelId::TriadF32, 48 * big4),
+    ] {
         let args = match kernel {
-            Kernel::ReadSumU32x4 => vec![Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)],
-            Kernel::CopyU32x4 => vec![Arg::Ptr(s), Arg::Ptr(t), Arg::U64(big4 as u64)],
+            KernelId::ReadSumU32x4 => vec![Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)],
+            KernelId::CopyU32x4 => vec![Arg::Ptr(s), Arg::Ptr(t), Arg::U64(big4 as u64)],
             _ => vec![Arg::Ptr(t), Arg::Ptr(s), Arg::Ptr(u), Arg::F32(2.0), Arg::U64(4 * big4 as u64)],
         };
         gpu.launch(kernel, grid, block, &args);
@@ -394,7 +396,7 @@ fn fatbins_on_the_gpu_match_the_references() {
         );
     }
     let tiny = [Arg::Ptr(s), Arg::U64(big4 as u64), Arg::Ptr(out)];
-    let ms = gpu.time(|| gpu.launch(Kernel::ReadSumU32x4, sms, 1024, &tiny));
+    let ms = gpu.time(|| gpu.launch(KernelId::ReadSumU32x4, sms, 1024, &tiny));
     println!(
         "read_sum_u32x4: {:.0} GB/s with {sms} blocks x 1024",
         (16 * big4) as f64 / (f64::from(ms) * 1e6)
@@ -406,7 +408,7 @@ fn fatbins_on_the_gpu_match_the_references() {
     if std::env::var_os("GPU_SANITIZER").is_some() {
         return;
     }
-    let r = gpu.try_launch(Kernel::CopyU32x4, 1, 32, &[Arg::Ptr(src + 4), Arg::Ptr(dst), Arg::U64(4)]);
+    let r = gpu.try_launch(KernelId::CopyU32x4, 1, 32, &[Arg::Ptr(src + 4), Arg::Ptr(dst), Arg::U64(4)]);
     let r = if check(r).is_ok() { cu_raw!(gpu, cuStreamSynchronize(gpu.stream)) } else { r };
     assert_eq!(r, CUresult::CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned uint4 load");
     println!("misaligned copy_u32x4 (src + 4 bytes): {}", check(r).unwrap_err());

@@ -1,9 +1,9 @@
-//! The spec table (`kernels::Kernel::info`) against the `extern "C"`
+//! The spec table (`kernels::KernelId::info`) against the `extern "C"`
 //! signatures in `kernels/cu/*.cu`: same kernels per module, same parameter
 //! names, order, types and constness. Catches drift between the CUDA sources
 //! and the Rust side.
 
-use kernels::{Access, Kernel, Module, ParamKind, Ty};
+use kernels::{KernelId, ModuleId, ParamAccess, ParamKind, Ty};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -75,18 +75,18 @@ fn spec_matches_cuda_signatures() {
             on_disk.insert(path.file_stem().unwrap().to_str().unwrap().to_owned());
         }
     }
-    let modules: BTreeSet<_> = Module::ALL.iter().map(|m| m.name().to_owned()).collect();
-    assert_eq!(on_disk, modules, "kernels/cu/*.cu and Module::ALL differ");
+    let modules: BTreeSet<_> = ModuleId::ALL.iter().map(|m| m.name().to_owned()).collect();
+    assert_eq!(on_disk, modules, "kernels/cu/*.cu and ModuleId::ALL differ");
 
     let mut checked = 0;
-    for module in Module::ALL {
+    for module in ModuleId::ALL {
         let src = std::fs::read_to_string(cu.join(format!("{}.cu", module.name()))).unwrap();
         let found = kernels_in(&src);
         let in_src: BTreeSet<_> = found.iter().map(|(n, _)| n.as_str()).collect();
         let in_spec: BTreeSet<_> = module.kernels().map(|k| k.name).collect();
         assert_eq!(in_src, in_spec, "kernels of {}.cu", module.name());
         for (name, cparams) in &found {
-            let info = Kernel::from_name(name).unwrap().info();
+            let info = KernelId::from_name(name).unwrap().info();
             assert_eq!(info.module, module);
             assert_eq!(cparams.len(), info.params.len(), "{name}: parameter count");
             for (c, p) in cparams.iter().zip(info.params) {
@@ -102,7 +102,7 @@ fn spec_matches_cuda_signatures() {
                         assert!(c.pointer, "{at}: C has a scalar, spec a pointer");
                         assert_eq!(p.size(), 8);
                         assert_eq!(c.ty, elem.c_name(), "{at}: element type");
-                        assert_eq!(c.const_pointee, access == Access::Read, "{at}: const <=> read-only");
+                        assert_eq!(c.const_pointee, access == ParamAccess::Read, "{at}: const <=> read-only");
                         assert!(align >= elem.align());
                         if c.ty == Ty::U32x4.c_name() {
                             assert_eq!(align, 16);
@@ -113,7 +113,7 @@ fn spec_matches_cuda_signatures() {
             checked += 1;
         }
     }
-    assert_eq!(checked, Kernel::ALL.len());
+    assert_eq!(checked, KernelId::ALL.len());
 }
 
 #[test]

@@ -320,7 +320,7 @@ fn launches_are_checked_before_the_driver_sees_them() {
     let t = ctx(10);
     let k = Kernels::load(&t.device).expect("kernels");
     let s = Stream::new(&t.device).expect("s");
-    let m = Module::load(&t.device, kernels::Module::Elementwise.fatbin()).expect("module");
+    let m = Module::load(&t.device, kernels::ModuleId::Elementwise.fatbin()).expect("module");
     // SAFETY: a wrong signature for add_f32; the driver's parameter list
     // rejects it (asserted), so no kernel comes back to launch.
     match unsafe { m.kernel::<(In<f32>, Out<f32>)>("add_f32") } {

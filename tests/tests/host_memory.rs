@@ -137,7 +137,7 @@ fn a_host_function_that_drops_buffers_neither_deadlocks_nor_leaks() {
         let extra_stream = Stream::new(&t.device).expect("extra stream");
         let event = SyncEvent::new(&t.device).expect("event");
         event.record(&extra_stream).expect("record");
-        let module = gpu_sync::Module::load(&t.device, kernels::Module::Spin.fatbin()).expect("module");
+        let module = gpu_sync::Module::load(&t.device, kernels::ModuleId::Spin.fatbin()).expect("module");
         let mut captured = DeviceBuffer::<u32>::alloc(&other, 64).expect("captured");
         other.synchronize().expect("sync other");
         let graph = other.capture(|cap| cap.stream().fill_u32(&mut captured, 7)).expect("capture");

@@ -24,7 +24,7 @@ fn launches(t: &sync_tests::Ctx) -> usize {
 }
 
 fn elementwise(t: &sync_tests::Ctx) -> Module {
-    Module::load(&t.device, kernels::Module::Elementwise.fatbin()).expect("module")
+    Module::load(&t.device, kernels::ModuleId::Elementwise.fatbin()).expect("module")
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn module_load_refuses_images_the_driver_would_read_past() {
     invalid(b"\0", "empty PTX");
 
     // A fatbin cut short, or whose header claims more than the slice holds.
-    let fatbin = kernels::Module::Elementwise.fatbin();
+    let fatbin = kernels::ModuleId::Elementwise.fatbin();
     for cut in [4, 15, 16, 100, fatbin.len() / 2, fatbin.len() - 1] {
         let msg = invalid(&fatbin[..cut], "truncated fatbin");
         assert!(msg.contains("fatbin"), "{msg}");

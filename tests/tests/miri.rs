@@ -98,7 +98,7 @@ fn module_load_reads_nothing_past_the_slice() {
     // (Miri: out-of-bounds read).
     assert!(matches!(Module::load(&t.device, b"//"), Err(Error::InvalidArgument(_))));
     // A fatbin whose header declares more than the slice holds.
-    let fatbin = kernels::Module::Spin.fatbin();
+    let fatbin = kernels::ModuleId::Spin.fatbin();
     assert!(matches!(Module::load(&t.device, &fatbin[..24]), Err(Error::InvalidArgument(_))));
     // Valid images load, read within their slices.
     // (A module with no functions: the smallest PTX a real driver accepts.)
@@ -112,7 +112,7 @@ fn module_load_reads_nothing_past_the_slice() {
 fn a_len_keeps_a_kernel_inside_its_view() {
     let t = ctx(5);
     let s = Stream::new(&t.device).expect("stream");
-    let m = Module::load(&t.device, kernels::Module::Elementwise.fatbin()).expect("module");
+    let m = Module::load(&t.device, kernels::ModuleId::Elementwise.fatbin()).expect("module");
     // SAFETY: bump_u32 (kernels/cu/elementwise.cu) reads and writes x[i]
     // (Out) for i < n only, n a `Len` checked against the view; nothing
     // else; race-free in the 1-D launches made here (`bump` stays here).

@@ -46,7 +46,7 @@ fn missing_entry_points_are_unsupported_and_the_rest_works() {
     assert!(stats.pool.is_none());
     let s = Stream::new(&dev).expect("stream");
     let mut x = DeviceBuffer::<f32>::zeroed(&s, 64).expect("cuMemAlloc fallback");
-    let m = Module::load(&dev, kernels::Module::Elementwise.fatbin()).expect("module");
+    let m = Module::load(&dev, kernels::ModuleId::Elementwise.fatbin()).expect("module");
     // SAFETY: scale_f32(const float* in, float* out, float a, u64 n) in
     // kernels/cu/elementwise.cu: reads `in`, stores to `out`, at i < n only,
     // n a `Len` checked against both views; nothing else. Race-free in 1-D
