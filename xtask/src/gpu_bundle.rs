@@ -189,9 +189,19 @@ if want sanitize; then
              "$here"/tests/sync-tests--capture_race "$here"/tests/sync-tests--prefetch; do
       [ -x "$t" ] || continue
       step "compute-sanitizer --tool $tool $(basename "$t")"
-      timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
-        "$t" --include-ignored --test-threads=1 \
-        || failed+=("$tool $(basename "$t")")
+      if ! timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
+        "$t" --include-ignored --test-threads=1; then
+        failed+=("$tool $(basename "$t")")
+        # Which test? Each on its own, so one hang or report hides no other.
+        for name in $("$t" --list --include-ignored 2>/dev/null | sed -n 's/: test$//p'); do
+          if timeout 120 "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
+               "$t" --include-ignored --exact "$name" >/dev/null 2>&1; then
+            echo "    alone: $name ok"
+          else
+            echo "    alone: $name FAILED (exit $?)"
+          fi
+        done
+      fi
     done
   done
 fi
