@@ -14,11 +14,12 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
+use crate::ffi::call;
 use crate::stream::{Point, Stream, StreamInner};
 use crate::tracker::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
+use cuda_sys::result as cu;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -52,19 +53,17 @@ impl Allocation {
         }
         let dev = &device.inner;
         if device.has_memory_pools() {
-            let ((), ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
-                // SAFETY: writes one device pointer through a valid pointer;
-                // `raw` is a live stream of the current context.
-                unsafe { cu!(dev.drv, cuMemAllocAsync(&mut alloc.ptr, bytes, raw)) }
+            let (ptr, ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
+                call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
+            alloc.ptr = ptr;
             alloc.stream = Some(stream.inner.clone());
             // The allocation happens in stream order: a write by that stream.
             alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
         } else {
             crate::graph::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
-            // SAFETY: writes one device pointer; the context is current.
-            unsafe { cu!(dev.drv, cuMemAlloc(&mut alloc.ptr, bytes)) }?;
+            alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
         dev.ledger.allocated(bytes as u64);
         Ok(alloc)
@@ -94,7 +93,7 @@ impl Allocation {
                     // (here); the free is ordered after every use recorded on
                     // other streams (the device-side waits `submit` issues for
                     // `deps`) and after same-stream uses by FIFO order.
-                    unsafe { cu!(dev.drv, cuMemFreeAsync(ptr, raw)) }
+                    call("cuMemFreeAsync", || unsafe { cu::memory::free_async(ptr, raw) })
                 })?;
             }
             None => {
@@ -104,7 +103,7 @@ impl Allocation {
                 dev.bind()?;
                 // SAFETY: `ptr` came from cuMemAlloc, is freed once, and every
                 // recorded use has completed (host waits above).
-                unsafe { cu!(dev.drv, cuMemFree(ptr)) }?;
+                call("cuMemFree", || unsafe { cu::memory::free(dev.drv, ptr) })?;
             }
         }
         dev.ledger.freed(self.bytes as u64);

@@ -24,11 +24,12 @@ use crate::buffer::{Allocation, flush_deferred};
 use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
+use crate::ffi::{call, cu};
 use crate::module::ModuleInner;
-use crate::stream::{Point, Stream, StreamInner, destroy_event};
+use crate::stream::{Point, Stream, StreamInner, create_event};
 use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
-use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamCaptureMode};
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUgraphExec, CUstreamCaptureMode, OwnedEvent};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -105,7 +106,7 @@ pub(crate) struct CaptureInner {
     local: HashMap<u64, LocalTracker>,
     accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
-    events: Vec<CUevent>,
+    events: Vec<OwnedEvent>,
     seq: u64,
 }
 
@@ -142,17 +143,6 @@ impl CaptureSlot for StreamInner {
     }
 }
 
-// SAFETY: the only fields that are not `Send + Sync` on their own are the
-// raw `CUevent`s in `inner.events`: events are not tied to a thread, and
-// these are only created, recorded, waited on (in the capture, under the
-// `inner` lock) and destroyed (once, by `end_capture`, after taking them out
-// of the list under that lock). Everything else is `Arc`s of `Send + Sync`
-// types behind mutexes.
-unsafe impl Send for CaptureState {}
-// SAFETY: all shared access goes through the `streams` and `inner` mutexes;
-// see `Send` for the events.
-unsafe impl Sync for CaptureState {}
-
 impl CaptureState {
     fn stream(&self, id: u64) -> Option<Arc<StreamInner>> {
         if self.origin.id == id {
@@ -168,20 +158,17 @@ impl CaptureState {
         &self,
         inner: &mut CaptureInner,
         from: &StreamInner,
-        to: CUstream,
+        to: BorrowedStream<'_>,
         device: &Device,
     ) -> Result<()> {
-        let dev = &device.inner;
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one event handle; the context is current.
-        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
+        let ev = create_event(device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)?;
+        // Both streams are live and part of this capture, so the record and
+        // the wait become graph nodes/edges; `ev` is kept until the capture
+        // ends.
+        let r = call("cuEventRecord", || cu::event::record(&ev, from.raw()))
+            .and_then(|()| call("cuStreamWaitEvent", || cu::stream::wait_event(to, &ev, 0)));
         inner.events.push(ev);
-        // SAFETY: both streams are live and part of this capture, so the
-        // record and the wait become graph nodes/edges; `ev` is live until
-        // the capture ends.
-        unsafe { cu!(dev.drv, cuEventRecord(ev, from.raw)) }?;
-        // SAFETY: as above.
-        unsafe { cu!(dev.drv, cuStreamWaitEvent(to, ev, 0)) }
+        r
     }
 }
 
@@ -202,7 +189,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     keep: Option<&KeepAlive>,
     cap: &CaptureState,
     inner: &mut CaptureInner,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
     let s = &stream.inner;
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
@@ -233,9 +220,9 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     deps.dedup();
     for sid in deps {
         let Some(from) = cap.stream(sid) else { continue };
-        cap.edge(inner, &from, s.raw, device)?;
+        cap.edge(inner, &from, s.raw(), device)?;
     }
-    let r = op(s.raw)?;
+    let r = op(s.raw())?;
     inner.seq += 1;
     let seq = inner.seq;
     for (alloc, a) in &list {
@@ -279,7 +266,7 @@ pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) ->
                 return Ok(false);
             }
             to.device.inner.bind()?;
-            a.edge(&mut g.data, from, to.raw, &to.device)?;
+            a.edge(&mut g.data, from, to.raw(), &to.device)?;
             Ok(true)
         }
         (None, None) => Ok(false),
@@ -318,7 +305,7 @@ impl Capture<'_> {
             fork.inner.capturing.store(true, Ordering::Release);
         }
         self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
-        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw, self.origin.device())?;
+        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw(), self.origin.device())?;
         Ok(fork)
     }
 }
@@ -357,8 +344,8 @@ impl Stream {
             // record on this stream while it captures.
             s.seal_marker(&mut st)?;
             let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-            // SAFETY: a live stream of the current context, not capturing.
-            unsafe { cu!(dev.drv, cuStreamBeginCapture(s.raw, mode)) }?;
+            // A live stream of the current context, not capturing.
+            call("cuStreamBeginCapture", || cu::stream::begin_capture(s.raw(), mode))?;
             st.capture = Some(state.clone());
             s.capturing.store(true, Ordering::Release);
         }
@@ -410,14 +397,14 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
             let mut joined = Ok(());
             for f in &forks {
                 if joined.is_ok() {
-                    joined = state.edge(inner, f, origin.raw, &origin.device);
+                    joined = state.edge(inner, f, origin.raw(), &origin.device);
                 }
             }
             let mut graph: CUgraph = std::ptr::null_mut();
             let ended = dev.bind().and_then(|()| {
                 // SAFETY: `origin` is live and capturing; writes one graph
                 // handle.
-                unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
+                unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw().as_raw(), &mut graph)) }
             });
             if ended.is_err() {
                 leave_capture(origin);
@@ -434,7 +421,7 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
         },
     );
     for ev in events {
-        destroy_event(&origin.device, ev);
+        crate::release::release_later(&origin.device, ev);
     }
     for s in forks.iter().chain(std::iter::once(origin)) {
         flush_deferred(s);
@@ -449,16 +436,14 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
 /// the stream is usable again.
 fn leave_capture(stream: &StreamInner) {
     let drv = stream.device.inner.drv;
-    let mut status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a live stream; writes one status through a valid pointer.
-    let still = unsafe { cu!(drv, cuStreamIsCapturing(stream.raw, &mut status)) }.is_ok()
-        && status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
+        .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     if !still {
         return;
     }
     let mut graph: CUgraph = std::ptr::null_mut();
     // SAFETY: as in `end_capture`.
-    match unsafe { cu!(drv, cuStreamEndCapture(stream.raw, &mut graph)) } {
+    match unsafe { cu!(drv, cuStreamEndCapture(stream.raw().as_raw(), &mut graph)) } {
         Ok(()) => destroy_graph(&stream.device, graph),
         Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
     }
@@ -646,7 +631,7 @@ impl GraphExec {
             // every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
             // exec runs meanwhile (the `last` lock is held).
-            unsafe { cu!(drv, cuGraphLaunch(exec, raw)) }
+            unsafe { cu!(drv, cuGraphLaunch(exec, raw.as_raw())) }
         })?;
         *last = Some(Point { stream: stream.inner.clone(), ticket });
         Ok(())

@@ -74,6 +74,7 @@ mod module;
 pub mod nvrtc;
 mod pinned;
 mod prefetch;
+mod release;
 pub mod safety;
 mod scope;
 #[cfg(feature = "sim")]

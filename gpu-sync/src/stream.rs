@@ -7,17 +7,21 @@
 //! stream covering every ticket so far, cached and reused while it still
 //! covers what is asked. Same-stream work needs no event at all.
 //!
-//! Unsafe code: this file calls the driver (`cuStreamCreateWithPriority`,
-//! `cuStreamWaitEvent`, `cuEventRecord`, `cuLaunchHostFunc`, …).
+//! Unsafe code: `launch_host_fn` hands the driver a callback and its boxed
+//! closure (`cuLaunchHostFunc` takes raw pointers), and the callback takes
+//! the box back.
 #![allow(unsafe_code)]
 
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::event::AsEvent;
-use crate::ffi::{cu, cu_query};
+use crate::ffi::call;
 use crate::graph::CaptureState;
+use crate::release::Held;
 use crate::scope::StreamSynced;
-use cuda_sys::{CUevent, CUevent_flags, CUstream, CUstream_flags};
+use cuda_sys::handle::kind::StreamKind;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent_flags, CUstream, CUstream_flags, OwnedEvent};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,82 +60,71 @@ impl Point {
 }
 
 /// A sync-only event from a stream's pool, recorded on that stream.
+///
+/// `Send + Sync` from its parts: an event may be waited on and queried from
+/// any thread (cuda-sys argues it once for [`OwnedEvent`]). A marker's event
+/// is recorded once, before the marker is shared (see `marker_covering`), and
+/// goes back to the pool only when the last `Arc<Marker>` drops, so no thread
+/// re-records it while another waits.
 pub(crate) struct Marker {
-    pub raw: CUevent,
+    /// Always `Some` until `Drop` hands it back to the pool.
+    ev: Option<OwnedEvent>,
     pool: Arc<EventPool>,
 }
 
 impl Marker {
+    /// The marker's event.
+    #[inline]
+    pub fn event(&self) -> Result<&OwnedEvent> {
+        self.ev.as_ref().ok_or_else(|| Error::InvalidArgument("a marker used after its release".into()))
+    }
+
     /// `cuEventSynchronize` on the marker.
     pub fn synchronize(&self) -> Result<()> {
-        let dev = &self.pool.device.inner;
-        dev.bind()?;
-        // SAFETY: `raw` is a live event owned by this marker (returned to the
-        // pool only when the marker drops).
-        unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }
+        self.pool.device.inner.bind()?;
+        let ev = self.event()?;
+        call("cuEventSynchronize", || cu::event::synchronize(ev))
     }
 
     /// `cuEventQuery` on the marker: whether its work has completed.
     pub fn query(&self) -> Result<bool> {
-        let dev = &self.pool.device.inner;
-        dev.bind()?;
-        // SAFETY: as in `synchronize`.
-        unsafe { cu_query!(dev.drv, cuEventQuery(self.raw)) }
+        self.pool.device.inner.bind()?;
+        let ev = self.event()?;
+        call("cuEventQuery", || cu::event::query(ev))
     }
 }
 
-// SAFETY: an event may be waited on, queried and destroyed from any thread.
-// A marker's event is recorded once, before the marker is shared (see
-// `marker_covering`), and goes back to the (thread-safe) pool only when the
-// last `Arc<Marker>` drops, so no thread re-records it while another waits.
-unsafe impl Send for Marker {}
-// SAFETY: `&Marker` only waits on or queries its event (`cuEventSynchronize`,
-// `cuEventQuery`, `cuStreamWaitEvent`), which the driver allows concurrently.
-unsafe impl Sync for Marker {}
-
 impl Drop for Marker {
     fn drop(&mut self) {
-        self.pool.put(self.raw);
+        if let Some(ev) = self.ev.take() {
+            self.pool.put(ev);
+        }
     }
 }
 
 /// Sync-only events (`CU_EVENT_DISABLE_TIMING`) kept for a stream's markers.
 pub(crate) struct EventPool {
     device: Device,
-    free: Mutex<Vec<CUevent>>,
+    free: Mutex<Vec<OwnedEvent>>,
 }
-
-// SAFETY: `CUevent` handles are not tied to a thread. A pooled event belongs
-// to no marker any more (waits already issued on it took its record at call
-// time) and is owned by the list, which is behind a mutex: `take` hands an
-// event to exactly one caller.
-unsafe impl Send for EventPool {}
-// SAFETY: all access to the list goes through its mutex.
-unsafe impl Sync for EventPool {}
 
 const POOL_KEEP: usize = 8;
 
 impl EventPool {
-    fn take(&self) -> Result<CUevent> {
+    fn take(&self) -> Result<OwnedEvent> {
         if let Some(ev) = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(ev);
         }
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one event handle through a valid pointer; the
-        // device's context is current.
-        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
-        Ok(ev)
+        create_event(&self.device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)
     }
 
-    fn put(&self, ev: CUevent) {
+    fn put(&self, ev: OwnedEvent) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         if free.len() < POOL_KEEP {
             free.push(ev);
         } else {
             drop(free);
-            destroy_event(&self.device, ev);
+            crate::release::release_later(&self.device, ev);
         }
     }
 }
@@ -140,45 +133,19 @@ impl Drop for EventPool {
     fn drop(&mut self) {
         let free = std::mem::take(self.free.get_mut().unwrap_or_else(|p| p.into_inner()));
         for ev in free {
-            destroy_event(&self.device, ev);
+            crate::release::release_later(&self.device, ev);
         }
     }
 }
 
-/// `cuEventDestroy`, logging (never panicking) on failure; inside a host
-/// function, deferred (see `host_fn`).
-pub(crate) fn destroy_event(device: &Device, ev: CUevent) {
-    if crate::host_fn::active() {
-        let (device, ev) = (device.clone(), SendHandle(ev));
-        crate::host_fn::defer(Box::new(move || destroy_event(&device, ev.into_inner())));
-        return;
-    }
+/// The one way gpu-sync creates events (`cuEventCreate` with `flags`, the
+/// device's context current): markers, graph edges and the public event
+/// types all come from here.
+pub(crate) fn create_event(device: &Device, flags: u32) -> Result<OwnedEvent> {
     let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: `ev` is a live event no longer used by gpu-sync; the driver
-        // defers releasing it until pending work referencing it completes.
-        unsafe { cu!(dev.drv, cuEventDestroy(ev)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA event: {e}");
-    }
+    dev.bind()?;
+    call("cuEventCreate", || cu::event::create(dev.drv, flags))
 }
-
-/// A driver handle moved to another thread to be released there.
-pub(crate) struct SendHandle<H>(H);
-
-impl<H> SendHandle<H> {
-    /// The handle. (A method, not field access, so that a closure captures
-    /// the whole `Send` wrapper rather than its raw field.)
-    pub(crate) fn into_inner(self) -> H {
-        self.0
-    }
-}
-
-// SAFETY: CUDA stream and event handles may be used and destroyed from any
-// thread (the driver API is thread-safe); the wrapper only carries one to
-// the thread that releases it, and the sender gives it up.
-unsafe impl<H> Send for SendHandle<H> {}
 
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
@@ -214,7 +181,9 @@ impl StreamState {
 }
 
 pub(crate) struct StreamInner {
-    pub raw: CUstream,
+    /// The driver stream, destroyed (context bound, deferred inside host
+    /// functions) when the last handle and the last recorded use are gone.
+    pub stream: Held<StreamKind>,
     pub device: Device,
     pub id: u64,
     pub priority: i32,
@@ -226,18 +195,13 @@ pub(crate) struct StreamInner {
     pool: Arc<EventPool>,
 }
 
-// SAFETY: `raw` is a driver stream handle, not tied to a thread: the driver
-// lets any thread submit to any stream of a context that is current on it
-// (gpu-sync binds it before every call). It is destroyed once, in `Drop` or
-// `Stream::close`, with unique access. Everything else is `Send + Sync`.
-unsafe impl Send for StreamInner {}
-// SAFETY: submissions through `&StreamInner` are serialized by `state`, so
-// tickets follow the driver's order; a capture's submissions by the capture's
-// own lock, which also covers `cuStreamEndCapture` (see `graph::CaptureState`);
-// the rest is atomics.
-unsafe impl Sync for StreamInner {}
-
 impl StreamInner {
+    /// The driver stream, borrowed.
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> BorrowedStream<'_> {
+        self.stream.get().as_borrowed()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, StreamState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -256,13 +220,14 @@ impl StreamInner {
         }
         let ev = self.pool.take()?;
         let covered = st.last_ticket;
-        let r = self.device.inner.bind().and_then(|()| {
-            // SAFETY: `ev` is a live event from this stream's pool and `raw`
-            // a live stream of the same context; recording is ordered with
-            // this stream's submissions by the state lock held here.
-            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
-        });
-        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
+        // Recording is ordered with this stream's submissions by the state
+        // lock held here.
+        let r = self
+            .device
+            .inner
+            .bind()
+            .and_then(|()| call("cuEventRecord", || cu::event::record(&ev, self.raw())));
+        let marker = Arc::new(Marker { ev: Some(ev), pool: self.pool.clone() });
         r?;
         st.marker = Some((marker.clone(), covered));
         Ok((marker, covered))
@@ -276,12 +241,12 @@ impl StreamInner {
         &self,
         op_name: &'static str,
         deps: &[Point],
-        op: impl FnOnce(CUstream) -> Result<R>,
+        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
         let dev = &self.device.inner;
         dev.bind()?;
         let mut st = self.lock_after_waits(op_name, deps)?;
-        let r = op(self.raw)?;
+        let r = op(self.raw())?;
         let ticket = dev.next_ticket();
         st.last_ticket = ticket;
         Ok((r, ticket))
@@ -326,14 +291,12 @@ impl StreamInner {
         if st.capture.is_some() {
             return Err(Error::Capturing { op: op_name });
         }
-        let drv = self.device.inner.drv;
         for (sid, m, c) in waits {
             if st.known_for(sid) >= c {
                 continue;
             }
-            // SAFETY: `m.raw` is a live event recorded on another stream of
-            // this process and `self.raw` a live stream; flags 0.
-            unsafe { cu!(drv, cuStreamWaitEvent(self.raw, m.raw, 0)) }?;
+            let ev = m.event()?;
+            call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
             st.set_known(sid, c);
         }
         Ok(st)
@@ -351,44 +314,16 @@ impl StreamInner {
             return Ok(());
         }
         let ev = self.pool.take()?;
-        let r = self.device.inner.bind().and_then(|()| {
-            // SAFETY: as in `marker_covering`; the state lock is held by the
-            // caller.
-            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
-        });
-        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
+        // As in `marker_covering`; the state lock is held by the caller.
+        let r = self
+            .device
+            .inner
+            .bind()
+            .and_then(|()| call("cuEventRecord", || cu::event::record(&ev, self.raw())));
+        let marker = Arc::new(Marker { ev: Some(ev), pool: self.pool.clone() });
         r?;
         st.marker = Some((marker, covered));
         Ok(())
-    }
-}
-
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        if self.raw.is_null() {
-            return;
-        }
-        if crate::host_fn::active() {
-            // No driver call inside a host function: destroy it later.
-            let raw = SendHandle(std::mem::replace(&mut self.raw, std::ptr::null_mut()));
-            let device = self.device.clone();
-            crate::host_fn::defer(Box::new(move || destroy_stream(&device, raw.into_inner())));
-            return;
-        }
-        destroy_stream(&self.device, self.raw);
-    }
-}
-
-/// `cuStreamDestroy`, logging (never panicking) on failure.
-fn destroy_stream(device: &Device, raw: CUstream) {
-    let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: the last handle to the stream is gone (its owner gave
-        // `raw` up); the driver lets queued work finish before releasing it.
-        unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA stream: {e}");
     }
 }
 
@@ -445,19 +380,14 @@ impl Stream {
         }
         let dev = &device.inner;
         dev.bind()?;
-        let mut raw: CUstream = std::ptr::null_mut();
-        // SAFETY: writes one stream handle through a valid pointer; the
-        // device's context is current.
-        unsafe {
-            cu!(
-                dev.drv,
-                cuStreamCreateWithPriority(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0, priority)
-            )
-        }?;
+        let flags = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
+        let raw = call("cuStreamCreateWithPriority", || {
+            cu::stream::create_with_priority(dev.drv, flags, priority)
+        })?;
         let pool = Arc::new(EventPool { device: device.clone(), free: Mutex::new(Vec::new()) });
         Ok(Stream {
             inner: Arc::new(StreamInner {
-                raw,
+                stream: Held::new(device, raw),
                 device: device.clone(),
                 id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
                 priority,
@@ -489,15 +419,8 @@ impl Stream {
     /// The driver error of `cuStreamDestroy` (the stream is then leaked).
     pub fn close(self) -> Result<()> {
         match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                let dev = inner.device.inner.clone();
-                dev.bind()?;
-                let raw = std::mem::replace(&mut inner.raw, std::ptr::null_mut());
-                // SAFETY: the last handle to the stream; destroyed once (the
-                // null left behind makes `Drop` skip it); the driver lets
-                // queued work finish.
-                unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
-            }
+            // The last handle: destroyed once, here; queued work finishes.
+            Ok(inner) => inner.stream.close("cuStreamDestroy"),
             Err(_shared) => Ok(()),
         }
     }
@@ -510,7 +433,7 @@ impl Stream {
     /// The raw handle, for interop with foreign code. Work submitted on it
     /// behind gpu-sync's back is not tracked.
     pub fn as_raw(&self) -> CUstream {
-        self.inner.raw
+        self.inner.raw().as_raw()
     }
 
     /// A process-unique id of the stream.
@@ -531,9 +454,7 @@ impl Stream {
     /// failure of earlier work surfaces here).
     pub fn query(&self) -> Result<Option<StreamSynced>> {
         let ticket = self.prepare_host_wait("Stream::query")?;
-        let dev = &self.inner.device.inner;
-        // SAFETY: `raw` is a live stream of the current context.
-        let done = unsafe { cu_query!(dev.drv, cuStreamQuery(self.inner.raw)) }?;
+        let done = call("cuStreamQuery", || cu::stream::query(self.inner.raw()))?;
         Ok(done.then(|| self.proved(ticket)))
     }
 
@@ -545,9 +466,7 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error.
     pub fn synchronize(&self) -> Result<StreamSynced> {
         let ticket = self.prepare_host_wait("Stream::synchronize")?;
-        let dev = &self.inner.device.inner;
-        // SAFETY: `raw` is a live stream of the current context.
-        unsafe { cu!(dev.drv, cuStreamSynchronize(self.inner.raw)) }?;
+        call("cuStreamSynchronize", || cu::stream::synchronize(self.inner.raw()))?;
         // Frees that host functions which ran meanwhile had to put off.
         crate::host_fn::drain();
         Ok(self.proved(ticket))
@@ -587,9 +506,9 @@ impl Stream {
         if st.capture.is_some() {
             return Err(Error::Capturing { op: "Stream::wait" });
         }
-        // SAFETY: both handles are live; the event's record lock is held, so
-        // no re-record can slip between reading its point and the wait.
-        unsafe { cu!(dev.drv, cuStreamWaitEvent(self.inner.raw, ev.raw, 0)) }?;
+        // The event's record lock is held, so no re-record can slip between
+        // reading its point and the wait.
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
         if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
             && p.stream.id != self.inner.id
         {
@@ -653,11 +572,14 @@ impl Stream {
             }
         }
         let user: *mut HostFn = Box::into_raw(Box::new(Box::new(f) as HostFn));
-        let dev = &self.inner.device.inner;
         let r = self.inner.submit("Stream::launch_host_fn", &[], |raw| {
-            // SAFETY: `trampoline` matches CUhostFn; `user` stays valid until
-            // the trampoline reclaims it (exactly once, when it runs).
-            unsafe { cu!(dev.drv, cuLaunchHostFunc(raw, Some(trampoline), user.cast())) }
+            // SAFETY: `trampoline` matches CUhostFn and makes no CUDA call
+            // (every gpu-sync call inside it refuses, see `host_fn`); `user`
+            // is a `Send` closure that stays valid until the trampoline
+            // reclaims it (exactly once, when it runs, on any thread).
+            call("cuLaunchHostFunc", || unsafe {
+                cu::stream::launch_host_func(raw, Some(trampoline), user.cast())
+            })
         });
         if let Err(e) = r {
             // SAFETY: the driver did not take `user` (the call failed or was
@@ -714,7 +636,7 @@ macro_rules! default_stream_impl {
         impl $ty {
             /// The raw handle.
             pub fn as_raw(&self) -> CUstream {
-                $handle
+                $handle(self.device.inner.drv).as_raw()
             }
 
             #[doc = concat!("Blocks the host until all work on the ", $name, " has completed (`cuStreamSynchronize`).")]
@@ -724,8 +646,8 @@ macro_rules! default_stream_impl {
             pub fn synchronize(&self) -> Result<()> {
                 let dev = &self.device.inner;
                 dev.bind()?;
-                // SAFETY: the special handle is valid in the current context.
-                unsafe { cu!(dev.drv, cuStreamSynchronize($handle)) }
+                // The special handle is valid in the current context.
+                call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
             }
 
             #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
@@ -737,11 +659,10 @@ macro_rules! default_stream_impl {
                 let _record = ev.lock_record();
                 let dev = &self.device.inner;
                 dev.bind()?;
-                // SAFETY: both handles are live in the current context.
-                unsafe { cu!(dev.drv, cuStreamWaitEvent($handle, ev.raw, 0)) }
+                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
             }
         }
     };
 }
-default_stream_impl!(LegacyStream, cuda_sys::CU_STREAM_LEGACY, "legacy default stream");
-default_stream_impl!(PerThreadStream, cuda_sys::CU_STREAM_PER_THREAD, "per-thread default stream");
+default_stream_impl!(LegacyStream, BorrowedStream::legacy, "legacy default stream");
+default_stream_impl!(PerThreadStream, BorrowedStream::per_thread, "per-thread default stream");

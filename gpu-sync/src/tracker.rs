@@ -37,7 +37,7 @@ use crate::buffer::Allocation;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::stream::{Point, Stream, StreamInner};
-use cuda_sys::CUstream;
+use cuda_sys::BorrowedStream;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
@@ -301,7 +301,7 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     op_name: &'static str,
     uses: &U,
     keep: Option<&crate::graph::KeepAlive>,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
@@ -323,7 +323,7 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
     // `submit` checks the stream's capture state under its lock and refuses
@@ -404,7 +404,7 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
     if s.capturing.load(Ordering::Acquire) {
@@ -440,7 +440,7 @@ pub(crate) fn run_tracked_idle<R>(
     stream: &Stream,
     op_name: &'static str,
     uses: &[Use<'_>],
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
     if s.capturing.load(Ordering::Acquire) {
@@ -472,7 +472,7 @@ pub(crate) fn run_tracked_idle<R>(
         }
         // Work was queued on the stream meanwhile: wait for it, unlocked.
     };
-    let r = op(s.raw)?;
+    let r = op(s.raw())?;
     let ticket = dev.next_ticket();
     st.last_ticket = ticket;
     drop(st);
