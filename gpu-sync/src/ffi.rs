@@ -9,8 +9,8 @@
 //! `unsafe` lives here: the per-call functions that take raw pointers are
 //! `unsafe` at their call sites, with the `SAFETY:` argument there.
 
-use crate::error::{Error, Result};
-use cuda_sys::{CUresult, Driver};
+use crate::error::Result;
+use cuda_sys::Driver;
 
 /// The process-wide driver (loaded or installed), initialized with
 /// `cuInit(0)` once: the loader does that for libcuda, but a table installed
@@ -31,36 +31,3 @@ pub(crate) fn call<T>(name: &'static str, f: impl FnOnce() -> cuda_sys::result::
     crate::host_fn::refuse(name)?;
     Ok(f()?)
 }
-
-// --- The legacy door, being removed: the call sites of graph.rs,
-// module.rs and pinned.rs not yet moved onto `call`. ---
-
-/// `Ok` for `CUDA_SUCCESS`, else the error naming `call`.
-#[inline]
-pub(crate) fn check(call: &'static str, r: CUresult) -> Result<()> {
-    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(Error::driver(call, cuda_sys::CuError(r))) }
-}
-
-/// The error for an entry point the loaded driver lacks.
-#[cold]
-pub(crate) fn unsupported(drv: &Driver, call: &'static str) -> Error {
-    let needs = Driver::entry_point(call)
-        .map(|e| cuda_sys::version_string(e.since))
-        .unwrap_or_else(|| "newer".to_owned());
-    Error::Unsupported { call, needs, have: cuda_sys::version_string(drv.version()) }
-}
-
-/// Calls a driver entry point by name; see the module docs. Inside a host
-/// function it calls nothing and fails with `CUDA_ERROR_NOT_PERMITTED`
-/// (the driver forbids calls there; see `host_fn`).
-macro_rules! cu {
-    ($drv:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
-        let drv: &cuda_sys::Driver = $drv;
-        match drv.$name {
-            _ if $crate::host_fn::active() => Err($crate::host_fn::not_permitted(stringify!($name))),
-            Some(f) => $crate::ffi::check(stringify!($name), f($($arg),*)),
-            None => Err($crate::ffi::unsupported(drv, stringify!($name))),
-        }
-    }};
-}
-pub(crate) use cu;

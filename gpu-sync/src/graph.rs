@@ -24,12 +24,14 @@ use crate::buffer::{Allocation, flush_deferred};
 use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::{call, cu};
+use crate::ffi::call;
 use crate::module::ModuleInner;
+use crate::release::Held;
 use crate::stream::{Point, Stream, StreamInner, create_event};
 use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
+use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
-use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUgraphExec, CUstreamCaptureMode, OwnedEvent};
+use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUstreamCaptureMode, OwnedEvent};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -358,17 +360,12 @@ impl Stream {
         let body = match body {
             Ok(r) => r,
             Err(panic) => {
-                if let Ok(g) = ended {
-                    destroy_graph(&self.inner.device, g);
-                }
+                drop(ended);
                 std::panic::resume_unwind(panic);
             }
         };
         let raw = ended?;
-        if let Err(e) = body {
-            destroy_graph(&self.inner.device, raw);
-            return Err(e);
-        }
+        body?;
         // Take what the graph keeps, not the whole state: `ended` must stay
         // set for operations still holding this capture.
         let mut g = state.inner.lock();
@@ -387,10 +384,10 @@ impl Stream {
 /// of another thread is either in the graph or finds the capture ended and
 /// runs as ordinary tracked work. None of these driver calls waits for the
 /// device.
-fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
+fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
     let origin = &state.origin;
     let dev = &origin.device.inner;
-    let (forks, events, joined, ended, graph) = capture_gate::end(
+    let (forks, events, joined, ended) = capture_gate::end(
         &state.inner,
         |inner| {
             let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
@@ -400,17 +397,15 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
                     joined = state.edge(inner, f, origin.raw(), &origin.device);
                 }
             }
-            let mut graph: CUgraph = std::ptr::null_mut();
-            let ended = dev.bind().and_then(|()| {
-                // SAFETY: `origin` is live and capturing; writes one graph
-                // handle.
-                unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw().as_raw(), &mut graph)) }
-            });
+            let ended = dev
+                .bind()
+                .and_then(|()| call("cuStreamEndCapture", || cu::stream::end_capture(origin.raw())))
+                .map(|g| Held::new(&origin.device, g));
             if ended.is_err() {
                 leave_capture(origin);
             }
             let events = std::mem::take(&mut inner.events);
-            (forks, events, joined, ended, graph)
+            (forks, events, joined, ended)
         },
         |(forks, ..)| {
             for s in forks.iter().chain(std::iter::once(origin)) {
@@ -426,8 +421,8 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
     for s in forks.iter().chain(std::iter::once(origin)) {
         flush_deferred(s);
     }
+    let graph = ended?;
     joined?;
-    ended?;
     Ok(graph)
 }
 
@@ -435,31 +430,14 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
 /// capturing, end the capture once more and discard whatever it returns, so
 /// the stream is usable again.
 fn leave_capture(stream: &StreamInner) {
-    let drv = stream.device.inner.drv;
     let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
         .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     if !still {
         return;
     }
-    let mut graph: CUgraph = std::ptr::null_mut();
-    // SAFETY: as in `end_capture`.
-    match unsafe { cu!(drv, cuStreamEndCapture(stream.raw().as_raw(), &mut graph)) } {
-        Ok(()) => destroy_graph(&stream.device, graph),
+    match call("cuStreamEndCapture", || cu::stream::end_capture(stream.raw())) {
+        Ok(g) => drop(Held::new(&stream.device, g)),
         Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
-    }
-}
-
-fn destroy_graph(device: &Device, g: CUgraph) {
-    if g.is_null() {
-        return;
-    }
-    let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: `g` came from cuStreamEndCapture and is destroyed once.
-        unsafe { cu!(dev.drv, cuGraphDestroy(g)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA graph: {e}");
     }
 }
 
@@ -494,21 +472,14 @@ fn destroy_graph(device: &Device, g: CUgraph) {
 /// # Ok::<(), gpu_sync::Error>(())
 /// ```
 pub struct Graph {
-    raw: CUgraph,
+    /// Declared first: destroyed before the modules it launches are unloaded.
+    raw: Held<GraphKind>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
     /// `!Sync` (see above), whatever the other fields are.
     _not_sync: PhantomData<Cell<()>>,
 }
-
-// SAFETY: a `CUgraph` is not tied to the thread that made it; the driver only
-// requires that calls on one graph be serialized. A `Graph` owns its handle
-// (`as_raw` hands it out for FFI, whose calls are the caller's `unsafe`
-// promise), and it is not `Sync`, so every call through it is made by the one
-// thread that holds the `Graph` (or a `&Graph`) at the time. The other fields
-// are `Send`.
-unsafe impl Send for Graph {}
 
 impl Graph {
     /// Number of nodes (`cuGraphGetNodes`).
@@ -518,10 +489,7 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut n = 0usize;
-        // SAFETY: with a null array the call only writes the count.
-        unsafe { cu!(dev.drv, cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n)) }?;
-        Ok(n)
+        call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
     }
 
     /// Number of distinct buffers the graph touches.
@@ -536,40 +504,19 @@ impl Graph {
     pub fn instantiate(&self) -> Result<GraphExec> {
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut exec: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: writes one exec handle; the graph is live.
-        unsafe { cu!(dev.drv, cuGraphInstantiateWithFlags(&mut exec, self.raw, 0)) }?;
+        let exec =
+            call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
         Ok(GraphExec {
-            raw: exec,
+            state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),
             accesses: self.accesses.clone(),
             _modules: self.modules.clone(),
-            last: Mutex::new(None),
         })
     }
 
     /// The raw handle.
     pub fn as_raw(&self) -> CUgraph {
-        self.raw
-    }
-}
-
-impl Drop for Graph {
-    fn drop(&mut self) {
-        if crate::host_fn::active() && !self.raw.is_null() {
-            // CUDA forbids driver calls inside a host function: destroy on
-            // an ordinary thread later (`host_fn::drain`).
-            let moved = Graph {
-                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
-                device: self.device.clone(),
-                accesses: std::mem::take(&mut self.accesses),
-                modules: std::mem::take(&mut self.modules),
-                _not_sync: PhantomData,
-            };
-            crate::host_fn::defer(Box::new(move || drop(moved)));
-            return;
-        }
-        destroy_graph(&self.device, self.raw);
+        self.raw.get().as_raw()
     }
 }
 
@@ -579,24 +526,22 @@ impl Drop for Graph {
 /// (the driver does not synchronize a `CUgraphExec` internally), and the
 /// driver orders each launch after the previous launches of the same exec.
 pub struct GraphExec {
-    raw: CUgraphExec,
+    /// The exec and its last launch, behind one lock held across every
+    /// `cuGraphLaunch`: calls on an exec must be serialized (graph objects
+    /// are not internally synchronized), and the lock is what makes
+    /// `GraphExec` `Sync` without an `unsafe impl`.
+    state: Mutex<ExecState>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     _modules: Vec<Arc<ModuleInner>>,
-    /// The point of the last launch; its lock is also held across every
-    /// `cuGraphLaunch` of this exec, which serializes them.
-    last: Mutex<Option<Point>>,
 }
 
-// SAFETY: a `CUgraphExec` is not tied to the thread that made it; calls on
-// it must be serialized (graph objects are not internally synchronized), and
-// the only calls are `cuGraphLaunch` (under the `last` lock, see `launch`)
-// and `cuGraphExecDestroy` (in `Drop`, with unique access). The other fields
-// are `Send + Sync`.
-unsafe impl Send for GraphExec {}
-// SAFETY: through `&GraphExec` the handle is only launched, with the `last`
-// lock held across the driver call, so no two calls on the exec overlap.
-unsafe impl Sync for GraphExec {}
+/// A [`GraphExec`]'s exec handle (always `Some` until `Drop`) and the point
+/// of its last launch.
+struct ExecState {
+    exec: Option<Held<GraphExecKind>>,
+    last: Option<Point>,
+}
 
 impl GraphExec {
     /// Replays the graph on `stream` (`cuGraphLaunch`) as one tracked
@@ -617,60 +562,42 @@ impl GraphExec {
             return Err(Error::Capturing { op: "GraphExec::launch" });
         }
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
-        let drv = self.device.inner.drv;
-        let exec = self.raw;
         // Held across the driver call: launches of one exec from several
         // threads are serialized. Lock order: this, then the tracker slab and
         // the stream (nothing takes this lock while holding those), and
         // `cuGraphLaunch` does not wait for the device.
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(exec) = st.exec.as_ref() else {
+            return Err(Error::InvalidArgument("a graph exec launched after its release".into()));
+        };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
         let ((), ticket) = run_tracked_uncaptured(stream, "cuGraphLaunch", uses.as_slice(), |raw| {
-            // SAFETY: a live exec of this device's context and a live stream;
-            // every buffer the graph touches is kept alive by `accesses` and
+            // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
-            // exec runs meanwhile (the `last` lock is held).
-            unsafe { cu!(drv, cuGraphLaunch(exec, raw.as_raw())) }
+            // exec runs meanwhile (the state lock is held).
+            call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))
         })?;
-        *last = Some(Point { stream: stream.inner.clone(), ticket });
+        st.last = Some(Point { stream: stream.inner.clone(), ticket });
         Ok(())
     }
 }
 
 impl Drop for GraphExec {
+    /// Destroys the exec once its last launch completed (a host wait); inside
+    /// a host function all of it happens later on an ordinary thread.
     fn drop(&mut self) {
-        if self.raw.is_null() {
-            return;
-        }
-        if crate::host_fn::active() {
-            // CUDA forbids driver calls inside a host function: wait for the
-            // last launch and destroy on an ordinary thread later.
-            let moved = GraphExec {
-                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
-                device: self.device.clone(),
-                accesses: std::mem::take(&mut self.accesses),
-                _modules: std::mem::take(&mut self._modules),
-                last: Mutex::new(self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take()),
-            };
-            crate::host_fn::defer(Box::new(move || drop(moved)));
-            return;
-        }
-        let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(p) = last
-            && let Err(e) = p.host_wait()
-        {
-            log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
-            return;
-        }
-        let dev = &self.device.inner;
-        let r = dev.bind().and_then(|()| {
-            // SAFETY: destroyed once; its last launch has completed (waited
-            // above).
-            unsafe { cu!(dev.drv, cuGraphExecDestroy(self.raw)) }
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let (exec, last) = (st.exec.take(), st.last.take());
+        crate::host_fn::now_or_deferred(move || {
+            if let Some(p) = last
+                && let Err(e) = p.host_wait()
+            {
+                log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
+                std::mem::forget(exec);
+                return;
+            }
+            drop(exec);
         });
-        if let Err(e) = r {
-            log::warn!("leaking a CUDA graph exec: {e}");
-        }
     }
 }

@@ -14,10 +14,11 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
+use crate::ffi::call;
 use crate::tracker::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
+use cuda_sys::result as cu;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -107,10 +108,8 @@ impl<T: Pod> PinnedBuffer<T> {
         }
         let dev = &device.inner;
         dev.bind()?;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: writes one host pointer through a valid pointer; the
-        // context is current; flags are the driver's own bits.
-        unsafe { cu!(dev.drv, cuMemHostAlloc(&mut p, bytes, flags.bits())) }?;
+        // The context is current; flags are the driver's own bits.
+        let p: *mut c_void = call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
         };
@@ -214,11 +213,11 @@ impl<T: Pod> PinnedBuffer<T> {
         }
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut d: CUdeviceptr = 0;
-        // SAFETY: writes one device pointer; the memory is a live
-        // DEVICE_MAP allocation of this context; flags must be 0.
-        unsafe { cu!(dev.drv, cuMemHostGetDevicePointer(&mut d, self.ptr.as_ptr().cast(), 0)) }?;
-        Ok(d)
+        // The memory is a live DEVICE_MAP allocation of this context; flags
+        // must be 0.
+        call("cuMemHostGetDevicePointer", || {
+            cu::memory::host_get_device_pointer(dev.drv, self.ptr.as_ptr().cast(), 0)
+        })
     }
 
     pub(crate) fn as_ptr(&self) -> *const T {
@@ -297,7 +296,7 @@ impl HostMemory {
         // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
         // PinnedBuffer gave it up), and no device work uses it any more
         // (waited above).
-        unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr)) }
+        call("cuMemFreeHost", || unsafe { cu::memory::free_host(dev.drv, self.ptr) })
     }
 }
 
