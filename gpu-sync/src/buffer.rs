@@ -61,7 +61,7 @@ impl Allocation {
             // The allocation happens in stream order: a write by that stream.
             alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
         } else {
-            crate::graph::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
+            crate::capturing::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
             alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
@@ -135,11 +135,11 @@ impl Drop for Allocation {
                 return;
             }
         }
-        if crate::graph::thread_is_capturing() {
+        if crate::capturing::thread_is_capturing() {
             // A capturing thread may not free (cuMemFree) or wait: free when
             // its capture ends.
             let alloc = self.take();
-            crate::graph::free_outside_capture(Box::new(move || drop(alloc)));
+            crate::capturing::free_outside_capture(Box::new(move || drop(alloc)));
             return;
         }
         if let Err(e) = self.free() {
@@ -267,7 +267,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 if a.ptr == 0 {
                     return Ok(());
                 }
-                if crate::graph::thread_is_capturing()
+                if crate::capturing::thread_is_capturing()
                     || a.stream
                         .as_ref()
                         .is_some_and(|s| s.capturing.load(std::sync::atomic::Ordering::Acquire))

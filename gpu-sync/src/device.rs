@@ -60,7 +60,7 @@ pub(crate) struct DeviceInner {
     pub ticket: AtomicU64,
     /// Every ticket up to this one is known complete (device-wide waits).
     pub completed: AtomicU64,
-    pub ledger: crate::ledger::Ledger,
+    pub ledger: Ledger,
     pub priority_range: (i32, i32),
     /// The trackers of every resource of this device (see `tracker`).
     trackers: Mutex<crate::tracker::Trackers>,
@@ -162,7 +162,7 @@ impl Device {
             pools,
             ticket: AtomicU64::new(0),
             completed: AtomicU64::new(0),
-            ledger: crate::ledger::Ledger::default(),
+            ledger: Ledger::default(),
             priority_range: (least, greatest),
             trackers: Mutex::new(crate::tracker::Trackers::new(ordinal)),
         });
@@ -273,7 +273,7 @@ impl Device {
     /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
     /// error.
     pub fn synchronize(&self) -> Result<DeviceSynced> {
-        crate::graph::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
+        crate::capturing::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
         // Every ticket up to this value was taken after its driver call
         // returned (see `next_ticket`), so that work is already queued and the
         // synchronize below covers it.
@@ -349,3 +349,24 @@ impl PartialEq for Device {
     }
 }
 impl Eq for Device {}
+
+/// Per-device counters of gpu-sync's own allocations.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    pub(crate) allocated: AtomicU64,
+    pub(crate) peak: AtomicU64,
+    pub(crate) live: AtomicU64,
+}
+
+impl Ledger {
+    pub fn allocated(&self, bytes: u64) {
+        let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        self.live.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn freed(&self, bytes: u64) {
+        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}

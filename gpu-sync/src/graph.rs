@@ -15,10 +15,6 @@
 //!   functions, allocation on a capturing stream) is refused with
 //!   [`Error::Capturing`]; frees that fall due on a capturing stream are
 //!   issued when the capture ends.
-//!
-//! Unsafe code: this file calls the driver (`cuStreamBeginCapture`,
-//! `cuStreamEndCapture`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`, …).
-#![allow(unsafe_code)]
 
 use crate::buffer::{Allocation, flush_deferred};
 use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
@@ -32,7 +28,7 @@ use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUstreamCaptureMode, OwnedEvent};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -40,62 +36,6 @@ use std::sync::{Arc, Mutex};
 
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
-
-thread_local! {
-    /// Captures in progress on this thread. In thread-local capture mode the
-    /// driver forbids this thread the calls that may synchronize implicitly
-    /// (`cuMemHostAlloc`, `cuMemAlloc`, `cuMemFree`, `cuMemFreeHost`,
-    /// `cuCtxSynchronize`, …): one of them silently invalidates the capture.
-    static CAPTURING: Cell<u32> = const { Cell::new(0) };
-    /// Frees that fell due on this thread during a capture.
-    static DEFERRED: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Whether this thread is capturing a graph.
-pub(crate) fn thread_is_capturing() -> bool {
-    CAPTURING.with(Cell::get) > 0
-}
-
-/// [`Error::Capturing`] if this thread is capturing.
-pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
-    if thread_is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
-}
-
-/// Runs `free` now, or when this thread's capture ends if it is capturing
-/// (for frees that come from `Drop` and cannot return an error).
-pub(crate) fn free_outside_capture(free: Box<dyn FnOnce()>) {
-    if thread_is_capturing() {
-        DEFERRED.with(|d| d.borrow_mut().push(free));
-    } else {
-        free();
-    }
-}
-
-/// Marks this thread as capturing for its lifetime.
-struct ThreadCapture;
-
-impl ThreadCapture {
-    fn begin() -> ThreadCapture {
-        CAPTURING.with(|c| c.set(c.get() + 1));
-        ThreadCapture
-    }
-}
-
-impl Drop for ThreadCapture {
-    fn drop(&mut self) {
-        let left = CAPTURING.with(|c| {
-            let n = c.get().saturating_sub(1);
-            c.set(n);
-            n
-        });
-        if left == 0 {
-            let frees = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-            for f in frees {
-                f();
-            }
-        }
-    }
-}
 
 #[derive(Default)]
 struct LocalTracker {
@@ -352,7 +292,7 @@ impl Stream {
             s.capturing.store(true, Ordering::Release);
         }
         let scope = Capture { origin: self, state: state.clone() };
-        let thread = ThreadCapture::begin();
+        let thread = crate::capturing::ThreadCapture::begin();
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
         let ended = end_capture(&state);
         // Frees deferred on this thread run now, outside the capture.

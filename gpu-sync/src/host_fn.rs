@@ -19,9 +19,18 @@
 //! The queue is drained ([`drain`]) on an ordinary thread by the next
 //! tracked operation, pageable copy, or stream or device synchronization —
 //! where a host function's drops are naturally observed.
+//!
+//! Unsafe code: [`launch`] hands the driver a callback and a boxed closure
+//! (`cuLaunchHostFunc` takes raw pointers), and the callback takes the box
+//! back.
+#![allow(unsafe_code)]
 
 use crate::error::{Error, Result};
+use crate::ffi::call;
+use cuda_sys::BorrowedStream;
+use cuda_sys::result as cu;
 use std::cell::Cell;
+use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -108,4 +117,39 @@ impl Drop for Inside {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
     }
+}
+
+/// A host function's closure.
+pub(crate) type HostFn = Box<dyn FnOnce() + Send>;
+
+/// Queues `f` on `stream` (`cuLaunchHostFunc`): the driver runs it once, on
+/// one of its threads, marked as inside a host function ([`Inside`]), with a
+/// panic caught and logged (it cannot unwind into the driver). On error `f`
+/// is dropped without running.
+pub(crate) fn launch(stream: BorrowedStream<'_>, f: HostFn) -> Result<()> {
+    unsafe extern "C" fn trampoline(user: *mut c_void) {
+        // While `f` runs and while what it owns drops, gpu-sync makes no
+        // driver call and takes no lock here: drops are deferred.
+        let _inside = Inside::enter();
+        // SAFETY: `user` is the `Box<HostFn>` leaked by `launch` for exactly
+        // this call; the driver calls each host function once.
+        let f = unsafe { Box::from_raw(user.cast::<HostFn>()) };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            log::error!("a stream host function panicked; the panic was stopped at the driver boundary");
+        }
+    }
+    let user: *mut HostFn = Box::into_raw(Box::new(f));
+    // SAFETY: `trampoline` matches CUhostFn and makes no CUDA call (every
+    // gpu-sync call inside it refuses, see the module docs); `user` is a
+    // `Send` closure that stays valid until the trampoline reclaims it
+    // (exactly once, when it runs, on any thread).
+    let r = call("cuLaunchHostFunc", || unsafe {
+        cu::stream::launch_host_func(stream, Some(trampoline), user.cast())
+    });
+    if r.is_err() {
+        // SAFETY: the driver did not take `user` (the call failed or was
+        // never made), so this is its only owner.
+        drop(unsafe { Box::from_raw(user) });
+    }
+    r
 }

@@ -8,28 +8,7 @@ use crate::error::Result;
 use crate::ffi::call;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedMemPool, CUmemPool_attribute as P};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Per-device counters of gpu-sync's own allocations.
-#[derive(Default)]
-pub(crate) struct Ledger {
-    allocated: AtomicU64,
-    peak: AtomicU64,
-    live: AtomicU64,
-}
-
-impl Ledger {
-    pub fn allocated(&self, bytes: u64) {
-        let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        self.peak.fetch_max(now, Ordering::AcqRel);
-        self.live.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub fn freed(&self, bytes: u64) {
-        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
-        self.live.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+use std::sync::atomic::Ordering;
 
 /// A snapshot of a device's memory ledger.
 ///

@@ -60,6 +60,7 @@
 mod backend;
 mod buffer;
 mod capture_gate;
+mod capturing;
 mod copy;
 mod device;
 mod error;

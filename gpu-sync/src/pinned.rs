@@ -100,7 +100,7 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        crate::graph::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::capturing::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
         crate::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
@@ -184,7 +184,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        crate::graph::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::capturing::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
         crate::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let bytes = self.size_bytes();
         if bytes == 0 {
@@ -260,7 +260,7 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
         crate::host_fn::now_or_deferred(move || {
-            crate::graph::free_outside_capture(Box::new(move || host.free()));
+            crate::capturing::free_outside_capture(Box::new(move || host.free()));
         });
     }
 }

@@ -6,11 +6,6 @@
 //! waits on a point through a *marker*: a sync-only event recorded on the
 //! stream covering every ticket so far, cached and reused while it still
 //! covers what is asked. Same-stream work needs no event at all.
-//!
-//! Unsafe code: `launch_host_fn` hands the driver a callback and its boxed
-//! closure (`cuLaunchHostFunc` takes raw pointers), and the callback takes
-//! the box back.
-#![allow(unsafe_code)]
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -22,7 +17,6 @@ use crate::scope::StreamSynced;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUevent_flags, CUstream, CUstream_flags, OwnedEvent};
-use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -558,35 +552,8 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        type HostFn = Box<dyn FnOnce() + Send>;
-        unsafe extern "C" fn trampoline(user: *mut c_void) {
-            // While `f` runs and while what it owns drops, gpu-sync makes no
-            // driver call and takes no lock here: drops are deferred (see
-            // `host_fn`).
-            let _inside = crate::host_fn::Inside::enter();
-            // SAFETY: `user` is the `Box<HostFn>` leaked by `launch_host_fn`
-            // for exactly this call; the driver calls each host function once.
-            let f = unsafe { Box::from_raw(user.cast::<HostFn>()) };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-                log::error!("a stream host function panicked; the panic was stopped at the driver boundary");
-            }
-        }
-        let user: *mut HostFn = Box::into_raw(Box::new(Box::new(f) as HostFn));
-        let r = self.inner.submit("Stream::launch_host_fn", &[], |raw| {
-            // SAFETY: `trampoline` matches CUhostFn and makes no CUDA call
-            // (every gpu-sync call inside it refuses, see `host_fn`); `user`
-            // is a `Send` closure that stays valid until the trampoline
-            // reclaims it (exactly once, when it runs, on any thread).
-            call("cuLaunchHostFunc", || unsafe {
-                cu::stream::launch_host_func(raw, Some(trampoline), user.cast())
-            })
-        });
-        if let Err(e) = r {
-            // SAFETY: the driver did not take `user` (the call failed or was
-            // never made), so this is its only owner.
-            drop(unsafe { Box::from_raw(user) });
-            return Err(e);
-        }
+        let f: crate::host_fn::HostFn = Box::new(f);
+        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::host_fn::launch(raw, f))?;
         Ok(())
     }
 }
