@@ -273,7 +273,7 @@ impl Device {
     /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
     /// error.
     pub fn synchronize(&self) -> Result<DeviceSynced> {
-        crate::capturing::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
+        crate::capture::thread::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
         // Every ticket up to this value was taken after its driver call
         // returned (see `next_ticket`), so that work is already queued and the
         // synchronize below covers it.
@@ -283,7 +283,7 @@ impl Device {
         call("cuCtxSynchronize", || cu::context::synchronize(self.inner.drv))?;
         self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
         // Frees that host functions which ran meanwhile had to put off.
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         Ok(DeviceSynced { device: self.inner.ordinal, ticket })
     }
 

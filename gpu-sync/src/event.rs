@@ -114,7 +114,7 @@ impl EventInner {
     /// queue behind it). If the event was re-recorded meanwhile, which
     /// record the wait covered is unknown, so it waits again.
     fn synchronize(&self) -> Result<EventSynced> {
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
         loop {
             let before = generation(&self.lock_record());
@@ -125,7 +125,7 @@ impl EventInner {
             if generation(&rec) == before {
                 let proof = self.proof(&rec);
                 drop(rec);
-                crate::host_fn::drain();
+                crate::capture::host_fn::drain();
                 return Ok(proof);
             }
         }
@@ -367,3 +367,57 @@ impl SyncEvent {
         Ok(SyncEvent { inner: EventInner::create(device, flags)? })
     }
 }
+
+/// Waits on events: methods of the stream types, defined here, above
+/// streams, so that streams need not know events.
+impl Stream {
+    /// Makes later work on this stream wait, on the device, for the event's
+    /// most recent record (`cuStreamWaitEvent`). Never blocks the host. A
+    /// never-recorded event is no wait at all.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture (use the capture's own streams);
+    /// a driver error.
+    pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+        crate::capture::host_fn::refuse("Stream::wait")?;
+        let ev = event.event_inner();
+        let recorded = ev.lock_record();
+        let dev = &self.inner.device.inner;
+        dev.bind()?;
+        let mut st = self.inner.lock();
+        if st.capture.is_some() {
+            return Err(Error::Capturing { op: "Stream::wait" });
+        }
+        // The event's record lock is held, so no re-record can slip between
+        // reading its point and the wait.
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
+        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
+            && p.stream.id != self.inner.id
+        {
+            st.set_known(p.stream.id, p.ticket);
+        }
+        // The wait takes a ticket, so markers covering it cover the event.
+        st.last_ticket = dev.next_ticket();
+        Ok(())
+    }
+}
+
+macro_rules! default_stream_wait {
+    ($ty:ty, $handle:expr, $name:literal) => {
+        impl $ty {
+            #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
+            ///
+            /// # Errors
+            /// A driver error.
+            pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+                let ev = event.event_inner();
+                let _record = ev.lock_record();
+                let dev = &self.device.inner;
+                dev.bind()?;
+                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
+            }
+        }
+    };
+}
+default_stream_wait!(LegacyStream, BorrowedStream::legacy, "legacy default stream");
+default_stream_wait!(PerThreadStream, BorrowedStream::per_thread, "per-thread default stream");

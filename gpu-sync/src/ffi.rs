@@ -9,8 +9,43 @@
 //! `unsafe` lives here: the per-call functions that take raw pointers are
 //! `unsafe` at their call sites, with the `SAFETY:` argument there.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use cuda_sys::Driver;
+use std::cell::Cell;
+
+thread_local! {
+    /// How many host functions this thread is inside (nested trampolines
+    /// cannot happen with the real driver; counted anyway): while non-zero,
+    /// [`call`] refuses.
+    static REFUSING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether driver calls are refused on this thread (it is running a host
+/// function started by gpu-sync).
+#[inline(always)]
+pub(crate) fn calls_refused() -> bool {
+    REFUSING.with(Cell::get) != 0
+}
+
+/// Enters (`true`) or leaves (`false`) a stretch of this thread in which
+/// every driver call is refused (`host_fn::Inside` pairs them).
+pub(crate) fn refuse_calls(enter: bool) {
+    REFUSING.with(|d| d.set(if enter { d.get() + 1 } else { d.get().saturating_sub(1) }));
+}
+
+/// The error for a driver call `call` made inside a host function: the code
+/// the driver itself uses for it.
+#[cold]
+pub(crate) fn not_permitted(call: &'static str) -> Error {
+    Error::Driver { call, error: cuda_sys::CuError(cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED) }
+}
+
+/// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function,
+/// before any lock is taken or driver call made.
+#[inline(always)]
+pub(crate) fn refuse(op: &'static str) -> Result<()> {
+    if calls_refused() { Err(not_permitted(op)) } else { Ok(()) }
+}
 
 /// The process-wide driver (loaded or installed), initialized with
 /// `cuInit(0)` once: the loader does that for libcuda, but a table installed
@@ -28,6 +63,6 @@ pub(crate) fn driver() -> Result<&'static Driver> {
 /// `CUDA_ERROR_NOT_PERMITTED` naming `name`.
 #[inline(always)]
 pub(crate) fn call<T>(name: &'static str, f: impl FnOnce() -> cuda_sys::result::Result<T>) -> Result<T> {
-    crate::host_fn::refuse(name)?;
+    refuse(name)?;
     Ok(f()?)
 }

@@ -16,12 +16,12 @@
 //!   [`Error::Capturing`]; frees that fall due on a capturing stream are
 //!   issued when the capture ends.
 
-use crate::buffer::{Allocation, flush_deferred};
-use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
+use crate::capture::capture_gate::{self, CaptureSlot, Captures, Gate};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::module::ModuleInner;
+use crate::launch::module::ModuleInner;
+use crate::memory::buffer::{Allocation, flush_deferred};
 use crate::release::Held;
 use crate::stream::{Point, Stream, StreamInner, create_event};
 use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
@@ -292,7 +292,7 @@ impl Stream {
             s.capturing.store(true, Ordering::Release);
         }
         let scope = Capture { origin: self, state: state.clone() };
-        let thread = crate::capturing::ThreadCapture::begin();
+        let thread = crate::capture::thread::ThreadCapture::begin();
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
         let ended = end_capture(&state);
         // Frees deferred on this thread run now, outside the capture.
@@ -529,7 +529,7 @@ impl Drop for GraphExec {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         let (exec, last) = (st.exec.take(), st.last.take());
-        crate::host_fn::now_or_deferred(move || {
+        crate::capture::host_fn::now_or_deferred(move || {
             if let Some(p) = last
                 && let Err(e) = p.host_wait()
             {

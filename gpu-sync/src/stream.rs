@@ -9,7 +9,6 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::event::AsEvent;
 use crate::ffi::call;
 use crate::graph::CaptureState;
 use crate::release::Held;
@@ -45,7 +44,7 @@ impl Point {
         if self.is_complete() {
             return Ok(());
         }
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         let (marker, covered) = self.stream.marker_covering(self.ticket)?;
         marker.synchronize()?;
         self.stream.completed.fetch_max(covered, Ordering::AcqRel);
@@ -152,7 +151,7 @@ pub(crate) struct StreamState {
     /// The graph capture this stream takes part in.
     pub capture: Option<Arc<CaptureState>>,
     /// Frees that arrived while capturing; issued when the capture ends.
-    pub deferred: Vec<crate::buffer::DeferredFree>,
+    pub deferred: Vec<crate::memory::buffer::DeferredFree>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -162,7 +161,7 @@ impl StreamState {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
 
-    fn set_known(&mut self, stream: u64, ticket: u64) {
+    pub(crate) fn set_known(&mut self, stream: u64, ticket: u64) {
         if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
             e.1 = e.1.max(ticket);
         } else {
@@ -250,7 +249,7 @@ impl StreamInner {
     /// take a ticket like an operation, so a marker covering the stream's
     /// last ticket also covers what the stream waited for.
     pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
-        crate::host_fn::refuse(op_name)?;
+        crate::capture::host_fn::refuse(op_name)?;
         self.device.inner.bind()?;
         let mut st = self.lock_after_waits(op_name, deps)?;
         st.last_ticket = self.device.inner.next_ticket();
@@ -462,12 +461,12 @@ impl Stream {
         let ticket = self.prepare_host_wait("Stream::synchronize")?;
         call("cuStreamSynchronize", || cu::stream::synchronize(self.inner.raw()))?;
         // Frees that host functions which ran meanwhile had to put off.
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         Ok(self.proved(ticket))
     }
 
     fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
-        crate::host_fn::refuse(op)?;
+        crate::capture::host_fn::refuse(op)?;
         let st = self.inner.lock();
         if st.capture.is_some() {
             return Err(Error::Capturing { op });
@@ -481,36 +480,6 @@ impl Stream {
     fn proved(&self, ticket: u64) -> StreamSynced {
         self.inner.completed.fetch_max(ticket, Ordering::AcqRel);
         StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
-    }
-
-    /// Makes later work on this stream wait, on the device, for the event's
-    /// most recent record (`cuStreamWaitEvent`). Never blocks the host. A
-    /// never-recorded event is no wait at all.
-    ///
-    /// # Errors
-    /// [`Error::Capturing`] during a capture (use the capture's own streams);
-    /// a driver error.
-    pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-        crate::host_fn::refuse("Stream::wait")?;
-        let ev = event.event_inner();
-        let recorded = ev.lock_record();
-        let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let mut st = self.inner.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: "Stream::wait" });
-        }
-        // The event's record lock is held, so no re-record can slip between
-        // reading its point and the wait.
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
-        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
-            && p.stream.id != self.inner.id
-        {
-            st.set_known(p.stream.id, p.ticket);
-        }
-        // The wait takes a ticket, so markers covering it cover the event.
-        st.last_ticket = dev.next_ticket();
-        Ok(())
     }
 
     /// Makes later work on this stream wait, on the device, for all work
@@ -552,8 +521,8 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        let f: crate::host_fn::HostFn = Box::new(f);
-        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::host_fn::launch(raw, f))?;
+        let f: crate::capture::host_fn::HostFn = Box::new(f);
+        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::capture::host_fn::launch(raw, f))?;
         Ok(())
     }
 }
@@ -617,17 +586,6 @@ macro_rules! default_stream_impl {
                 call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
             }
 
-            #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
-            ///
-            /// # Errors
-            /// A driver error.
-            pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-                let ev = event.event_inner();
-                let _record = ev.lock_record();
-                let dev = &self.device.inner;
-                dev.bind()?;
-                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
-            }
         }
     };
 }

@@ -33,9 +33,9 @@
 //! ([`run_tracked_idle`]), where the call waits for nothing but its own
 //! transfer.
 
-use crate::buffer::Allocation;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::memory::buffer::Allocation;
 use crate::stream::{Point, Stream, StreamInner};
 use cuda_sys::BorrowedStream;
 use smallvec::SmallVec;
@@ -212,7 +212,7 @@ impl Resource {
     /// Blocks the host until every recorded use has completed (the tracker
     /// lock is not held while waiting).
     pub fn host_wait_all(&self) -> Result<()> {
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
         }
@@ -225,11 +225,11 @@ impl Drop for Resource {
         if self.slot == NO_SLOT {
             return;
         }
-        if crate::host_fn::active() {
+        if crate::capture::host_fn::active() {
             // Inside a host function: the slab may be locked by the thread
             // the callback blocks; release the slot later, elsewhere.
             let (slot, device) = (std::mem::replace(&mut self.slot, NO_SLOT), self.device.clone());
-            crate::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, device })));
+            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, device })));
             return;
         }
         let mut t = self.device.inner.lock_trackers();
@@ -305,7 +305,7 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
 ) -> Result<(R, u64)> {
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
-    crate::capture_gate::submit(
+    crate::capture::capture_gate::submit(
         &*stream.inner,
         op,
         |cap, inner, op| {
@@ -328,8 +328,8 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     let s = &stream.inner;
     // `submit` checks the stream's capture state under its lock and refuses
     // (`Error::Capturing`) without running `op`.
-    crate::host_fn::refuse(op_name)?;
-    crate::host_fn::drain();
+    crate::capture::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::drain();
     let mut foreign = false;
     uses.each(|t, _| foreign |= !t.res().device.same(&s.device));
     if foreign {
@@ -410,8 +410,8 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     if s.capturing.load(Ordering::Acquire) {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::host_fn::refuse(op_name)?;
-    crate::host_fn::drain();
+    crate::capture::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::drain();
     let devices = devices_of(uses);
     let mut slabs = lock_all(&devices);
     let deps = deps_in(&slabs, s.id, uses);
@@ -434,7 +434,7 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
 /// gpu-sync objects) has therefore run before any lock is taken.
 ///
 /// # Errors
-/// [`Error::Capturing`]; [`crate::host_fn::refuse`]'s error inside a host
+/// [`Error::Capturing`]; [`crate::capture::host_fn::refuse`]'s error inside a host
 /// function; the driver error of a wait or of `op`.
 pub(crate) fn run_tracked_idle<R>(
     stream: &Stream,
@@ -446,11 +446,11 @@ pub(crate) fn run_tracked_idle<R>(
     if s.capturing.load(Ordering::Acquire) {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::refuse(op_name)?;
     let devices = devices_of(uses);
     let dev = &s.device.inner;
     let (mut slabs, mut st) = loop {
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
         stream.synchronize()?;
         let pending = deps_in(&lock_all(&devices), s.id, uses);

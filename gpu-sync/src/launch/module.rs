@@ -1,14 +1,14 @@
 //! Modules: compiled device code loaded into a device's context.
 //!
-//! Unsafe code: this file hands the driver an image by pointer
-//! (`cuModuleLoadData`), and declares typed kernels (`Module::kernel`, an `unsafe fn`: its `# Safety`
-//! is the contract that makes `Kernel::launch` safe).
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `launch`): the driver reads an image by pointer
+//! (`cuModuleLoadData`), and typed kernels are declared by an `unsafe fn`
+//! (`Module::kernel`: its `# Safety` is the contract that makes
+//! `Kernel::launch` safe).
 
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::launch::{Kernel, Signature};
+use crate::launch::kernel::{Kernel, Signature};
 use crate::release::Held;
 use cuda_sys::handle::kind::ModuleKind;
 use cuda_sys::result as cu;
@@ -72,7 +72,7 @@ impl Module {
     /// error (`CUDA_ERROR_INVALID_IMAGE` for contents the driver rejects,
     /// `CUDA_ERROR_NO_BINARY_FOR_GPU` when it has no code for this GPU).
     pub fn load(device: &Device, image: &[u8]) -> Result<Module> {
-        crate::image::validate(image).map_err(Error::InvalidArgument)?;
+        crate::launch::image::validate(image).map_err(Error::InvalidArgument)?;
         // SAFETY: `validate` checked every size the driver follows in the
         // image (fatbin header and entries, ELF tables, sections, segments
         // and string tables, or the PTX's NUL) against `image.len()`.
@@ -226,9 +226,9 @@ impl Module {
     ///
     /// # Errors
     /// As [`Module::kernel`] for a missing kernel.
-    pub fn raw_kernel(&self, name: &str) -> Result<crate::launch::RawKernel> {
+    pub fn raw_kernel(&self, name: &str) -> Result<crate::launch::kernel::RawKernel> {
         let f = self.get_function(name)?;
-        Ok(crate::launch::RawKernel::new(f.as_raw(), self.inner.clone(), name.to_owned()))
+        Ok(crate::launch::kernel::RawKernel::new(f.as_raw(), self.inner.clone(), name.to_owned()))
     }
 
     /// Checks parameter sizes; `Ok(false)` when the driver cannot tell

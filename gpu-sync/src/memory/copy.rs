@@ -17,14 +17,13 @@
 //! slice of page-locked memory is copied asynchronously by the driver — or
 //! the context is lost (see `tracker::wait_for_borrowed`).
 //!
-//! Unsafe code: this file calls the driver's copy and memset entry points
-//! with host pointers it owns or borrows.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): the driver's copy and memset entry
+//! points take raw device and host pointers it owns or borrows.
 
-use crate::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::pinned::PinnedBuffer;
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
+use crate::memory::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
 use crate::tracker::{

@@ -20,28 +20,20 @@
 //! tracked operation, pageable copy, or stream or device synchronization —
 //! where a host function's drops are naturally observed.
 //!
-//! Unsafe code: [`launch`] hands the driver a callback and a boxed closure
-//! (`cuLaunchHostFunc` takes raw pointers), and the callback takes the box
-//! back.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `capture`): [`launch`] hands the driver a
+//! callback and a boxed closure (`cuLaunchHostFunc` takes raw pointers), and
+//! the callback takes the box back.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ffi::call;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Work a `Drop` could not do inside a host function.
 pub(crate) type Deferred = Box<dyn FnOnce() + Send>;
-
-thread_local! {
-    /// How many host functions this thread is inside (nested trampolines
-    /// cannot happen with the real driver; counted anyway).
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-}
 
 static QUEUE: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
 /// Whether `QUEUE` may be non-empty (lets [`drain`] skip the lock).
@@ -50,22 +42,10 @@ static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Whether the calling thread is running a host function started by gpu-sync.
 #[inline(always)]
 pub(crate) fn active() -> bool {
-    DEPTH.with(Cell::get) != 0
+    crate::ffi::calls_refused()
 }
 
-/// The error for a driver call `call` made inside a host function: the code
-/// the driver itself uses for it.
-#[cold]
-pub(crate) fn not_permitted(call: &'static str) -> Error {
-    Error::Driver { call, error: cuda_sys::CuError(cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED) }
-}
-
-/// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function,
-/// before any lock is taken.
-#[inline(always)]
-pub(crate) fn refuse(op: &'static str) -> Result<()> {
-    if active() { Err(not_permitted(op)) } else { Ok(()) }
-}
+pub(crate) use crate::ffi::{not_permitted, refuse};
 
 /// Queues `work` to run later on an ordinary thread (see [`drain`]).
 pub(crate) fn defer(work: Deferred) {
@@ -108,14 +88,14 @@ pub(crate) struct Inside(());
 impl Inside {
     /// Enters a host function on this thread.
     pub(crate) fn enter() -> Inside {
-        DEPTH.with(|d| d.set(d.get() + 1));
+        crate::ffi::refuse_calls(true);
         Inside(())
     }
 }
 
 impl Drop for Inside {
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        crate::ffi::refuse_calls(false);
     }
 }
 

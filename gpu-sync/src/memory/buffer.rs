@@ -8,9 +8,8 @@
 //! reader is done. Without memory pools the fallback is `cuMemAlloc`, and the
 //! free host-waits for the uses before `cuMemFree`.
 //!
-//! Unsafe code: this file calls the driver (`cuMemAllocAsync`, `cuMemFreeAsync`,
-//! `cuMemAlloc`, `cuMemFree`).
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): the frees (`cuMemFreeAsync`,
+//! `cuMemFree`) take a raw device pointer.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -41,7 +40,7 @@ pub(crate) struct DeferredFree {
 
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
-        crate::host_fn::refuse("DeviceBuffer::alloc")?;
+        crate::capture::host_fn::refuse("DeviceBuffer::alloc")?;
         let device = stream.device().clone();
         let mut alloc =
             Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
@@ -61,7 +60,7 @@ impl Allocation {
             // The allocation happens in stream order: a write by that stream.
             alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
         } else {
-            crate::capturing::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
+            crate::capture::thread::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
             alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
@@ -117,12 +116,12 @@ impl Drop for Allocation {
         if self.ptr == 0 {
             return;
         }
-        if crate::host_fn::active() {
+        if crate::capture::host_fn::active() {
             // Inside a host function: no driver call, no lock (the thread
             // waiting for this host function may hold them); freed later on
             // an ordinary thread (see `host_fn`).
             let alloc = self.take();
-            crate::host_fn::defer(Box::new(move || drop(alloc)));
+            crate::capture::host_fn::defer(Box::new(move || drop(alloc)));
             return;
         }
         if let Some(s) = self.stream.clone() {
@@ -135,11 +134,11 @@ impl Drop for Allocation {
                 return;
             }
         }
-        if crate::capturing::thread_is_capturing() {
+        if crate::capture::thread::thread_is_capturing() {
             // A capturing thread may not free (cuMemFree) or wait: free when
             // its capture ends.
             let alloc = self.take();
-            crate::capturing::free_outside_capture(Box::new(move || drop(alloc)));
+            crate::capture::thread::free_outside_capture(Box::new(move || drop(alloc)));
             return;
         }
         if let Err(e) = self.free() {
@@ -260,14 +259,14 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn close(self) -> Result<()> {
         // Inside a host function the buffer is dropped instead (its free is
         // deferred) and the refusal reported.
-        crate::host_fn::refuse("DeviceBuffer::close")?;
+        crate::capture::host_fn::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
             Ok(mut a) => {
                 if a.ptr == 0 {
                     return Ok(());
                 }
-                if crate::capturing::thread_is_capturing()
+                if crate::capture::thread::thread_is_capturing()
                     || a.stream
                         .as_ref()
                         .is_some_and(|s| s.capturing.load(std::sync::atomic::Ordering::Acquire))

@@ -7,10 +7,9 @@
 //! until the copy is waited. Host writes ([`PinnedBuffer::as_mut_slice`]) and
 //! the free wait for in-flight uploads first (an event-scope host wait).
 //!
-//! Unsafe code: this file calls the driver (`cuMemHostAlloc`,
-//! `cuMemFreeHost`, `cuMemHostGetDevicePointer`) and hands out slices of the
-//! memory it returns.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): `cuMemFreeHost` takes a raw host
+//! pointer, and the buffer hands out slices of the memory `cuMemHostAlloc`
+//! returned.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -100,8 +99,8 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        crate::capturing::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
-        crate::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::capture::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
@@ -184,8 +183,8 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        crate::capturing::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
-        crate::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::capture::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let bytes = self.size_bytes();
         if bytes == 0 {
             return Ok(());
@@ -259,8 +258,8 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
-        crate::host_fn::now_or_deferred(move || {
-            crate::capturing::free_outside_capture(Box::new(move || host.free()));
+        crate::capture::host_fn::now_or_deferred(move || {
+            crate::capture::thread::free_outside_capture(Box::new(move || host.free()));
         });
     }
 }

@@ -15,15 +15,16 @@
 //! driver sees a launch, each view's address is checked against its element
 //! type's alignment and each `Len` against every view's length.
 //!
-//! Unsafe code: this file calls `cuLaunchKernel` and `cuFuncSetAttribute`.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `launch`): `cuLaunchKernel` takes kernel
+//! parameters by raw pointer, and a kernel borrows its function handle from
+//! the module it keeps loaded.
 
-use crate::buffer::AsDeviceSlice;
-use crate::buffer::{Allocation, AsDeviceSliceMut};
 use crate::device::Limits;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::module::ModuleInner;
+use crate::launch::module::ModuleInner;
+use crate::memory::buffer::AsDeviceSlice;
+use crate::memory::buffer::{Allocation, AsDeviceSliceMut};
 use crate::stream::Stream;
 use crate::tracker::{Access, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
