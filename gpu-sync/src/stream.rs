@@ -211,15 +211,30 @@ impl StreamInner {
         if st.capture.is_some() {
             return Err(Error::Capturing { op: "a wait on work submitted during the capture" });
         }
-        let ev = self.pool.take()?;
+        self.record_marker(&mut st)
+    }
+
+    /// Records this stream's marker now, covering every ticket so far, with
+    /// the state lock held (so the record's position agrees with
+    /// `last_ticket`). When nothing but the stream state holds the cached
+    /// marker (no host wait, proof or pending device wait uses it), its event
+    /// is re-recorded in place: the hot path of a cross-stream handoff then
+    /// allocates nothing and leaves the pool alone. That is sound because a
+    /// `cuStreamWaitEvent` already issued on the event took the record it saw
+    /// at call time, and any other user would hold a clone of the `Arc`.
+    fn record_marker(&self, st: &mut StreamState) -> Result<(Arc<Marker>, u64)> {
         let covered = st.last_ticket;
-        // Recording is ordered with this stream's submissions by the state
-        // lock held here.
-        let r = self
-            .device
-            .inner
-            .bind()
-            .and_then(|()| call("cuEventRecord", || cu::event::record(&ev, self.raw())));
+        self.device.inner.bind()?;
+        if let Some((m, c)) = &mut st.marker
+            && let Some(unique) = Arc::get_mut(m)
+        {
+            let ev = unique.event()?;
+            call("cuEventRecord", || cu::event::record(ev, self.raw()))?;
+            *c = covered;
+            return Ok((m.clone(), covered));
+        }
+        let ev = self.pool.take()?;
+        let r = call("cuEventRecord", || cu::event::record(&ev, self.raw()));
         let marker = Arc::new(Marker { ev: Some(ev), pool: self.pool.clone() });
         r?;
         st.marker = Some((marker.clone(), covered));
@@ -306,17 +321,7 @@ impl StreamInner {
         if covered == 0 || st.marker.as_ref().is_some_and(|(_, c)| *c >= covered) {
             return Ok(());
         }
-        let ev = self.pool.take()?;
-        // As in `marker_covering`; the state lock is held by the caller.
-        let r = self
-            .device
-            .inner
-            .bind()
-            .and_then(|()| call("cuEventRecord", || cu::event::record(&ev, self.raw())));
-        let marker = Arc::new(Marker { ev: Some(ev), pool: self.pool.clone() });
-        r?;
-        st.marker = Some((marker, covered));
-        Ok(())
+        self.record_marker(st).map(drop)
     }
 }
 
