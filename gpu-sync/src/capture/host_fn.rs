@@ -10,7 +10,7 @@
 //! host function may hold. So, while a host function runs on this thread
 //! (a flag the trampoline sets):
 //! - every `Drop` that would call the driver or lock a tracker or stream
-//!   hands its work to a process-wide queue instead ([`defer`]);
+//!   hands its work to the deferred-work queue instead ([`defer`]);
 //! - every driver call made through gpu-sync fails with
 //!   `CUDA_ERROR_NOT_PERMITTED` without reaching the driver (the `cu!`
 //!   macro checks [`active`]), and tracked operations refuse before taking a
@@ -29,15 +29,9 @@ use crate::ffi::call;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
 use std::ffi::c_void;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Work a `Drop` could not do inside a host function.
-pub(crate) type Deferred = Box<dyn FnOnce() + Send>;
-
-static QUEUE: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
-/// Whether `QUEUE` may be non-empty (lets [`drain`] skip the lock).
-static QUEUED: AtomicBool = AtomicBool::new(false);
+pub(crate) type Deferred = super::deferred::Work;
 
 /// Whether the calling thread is running a host function started by gpu-sync.
 #[inline(always)]
@@ -47,10 +41,10 @@ pub(crate) fn active() -> bool {
 
 pub(crate) use crate::ffi::{not_permitted, refuse};
 
-/// Queues `work` to run later on an ordinary thread (see [`drain`]).
+/// Queues `work` to run later on an ordinary thread (see [`drain`]), in the
+/// one deferred-work queue (`deferred`).
 pub(crate) fn defer(work: Deferred) {
-    QUEUE.lock().unwrap_or_else(|p| p.into_inner()).push(work);
-    QUEUED.store(true, Ordering::Release);
+    super::deferred::defer(super::deferred::Until::Ordinary, work);
 }
 
 /// Runs `work` now, or defers it when called inside a host function.
@@ -63,22 +57,7 @@ pub(crate) fn now_or_deferred(work: impl FnOnce() + Send + 'static) {
 /// buffers, which locks trackers and streams).
 #[inline]
 pub(crate) fn drain() {
-    if !QUEUED.load(Ordering::Acquire) || active() {
-        return;
-    }
-    drain_slow();
-}
-
-#[cold]
-fn drain_slow() {
-    let work = {
-        let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
-        QUEUED.store(false, Ordering::Release);
-        std::mem::take(&mut *q)
-    };
-    for w in work {
-        w();
-    }
+    super::deferred::run_ordinary();
 }
 
 /// Marks the calling thread as inside a host function until dropped (also

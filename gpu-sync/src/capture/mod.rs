@@ -6,7 +6,9 @@
 //! - [`thread`]: whether the calling thread is capturing, the one place that
 //!   answers it, and the frees that fall due meanwhile;
 //! - [`host_fn`]: host functions, during which gpu-sync makes no driver call
-//!   and takes no lock, and the process-wide queue of the work they put off.
+//!   and takes no lock;
+//! - [`deferred`]: the one queue of work put off by either, each item tagged
+//!   with when it may run.
 //!
 //! This layer sits just above the driver door (`ffi`): it knows nothing of
 //! devices, streams or buffers.
@@ -16,5 +18,6 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod capture_gate;
+pub(crate) mod deferred;
 pub(crate) mod host_fn;
 pub(crate) mod thread;

@@ -7,8 +7,9 @@
 //! they reach the driver ([`refuse_on_capturing_thread`]) and puts off the
 //! frees that `Drop` cannot refuse ([`free_outside_capture`]).
 
+use super::deferred::{self, Until};
 use crate::error::{Error, Result};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 thread_local! {
     /// Captures in progress on this thread. In thread-local capture mode the
@@ -16,8 +17,6 @@ thread_local! {
     /// (`cuMemHostAlloc`, `cuMemAlloc`, `cuMemFree`, `cuMemFreeHost`,
     /// `cuCtxSynchronize`, …): one of them silently invalidates the capture.
     static CAPTURING: Cell<u32> = const { Cell::new(0) };
-    /// Frees that fell due on this thread during a capture.
-    static DEFERRED: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether this thread is capturing a graph.
@@ -31,10 +30,11 @@ pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
 }
 
 /// Runs `free` now, or when this thread's capture ends if it is capturing
-/// (for frees that come from `Drop` and cannot return an error).
-pub(crate) fn free_outside_capture(free: Box<dyn FnOnce()>) {
+/// (for frees that come from `Drop` and cannot return an error), queued in
+/// the one deferred-work queue.
+pub(crate) fn free_outside_capture(free: deferred::Work) {
     if thread_is_capturing() {
-        DEFERRED.with(|d| d.borrow_mut().push(free));
+        deferred::defer(Until::CaptureEnds(std::thread::current().id()), free);
     } else {
         free();
     }
@@ -58,10 +58,7 @@ impl Drop for ThreadCapture {
             n
         });
         if left == 0 {
-            let frees = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-            for f in frees {
-                f();
-            }
+            deferred::run_capture_end();
         }
     }
 }
