@@ -24,7 +24,7 @@ use crate::launch::module::ModuleInner;
 use crate::memory::buffer::{Allocation, flush_deferred};
 use crate::release::Held;
 use crate::stream::{Point, Stream, StreamInner, create_event};
-use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
+use crate::tracker::{Access, Conflicts, OnStream, Target, Use, Uses, run_tracked_uncaptured};
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUstreamCaptureMode, OwnedEvent};
@@ -37,15 +37,31 @@ use std::sync::{Arc, Mutex};
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
 
-#[derive(Default)]
-struct LocalTracker {
-    write: Option<(u64, u64)>,
-    reads: Vec<(u64, u64)>,
+/// A captured use: (stream id, the capture's sequence number). Captured
+/// work never completes while captured.
+#[derive(Clone, Copy)]
+struct Captured {
+    stream: u64,
+    seq: u64,
+}
+
+impl OnStream for Captured {
+    fn stream_id(&self) -> u64 {
+        self.stream
+    }
+    fn is_complete(&self) -> bool {
+        false
+    }
+    fn advance(&mut self, to: u64) {
+        self.seq = self.seq.max(to);
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct CaptureInner {
-    local: HashMap<u64, LocalTracker>,
+    /// The capture's own uses of each allocation: the same conflict rules
+    /// as eager submission, over capture sequence numbers.
+    local: HashMap<u64, Conflicts<Captured>>,
     accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
     events: Vec<OwnedEvent>,
@@ -148,14 +164,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     let mut deps: Vec<u64> = Vec::new();
     for (alloc, a) in &list {
         if let Some(lt) = inner.local.get(&alloc.res.id) {
-            if let Some((sid, _)) = lt.write
-                && sid != s.id
-            {
-                deps.push(sid);
-            }
-            if *a == Access::Write {
-                deps.extend(lt.reads.iter().filter(|(sid, _)| *sid != s.id).map(|(sid, _)| *sid));
-            }
+            lt.deps(s.id, *a, |p| deps.push(p.stream));
         }
     }
     deps.sort_unstable();
@@ -169,16 +178,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     let seq = inner.seq;
     for (alloc, a) in &list {
         let lt = inner.local.entry(alloc.res.id).or_default();
-        match a {
-            Access::Read => {
-                lt.reads.retain(|(sid, _)| *sid != s.id);
-                lt.reads.push((s.id, seq));
-            }
-            Access::Write => {
-                lt.write = Some((s.id, seq));
-                lt.reads.clear();
-            }
-        }
+        lt.record(s.id, seq, *a, || Captured { stream: s.id, seq });
         let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
         if *a == Access::Write {
             entry.1 = Access::Write;

@@ -43,7 +43,7 @@ const UPWARD: &[(&str, &str, &str)] = &[
     ("device", "tracker", "the device owns its resources' tracker slab"),
     ("tracker", "stream", "a recorded use is a stream point"),
     ("tracker", "memory", "the tracker walks buffers' allocations"),
-    ("tracker", "graph", "captured submission lives in graph.rs"),
+    ("tracker", "graph", "captured submission (run_captured) lives in graph.rs"),
     ("stream", "memory", "the stream state holds frees deferred by a capture"),
     ("stream", "graph", "the stream state holds its capture"),
 ];

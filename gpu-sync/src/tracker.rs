@@ -53,12 +53,99 @@ pub enum Access {
     Write,
 }
 
-/// The uses of one resource (a device allocation or a pinned host buffer).
-#[derive(Default)]
-pub(crate) struct Tracker {
-    pub write: Option<Point>,
-    pub reads: SmallVec<[Point; 2]>,
+/// A use's position on a stream, as the conflict rules see it.
+pub(crate) trait OnStream {
+    /// The stream it is on.
+    fn stream_id(&self) -> u64;
+    /// Whether a host wait proved it complete (then it orders nothing).
+    fn is_complete(&self) -> bool;
+    /// Moves it forward to a later use on the same stream.
+    fn advance(&mut self, to: u64);
 }
+
+impl OnStream for Point {
+    #[inline(always)]
+    fn stream_id(&self) -> u64 {
+        self.stream.id
+    }
+    #[inline(always)]
+    fn is_complete(&self) -> bool {
+        Point::is_complete(self)
+    }
+    #[inline(always)]
+    fn advance(&mut self, to: u64) {
+        self.ticket = self.ticket.max(to);
+    }
+}
+
+/// The conflict rules, written once: the last write of a resource and its
+/// reads since, one position per stream. An access on a stream must be
+/// ordered after the last write on another stream and, if it writes, after
+/// every read on another stream; a write then supersedes them all, a read
+/// joins the readers. Used with stream points by eager submission (one
+/// `Tracker` per resource, in its device's slab) and with capture sequence
+/// numbers by captured submission (`graph.rs`, where orderings become graph
+/// edges).
+pub(crate) struct Conflicts<P> {
+    pub write: Option<P>,
+    pub reads: SmallVec<[P; 2]>,
+}
+
+impl<P> Default for Conflicts<P> {
+    fn default() -> Self {
+        Conflicts { write: None, reads: SmallVec::new() }
+    }
+}
+
+impl<P: OnStream> Conflicts<P> {
+    /// Each position on another stream that an `access` on `stream` must be
+    /// ordered after, given to `out`.
+    #[inline(always)]
+    pub(crate) fn deps(&self, stream: u64, access: Access, mut out: impl FnMut(&P)) {
+        if let Some(w) = &self.write
+            && w.stream_id() != stream
+        {
+            out(w);
+        }
+        if access == Access::Write {
+            for p in &self.reads {
+                if p.stream_id() != stream {
+                    out(p);
+                }
+            }
+        }
+    }
+
+    /// Records an `access` on `stream` at position `at` (a ticket or a
+    /// sequence number), making a new position with `new` only when none of
+    /// that stream is held (the hot path — the same stream again — moves a
+    /// number and touches no reference count).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
+        match access {
+            Access::Read => {
+                if let Some(r) = self.reads.iter_mut().find(|r| r.stream_id() == stream) {
+                    r.advance(at);
+                } else {
+                    // A new reader stream: drop readers a host wait proved
+                    // complete first, so the list stays short.
+                    self.reads.retain(|p| !p.is_complete());
+                    self.reads.push(new());
+                }
+            }
+            Access::Write => {
+                match &mut self.write {
+                    Some(w) if w.stream_id() == stream => w.advance(at),
+                    w => *w = Some(new()),
+                }
+                self.reads.clear();
+            }
+        }
+    }
+}
+
+/// The uses of one resource (a device allocation or a pinned host buffer).
+pub(crate) type Tracker = Conflicts<Point>;
 
 impl Tracker {
     /// Drops uses a host wait proved complete. Not needed for correctness on
@@ -73,44 +160,13 @@ impl Tracker {
     /// Points on other streams that an `access` on `stream` must wait for.
     #[inline(always)]
     fn deps_into(&self, stream: u64, access: Access, out: &mut SmallVec<[Point; 4]>) {
-        if let Some(w) = &self.write
-            && w.stream.id != stream
-        {
-            out.push(w.clone());
-        }
-        if access == Access::Write {
-            for p in &self.reads {
-                if p.stream.id != stream {
-                    out.push(p.clone());
-                }
-            }
-        }
+        self.deps(stream, access, |p| out.push(p.clone()));
     }
 
-    /// Records a use at `ticket` of `stream`, cloning the stream handle only
-    /// when this tracker holds no point of that stream yet (the hot path —
-    /// the same stream again — touches no reference count).
+    /// Records a use at `ticket` of `stream`.
     #[inline(always)]
-    fn record(&mut self, stream: &Arc<StreamInner>, ticket: u64, access: Access) {
-        match access {
-            Access::Read => {
-                if let Some(r) = self.reads.iter_mut().find(|r| r.stream.id == stream.id) {
-                    r.ticket = r.ticket.max(ticket);
-                } else {
-                    // A new reader stream: drop readers a host wait proved
-                    // complete first, so the list stays short.
-                    self.reads.retain(|p| !p.is_complete());
-                    self.reads.push(Point { stream: stream.clone(), ticket });
-                }
-            }
-            Access::Write => {
-                match &mut self.write {
-                    Some(w) if w.stream.id == stream.id => w.ticket = ticket,
-                    w => *w = Some(Point { stream: stream.clone(), ticket }),
-                }
-                self.reads.clear();
-            }
-        }
+    fn record_use(&mut self, stream: &Arc<StreamInner>, ticket: u64, access: Access) {
+        self.record(stream.id, ticket, access, || Point { stream: stream.clone(), ticket });
     }
 
     /// Every use not yet known complete.
@@ -345,7 +401,7 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     let (r, ticket) = s.submit(op_name, &deps, op)?;
     uses.each(|t, a| {
         if let Some(tr) = slab.of_mut(t.res()) {
-            tr.record(s, ticket, a);
+            tr.record_use(s, ticket, a);
         }
     });
     Ok((r, ticket))
@@ -391,7 +447,7 @@ fn record_in<U: Uses + ?Sized>(slabs: &mut Slabs<'_>, stream: &Arc<StreamInner>,
         let r = t.res();
         if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r))
         {
-            tr.record(stream, ticket, a);
+            tr.record_use(stream, ticket, a);
         }
     });
 }
