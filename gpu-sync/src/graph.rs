@@ -21,7 +21,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::module::ModuleInner;
-use crate::memory::buffer::{Allocation, flush_deferred};
+use crate::memory::buffer::Allocation;
 use crate::release::Held;
 use crate::stream::{Point, Stream, StreamInner, create_event};
 use crate::tracker::{Access, Conflicts, OnStream, Target, Use, Uses, run_tracked_uncaptured};
@@ -359,7 +359,7 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
         crate::release::release_later(&origin.device, ev);
     }
     for s in forks.iter().chain(std::iter::once(origin)) {
-        flush_deferred(s);
+        crate::capture::deferred::run_stream_capture_end(s.id);
     }
     let graph = ended?;
     joined?;

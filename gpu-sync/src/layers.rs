@@ -44,7 +44,6 @@ const UPWARD: &[(&str, &str, &str)] = &[
     ("tracker", "stream", "a recorded use is a stream point"),
     ("tracker", "memory", "the tracker walks buffers' allocations"),
     ("tracker", "graph", "captured submission (run_captured) lives in graph.rs"),
-    ("stream", "memory", "the stream state holds frees deferred by a capture"),
     ("stream", "graph", "the stream state holds its capture"),
 ];
 

@@ -150,8 +150,6 @@ pub(crate) struct StreamState {
     known: Vec<(u64, u64)>,
     /// The graph capture this stream takes part in.
     pub capture: Option<Arc<CaptureState>>,
-    /// Frees that arrived while capturing; issued when the capture ends.
-    pub deferred: Vec<crate::memory::buffer::DeferredFree>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -394,7 +392,6 @@ impl Stream {
                     marker: None,
                     known: Vec::new(),
                     capture: None,
-                    deferred: Vec::new(),
                 }),
                 completed: AtomicU64::new(0),
                 capturing: AtomicBool::new(false),

@@ -8,9 +8,12 @@
 //! - on a thread capturing a graph (thread-local capture mode) a free may
 //!   synchronize implicitly and invalidate the capture (see `thread`): the
 //!   work waits for the end of that thread's capture
-//!   ([`Until::CaptureEnds`], [`run_capture_end`]).
+//!   ([`Until::CaptureEnds`], [`run_capture_end`]);
+//! - a stream-ordered free on a capturing stream would become a node of the
+//!   graph: it waits for the end of that stream's capture
+//!   ([`Until::StreamCaptureEnds`], [`run_stream_capture_end`]).
 //!
-//! Both wait in one process-wide queue, each item tagged with its condition.
+//! All wait in one process-wide queue, each item tagged with its condition.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +29,10 @@ pub(crate) enum Until {
     Ordinary,
     /// When this thread's graph capture ends, on that thread.
     CaptureEnds(ThreadId),
+    /// When the capture the stream with this id takes part in ends (queued
+    /// with the stream's state locked and its capture seen, so the end of
+    /// the capture, which clears it under that lock, runs it afterwards).
+    StreamCaptureEnds(u64),
 }
 
 static QUEUE: Mutex<Vec<(Until, Work)>> = Mutex::new(Vec::new());
@@ -79,6 +86,14 @@ pub(crate) fn run_capture_end() {
     }
 }
 
+/// Runs the work put off until the capture of stream `stream` ended (call
+/// once it has, with the stream's capture cleared).
+pub(crate) fn run_stream_capture_end(stream: u64) {
+    for w in take(Until::StreamCaptureEnds(stream)) {
+        w();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +112,12 @@ mod tests {
         };
         defer(Until::CaptureEnds(me), bump(1));
         defer(Until::Ordinary, bump(2));
+        defer(Until::StreamCaptureEnds(u64::MAX), bump(4));
+        run_stream_capture_end(u64::MAX - 1);
+        assert_eq!(ran.load(Ordering::SeqCst) & 4, 0);
+        run_stream_capture_end(u64::MAX);
+        assert_eq!(ran.load(Ordering::SeqCst) & 4, 4);
+        ran.store(0, Ordering::SeqCst);
         // Another thread's capture end runs nothing of this thread's.
         std::thread::spawn(run_capture_end).join().expect("no panic");
         assert_eq!(ran.load(Ordering::SeqCst) & 1, 0);

@@ -33,11 +33,6 @@ pub struct Allocation {
     pub(crate) res: Resource,
 }
 
-/// A free that arrived while its allocation stream was capturing a graph.
-pub(crate) struct DeferredFree {
-    pub alloc: Allocation,
-}
-
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
         crate::capture::host_fn::refuse("DeviceBuffer::alloc")?;
@@ -125,12 +120,16 @@ impl Drop for Allocation {
             return;
         }
         if let Some(s) = self.stream.clone() {
-            let mut st = s.lock();
+            let st = s.lock();
             if st.capture.is_some() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
+                // Queued with the state locked: the end of the capture
+                // clears it under this lock, then runs what was queued.
                 let alloc = self.take();
-                st.deferred.push(DeferredFree { alloc });
+                let until = crate::capture::deferred::Until::StreamCaptureEnds(s.id);
+                crate::capture::deferred::defer(until, Box::new(move || drop(alloc)));
+                drop(st);
                 return;
             }
         }
@@ -474,11 +473,3 @@ macro_rules! view_accessors {
 }
 view_accessors!(DeviceSlice);
 view_accessors!(DeviceSliceMut);
-
-/// Issues the frees deferred during a capture of `stream`.
-pub(crate) fn flush_deferred(stream: &Arc<StreamInner>) {
-    let deferred = std::mem::take(&mut stream.lock().deferred);
-    for d in deferred {
-        drop(d.alloc);
-    }
-}
