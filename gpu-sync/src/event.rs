@@ -72,9 +72,7 @@ impl EventInner {
         let point = match stream {
             Some(s) => {
                 let st = s.inner.lock();
-                if st.capture.is_some() {
-                    return Err(Error::Capturing { op: "Event::record" });
-                }
+                st.refuse_if_capturing("Event::record")?;
                 // The stream's state lock makes the record's position agree
                 // with its last ticket.
                 call("cuEventRecord", || cu::event::record(self.event(), raw))?;
@@ -385,9 +383,7 @@ impl Stream {
         let dev = &self.inner.device.inner;
         dev.bind()?;
         let mut st = self.inner.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: "Stream::wait" });
-        }
+        st.refuse_if_capturing("Stream::wait")?;
         // The event's record lock is held, so no re-record can slip between
         // reading its point and the wait.
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;

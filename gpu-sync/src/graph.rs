@@ -94,7 +94,7 @@ impl Captures for CaptureState {
 impl CaptureSlot for StreamInner {
     type Capture = CaptureState;
     fn capture_hint(&self) -> bool {
-        self.capturing.load(Ordering::Acquire)
+        StreamInner::capture_hint(self)
     }
     fn capture(&self) -> Option<Arc<CaptureState>> {
         self.lock().capture.clone()
@@ -279,9 +279,7 @@ impl Stream {
         });
         {
             let mut st = s.lock();
-            if st.capture.is_some() {
-                return Err(Error::Capturing { op: "Stream::capture" });
-            }
+            st.refuse_if_capturing("Stream::capture")?;
             // Waits on work from before the capture must never need a new
             // record on this stream while it captures.
             s.seal_marker(&mut st)?;

@@ -155,6 +155,20 @@ pub(crate) struct StreamState {
 const KNOWN_KEEP: usize = 32;
 
 impl StreamState {
+    /// Whether the stream takes part in a graph capture: the check every
+    /// submission makes under the stream's lock (the lock-free hint is
+    /// `StreamInner::capturing`, set and cleared under the same lock).
+    #[inline(always)]
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// [`Error::Capturing`] naming `op` if the stream is capturing.
+    #[inline(always)]
+    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
+    }
+
     fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
@@ -187,6 +201,13 @@ pub(crate) struct StreamInner {
 }
 
 impl StreamInner {
+    /// Whether the stream captures, read without its lock: a hint for fast
+    /// paths (exact only under the lock, `StreamState::is_capturing`).
+    #[inline(always)]
+    pub(crate) fn capture_hint(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
     /// The driver stream, borrowed.
     #[inline(always)]
     pub(crate) fn raw(&self) -> BorrowedStream<'_> {
@@ -206,9 +227,7 @@ impl StreamInner {
         {
             return Ok((m.clone(), *c));
         }
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: "a wait on work submitted during the capture" });
-        }
+        st.refuse_if_capturing("a wait on work submitted during the capture")?;
         self.record_marker(&mut st)
     }
 
@@ -273,9 +292,7 @@ impl StreamInner {
     /// point of `deps` that needs one (see [`StreamInner::submit`]).
     fn lock_after_waits(&self, op_name: &'static str, deps: &[Point]) -> Result<MutexGuard<'_, StreamState>> {
         let st = self.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
+        st.refuse_if_capturing(op_name)?;
         if !deps.iter().any(|p| self.needs_wait(&st, p)) {
             return Ok(st);
         }
@@ -294,9 +311,7 @@ impl StreamInner {
         // context current on this thread: this stream's calls need its own.
         self.device.inner.bind()?;
         let mut st = self.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
+        st.refuse_if_capturing(op_name)?;
         for (sid, m, c) in waits {
             if st.known_for(sid) >= c {
                 continue;
@@ -438,7 +453,7 @@ impl Stream {
 
     /// Whether the stream is capturing a graph ([`Stream::capture`]).
     pub fn is_capturing(&self) -> bool {
-        self.inner.capturing.load(Ordering::Acquire)
+        self.inner.capture_hint()
     }
 
     /// Whether all work submitted so far has completed (`cuStreamQuery`),
@@ -470,9 +485,7 @@ impl Stream {
     fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
         crate::capture::host_fn::refuse(op)?;
         let st = self.inner.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op });
-        }
+        st.refuse_if_capturing(op)?;
         let ticket = st.last_ticket;
         drop(st);
         self.inner.device.inner.bind()?;

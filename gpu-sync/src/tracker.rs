@@ -463,7 +463,7 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
-    if s.capturing.load(Ordering::Acquire) {
+    if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
     crate::capture::host_fn::refuse(op_name)?;
@@ -499,7 +499,7 @@ pub(crate) fn run_tracked_idle<R>(
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
-    if s.capturing.load(Ordering::Acquire) {
+    if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
     crate::capture::host_fn::refuse(op_name)?;
@@ -519,9 +519,7 @@ pub(crate) fn run_tracked_idle<R>(
         }
         dev.bind()?;
         let st = s.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
+        st.refuse_if_capturing(op_name)?;
         let idle = Point { stream: s.clone(), ticket: st.last_ticket };
         if st.last_ticket == 0 || idle.is_complete() {
             break (slabs, st);

@@ -121,7 +121,7 @@ impl Drop for Allocation {
         }
         if let Some(s) = self.stream.clone() {
             let st = s.lock();
-            if st.capture.is_some() {
+            if st.is_capturing() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
                 // Queued with the state locked: the end of the capture
@@ -266,9 +266,7 @@ impl<T: Pod> DeviceBuffer<T> {
                     return Ok(());
                 }
                 if crate::capture::thread::thread_is_capturing()
-                    || a.stream
-                        .as_ref()
-                        .is_some_and(|s| s.capturing.load(std::sync::atomic::Ordering::Acquire))
+                    || a.stream.as_ref().is_some_and(|s| s.capture_hint())
                 {
                     // Freed when the capture ends, as `Drop` does.
                     drop(a);
