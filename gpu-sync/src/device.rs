@@ -62,8 +62,6 @@ pub(crate) struct DeviceInner {
     pub completed: AtomicU64,
     pub ledger: Ledger,
     pub priority_range: (i32, i32),
-    /// The trackers of every resource of this device (see `tracker`).
-    trackers: Mutex<crate::tracker::Trackers>,
 }
 
 thread_local! {
@@ -164,7 +162,6 @@ impl Device {
             completed: AtomicU64::new(0),
             ledger: Ledger::default(),
             priority_range: (least, greatest),
-            trackers: Mutex::new(crate::tracker::Trackers::new(ordinal)),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -300,12 +297,6 @@ impl DeviceInner {
             return Ok(());
         }
         bind_ctx(self.drv, self.ctx)
-    }
-
-    /// Locks this device's resource trackers.
-    #[inline]
-    pub(crate) fn lock_trackers(&self) -> std::sync::MutexGuard<'_, crate::tracker::Trackers> {
-        self.trackers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Hands out the next ticket: call with the stream's state locked, right

@@ -40,7 +40,6 @@ const LAYERS: &[&[&str]] = &[
 /// be removed by moving what it names down, never by adding to this list.
 const UPWARD: &[(&str, &str, &str)] = &[
     ("scope", "stream", "a proof's point holds its stream, not a timeline"),
-    ("device", "tracker", "the device owns its resources' tracker slab"),
     ("tracker", "stream", "a recorded use is a stream point"),
     ("tracker", "memory", "the tracker walks buffers' allocations"),
     ("tracker", "graph", "captured submission (run_captured) lives in graph.rs"),

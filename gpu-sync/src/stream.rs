@@ -190,6 +190,9 @@ pub(crate) struct StreamInner {
     /// functions) when the last handle and the last recorded use are gone.
     pub stream: Held<StreamKind>,
     pub device: Device,
+    /// The tracker slab of the device's resources (locked by each tracked
+    /// submission on this stream).
+    pub slab: Arc<crate::tracker::Slab>,
     pub id: u64,
     pub priority: i32,
     pub state: Mutex<StreamState>,
@@ -400,6 +403,7 @@ impl Stream {
             inner: Arc::new(StreamInner {
                 stream: Held::new(device, raw),
                 device: device.clone(),
+                slab: crate::tracker::slab_of(device),
                 id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
                 priority,
                 state: Mutex::new(StreamState {

@@ -39,8 +39,9 @@ use crate::memory::buffer::Allocation;
 use crate::stream::{Point, Stream, StreamInner};
 use cuda_sys::BorrowedStream;
 use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 static NEXT_RESOURCE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -176,6 +177,34 @@ impl Tracker {
     }
 }
 
+/// The tracker slab of one device, shared by its resources and streams (a
+/// resource holds its slab, not its device; the device knows nothing of
+/// tracking).
+pub(crate) struct Slab {
+    /// The device whose resources these are (the lock order of slabs).
+    ordinal: i32,
+    trackers: Mutex<Trackers>,
+}
+
+impl Slab {
+    /// Locks the slab.
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Trackers> {
+        self.trackers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The slab of `device`'s resources: one per device for the life of the
+/// process (as the device's state is), made on first use.
+pub(crate) fn slab_of(device: &Device) -> Arc<Slab> {
+    static SLABS: std::sync::OnceLock<Mutex<HashMap<i32, Arc<Slab>>>> = std::sync::OnceLock::new();
+    let ordinal = device.ordinal();
+    let mut map = SLABS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(ordinal)
+        .or_insert_with(|| Arc::new(Slab { ordinal, trackers: Mutex::new(Trackers::new(ordinal)) }))
+        .clone()
+}
+
 /// The trackers of one device: a slab of slots, one per live resource of
 /// that device.
 pub(crate) struct Trackers {
@@ -187,7 +216,7 @@ pub(crate) struct Trackers {
 
 impl Trackers {
     /// The empty slab of device `ordinal`.
-    pub(crate) fn new(ordinal: i32) -> Trackers {
+    fn new(ordinal: i32) -> Trackers {
         Trackers { ordinal, slots: Vec::new(), free: Vec::new() }
     }
 
@@ -195,9 +224,9 @@ impl Trackers {
     #[inline(always)]
     fn assert_own(&self, r: &Resource) {
         debug_assert!(
-            r.slot == NO_SLOT || r.device.ordinal() == self.ordinal,
+            r.slot == NO_SLOT || r.slab.ordinal == self.ordinal,
             "a resource of device {} was looked up in the tracker slab of device {}",
-            r.device.ordinal(),
+            r.slab.ordinal,
             self.ordinal
         );
     }
@@ -225,13 +254,14 @@ pub(crate) struct Resource {
     /// Process-unique id (keys capture-local bookkeeping).
     pub id: u64,
     slot: u32,
-    device: Device,
+    slab: Arc<Slab>,
 }
 
 impl Resource {
     /// A new resource of `device` with no uses.
     pub fn new(device: &Device) -> Resource {
-        let mut t = device.inner.lock_trackers();
+        let slab = slab_of(device);
+        let mut t = slab.lock();
         let slot = match t.free.pop() {
             Some(s) => s,
             None => {
@@ -239,17 +269,25 @@ impl Resource {
                 (t.slots.len() - 1) as u32
             }
         };
-        Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, device: device.clone() }
+        drop(t);
+        Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, slab }
     }
 
-    /// A resource with no slot (what a moved-out value leaves behind).
-    pub fn empty(device: &Device) -> Resource {
-        Resource { id: 0, slot: NO_SLOT, device: device.clone() }
+    /// A resource with no slot (what a moved-out value leaves behind), of
+    /// the same slab as `self`.
+    pub fn empty_like(&self) -> Resource {
+        Resource { id: 0, slot: NO_SLOT, slab: self.slab.clone() }
+    }
+
+    /// Whether this resource is tracked in `slab`.
+    #[inline(always)]
+    pub fn is_in(&self, slab: &Arc<Slab>) -> bool {
+        Arc::ptr_eq(&self.slab, slab)
     }
 
     /// Records a write at `point` (a stream-ordered allocation).
     pub fn set_write(&self, point: Point) {
-        let old = match self.device.inner.lock_trackers().of_mut(self) {
+        let old = match self.slab.lock().of_mut(self) {
             Some(t) => t.write.replace(point),
             None => None,
         };
@@ -259,7 +297,7 @@ impl Resource {
 
     /// Every use not yet known complete.
     pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
-        match self.device.inner.lock_trackers().of_mut(self) {
+        match self.slab.lock().of_mut(self) {
             Some(t) => t.outstanding(),
             None => SmallVec::new(),
         }
@@ -284,11 +322,11 @@ impl Drop for Resource {
         if crate::capture::host_fn::active() {
             // Inside a host function: the slab may be locked by the thread
             // the callback blocks; release the slot later, elsewhere.
-            let (slot, device) = (std::mem::replace(&mut self.slot, NO_SLOT), self.device.clone());
-            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, device })));
+            let (slot, slab) = (std::mem::replace(&mut self.slot, NO_SLOT), self.slab.clone());
+            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, slab })));
             return;
         }
-        let mut t = self.device.inner.lock_trackers();
+        let mut t = self.slab.lock();
         let old = t.of_mut(self).map(std::mem::take);
         if old.is_some() {
             t.free.push(self.slot);
@@ -387,11 +425,11 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     crate::capture::host_fn::refuse(op_name)?;
     crate::capture::host_fn::drain();
     let mut foreign = false;
-    uses.each(|t, _| foreign |= !t.res().device.same(&s.device));
+    uses.each(|t, _| foreign |= !t.res().is_in(&s.slab));
     if foreign {
         return run_tracked_across(stream, op_name, uses, op);
     }
-    let mut slab = s.device.inner.lock_trackers();
+    let mut slab = s.slab.lock();
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
         if let Some(tr) = slab.of(t.res()) {
@@ -407,25 +445,25 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     Ok((r, ticket))
 }
 
-/// The devices whose slabs an operation over `uses` needs, in ordinal order
-/// (the lock order of slabs).
-fn devices_of<U: Uses + ?Sized>(uses: &U) -> SmallVec<[Device; 2]> {
-    let mut devices: SmallVec<[Device; 2]> = SmallVec::new();
+/// The slabs an operation over `uses` needs, in ordinal order (the lock
+/// order of slabs).
+fn slabs_of<U: Uses + ?Sized>(uses: &U) -> SmallVec<[Arc<Slab>; 2]> {
+    let mut slabs: SmallVec<[Arc<Slab>; 2]> = SmallVec::new();
     uses.each(|t, _| {
-        let d = &t.res().device;
-        if !devices.iter().any(|x| x.same(d)) {
-            devices.push(d.clone());
+        let r = t.res();
+        if !slabs.iter().any(|x| r.is_in(x)) {
+            slabs.push(r.slab.clone());
         }
     });
-    devices.sort_by_key(Device::ordinal);
-    devices
+    slabs.sort_by_key(|s| s.ordinal);
+    slabs
 }
 
 /// Locked slabs of several devices.
 type Slabs<'a> = SmallVec<[MutexGuard<'a, Trackers>; 2]>;
 
-fn lock_all(devices: &[Device]) -> Slabs<'_> {
-    devices.iter().map(|d| d.inner.lock_trackers()).collect()
+fn lock_all(slabs: &[Arc<Slab>]) -> Slabs<'_> {
+    slabs.iter().map(|s| s.lock()).collect()
 }
 
 /// Conflicting points of `uses` for an operation on stream `stream`, each
@@ -434,7 +472,7 @@ fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallV
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
         let r = t.res();
-        if let Some(tr) = slabs.iter().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of(r)) {
+        if let Some(tr) = slabs.iter().find(|g| g.ordinal == r.slab.ordinal).and_then(|g| g.of(r)) {
             tr.deps_into(stream, a, &mut deps);
         }
     });
@@ -445,8 +483,7 @@ fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallV
 fn record_in<U: Uses + ?Sized>(slabs: &mut Slabs<'_>, stream: &Arc<StreamInner>, ticket: u64, uses: &U) {
     uses.each(|t, a| {
         let r = t.res();
-        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r))
-        {
+        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.slab.ordinal).and_then(|g| g.of_mut(r)) {
             tr.record_use(stream, ticket, a);
         }
     });
@@ -468,7 +505,7 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     }
     crate::capture::host_fn::refuse(op_name)?;
     crate::capture::host_fn::drain();
-    let devices = devices_of(uses);
+    let devices = slabs_of(uses);
     let mut slabs = lock_all(&devices);
     let deps = deps_in(&slabs, s.id, uses);
     let (out, ticket) = s.submit(op_name, &deps, op)?;
@@ -503,7 +540,7 @@ pub(crate) fn run_tracked_idle<R>(
         return Err(Error::Capturing { op: op_name });
     }
     crate::capture::host_fn::refuse(op_name)?;
-    let devices = devices_of(uses);
+    let devices = slabs_of(uses);
     let dev = &s.device.inner;
     let (mut slabs, mut st) = loop {
         crate::capture::host_fn::drain();

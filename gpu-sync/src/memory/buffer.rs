@@ -70,7 +70,10 @@ impl Allocation {
             bytes: self.bytes,
             device: self.device.clone(),
             stream: self.stream.take(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         }
     }
 

@@ -193,7 +193,10 @@ impl<T: Pod> PinnedBuffer<T> {
             ptr: self.ptr.as_ptr().cast(),
             bytes,
             device: self.device.clone(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         };
         // The memory now belongs to `host`; this buffer must not free it.
         self.len = 0;
@@ -253,7 +256,10 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
             ptr: self.ptr.as_ptr().cast(),
             bytes,
             device: self.device.clone(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         };
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
