@@ -81,6 +81,9 @@ mod stream;
 mod tracker;
 
 pub use launch::nvrtc;
+// `prefetch.rs` (the prefetcher, `memory::prefetch`, edited in parallel)
+// still names these by their paths before the move into `memory/`.
+use memory::{buffer, pinned};
 
 pub use backend::{Backend, DRIVER_ENV, DriverChoice, select_driver, select_driver_with};
 pub use device::Device;
