@@ -154,3 +154,11 @@ fn install_sim() -> Result<Backend> {
             .into(),
     ))
 }
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    #[test]
+    fn origin_matches_cuda_sim() {
+        assert_eq!(super::SIM_ORIGIN, cuda_sim::ORIGIN);
+    }
+}

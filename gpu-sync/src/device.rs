@@ -1,13 +1,10 @@
 //! Devices, their primary contexts, and the device-wide wait.
-//!
-//! Unsafe code: this file calls the driver (`cuDeviceGet*`,
-//! `cuDevicePrimaryCtxRetain`, `cuCtxSetCurrent`, `cuCtxSynchronize`).
-#![allow(unsafe_code)]
 
 use crate::error::{Error, Result};
-use crate::ffi::{cu, driver};
+use crate::ffi::{call, driver};
 use crate::scope::DeviceSynced;
-use cuda_sys::{CUcontext, CUdevice, CUdevice_attribute as A, Driver};
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedContext, CUcontext, CUdevice, CUdevice_attribute as A, Driver};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,7 +51,8 @@ pub(crate) struct Limits {
 pub(crate) struct DeviceInner {
     pub ordinal: i32,
     pub raw: CUdevice,
-    pub ctx: CUcontext,
+    /// The retained primary context (never released, hence `'static`).
+    pub ctx: BorrowedContext<'static>,
     pub drv: &'static Driver,
     pub limits: Limits,
     pub pools: bool,
@@ -62,23 +60,9 @@ pub(crate) struct DeviceInner {
     pub ticket: AtomicU64,
     /// Every ticket up to this one is known complete (device-wide waits).
     pub completed: AtomicU64,
-    pub ledger: crate::ledger::Ledger,
+    pub ledger: Ledger,
     pub priority_range: (i32, i32),
-    /// The trackers of every resource of this device (see `tracker`).
-    trackers: Mutex<crate::tracker::Trackers>,
 }
-
-// SAFETY: `raw` is a device ordinal handle (a plain integer) and `ctx` a
-// retained primary context: the driver lets one context be current on, and
-// used from, any number of threads at once, and the primary context stays
-// retained for the life of the process (never released, so never dangling).
-// `drv` is a `&'static` table of `extern "C"` function pointers. Every other
-// field is atomics, locks or plain data.
-unsafe impl Send for DeviceInner {}
-// SAFETY: through `&DeviceInner` the handles are only read (and passed to
-// thread-safe driver calls: `cuCtxSetCurrent`, `cuCtxSynchronize`,
-// attribute queries); all mutable state is atomics or behind locks.
-unsafe impl Sync for DeviceInner {}
 
 thread_local! {
     /// The context gpu-sync last made current on this thread.
@@ -91,11 +75,7 @@ fn registry() -> &'static Mutex<HashMap<i32, Arc<DeviceInner>>> {
 }
 
 fn attr(drv: &'static Driver, dev: CUdevice, a: A) -> Result<i32> {
-    let mut v = 0;
-    // SAFETY: cuDeviceGetAttribute writes one int through a valid pointer;
-    // `dev` came from cuDeviceGet.
-    unsafe { cu!(drv, cuDeviceGetAttribute(&mut v, a, dev)) }?;
-    Ok(v)
+    call("cuDeviceGetAttribute", || cu::device::get_attribute(drv, a, dev))
 }
 
 fn attr_u32(drv: &'static Driver, dev: CUdevice, a: A) -> Result<u32> {
@@ -109,9 +89,7 @@ impl Device {
     /// [`Error::Load`] without a driver; a driver error otherwise.
     pub fn count() -> Result<usize> {
         let drv = driver()?;
-        let mut n = 0;
-        // SAFETY: cuDeviceGetCount writes one int through a valid pointer.
-        unsafe { cu!(drv, cuDeviceGetCount(&mut n)) }?;
+        let n = call("cuDeviceGetCount", || cu::device::get_count(drv))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -135,24 +113,15 @@ impl Device {
         if let Some(inner) = map.get(&ordinal) {
             return Ok(Device { inner: inner.clone() });
         }
-        let count = {
-            let mut n = 0;
-            // SAFETY: writes one int through a valid pointer.
-            unsafe { cu!(drv, cuDeviceGetCount(&mut n)) }?;
-            n
-        };
+        let count = call("cuDeviceGetCount", || cu::device::get_count(drv))?;
         if ordinal < 0 || ordinal >= count {
             return Err(Error::InvalidArgument(format!(
                 "no CUDA device {ordinal}: the driver reports {count} device(s)"
             )));
         }
-        let mut raw: CUdevice = 0;
-        // SAFETY: writes one CUdevice through a valid pointer; ordinal checked.
-        unsafe { cu!(drv, cuDeviceGet(&mut raw, ordinal)) }?;
-        let mut ctx: CUcontext = std::ptr::null_mut();
-        // SAFETY: retains the device's primary context and writes its handle;
-        // it is never released, so the handle stays valid for the process.
-        unsafe { cu!(drv, cuDevicePrimaryCtxRetain(&mut ctx, raw)) }?;
+        let raw = call("cuDeviceGet", || cu::device::get(drv, ordinal))?;
+        // Retained and never released: the handle stays valid for the process.
+        let ctx = call("cuDevicePrimaryCtxRetain", || cu::primary_ctx::retain(drv, raw))?;
         let limits = Limits {
             max_threads_per_block: attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [
@@ -179,10 +148,9 @@ impl Device {
         if pools {
             keep_pool_memory(drv, raw)?;
         }
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: writes two ints through valid pointers; the device's primary
-        // context is current on this thread (just above).
-        unsafe { cu!(drv, cuCtxGetStreamPriorityRange(&mut least, &mut greatest)) }?;
+        // The device's primary context is current on this thread (just above).
+        let (least, greatest) =
+            call("cuCtxGetStreamPriorityRange", || cu::context::get_stream_priority_range(drv))?;
         let inner = Arc::new(DeviceInner {
             ordinal,
             raw,
@@ -192,9 +160,8 @@ impl Device {
             pools,
             ticket: AtomicU64::new(0),
             completed: AtomicU64::new(0),
-            ledger: crate::ledger::Ledger::default(),
+            ledger: Ledger::default(),
             priority_range: (least, greatest),
-            trackers: Mutex::new(crate::tracker::Trackers::new(ordinal)),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -212,7 +179,7 @@ impl Device {
 
     /// The raw primary context (retained for the life of the process).
     pub fn raw_context(&self) -> CUcontext {
-        self.inner.ctx
+        self.inner.ctx.as_raw()
     }
 
     /// Whether stream-ordered allocation (`cuMemAllocAsync`) is used for this
@@ -237,14 +204,7 @@ impl Device {
     /// # Errors
     /// A driver error.
     pub fn name(&self) -> Result<String> {
-        let mut buf = [0u8; 256];
-        // SAFETY: cuDeviceGetName writes at most `len` bytes (NUL included)
-        // into the buffer, which has that many.
-        unsafe {
-            cu!(self.inner.drv, cuDeviceGetName(buf.as_mut_ptr().cast(), buf.len() as i32, self.inner.raw))
-        }?;
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+        call("cuDeviceGetName", || cu::device::get_name(self.inner.drv, self.inner.raw))
     }
 
     /// One attribute (`cuDeviceGetAttribute`).
@@ -271,9 +231,7 @@ impl Device {
     /// # Errors
     /// A driver error.
     pub fn total_memory(&self) -> Result<u64> {
-        let mut bytes = 0usize;
-        // SAFETY: writes one size_t through a valid pointer.
-        unsafe { cu!(self.inner.drv, cuDeviceTotalMem(&mut bytes, self.inner.raw)) }?;
+        let bytes = call("cuDeviceTotalMem", || cu::device::total_mem(self.inner.drv, self.inner.raw))?;
         Ok(bytes as u64)
     }
 
@@ -284,10 +242,8 @@ impl Device {
     /// A driver error.
     pub fn memory_info(&self) -> Result<(u64, u64)> {
         self.make_current()?;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: writes two size_t through valid pointers; the device's
-        // context is current on this thread.
-        unsafe { cu!(self.inner.drv, cuMemGetInfo(&mut free, &mut total)) }?;
+        // The device's context is current on this thread.
+        let (free, total) = call("cuMemGetInfo", || cu::memory::get_info(self.inner.drv))?;
         Ok((free as u64, total as u64))
     }
 
@@ -314,18 +270,17 @@ impl Device {
     /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
     /// error.
     pub fn synchronize(&self) -> Result<DeviceSynced> {
-        crate::graph::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
+        crate::capture::thread::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
         // Every ticket up to this value was taken after its driver call
         // returned (see `next_ticket`), so that work is already queued and the
         // synchronize below covers it.
         let ticket = self.inner.ticket.load(Ordering::SeqCst);
         self.make_current()?;
-        // SAFETY: the device's primary context is current on this thread;
-        // cuCtxSynchronize takes no arguments (the pre-13.0 ABI).
-        unsafe { cu!(self.inner.drv, cuCtxSynchronize()) }?;
+        // The device's primary context is current on this thread.
+        call("cuCtxSynchronize", || cu::context::synchronize(self.inner.drv))?;
         self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
         // Frees that host functions which ran meanwhile had to put off.
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         Ok(DeviceSynced { device: self.inner.ordinal, ticket })
     }
 
@@ -338,16 +293,10 @@ impl DeviceInner {
     /// See [`Device::make_current`].
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if CURRENT.with(Cell::get) == self.ctx {
+        if CURRENT.with(Cell::get) == self.ctx.as_raw() {
             return Ok(());
         }
         bind_ctx(self.drv, self.ctx)
-    }
-
-    /// Locks this device's resource trackers.
-    #[inline]
-    pub(crate) fn lock_trackers(&self) -> std::sync::MutexGuard<'_, crate::tracker::Trackers> {
-        self.trackers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Hands out the next ticket: call with the stream's state locked, right
@@ -367,22 +316,15 @@ impl DeviceInner {
 /// raised from 0 to the maximum), as caching allocators do;
 /// [`Device::trim_memory_pool`] gives memory back.
 fn keep_pool_memory(drv: &'static Driver, dev: CUdevice) -> Result<()> {
-    let mut pool: cuda_sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: writes one pool handle through a valid pointer.
-    unsafe { cu!(drv, cuDeviceGetDefaultMemPool(&mut pool, dev)) }?;
-    let mut threshold: u64 = u64::MAX;
+    let pool = call("cuDeviceGetDefaultMemPool", || cu::device::get_default_mem_pool(drv, dev))?;
     let attr = cuda_sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-    // SAFETY: CU_MEMPOOL_ATTR_RELEASE_THRESHOLD takes a cuuint64_t, which
-    // `threshold` is.
-    unsafe { cu!(drv, cuMemPoolSetAttribute(pool, attr, (&mut threshold as *mut u64).cast())) }
+    call("cuMemPoolSetAttribute", || cu::mem_pool::set_attribute(pool, attr, u64::MAX))
 }
 
 /// Makes `ctx` current on this thread and remembers it.
-fn bind_ctx(drv: &'static Driver, ctx: CUcontext) -> Result<()> {
-    // SAFETY: `ctx` is a primary context retained by `Device::get` and never
-    // released, so it is valid for the life of the process.
-    unsafe { cu!(drv, cuCtxSetCurrent(ctx)) }?;
-    CURRENT.with(|c| c.set(ctx));
+fn bind_ctx(drv: &'static Driver, ctx: BorrowedContext<'static>) -> Result<()> {
+    call("cuCtxSetCurrent", || cu::context::set_current(drv, Some(ctx)))?;
+    CURRENT.with(|c| c.set(ctx.as_raw()));
     Ok(())
 }
 
@@ -398,3 +340,24 @@ impl PartialEq for Device {
     }
 }
 impl Eq for Device {}
+
+/// Per-device counters of gpu-sync's own allocations.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    pub(crate) allocated: AtomicU64,
+    pub(crate) peak: AtomicU64,
+    pub(crate) live: AtomicU64,
+}
+
+impl Ledger {
+    pub fn allocated(&self, bytes: u64) {
+        let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        self.live.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn freed(&self, bytes: u64) {
+        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}

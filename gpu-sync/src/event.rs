@@ -1,17 +1,16 @@
 //! Events: timestamps and fences on a stream. A [`TimingEvent`] can measure
 //! time between two records; a [`SyncEvent`] (`CU_EVENT_DISABLE_TIMING`) is
 //! cheaper and only orders and waits. `elapsed` exists only on the first.
-//!
-//! Unsafe code: this file calls the driver (`cuEventCreate`, `cuEventRecord`,
-//! `cuEventQuery`, `cuEventSynchronize`, `cuEventElapsedTime`).
-#![allow(unsafe_code)]
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::{cu, cu_query};
+use crate::ffi::call;
+use crate::release::Held;
 use crate::scope::EventSynced;
-use crate::stream::{LegacyStream, PerThreadStream, Point, Stream, destroy_event};
-use cuda_sys::{CUevent, CUevent_flags, CUresult, CUstream};
+use crate::stream::{LegacyStream, PerThreadStream, Point, Stream, create_event};
+use cuda_sys::handle::kind::EventKind;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent, CUevent_flags, CUresult, OwnedEvent};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -26,34 +25,30 @@ pub(crate) struct Recorded {
 }
 
 /// An event's handle and record state (reachable only inside the crate).
+///
+/// `Send + Sync` from its parts (cuda-sys argues the event's). Through
+/// `&EventInner` the event is recorded, queried, synchronized and waited on
+/// with the `record` lock held, so a re-record never slips between reading
+/// where the event was recorded and a wait or proof based on it.
+/// `TimingEvent::elapsed` reads two events without that lock: a concurrent
+/// re-record can only make the driver report another interval or
+/// `CUDA_ERROR_NOT_READY` (an error), never touch memory.
 pub struct EventInner {
-    pub raw: CUevent,
+    ev: Held<EventKind>,
     pub device: Device,
     record: Mutex<Option<Recorded>>,
 }
 
-// SAFETY: a `CUevent` is not tied to the thread that created it: the driver
-// API lets any thread record, wait on, query, synchronize and destroy an event
-// (only graph objects are documented as unsynchronized). `device` is
-// `Send + Sync`; the record state is behind a mutex. `cuEventDestroy` runs
-// once, in `Drop`, with unique access.
-unsafe impl Send for EventInner {}
-// SAFETY: through `&EventInner` the event is recorded, queried, synchronized
-// and waited on with the `record` lock held, so a re-record never slips
-// between reading where the event was recorded and a wait or proof based on
-// it. `TimingEvent::elapsed` reads two events without that lock: a
-// concurrent re-record can only make the driver report another interval or
-// `CUDA_ERROR_NOT_READY` (an error), never touch memory.
-unsafe impl Sync for EventInner {}
-
 impl EventInner {
     fn create(device: &Device, flags: u32) -> Result<EventInner> {
-        let dev = &device.inner;
-        dev.bind()?;
-        let mut raw: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one handle through a valid pointer; context current.
-        unsafe { cu!(dev.drv, cuEventCreate(&mut raw, flags)) }?;
-        Ok(EventInner { raw, device: device.clone(), record: Mutex::new(None) })
+        let ev = create_event(device, flags)?;
+        Ok(EventInner { ev: Held::new(device, ev), device: device.clone(), record: Mutex::new(None) })
+    }
+
+    /// The driver event.
+    #[inline]
+    pub(crate) fn event(&self) -> &OwnedEvent {
+        self.ev.get()
     }
 
     /// Locks the record state; held across a wait on the event so that no
@@ -77,18 +72,15 @@ impl EventInner {
         let point = match stream {
             Some(s) => {
                 let st = s.inner.lock();
-                if st.capture.is_some() {
-                    return Err(Error::Capturing { op: "Event::record" });
-                }
-                // SAFETY: both handles are live; the stream's state lock makes
-                // the record's position agree with its last ticket.
-                unsafe { cu!(dev.drv, cuEventRecord(self.raw, raw)) }?;
+                st.refuse_if_capturing("Event::record")?;
+                // The stream's state lock makes the record's position agree
+                // with its last ticket.
+                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
                 Some(Point { stream: s.inner.clone(), ticket: st.last_ticket })
             }
             None => {
-                // SAFETY: a default-stream handle is valid in the current
-                // context and the event is live.
-                unsafe { cu!(dev.drv, cuEventRecord(self.raw, raw)) }?;
+                // A default-stream handle is valid in the current context.
+                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
                 None
             }
         };
@@ -111,8 +103,7 @@ impl EventInner {
         let rec = self.lock_record();
         let dev = &self.device.inner;
         dev.bind()?;
-        // SAFETY: the event is live.
-        let done = unsafe { cu_query!(dev.drv, cuEventQuery(self.raw)) }?;
+        let done = call("cuEventQuery", || cu::event::query(self.event()))?;
         Ok(done.then(|| self.proof(&rec)))
     }
 
@@ -121,28 +112,21 @@ impl EventInner {
     /// queue behind it). If the event was re-recorded meanwhile, which
     /// record the wait covered is unknown, so it waits again.
     fn synchronize(&self) -> Result<EventSynced> {
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
         loop {
             let before = generation(&self.lock_record());
             let dev = &self.device.inner;
             dev.bind()?;
-            // SAFETY: the event is live (owned by `self`).
-            unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }?;
+            call("cuEventSynchronize", || cu::event::synchronize(self.event()))?;
             let rec = self.lock_record();
             if generation(&rec) == before {
                 let proof = self.proof(&rec);
                 drop(rec);
-                crate::host_fn::drain();
+                crate::capture::host_fn::drain();
                 return Ok(proof);
             }
         }
-    }
-}
-
-impl Drop for EventInner {
-    fn drop(&mut self) {
-        destroy_event(&self.device, self.raw);
     }
 }
 
@@ -160,7 +144,7 @@ pub(crate) mod sealed {
     /// Seal of [`super::RecordTarget`].
     pub trait RecordSeal {
         /// The raw stream, its device, and the tracked stream if it is one.
-        fn target(&self) -> (CUstream, &Device, Option<&Stream>);
+        fn target(&self) -> (BorrowedStream<'_>, &Device, Option<&Stream>);
     }
 }
 pub(crate) use sealed::EventSeal;
@@ -175,20 +159,20 @@ pub trait AsEvent: sealed::EventSeal {}
 pub trait RecordTarget: sealed::RecordSeal {}
 
 impl RecordSeal for Stream {
-    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
-        (self.as_raw(), self.device(), Some(self))
+    fn target(&self) -> (BorrowedStream<'_>, &Device, Option<&Stream>) {
+        (self.inner.raw(), self.device(), Some(self))
     }
 }
 impl RecordTarget for Stream {}
 impl RecordSeal for LegacyStream {
-    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
-        (cuda_sys::CU_STREAM_LEGACY, &self.device, None)
+    fn target(&self) -> (BorrowedStream<'_>, &Device, Option<&Stream>) {
+        (BorrowedStream::legacy(self.device.inner.drv), &self.device, None)
     }
 }
 impl RecordTarget for LegacyStream {}
 impl RecordSeal for PerThreadStream {
-    fn target(&self) -> (CUstream, &Device, Option<&Stream>) {
-        (cuda_sys::CU_STREAM_PER_THREAD, &self.device, None)
+    fn target(&self) -> (BorrowedStream<'_>, &Device, Option<&Stream>) {
+        (BorrowedStream::per_thread(self.device.inner.drv), &self.device, None)
     }
 }
 impl RecordTarget for PerThreadStream {}
@@ -236,7 +220,7 @@ macro_rules! event_common {
 
             /// The raw handle, for interop.
             pub fn as_raw(&self) -> CUevent {
-                self.inner.raw
+                self.inner.event().as_raw()
             }
 
             /// The event's device.
@@ -345,15 +329,13 @@ impl TimingEvent {
         }
         let dev = &self.inner.device.inner;
         dev.bind()?;
-        let mut ms = 0f32;
-        // SAFETY: writes one float; both events are live and recorded.
-        let r = unsafe { cu!(dev.drv, cuEventElapsedTime(&mut ms, self.inner.raw, end.inner.raw)) };
-        match r {
+        let r = call("cuEventElapsedTime", || cu::event::elapsed_time(self.inner.event(), end.inner.event()));
+        let ms = match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_READY => {
                 return Err(Error::EventNotComplete);
             }
             other => other?,
-        }
+        };
         if ms.is_nan() || ms < 0.0 {
             return Err(Error::InvalidArgument(format!(
                 "the end event completed {:.3} ms before the start event",
@@ -383,3 +365,55 @@ impl SyncEvent {
         Ok(SyncEvent { inner: EventInner::create(device, flags)? })
     }
 }
+
+/// Waits on events: methods of the stream types, defined here, above
+/// streams, so that streams need not know events.
+impl Stream {
+    /// Makes later work on this stream wait, on the device, for the event's
+    /// most recent record (`cuStreamWaitEvent`). Never blocks the host. A
+    /// never-recorded event is no wait at all.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] during a capture (use the capture's own streams);
+    /// a driver error.
+    pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+        crate::capture::host_fn::refuse("Stream::wait")?;
+        let ev = event.event_inner();
+        let recorded = ev.lock_record();
+        let dev = &self.inner.device.inner;
+        dev.bind()?;
+        let mut st = self.inner.lock();
+        st.refuse_if_capturing("Stream::wait")?;
+        // The event's record lock is held, so no re-record can slip between
+        // reading its point and the wait.
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
+        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
+            && p.stream.id != self.inner.id
+        {
+            st.set_known(p.stream.id, p.ticket);
+        }
+        // The wait takes a ticket, so markers covering it cover the event.
+        st.last_ticket = dev.next_ticket();
+        Ok(())
+    }
+}
+
+macro_rules! default_stream_wait {
+    ($ty:ty, $handle:expr, $name:literal) => {
+        impl $ty {
+            #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
+            ///
+            /// # Errors
+            /// A driver error.
+            pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+                let ev = event.event_inner();
+                let _record = ev.lock_record();
+                let dev = &self.device.inner;
+                dev.bind()?;
+                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
+            }
+        }
+    };
+}
+default_stream_wait!(LegacyStream, BorrowedStream::legacy, "legacy default stream");
+default_stream_wait!(PerThreadStream, BorrowedStream::per_thread, "per-thread default stream");

@@ -1,17 +1,51 @@
-//! Calling the driver: the process-wide table and the `cu!` macro.
+//! The one door from gpu-sync to the driver.
 //!
-//! `cu!(drv, cuStreamWaitEvent(a, b, c))` calls the entry point if the driver
-//! has it and turns its `CUresult` into [`crate::Result`]: `Unsupported`
-//! (naming the CUDA version that introduced it) when the table lacks it, a
-//! `Driver`/`ContextLost` error naming the call otherwise. The macro performs
-//! the call, so each use sits inside an `unsafe` block whose `SAFETY:` comment
-//! argues that call's contract at that site.
-
-// Unsafe code: `driver` calls `cuInit` through the table.
-#![allow(unsafe_code)]
+//! Every driver call gpu-sync makes is a function of `cuda_sys::result`
+//! (one per entry point, typed, out-parameters returned) and passes through
+//! [`call`]: inside a host function it calls nothing and fails with
+//! `CUDA_ERROR_NOT_PERMITTED` (the driver forbids calls there; see
+//! `host_fn`), otherwise it makes the call and maps cuda-sys's
+//! [`DriverError`](cuda_sys::DriverError) into [`crate::Error`]. No
+//! `unsafe` lives here: the per-call functions that take raw pointers are
+//! `unsafe` at their call sites, with the `SAFETY:` argument there.
 
 use crate::error::{Error, Result};
-use cuda_sys::{CUresult, Driver};
+use cuda_sys::Driver;
+use std::cell::Cell;
+
+thread_local! {
+    /// How many host functions this thread is inside (nested trampolines
+    /// cannot happen with the real driver; counted anyway): while non-zero,
+    /// [`call`] refuses.
+    static REFUSING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether driver calls are refused on this thread (it is running a host
+/// function started by gpu-sync).
+#[inline(always)]
+pub(crate) fn calls_refused() -> bool {
+    REFUSING.with(Cell::get) != 0
+}
+
+/// Enters (`true`) or leaves (`false`) a stretch of this thread in which
+/// every driver call is refused (`host_fn::Inside` pairs them).
+pub(crate) fn refuse_calls(enter: bool) {
+    REFUSING.with(|d| d.set(if enter { d.get() + 1 } else { d.get().saturating_sub(1) }));
+}
+
+/// The error for a driver call `call` made inside a host function: the code
+/// the driver itself uses for it.
+#[cold]
+pub(crate) fn not_permitted(call: &'static str) -> Error {
+    Error::Driver { call, error: cuda_sys::CuError(cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED) }
+}
+
+/// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function,
+/// before any lock is taken or driver call made.
+#[inline(always)]
+pub(crate) fn refuse(op: &'static str) -> Result<()> {
+    if calls_refused() { Err(not_permitted(op)) } else { Ok(()) }
+}
 
 /// The process-wide driver (loaded or installed), initialized with
 /// `cuInit(0)` once: the loader does that for libcuda, but a table installed
@@ -19,65 +53,16 @@ use cuda_sys::{CUresult, Driver};
 pub(crate) fn driver() -> Result<&'static Driver> {
     static INIT: std::sync::OnceLock<Result<()>> = std::sync::OnceLock::new();
     let drv = cuda_sys::driver()?;
-    INIT.get_or_init(|| {
-        // SAFETY: cuInit takes only flags, which must be 0; calling it again
-        // after the loader did is harmless.
-        unsafe { cu!(drv, cuInit(0)) }
-    })
-    .clone()?;
+    INIT.get_or_init(|| call("cuInit", || cuda_sys::result::init::init(drv, 0))).clone()?;
     Ok(drv)
 }
 
-/// `Ok` for `CUDA_SUCCESS`, else the error naming `call`.
-#[inline]
-pub(crate) fn check(call: &'static str, r: CUresult) -> Result<()> {
-    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(Error::driver(call, cuda_sys::CuError(r))) }
+/// Makes the driver call `f` (a `cuda_sys::result` function calling entry
+/// point `name`), unless the calling thread is running a host function: then
+/// nothing is called and the error is the driver's own
+/// `CUDA_ERROR_NOT_PERMITTED` naming `name`.
+#[inline(always)]
+pub(crate) fn call<T>(name: &'static str, f: impl FnOnce() -> cuda_sys::result::Result<T>) -> Result<T> {
+    refuse(name)?;
+    Ok(f()?)
 }
-
-/// The error for an entry point the loaded driver lacks.
-#[cold]
-pub(crate) fn unsupported(drv: &Driver, call: &'static str) -> Error {
-    let needs = Driver::entry_point(call)
-        .map(|e| cuda_sys::version_string(e.since))
-        .unwrap_or_else(|| "newer".to_owned());
-    Error::Unsupported { call, needs, have: cuda_sys::version_string(drv.version()) }
-}
-
-/// Calls a driver entry point by name; see the module docs. Inside a host
-/// function it calls nothing and fails with `CUDA_ERROR_NOT_PERMITTED`
-/// (the driver forbids calls there; see `host_fn`).
-macro_rules! cu {
-    ($drv:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
-        let drv: &cuda_sys::Driver = $drv;
-        match drv.$name {
-            _ if $crate::host_fn::active() => Err($crate::host_fn::not_permitted(stringify!($name))),
-            Some(f) => $crate::ffi::check(stringify!($name), f($($arg),*)),
-            None => Err($crate::ffi::unsupported(drv, stringify!($name))),
-        }
-    }};
-}
-pub(crate) use cu;
-
-/// Like [`check`], but `CUDA_ERROR_NOT_READY` is `Ok(false)` (for queries).
-#[inline]
-pub(crate) fn check_ready(call: &'static str, r: CUresult) -> Result<bool> {
-    match r {
-        CUresult::CUDA_SUCCESS => Ok(true),
-        CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-        other => Err(Error::driver(call, cuda_sys::CuError(other))),
-    }
-}
-
-/// Queries an entry point that reports readiness (`cuStreamQuery`,
-/// `cuEventQuery`).
-macro_rules! cu_query {
-    ($drv:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
-        let drv: &cuda_sys::Driver = $drv;
-        match drv.$name {
-            _ if $crate::host_fn::active() => Err($crate::host_fn::not_permitted(stringify!($name))),
-            Some(f) => $crate::ffi::check_ready(stringify!($name), f($($arg),*)),
-            None => Err($crate::ffi::unsupported(drv, stringify!($name))),
-        }
-    }};
-}
-pub(crate) use cu_query;

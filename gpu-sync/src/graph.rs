@@ -15,21 +15,20 @@
 //!   functions, allocation on a capturing stream) is refused with
 //!   [`Error::Capturing`]; frees that fall due on a capturing stream are
 //!   issued when the capture ends.
-//!
-//! Unsafe code: this file calls the driver (`cuStreamBeginCapture`,
-//! `cuStreamEndCapture`, `cuGraphInstantiateWithFlags`, `cuGraphLaunch`, …).
-#![allow(unsafe_code)]
 
-use crate::buffer::{Allocation, flush_deferred};
-use crate::capture_gate::{self, CaptureSlot, Captures, Gate};
+use crate::capture::capture_gate::{self, CaptureSlot, Captures, Gate};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
-use crate::module::ModuleInner;
-use crate::stream::{Point, Stream, StreamInner, destroy_event};
-use crate::tracker::{Access, Target, Use, Uses, run_tracked_uncaptured};
-use cuda_sys::{CUevent, CUevent_flags, CUgraph, CUgraphExec, CUstream, CUstreamCaptureMode};
-use std::cell::{Cell, RefCell};
+use crate::ffi::call;
+use crate::launch::module::ModuleInner;
+use crate::memory::buffer::Allocation;
+use crate::release::Held;
+use crate::stream::{Point, Stream, StreamInner, create_event};
+use crate::tracker::{Access, Conflicts, OnStream, Target, Use, Uses, run_tracked_uncaptured};
+use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUstreamCaptureMode, OwnedEvent};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -38,74 +37,34 @@ use std::sync::{Arc, Mutex};
 /// What a captured launch keeps alive for the graph.
 pub(crate) type KeepAlive = Arc<ModuleInner>;
 
-thread_local! {
-    /// Captures in progress on this thread. In thread-local capture mode the
-    /// driver forbids this thread the calls that may synchronize implicitly
-    /// (`cuMemHostAlloc`, `cuMemAlloc`, `cuMemFree`, `cuMemFreeHost`,
-    /// `cuCtxSynchronize`, …): one of them silently invalidates the capture.
-    static CAPTURING: Cell<u32> = const { Cell::new(0) };
-    /// Frees that fell due on this thread during a capture.
-    static DEFERRED: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
+/// A captured use: (stream id, the capture's sequence number). Captured
+/// work never completes while captured.
+#[derive(Clone, Copy)]
+struct Captured {
+    stream: u64,
+    seq: u64,
 }
 
-/// Whether this thread is capturing a graph.
-pub(crate) fn thread_is_capturing() -> bool {
-    CAPTURING.with(Cell::get) > 0
-}
-
-/// [`Error::Capturing`] if this thread is capturing.
-pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
-    if thread_is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
-}
-
-/// Runs `free` now, or when this thread's capture ends if it is capturing
-/// (for frees that come from `Drop` and cannot return an error).
-pub(crate) fn free_outside_capture(free: Box<dyn FnOnce()>) {
-    if thread_is_capturing() {
-        DEFERRED.with(|d| d.borrow_mut().push(free));
-    } else {
-        free();
+impl OnStream for Captured {
+    fn stream_id(&self) -> u64 {
+        self.stream
     }
-}
-
-/// Marks this thread as capturing for its lifetime.
-struct ThreadCapture;
-
-impl ThreadCapture {
-    fn begin() -> ThreadCapture {
-        CAPTURING.with(|c| c.set(c.get() + 1));
-        ThreadCapture
+    fn is_complete(&self) -> bool {
+        false
     }
-}
-
-impl Drop for ThreadCapture {
-    fn drop(&mut self) {
-        let left = CAPTURING.with(|c| {
-            let n = c.get().saturating_sub(1);
-            c.set(n);
-            n
-        });
-        if left == 0 {
-            let frees = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-            for f in frees {
-                f();
-            }
-        }
+    fn advance(&mut self, to: u64) {
+        self.seq = self.seq.max(to);
     }
-}
-
-#[derive(Default)]
-struct LocalTracker {
-    write: Option<(u64, u64)>,
-    reads: Vec<(u64, u64)>,
 }
 
 #[derive(Default)]
 pub(crate) struct CaptureInner {
-    local: HashMap<u64, LocalTracker>,
+    /// The capture's own uses of each allocation: the same conflict rules
+    /// as eager submission, over capture sequence numbers.
+    local: HashMap<u64, Conflicts<Captured>>,
     accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
-    events: Vec<CUevent>,
+    events: Vec<OwnedEvent>,
     seq: u64,
 }
 
@@ -135,23 +94,12 @@ impl Captures for CaptureState {
 impl CaptureSlot for StreamInner {
     type Capture = CaptureState;
     fn capture_hint(&self) -> bool {
-        self.capturing.load(Ordering::Acquire)
+        StreamInner::capture_hint(self)
     }
     fn capture(&self) -> Option<Arc<CaptureState>> {
         self.lock().capture.clone()
     }
 }
-
-// SAFETY: the only fields that are not `Send + Sync` on their own are the
-// raw `CUevent`s in `inner.events`: events are not tied to a thread, and
-// these are only created, recorded, waited on (in the capture, under the
-// `inner` lock) and destroyed (once, by `end_capture`, after taking them out
-// of the list under that lock). Everything else is `Arc`s of `Send + Sync`
-// types behind mutexes.
-unsafe impl Send for CaptureState {}
-// SAFETY: all shared access goes through the `streams` and `inner` mutexes;
-// see `Send` for the events.
-unsafe impl Sync for CaptureState {}
 
 impl CaptureState {
     fn stream(&self, id: u64) -> Option<Arc<StreamInner>> {
@@ -168,20 +116,17 @@ impl CaptureState {
         &self,
         inner: &mut CaptureInner,
         from: &StreamInner,
-        to: CUstream,
+        to: BorrowedStream<'_>,
         device: &Device,
     ) -> Result<()> {
-        let dev = &device.inner;
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one event handle; the context is current.
-        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
+        let ev = create_event(device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)?;
+        // Both streams are live and part of this capture, so the record and
+        // the wait become graph nodes/edges; `ev` is kept until the capture
+        // ends.
+        let r = call("cuEventRecord", || cu::event::record(&ev, from.raw()))
+            .and_then(|()| call("cuStreamWaitEvent", || cu::stream::wait_event(to, &ev, 0)));
         inner.events.push(ev);
-        // SAFETY: both streams are live and part of this capture, so the
-        // record and the wait become graph nodes/edges; `ev` is live until
-        // the capture ends.
-        unsafe { cu!(dev.drv, cuEventRecord(ev, from.raw)) }?;
-        // SAFETY: as above.
-        unsafe { cu!(dev.drv, cuStreamWaitEvent(to, ev, 0)) }
+        r
     }
 }
 
@@ -202,7 +147,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     keep: Option<&KeepAlive>,
     cap: &CaptureState,
     inner: &mut CaptureInner,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
     let s = &stream.inner;
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
@@ -219,37 +164,21 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     let mut deps: Vec<u64> = Vec::new();
     for (alloc, a) in &list {
         if let Some(lt) = inner.local.get(&alloc.res.id) {
-            if let Some((sid, _)) = lt.write
-                && sid != s.id
-            {
-                deps.push(sid);
-            }
-            if *a == Access::Write {
-                deps.extend(lt.reads.iter().filter(|(sid, _)| *sid != s.id).map(|(sid, _)| *sid));
-            }
+            lt.deps(s.id, *a, |p| deps.push(p.stream));
         }
     }
     deps.sort_unstable();
     deps.dedup();
     for sid in deps {
         let Some(from) = cap.stream(sid) else { continue };
-        cap.edge(inner, &from, s.raw, device)?;
+        cap.edge(inner, &from, s.raw(), device)?;
     }
-    let r = op(s.raw)?;
+    let r = op(s.raw())?;
     inner.seq += 1;
     let seq = inner.seq;
     for (alloc, a) in &list {
         let lt = inner.local.entry(alloc.res.id).or_default();
-        match a {
-            Access::Read => {
-                lt.reads.retain(|(sid, _)| *sid != s.id);
-                lt.reads.push((s.id, seq));
-            }
-            Access::Write => {
-                lt.write = Some((s.id, seq));
-                lt.reads.clear();
-            }
-        }
+        lt.record(s.id, seq, *a, || Captured { stream: s.id, seq });
         let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
         if *a == Access::Write {
             entry.1 = Access::Write;
@@ -279,7 +208,7 @@ pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) ->
                 return Ok(false);
             }
             to.device.inner.bind()?;
-            a.edge(&mut g.data, from, to.raw, &to.device)?;
+            a.edge(&mut g.data, from, to.raw(), &to.device)?;
             Ok(true)
         }
         (None, None) => Ok(false),
@@ -318,7 +247,7 @@ impl Capture<'_> {
             fork.inner.capturing.store(true, Ordering::Release);
         }
         self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
-        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw, self.origin.device())?;
+        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw(), self.origin.device())?;
         Ok(fork)
     }
 }
@@ -350,20 +279,18 @@ impl Stream {
         });
         {
             let mut st = s.lock();
-            if st.capture.is_some() {
-                return Err(Error::Capturing { op: "Stream::capture" });
-            }
+            st.refuse_if_capturing("Stream::capture")?;
             // Waits on work from before the capture must never need a new
             // record on this stream while it captures.
             s.seal_marker(&mut st)?;
             let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-            // SAFETY: a live stream of the current context, not capturing.
-            unsafe { cu!(dev.drv, cuStreamBeginCapture(s.raw, mode)) }?;
+            // A live stream of the current context, not capturing.
+            call("cuStreamBeginCapture", || cu::stream::begin_capture(s.raw(), mode))?;
             st.capture = Some(state.clone());
             s.capturing.store(true, Ordering::Release);
         }
         let scope = Capture { origin: self, state: state.clone() };
-        let thread = ThreadCapture::begin();
+        let thread = crate::capture::thread::ThreadCapture::begin();
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
         let ended = end_capture(&state);
         // Frees deferred on this thread run now, outside the capture.
@@ -371,17 +298,12 @@ impl Stream {
         let body = match body {
             Ok(r) => r,
             Err(panic) => {
-                if let Ok(g) = ended {
-                    destroy_graph(&self.inner.device, g);
-                }
+                drop(ended);
                 std::panic::resume_unwind(panic);
             }
         };
         let raw = ended?;
-        if let Err(e) = body {
-            destroy_graph(&self.inner.device, raw);
-            return Err(e);
-        }
+        body?;
         // Take what the graph keeps, not the whole state: `ended` must stay
         // set for operations still holding this capture.
         let mut g = state.inner.lock();
@@ -400,30 +322,28 @@ impl Stream {
 /// of another thread is either in the graph or finds the capture ended and
 /// runs as ordinary tracked work. None of these driver calls waits for the
 /// device.
-fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
+fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
     let origin = &state.origin;
     let dev = &origin.device.inner;
-    let (forks, events, joined, ended, graph) = capture_gate::end(
+    let (forks, events, joined, ended) = capture_gate::end(
         &state.inner,
         |inner| {
             let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
             let mut joined = Ok(());
             for f in &forks {
                 if joined.is_ok() {
-                    joined = state.edge(inner, f, origin.raw, &origin.device);
+                    joined = state.edge(inner, f, origin.raw(), &origin.device);
                 }
             }
-            let mut graph: CUgraph = std::ptr::null_mut();
-            let ended = dev.bind().and_then(|()| {
-                // SAFETY: `origin` is live and capturing; writes one graph
-                // handle.
-                unsafe { cu!(dev.drv, cuStreamEndCapture(origin.raw, &mut graph)) }
-            });
+            let ended = dev
+                .bind()
+                .and_then(|()| call("cuStreamEndCapture", || cu::stream::end_capture(origin.raw())))
+                .map(|g| Held::new(&origin.device, g));
             if ended.is_err() {
                 leave_capture(origin);
             }
             let events = std::mem::take(&mut inner.events);
-            (forks, events, joined, ended, graph)
+            (forks, events, joined, ended)
         },
         |(forks, ..)| {
             for s in forks.iter().chain(std::iter::once(origin)) {
@@ -434,13 +354,13 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
         },
     );
     for ev in events {
-        destroy_event(&origin.device, ev);
+        crate::release::release_later(&origin.device, ev);
     }
     for s in forks.iter().chain(std::iter::once(origin)) {
-        flush_deferred(s);
+        crate::capture::deferred::run_stream_capture_end(s.id);
     }
+    let graph = ended?;
     joined?;
-    ended?;
     Ok(graph)
 }
 
@@ -448,33 +368,14 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<CUgraph> {
 /// capturing, end the capture once more and discard whatever it returns, so
 /// the stream is usable again.
 fn leave_capture(stream: &StreamInner) {
-    let drv = stream.device.inner.drv;
-    let mut status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a live stream; writes one status through a valid pointer.
-    let still = unsafe { cu!(drv, cuStreamIsCapturing(stream.raw, &mut status)) }.is_ok()
-        && status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
+        .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     if !still {
         return;
     }
-    let mut graph: CUgraph = std::ptr::null_mut();
-    // SAFETY: as in `end_capture`.
-    match unsafe { cu!(drv, cuStreamEndCapture(stream.raw, &mut graph)) } {
-        Ok(()) => destroy_graph(&stream.device, graph),
+    match call("cuStreamEndCapture", || cu::stream::end_capture(stream.raw())) {
+        Ok(g) => drop(Held::new(&stream.device, g)),
         Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
-    }
-}
-
-fn destroy_graph(device: &Device, g: CUgraph) {
-    if g.is_null() {
-        return;
-    }
-    let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: `g` came from cuStreamEndCapture and is destroyed once.
-        unsafe { cu!(dev.drv, cuGraphDestroy(g)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA graph: {e}");
     }
 }
 
@@ -509,21 +410,14 @@ fn destroy_graph(device: &Device, g: CUgraph) {
 /// # Ok::<(), gpu_sync::Error>(())
 /// ```
 pub struct Graph {
-    raw: CUgraph,
+    /// Declared first: destroyed before the modules it launches are unloaded.
+    raw: Held<GraphKind>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     modules: Vec<Arc<ModuleInner>>,
     /// `!Sync` (see above), whatever the other fields are.
     _not_sync: PhantomData<Cell<()>>,
 }
-
-// SAFETY: a `CUgraph` is not tied to the thread that made it; the driver only
-// requires that calls on one graph be serialized. A `Graph` owns its handle
-// (`as_raw` hands it out for FFI, whose calls are the caller's `unsafe`
-// promise), and it is not `Sync`, so every call through it is made by the one
-// thread that holds the `Graph` (or a `&Graph`) at the time. The other fields
-// are `Send`.
-unsafe impl Send for Graph {}
 
 impl Graph {
     /// Number of nodes (`cuGraphGetNodes`).
@@ -533,10 +427,7 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut n = 0usize;
-        // SAFETY: with a null array the call only writes the count.
-        unsafe { cu!(dev.drv, cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n)) }?;
-        Ok(n)
+        call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
     }
 
     /// Number of distinct buffers the graph touches.
@@ -551,40 +442,19 @@ impl Graph {
     pub fn instantiate(&self) -> Result<GraphExec> {
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut exec: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: writes one exec handle; the graph is live.
-        unsafe { cu!(dev.drv, cuGraphInstantiateWithFlags(&mut exec, self.raw, 0)) }?;
+        let exec =
+            call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
         Ok(GraphExec {
-            raw: exec,
+            state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),
             accesses: self.accesses.clone(),
             _modules: self.modules.clone(),
-            last: Mutex::new(None),
         })
     }
 
     /// The raw handle.
     pub fn as_raw(&self) -> CUgraph {
-        self.raw
-    }
-}
-
-impl Drop for Graph {
-    fn drop(&mut self) {
-        if crate::host_fn::active() && !self.raw.is_null() {
-            // CUDA forbids driver calls inside a host function: destroy on
-            // an ordinary thread later (`host_fn::drain`).
-            let moved = Graph {
-                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
-                device: self.device.clone(),
-                accesses: std::mem::take(&mut self.accesses),
-                modules: std::mem::take(&mut self.modules),
-                _not_sync: PhantomData,
-            };
-            crate::host_fn::defer(Box::new(move || drop(moved)));
-            return;
-        }
-        destroy_graph(&self.device, self.raw);
+        self.raw.get().as_raw()
     }
 }
 
@@ -594,24 +464,22 @@ impl Drop for Graph {
 /// (the driver does not synchronize a `CUgraphExec` internally), and the
 /// driver orders each launch after the previous launches of the same exec.
 pub struct GraphExec {
-    raw: CUgraphExec,
+    /// The exec and its last launch, behind one lock held across every
+    /// `cuGraphLaunch`: calls on an exec must be serialized (graph objects
+    /// are not internally synchronized), and the lock is what makes
+    /// `GraphExec` `Sync` without an `unsafe impl`.
+    state: Mutex<ExecState>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     _modules: Vec<Arc<ModuleInner>>,
-    /// The point of the last launch; its lock is also held across every
-    /// `cuGraphLaunch` of this exec, which serializes them.
-    last: Mutex<Option<Point>>,
 }
 
-// SAFETY: a `CUgraphExec` is not tied to the thread that made it; calls on
-// it must be serialized (graph objects are not internally synchronized), and
-// the only calls are `cuGraphLaunch` (under the `last` lock, see `launch`)
-// and `cuGraphExecDestroy` (in `Drop`, with unique access). The other fields
-// are `Send + Sync`.
-unsafe impl Send for GraphExec {}
-// SAFETY: through `&GraphExec` the handle is only launched, with the `last`
-// lock held across the driver call, so no two calls on the exec overlap.
-unsafe impl Sync for GraphExec {}
+/// A [`GraphExec`]'s exec handle (always `Some` until `Drop`) and the point
+/// of its last launch.
+struct ExecState {
+    exec: Option<Held<GraphExecKind>>,
+    last: Option<Point>,
+}
 
 impl GraphExec {
     /// Replays the graph on `stream` (`cuGraphLaunch`) as one tracked
@@ -632,60 +500,42 @@ impl GraphExec {
             return Err(Error::Capturing { op: "GraphExec::launch" });
         }
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
-        let drv = self.device.inner.drv;
-        let exec = self.raw;
         // Held across the driver call: launches of one exec from several
         // threads are serialized. Lock order: this, then the tracker slab and
         // the stream (nothing takes this lock while holding those), and
         // `cuGraphLaunch` does not wait for the device.
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(exec) = st.exec.as_ref() else {
+            return Err(Error::InvalidArgument("a graph exec launched after its release".into()));
+        };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
         let ((), ticket) = run_tracked_uncaptured(stream, "cuGraphLaunch", uses.as_slice(), |raw| {
-            // SAFETY: a live exec of this device's context and a live stream;
-            // every buffer the graph touches is kept alive by `accesses` and
+            // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
-            // exec runs meanwhile (the `last` lock is held).
-            unsafe { cu!(drv, cuGraphLaunch(exec, raw)) }
+            // exec runs meanwhile (the state lock is held).
+            call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))
         })?;
-        *last = Some(Point { stream: stream.inner.clone(), ticket });
+        st.last = Some(Point { stream: stream.inner.clone(), ticket });
         Ok(())
     }
 }
 
 impl Drop for GraphExec {
+    /// Destroys the exec once its last launch completed (a host wait); inside
+    /// a host function all of it happens later on an ordinary thread.
     fn drop(&mut self) {
-        if self.raw.is_null() {
-            return;
-        }
-        if crate::host_fn::active() {
-            // CUDA forbids driver calls inside a host function: wait for the
-            // last launch and destroy on an ordinary thread later.
-            let moved = GraphExec {
-                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
-                device: self.device.clone(),
-                accesses: std::mem::take(&mut self.accesses),
-                _modules: std::mem::take(&mut self._modules),
-                last: Mutex::new(self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take()),
-            };
-            crate::host_fn::defer(Box::new(move || drop(moved)));
-            return;
-        }
-        let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(p) = last
-            && let Err(e) = p.host_wait()
-        {
-            log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
-            return;
-        }
-        let dev = &self.device.inner;
-        let r = dev.bind().and_then(|()| {
-            // SAFETY: destroyed once; its last launch has completed (waited
-            // above).
-            unsafe { cu!(dev.drv, cuGraphExecDestroy(self.raw)) }
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let (exec, last) = (st.exec.take(), st.last.take());
+        crate::capture::host_fn::now_or_deferred(move || {
+            if let Some(p) = last
+                && let Err(e) = p.host_wait()
+            {
+                log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
+                std::mem::forget(exec);
+                return;
+            }
+            drop(exec);
         });
-        if let Err(e) = r {
-            log::warn!("leaking a CUDA graph exec: {e}");
-        }
     }
 }

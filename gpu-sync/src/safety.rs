@@ -55,11 +55,18 @@
 //!
 //! | item | the caller promises |
 //! |---|---|
-//! | `Stream::h2d` (`copy.rs`) | the host pointer is valid for `len` initialized elements and not written until the copy completed (pinned: the buffer is borrowed for the tracked copy; pageable: the call waits) |
-//! | `Stream::d2h` (`copy.rs`) | the host pointer is valid for `len` elements, neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
+//! | `Stream::h2d` (`memory/copy.rs`) | the host pointer is valid for `len` initialized elements and not written until the copy completed (pinned: the buffer is borrowed for the tracked copy; pageable: the call waits) |
+//! | `Stream::d2h` (`memory/copy.rs`) | the host pointer is valid for `len` elements, neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
 //!
-//! Every other `unsafe` block is a driver call; its `// SAFETY:` comment names
-//! the handle's owner, why it is live, and which lock or wait orders it.
+//! Every other `unsafe` block is a call of a `cuda_sys::result` function that
+//! takes raw pointers (a free, a copy or fill, the kernel launch, a module
+//! image, a host function) or the move of an owned handle out of
+//! `release::Held`; its `// SAFETY:` comment argues what the driver will do
+//! with the pointers, why they are live, and which lock or wait orders the
+//! call. Calls whose handles prove liveness are safe functions of the
+//! per-call layer and need no `unsafe` here. Four modules allow `unsafe`
+//! (`capture`, `launch`, `memory`, `release`); the rest of the crate denies
+//! it.
 //!
 //! # Kernels
 //! Running device code is inherently unsafe; gpu-sync puts the `unsafe` where
@@ -70,26 +77,29 @@
 //! wrappers that check every length against the buffers passed. Anything
 //! else goes through [`crate::RawKernel`], whose every launch is `unsafe`.
 //!
-//! # `unsafe impl Send` / `Sync`
+//! # `Send` / `Sync`
 //! Each rests on the driver's thread-safety rules: a context may be current
 //! on many threads at once; streams, events, modules and functions are not
 //! tied to a thread and may be used from any; graph objects (`CUgraph`,
 //! `CUgraphExec`) are *not* internally synchronized, and calls on one must
-//! be serialized ([graph object thread safety][ts]).
+//! be serialized ([graph object thread safety][ts]). cuda-sys argues these
+//! once, for its owned and borrowed handles (`cuda_sys::handle`); gpu-sync's
+//! devices, streams, events, markers, modules, graphs and graph execs hold
+//! those handles and get `Send`/`Sync` from their fields. The few
+//! `unsafe impl`s left (a test, `layers::unsafe_impls_are_the_argued_few`,
+//! keeps the list) are for what cuda-sys cannot own:
 //!
 //! | type | `Send` | `Sync` | argument |
 //! |---|---|---|---|
-//! | `DeviceInner` (behind [`crate::Device`]) | yes | yes | a device ordinal and a primary context retained for the life of the process; thread-safe driver calls; mutable state is atomics and locks |
-//! | `StreamInner` (behind [`crate::Stream`]) | yes | yes | any thread may submit to a stream; submissions are serialized by the stream's state lock (captured ones by the capture's lock), so tickets follow the driver's order; destroyed once, with unique access |
-//! | `Marker` (a stream's pooled sync event) | yes | yes | recorded once before it is shared, then only waited on or queried; back to the pool when the last `Arc` drops |
-//! | `EventPool` | yes | yes | events not tied to a thread; the free list is behind a mutex |
-//! | `EventInner` (behind [`crate::SyncEvent`], [`crate::TimingEvent`]) | yes | yes | record, query, synchronize and waits hold the record lock, so no re-record slips between reading a record's point and a wait; `elapsed` without it can at worst report another interval or an error |
-//! | `ModuleInner` (behind [`crate::Module`]) | yes | yes | a module is not tied to a thread; shared access only looks functions up; unloaded once no kernel or graph holds it |
 //! | `KernelCore` (behind [`crate::Kernel`], [`crate::RawKernel`]) | yes | yes | a function handle is not tied to a thread; the module is kept loaded by an `Arc`; the dynamic shared-memory limit is atomic (a racing `set_max_dynamic_shared_mem` can only make a launch fail) |
-//! | [`crate::PinnedBuffer<T>`] | yes | yes | owns its memory like a `Vec<T>` with `T: Pod`; shared access only reads it or locks the tracker |
-//! | `CaptureState` (a capture in progress) | yes | yes | its raw events are created, recorded, waited on and destroyed under the capture lock, or once after being taken out under it |
-//! | [`crate::Graph`] | yes | **no** | a `CUgraph` may move between threads, but calls on it must be serialized — even `cuGraphGetNodes` and `cuGraphInstantiate` — so `&Graph` may not cross threads (compile-fail case `share_graph_across_threads`) |
-//! | [`crate::GraphExec`] | yes | yes | every `cuGraphLaunch` of one exec holds the exec's own lock; `cuGraphExecDestroy` runs in `Drop` with unique access |
+//! | [`crate::PinnedBuffer<T>`] and its `HostMemory` | yes | yes (the buffer) | owns its memory like a `Vec<T>` with `T: Pod`; shared access only reads it or locks the tracker |
+//!
+//! Without an `unsafe impl`: [`crate::Graph`] is `Send` but **not** `Sync`
+//! (its `OwnedGraph` is not: calls on a graph must be serialized — even
+//! `cuGraphGetNodes` and `cuGraphInstantiate` — so `&Graph` may not cross
+//! threads; compile-fail case `share_graph_across_threads`);
+//! [`crate::GraphExec`] is `Send + Sync` because its exec handle sits inside
+//! the mutex held across every `cuGraphLaunch`.
 //!
 //! Types not listed get `Send`/`Sync` from their fields; [`crate::PerThreadStream`]
 //! is neither (it names the calling thread's own default stream).
@@ -110,7 +120,7 @@
 //! - Tracking and capture: the race oracle of `cuda-sim` in every
 //!   integration test; `tests/tests/capture_race.rs` (three threads racing a
 //!   capture's end).
-//! - The capture protocol's core (`capture_gate.rs`, the code `graph.rs`
+//! - The capture protocol's core (`capture/capture_gate.rs`, the code `graph.rs`
 //!   runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
 //!   CARGO_TARGET_DIR=target/loom cargo test -p gpu-sync --lib --release
 //!   capture_gate`.

@@ -6,19 +6,16 @@
 //! waits on a point through a *marker*: a sync-only event recorded on the
 //! stream covering every ticket so far, cached and reused while it still
 //! covers what is asked. Same-stream work needs no event at all.
-//!
-//! Unsafe code: this file calls the driver (`cuStreamCreateWithPriority`,
-//! `cuStreamWaitEvent`, `cuEventRecord`, `cuLaunchHostFunc`, …).
-#![allow(unsafe_code)]
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::event::AsEvent;
-use crate::ffi::{cu, cu_query};
+use crate::ffi::call;
 use crate::graph::CaptureState;
+use crate::release::Held;
 use crate::scope::StreamSynced;
-use cuda_sys::{CUevent, CUevent_flags, CUstream, CUstream_flags};
-use std::ffi::c_void;
+use cuda_sys::handle::kind::StreamKind;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent_flags, CUstream, CUstream_flags, OwnedEvent};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -47,7 +44,7 @@ impl Point {
         if self.is_complete() {
             return Ok(());
         }
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         let (marker, covered) = self.stream.marker_covering(self.ticket)?;
         marker.synchronize()?;
         self.stream.completed.fetch_max(covered, Ordering::AcqRel);
@@ -56,82 +53,71 @@ impl Point {
 }
 
 /// A sync-only event from a stream's pool, recorded on that stream.
+///
+/// `Send + Sync` from its parts: an event may be waited on and queried from
+/// any thread (cuda-sys argues it once for [`OwnedEvent`]). A marker's event
+/// is recorded once, before the marker is shared (see `marker_covering`), and
+/// goes back to the pool only when the last `Arc<Marker>` drops, so no thread
+/// re-records it while another waits.
 pub(crate) struct Marker {
-    pub raw: CUevent,
+    /// Always `Some` until `Drop` hands it back to the pool.
+    ev: Option<OwnedEvent>,
     pool: Arc<EventPool>,
 }
 
 impl Marker {
+    /// The marker's event.
+    #[inline]
+    pub fn event(&self) -> Result<&OwnedEvent> {
+        self.ev.as_ref().ok_or_else(|| Error::InvalidArgument("a marker used after its release".into()))
+    }
+
     /// `cuEventSynchronize` on the marker.
     pub fn synchronize(&self) -> Result<()> {
-        let dev = &self.pool.device.inner;
-        dev.bind()?;
-        // SAFETY: `raw` is a live event owned by this marker (returned to the
-        // pool only when the marker drops).
-        unsafe { cu!(dev.drv, cuEventSynchronize(self.raw)) }
+        self.pool.device.inner.bind()?;
+        let ev = self.event()?;
+        call("cuEventSynchronize", || cu::event::synchronize(ev))
     }
 
     /// `cuEventQuery` on the marker: whether its work has completed.
     pub fn query(&self) -> Result<bool> {
-        let dev = &self.pool.device.inner;
-        dev.bind()?;
-        // SAFETY: as in `synchronize`.
-        unsafe { cu_query!(dev.drv, cuEventQuery(self.raw)) }
+        self.pool.device.inner.bind()?;
+        let ev = self.event()?;
+        call("cuEventQuery", || cu::event::query(ev))
     }
 }
 
-// SAFETY: an event may be waited on, queried and destroyed from any thread.
-// A marker's event is recorded once, before the marker is shared (see
-// `marker_covering`), and goes back to the (thread-safe) pool only when the
-// last `Arc<Marker>` drops, so no thread re-records it while another waits.
-unsafe impl Send for Marker {}
-// SAFETY: `&Marker` only waits on or queries its event (`cuEventSynchronize`,
-// `cuEventQuery`, `cuStreamWaitEvent`), which the driver allows concurrently.
-unsafe impl Sync for Marker {}
-
 impl Drop for Marker {
     fn drop(&mut self) {
-        self.pool.put(self.raw);
+        if let Some(ev) = self.ev.take() {
+            self.pool.put(ev);
+        }
     }
 }
 
 /// Sync-only events (`CU_EVENT_DISABLE_TIMING`) kept for a stream's markers.
 pub(crate) struct EventPool {
     device: Device,
-    free: Mutex<Vec<CUevent>>,
+    free: Mutex<Vec<OwnedEvent>>,
 }
-
-// SAFETY: `CUevent` handles are not tied to a thread. A pooled event belongs
-// to no marker any more (waits already issued on it took its record at call
-// time) and is owned by the list, which is behind a mutex: `take` hands an
-// event to exactly one caller.
-unsafe impl Send for EventPool {}
-// SAFETY: all access to the list goes through its mutex.
-unsafe impl Sync for EventPool {}
 
 const POOL_KEEP: usize = 8;
 
 impl EventPool {
-    fn take(&self) -> Result<CUevent> {
+    fn take(&self) -> Result<OwnedEvent> {
         if let Some(ev) = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(ev);
         }
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: writes one event handle through a valid pointer; the
-        // device's context is current.
-        unsafe { cu!(dev.drv, cuEventCreate(&mut ev, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)) }?;
-        Ok(ev)
+        create_event(&self.device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)
     }
 
-    fn put(&self, ev: CUevent) {
+    fn put(&self, ev: OwnedEvent) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         if free.len() < POOL_KEEP {
             free.push(ev);
         } else {
             drop(free);
-            destroy_event(&self.device, ev);
+            crate::release::release_later(&self.device, ev);
         }
     }
 }
@@ -140,45 +126,19 @@ impl Drop for EventPool {
     fn drop(&mut self) {
         let free = std::mem::take(self.free.get_mut().unwrap_or_else(|p| p.into_inner()));
         for ev in free {
-            destroy_event(&self.device, ev);
+            crate::release::release_later(&self.device, ev);
         }
     }
 }
 
-/// `cuEventDestroy`, logging (never panicking) on failure; inside a host
-/// function, deferred (see `host_fn`).
-pub(crate) fn destroy_event(device: &Device, ev: CUevent) {
-    if crate::host_fn::active() {
-        let (device, ev) = (device.clone(), SendHandle(ev));
-        crate::host_fn::defer(Box::new(move || destroy_event(&device, ev.into_inner())));
-        return;
-    }
+/// The one way gpu-sync creates events (`cuEventCreate` with `flags`, the
+/// device's context current): markers, graph edges and the public event
+/// types all come from here.
+pub(crate) fn create_event(device: &Device, flags: u32) -> Result<OwnedEvent> {
     let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: `ev` is a live event no longer used by gpu-sync; the driver
-        // defers releasing it until pending work referencing it completes.
-        unsafe { cu!(dev.drv, cuEventDestroy(ev)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA event: {e}");
-    }
+    dev.bind()?;
+    call("cuEventCreate", || cu::event::create(dev.drv, flags))
 }
-
-/// A driver handle moved to another thread to be released there.
-pub(crate) struct SendHandle<H>(H);
-
-impl<H> SendHandle<H> {
-    /// The handle. (A method, not field access, so that a closure captures
-    /// the whole `Send` wrapper rather than its raw field.)
-    pub(crate) fn into_inner(self) -> H {
-        self.0
-    }
-}
-
-// SAFETY: CUDA stream and event handles may be used and destroyed from any
-// thread (the driver API is thread-safe); the wrapper only carries one to
-// the thread that releases it, and the sender gives it up.
-unsafe impl<H> Send for SendHandle<H> {}
 
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
@@ -194,8 +154,6 @@ pub(crate) struct StreamState {
     known: Vec<(u64, u64)>,
     /// The graph capture this stream takes part in.
     pub capture: Option<Arc<CaptureState>>,
-    /// Frees that arrived while capturing; issued when the capture ends.
-    pub deferred: Vec<crate::buffer::DeferredFree>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -204,6 +162,20 @@ const KNOWN_KEEP: usize = 32;
 const MARKERS_KEEP: usize = 4;
 
 impl StreamState {
+    /// Whether the stream takes part in a graph capture: the check every
+    /// submission makes under the stream's lock (the lock-free hint is
+    /// `StreamInner::capturing`, set and cleared under the same lock).
+    #[inline(always)]
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// [`Error::Capturing`] naming `op` if the stream is capturing.
+    #[inline(always)]
+    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
+    }
+
     fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
@@ -227,7 +199,19 @@ impl StreamState {
         self.markers.push((marker, ticket));
     }
 
-    fn set_known(&mut self, stream: u64, ticket: u64) {
+    /// The oldest kept marker, taken out of the list, when the list is full
+    /// and nothing but it holds the marker (no host wait, proof or pending
+    /// device wait uses it): its event can be recorded again in place.
+    fn recyclable_marker(&mut self) -> Option<Arc<Marker>> {
+        if self.markers.len() < MARKERS_KEEP {
+            return None;
+        }
+        let (oldest, _) = self.markers.first_mut()?;
+        Arc::get_mut(oldest)?;
+        Some(self.markers.remove(0).0)
+    }
+
+    pub(crate) fn set_known(&mut self, stream: u64, ticket: u64) {
         if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
             e.1 = e.1.max(ticket);
         } else {
@@ -240,8 +224,13 @@ impl StreamState {
 }
 
 pub(crate) struct StreamInner {
-    pub raw: CUstream,
+    /// The driver stream, destroyed (context bound, deferred inside host
+    /// functions) when the last handle and the last recorded use are gone.
+    pub stream: Held<StreamKind>,
     pub device: Device,
+    /// The tracker slab of the device's resources (locked by each tracked
+    /// submission on this stream).
+    pub slab: Arc<crate::tracker::Slab>,
     pub id: u64,
     pub priority: i32,
     pub state: Mutex<StreamState>,
@@ -252,18 +241,20 @@ pub(crate) struct StreamInner {
     pool: Arc<EventPool>,
 }
 
-// SAFETY: `raw` is a driver stream handle, not tied to a thread: the driver
-// lets any thread submit to any stream of a context that is current on it
-// (gpu-sync binds it before every call). It is destroyed once, in `Drop` or
-// `Stream::close`, with unique access. Everything else is `Send + Sync`.
-unsafe impl Send for StreamInner {}
-// SAFETY: submissions through `&StreamInner` are serialized by `state`, so
-// tickets follow the driver's order; a capture's submissions by the capture's
-// own lock, which also covers `cuStreamEndCapture` (see `graph::CaptureState`);
-// the rest is atomics.
-unsafe impl Sync for StreamInner {}
-
 impl StreamInner {
+    /// Whether the stream captures, read without its lock: a hint for fast
+    /// paths (exact only under the lock, `StreamState::is_capturing`).
+    #[inline(always)]
+    pub(crate) fn capture_hint(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    /// The driver stream, borrowed.
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> BorrowedStream<'_> {
+        self.stream.get().as_borrowed()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, StreamState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -275,18 +266,33 @@ impl StreamInner {
         if let Some(found) = st.marker_for(ticket) {
             return Ok(found);
         }
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: "a wait on work submitted during the capture" });
+        st.refuse_if_capturing("a wait on work submitted during the capture")?;
+        self.record_marker(&mut st)
+    }
+
+    /// Records a marker now, covering every ticket so far, with the state
+    /// lock held (so the record's position agrees with `last_ticket`), and
+    /// keeps it as the newest. Once the stream keeps [`MARKERS_KEEP`]
+    /// markers and nothing but the stream state holds the oldest (no host
+    /// wait, proof or pending device wait uses it), that one's event is
+    /// recorded again in place: the hot path of a cross-stream handoff then
+    /// allocates nothing and leaves the pool alone. That is sound because a
+    /// `cuStreamWaitEvent` already issued on the event took the record it saw
+    /// at call time, and any other user would hold a clone of the `Arc`.
+    fn record_marker(&self, st: &mut StreamState) -> Result<(Arc<Marker>, u64)> {
+        let covered = st.last_ticket;
+        self.device.inner.bind()?;
+        if let Some(m) = st.recyclable_marker() {
+            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
+            // On failure the marker is dropped (its event back to the pool):
+            // it no longer covers the point it was kept for.
+            r?;
+            st.keep_marker(m.clone(), covered);
+            return Ok((m, covered));
         }
         let ev = self.pool.take()?;
-        let covered = st.last_ticket;
-        let r = self.device.inner.bind().and_then(|()| {
-            // SAFETY: `ev` is a live event from this stream's pool and `raw`
-            // a live stream of the same context; recording is ordered with
-            // this stream's submissions by the state lock held here.
-            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
-        });
-        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
+        let r = call("cuEventRecord", || cu::event::record(&ev, self.raw()));
+        let marker = Arc::new(Marker { ev: Some(ev), pool: self.pool.clone() });
         r?;
         st.keep_marker(marker.clone(), covered);
         Ok((marker, covered))
@@ -300,12 +306,12 @@ impl StreamInner {
         &self,
         op_name: &'static str,
         deps: &[Point],
-        op: impl FnOnce(CUstream) -> Result<R>,
+        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
         let dev = &self.device.inner;
         dev.bind()?;
         let mut st = self.lock_after_waits(op_name, deps)?;
-        let r = op(self.raw)?;
+        let r = op(self.raw())?;
         let ticket = dev.next_ticket();
         st.last_ticket = ticket;
         Ok((r, ticket))
@@ -315,7 +321,7 @@ impl StreamInner {
     /// take a ticket like an operation, so a marker covering the stream's
     /// last ticket also covers what the stream waited for.
     pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
-        crate::host_fn::refuse(op_name)?;
+        crate::capture::host_fn::refuse(op_name)?;
         self.device.inner.bind()?;
         let mut st = self.lock_after_waits(op_name, deps)?;
         st.last_ticket = self.device.inner.next_ticket();
@@ -326,9 +332,7 @@ impl StreamInner {
     /// point of `deps` that needs one (see [`StreamInner::submit`]).
     fn lock_after_waits(&self, op_name: &'static str, deps: &[Point]) -> Result<MutexGuard<'_, StreamState>> {
         let st = self.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
+        st.refuse_if_capturing(op_name)?;
         if !deps.iter().any(|p| self.needs_wait(&st, p)) {
             return Ok(st);
         }
@@ -347,17 +351,13 @@ impl StreamInner {
         // context current on this thread: this stream's calls need its own.
         self.device.inner.bind()?;
         let mut st = self.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
-        let drv = self.device.inner.drv;
+        st.refuse_if_capturing(op_name)?;
         for (sid, m, c) in waits {
             if st.known_for(sid) >= c {
                 continue;
             }
-            // SAFETY: `m.raw` is a live event recorded on another stream of
-            // this process and `self.raw` a live stream; flags 0.
-            unsafe { cu!(drv, cuStreamWaitEvent(self.raw, m.raw, 0)) }?;
+            let ev = m.event()?;
+            call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
             st.set_known(sid, c);
         }
         Ok(st)
@@ -373,7 +373,7 @@ impl StreamInner {
     /// it (markers are otherwise recorded lazily, at the tail, when a wait
     /// needs one).
     pub(crate) fn mark_tail(&self) -> Result<()> {
-        crate::host_fn::refuse("cuEventRecord")?;
+        crate::capture::host_fn::refuse("cuEventRecord")?;
         let mut st = self.lock();
         if st.capture.is_some() {
             return Ok(());
@@ -388,45 +388,7 @@ impl StreamInner {
         if covered == 0 || st.tail_marked() {
             return Ok(());
         }
-        let ev = self.pool.take()?;
-        let r = self.device.inner.bind().and_then(|()| {
-            // SAFETY: as in `marker_covering`; the state lock is held by the
-            // caller.
-            unsafe { cu!(self.device.inner.drv, cuEventRecord(ev, self.raw)) }
-        });
-        let marker = Arc::new(Marker { raw: ev, pool: self.pool.clone() });
-        r?;
-        st.keep_marker(marker, covered);
-        Ok(())
-    }
-}
-
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        if self.raw.is_null() {
-            return;
-        }
-        if crate::host_fn::active() {
-            // No driver call inside a host function: destroy it later.
-            let raw = SendHandle(std::mem::replace(&mut self.raw, std::ptr::null_mut()));
-            let device = self.device.clone();
-            crate::host_fn::defer(Box::new(move || destroy_stream(&device, raw.into_inner())));
-            return;
-        }
-        destroy_stream(&self.device, self.raw);
-    }
-}
-
-/// `cuStreamDestroy`, logging (never panicking) on failure.
-fn destroy_stream(device: &Device, raw: CUstream) {
-    let dev = &device.inner;
-    let r = dev.bind().and_then(|()| {
-        // SAFETY: the last handle to the stream is gone (its owner gave
-        // `raw` up); the driver lets queued work finish before releasing it.
-        unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
-    });
-    if let Err(e) = r {
-        log::warn!("leaking a CUDA stream: {e}");
+        self.record_marker(st).map(drop)
     }
 }
 
@@ -483,20 +445,16 @@ impl Stream {
         }
         let dev = &device.inner;
         dev.bind()?;
-        let mut raw: CUstream = std::ptr::null_mut();
-        // SAFETY: writes one stream handle through a valid pointer; the
-        // device's context is current.
-        unsafe {
-            cu!(
-                dev.drv,
-                cuStreamCreateWithPriority(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0, priority)
-            )
-        }?;
+        let flags = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
+        let raw = call("cuStreamCreateWithPriority", || {
+            cu::stream::create_with_priority(dev.drv, flags, priority)
+        })?;
         let pool = Arc::new(EventPool { device: device.clone(), free: Mutex::new(Vec::new()) });
         Ok(Stream {
             inner: Arc::new(StreamInner {
-                raw,
+                stream: Held::new(device, raw),
                 device: device.clone(),
+                slab: crate::tracker::slab_of(device),
                 id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
                 priority,
                 state: Mutex::new(StreamState {
@@ -504,7 +462,6 @@ impl Stream {
                     markers: smallvec::SmallVec::new(),
                     known: Vec::new(),
                     capture: None,
-                    deferred: Vec::new(),
                 }),
                 completed: AtomicU64::new(0),
                 capturing: AtomicBool::new(false),
@@ -527,15 +484,8 @@ impl Stream {
     /// The driver error of `cuStreamDestroy` (the stream is then leaked).
     pub fn close(self) -> Result<()> {
         match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                let dev = inner.device.inner.clone();
-                dev.bind()?;
-                let raw = std::mem::replace(&mut inner.raw, std::ptr::null_mut());
-                // SAFETY: the last handle to the stream; destroyed once (the
-                // null left behind makes `Drop` skip it); the driver lets
-                // queued work finish.
-                unsafe { cu!(dev.drv, cuStreamDestroy(raw)) }
-            }
+            // The last handle: destroyed once, here; queued work finishes.
+            Ok(inner) => inner.stream.close("cuStreamDestroy"),
             Err(_shared) => Ok(()),
         }
     }
@@ -548,7 +498,7 @@ impl Stream {
     /// The raw handle, for interop with foreign code. Work submitted on it
     /// behind gpu-sync's back is not tracked.
     pub fn as_raw(&self) -> CUstream {
-        self.inner.raw
+        self.inner.raw().as_raw()
     }
 
     /// A process-unique id of the stream.
@@ -558,7 +508,7 @@ impl Stream {
 
     /// Whether the stream is capturing a graph ([`Stream::capture`]).
     pub fn is_capturing(&self) -> bool {
-        self.inner.capturing.load(Ordering::Acquire)
+        self.inner.capture_hint()
     }
 
     /// Whether all work submitted so far has completed (`cuStreamQuery`),
@@ -569,9 +519,7 @@ impl Stream {
     /// failure of earlier work surfaces here).
     pub fn query(&self) -> Result<Option<StreamSynced>> {
         let ticket = self.prepare_host_wait("Stream::query")?;
-        let dev = &self.inner.device.inner;
-        // SAFETY: `raw` is a live stream of the current context.
-        let done = unsafe { cu_query!(dev.drv, cuStreamQuery(self.inner.raw)) }?;
+        let done = call("cuStreamQuery", || cu::stream::query(self.inner.raw()))?;
         Ok(done.then(|| self.proved(ticket)))
     }
 
@@ -583,20 +531,16 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error.
     pub fn synchronize(&self) -> Result<StreamSynced> {
         let ticket = self.prepare_host_wait("Stream::synchronize")?;
-        let dev = &self.inner.device.inner;
-        // SAFETY: `raw` is a live stream of the current context.
-        unsafe { cu!(dev.drv, cuStreamSynchronize(self.inner.raw)) }?;
+        call("cuStreamSynchronize", || cu::stream::synchronize(self.inner.raw()))?;
         // Frees that host functions which ran meanwhile had to put off.
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         Ok(self.proved(ticket))
     }
 
     fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
-        crate::host_fn::refuse(op)?;
+        crate::capture::host_fn::refuse(op)?;
         let st = self.inner.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op });
-        }
+        st.refuse_if_capturing(op)?;
         let ticket = st.last_ticket;
         drop(st);
         self.inner.device.inner.bind()?;
@@ -606,36 +550,6 @@ impl Stream {
     fn proved(&self, ticket: u64) -> StreamSynced {
         self.inner.completed.fetch_max(ticket, Ordering::AcqRel);
         StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
-    }
-
-    /// Makes later work on this stream wait, on the device, for the event's
-    /// most recent record (`cuStreamWaitEvent`). Never blocks the host. A
-    /// never-recorded event is no wait at all.
-    ///
-    /// # Errors
-    /// [`Error::Capturing`] during a capture (use the capture's own streams);
-    /// a driver error.
-    pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-        crate::host_fn::refuse("Stream::wait")?;
-        let ev = event.event_inner();
-        let recorded = ev.lock_record();
-        let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let mut st = self.inner.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: "Stream::wait" });
-        }
-        // SAFETY: both handles are live; the event's record lock is held, so
-        // no re-record can slip between reading its point and the wait.
-        unsafe { cu!(dev.drv, cuStreamWaitEvent(self.inner.raw, ev.raw, 0)) }?;
-        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
-            && p.stream.id != self.inner.id
-        {
-            st.set_known(p.stream.id, p.ticket);
-        }
-        // The wait takes a ticket, so markers covering it cover the event.
-        st.last_ticket = dev.next_ticket();
-        Ok(())
     }
 
     /// Makes later work on this stream wait, on the device, for all work
@@ -677,32 +591,8 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        type HostFn = Box<dyn FnOnce() + Send>;
-        unsafe extern "C" fn trampoline(user: *mut c_void) {
-            // While `f` runs and while what it owns drops, gpu-sync makes no
-            // driver call and takes no lock here: drops are deferred (see
-            // `host_fn`).
-            let _inside = crate::host_fn::Inside::enter();
-            // SAFETY: `user` is the `Box<HostFn>` leaked by `launch_host_fn`
-            // for exactly this call; the driver calls each host function once.
-            let f = unsafe { Box::from_raw(user.cast::<HostFn>()) };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-                log::error!("a stream host function panicked; the panic was stopped at the driver boundary");
-            }
-        }
-        let user: *mut HostFn = Box::into_raw(Box::new(Box::new(f) as HostFn));
-        let dev = &self.inner.device.inner;
-        let r = self.inner.submit("Stream::launch_host_fn", &[], |raw| {
-            // SAFETY: `trampoline` matches CUhostFn; `user` stays valid until
-            // the trampoline reclaims it (exactly once, when it runs).
-            unsafe { cu!(dev.drv, cuLaunchHostFunc(raw, Some(trampoline), user.cast())) }
-        });
-        if let Err(e) = r {
-            // SAFETY: the driver did not take `user` (the call failed or was
-            // never made), so this is its only owner.
-            drop(unsafe { Box::from_raw(user) });
-            return Err(e);
-        }
+        let f: crate::capture::host_fn::HostFn = Box::new(f);
+        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::capture::host_fn::launch(raw, f))?;
         Ok(())
     }
 }
@@ -752,7 +642,7 @@ macro_rules! default_stream_impl {
         impl $ty {
             /// The raw handle.
             pub fn as_raw(&self) -> CUstream {
-                $handle
+                $handle(self.device.inner.drv).as_raw()
             }
 
             #[doc = concat!("Blocks the host until all work on the ", $name, " has completed (`cuStreamSynchronize`).")]
@@ -762,24 +652,12 @@ macro_rules! default_stream_impl {
             pub fn synchronize(&self) -> Result<()> {
                 let dev = &self.device.inner;
                 dev.bind()?;
-                // SAFETY: the special handle is valid in the current context.
-                unsafe { cu!(dev.drv, cuStreamSynchronize($handle)) }
+                // The special handle is valid in the current context.
+                call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
             }
 
-            #[doc = concat!("Makes later work on the ", $name, " wait for the event's last record (`cuStreamWaitEvent`).")]
-            ///
-            /// # Errors
-            /// A driver error.
-            pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-                let ev = event.event_inner();
-                let _record = ev.lock_record();
-                let dev = &self.device.inner;
-                dev.bind()?;
-                // SAFETY: both handles are live in the current context.
-                unsafe { cu!(dev.drv, cuStreamWaitEvent($handle, ev.raw, 0)) }
-            }
         }
     };
 }
-default_stream_impl!(LegacyStream, cuda_sys::CU_STREAM_LEGACY, "legacy default stream");
-default_stream_impl!(PerThreadStream, cuda_sys::CU_STREAM_PER_THREAD, "per-thread default stream");
+default_stream_impl!(LegacyStream, BorrowedStream::legacy, "legacy default stream");
+default_stream_impl!(PerThreadStream, BorrowedStream::per_thread, "per-thread default stream");

@@ -33,14 +33,15 @@
 //! ([`run_tracked_idle`]), where the call waits for nothing but its own
 //! transfer.
 
-use crate::buffer::Allocation;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::memory::buffer::Allocation;
 use crate::stream::{Point, Stream, StreamInner};
-use cuda_sys::CUstream;
+use cuda_sys::BorrowedStream;
 use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 static NEXT_RESOURCE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -53,12 +54,99 @@ pub enum Access {
     Write,
 }
 
-/// The uses of one resource (a device allocation or a pinned host buffer).
-#[derive(Default)]
-pub(crate) struct Tracker {
-    pub write: Option<Point>,
-    pub reads: SmallVec<[Point; 2]>,
+/// A use's position on a stream, as the conflict rules see it.
+pub(crate) trait OnStream {
+    /// The stream it is on.
+    fn stream_id(&self) -> u64;
+    /// Whether a host wait proved it complete (then it orders nothing).
+    fn is_complete(&self) -> bool;
+    /// Moves it forward to a later use on the same stream.
+    fn advance(&mut self, to: u64);
 }
+
+impl OnStream for Point {
+    #[inline(always)]
+    fn stream_id(&self) -> u64 {
+        self.stream.id
+    }
+    #[inline(always)]
+    fn is_complete(&self) -> bool {
+        Point::is_complete(self)
+    }
+    #[inline(always)]
+    fn advance(&mut self, to: u64) {
+        self.ticket = self.ticket.max(to);
+    }
+}
+
+/// The conflict rules, written once: the last write of a resource and its
+/// reads since, one position per stream. An access on a stream must be
+/// ordered after the last write on another stream and, if it writes, after
+/// every read on another stream; a write then supersedes them all, a read
+/// joins the readers. Used with stream points by eager submission (one
+/// `Tracker` per resource, in its device's slab) and with capture sequence
+/// numbers by captured submission (`graph.rs`, where orderings become graph
+/// edges).
+pub(crate) struct Conflicts<P> {
+    pub write: Option<P>,
+    pub reads: SmallVec<[P; 2]>,
+}
+
+impl<P> Default for Conflicts<P> {
+    fn default() -> Self {
+        Conflicts { write: None, reads: SmallVec::new() }
+    }
+}
+
+impl<P: OnStream> Conflicts<P> {
+    /// Each position on another stream that an `access` on `stream` must be
+    /// ordered after, given to `out`.
+    #[inline(always)]
+    pub(crate) fn deps(&self, stream: u64, access: Access, mut out: impl FnMut(&P)) {
+        if let Some(w) = &self.write
+            && w.stream_id() != stream
+        {
+            out(w);
+        }
+        if access == Access::Write {
+            for p in &self.reads {
+                if p.stream_id() != stream {
+                    out(p);
+                }
+            }
+        }
+    }
+
+    /// Records an `access` on `stream` at position `at` (a ticket or a
+    /// sequence number), making a new position with `new` only when none of
+    /// that stream is held (the hot path — the same stream again — moves a
+    /// number and touches no reference count).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
+        match access {
+            Access::Read => {
+                if let Some(r) = self.reads.iter_mut().find(|r| r.stream_id() == stream) {
+                    r.advance(at);
+                } else {
+                    // A new reader stream: drop readers a host wait proved
+                    // complete first, so the list stays short.
+                    self.reads.retain(|p| !p.is_complete());
+                    self.reads.push(new());
+                }
+            }
+            Access::Write => {
+                match &mut self.write {
+                    Some(w) if w.stream_id() == stream => w.advance(at),
+                    w => *w = Some(new()),
+                }
+                self.reads.clear();
+            }
+        }
+    }
+}
+
+/// The uses of one resource (a device allocation or a pinned host buffer).
+pub(crate) type Tracker = Conflicts<Point>;
 
 impl Tracker {
     /// Drops uses a host wait proved complete. Not needed for correctness on
@@ -73,44 +161,13 @@ impl Tracker {
     /// Points on other streams that an `access` on `stream` must wait for.
     #[inline(always)]
     fn deps_into(&self, stream: u64, access: Access, out: &mut SmallVec<[Point; 4]>) {
-        if let Some(w) = &self.write
-            && w.stream.id != stream
-        {
-            out.push(w.clone());
-        }
-        if access == Access::Write {
-            for p in &self.reads {
-                if p.stream.id != stream {
-                    out.push(p.clone());
-                }
-            }
-        }
+        self.deps(stream, access, |p| out.push(p.clone()));
     }
 
-    /// Records a use at `ticket` of `stream`, cloning the stream handle only
-    /// when this tracker holds no point of that stream yet (the hot path —
-    /// the same stream again — touches no reference count).
+    /// Records a use at `ticket` of `stream`.
     #[inline(always)]
-    fn record(&mut self, stream: &Arc<StreamInner>, ticket: u64, access: Access) {
-        match access {
-            Access::Read => {
-                if let Some(r) = self.reads.iter_mut().find(|r| r.stream.id == stream.id) {
-                    r.ticket = r.ticket.max(ticket);
-                } else {
-                    // A new reader stream: drop readers a host wait proved
-                    // complete first, so the list stays short.
-                    self.reads.retain(|p| !p.is_complete());
-                    self.reads.push(Point { stream: stream.clone(), ticket });
-                }
-            }
-            Access::Write => {
-                match &mut self.write {
-                    Some(w) if w.stream.id == stream.id => w.ticket = ticket,
-                    w => *w = Some(Point { stream: stream.clone(), ticket }),
-                }
-                self.reads.clear();
-            }
-        }
+    fn record_use(&mut self, stream: &Arc<StreamInner>, ticket: u64, access: Access) {
+        self.record(stream.id, ticket, access, || Point { stream: stream.clone(), ticket });
     }
 
     /// Every use not yet known complete.
@@ -118,6 +175,34 @@ impl Tracker {
         self.prune();
         self.write.iter().chain(self.reads.iter()).cloned().collect()
     }
+}
+
+/// The tracker slab of one device, shared by its resources and streams (a
+/// resource holds its slab, not its device; the device knows nothing of
+/// tracking).
+pub(crate) struct Slab {
+    /// The device whose resources these are (the lock order of slabs).
+    ordinal: i32,
+    trackers: Mutex<Trackers>,
+}
+
+impl Slab {
+    /// Locks the slab.
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Trackers> {
+        self.trackers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The slab of `device`'s resources: one per device for the life of the
+/// process (as the device's state is), made on first use.
+pub(crate) fn slab_of(device: &Device) -> Arc<Slab> {
+    static SLABS: std::sync::OnceLock<Mutex<HashMap<i32, Arc<Slab>>>> = std::sync::OnceLock::new();
+    let ordinal = device.ordinal();
+    let mut map = SLABS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(ordinal)
+        .or_insert_with(|| Arc::new(Slab { ordinal, trackers: Mutex::new(Trackers::new(ordinal)) }))
+        .clone()
 }
 
 /// The trackers of one device: a slab of slots, one per live resource of
@@ -131,7 +216,7 @@ pub(crate) struct Trackers {
 
 impl Trackers {
     /// The empty slab of device `ordinal`.
-    pub(crate) fn new(ordinal: i32) -> Trackers {
+    fn new(ordinal: i32) -> Trackers {
         Trackers { ordinal, slots: Vec::new(), free: Vec::new() }
     }
 
@@ -139,9 +224,9 @@ impl Trackers {
     #[inline(always)]
     fn assert_own(&self, r: &Resource) {
         debug_assert!(
-            r.slot == NO_SLOT || r.device.ordinal() == self.ordinal,
+            r.slot == NO_SLOT || r.slab.ordinal == self.ordinal,
             "a resource of device {} was looked up in the tracker slab of device {}",
-            r.device.ordinal(),
+            r.slab.ordinal,
             self.ordinal
         );
     }
@@ -169,13 +254,14 @@ pub(crate) struct Resource {
     /// Process-unique id (keys capture-local bookkeeping).
     pub id: u64,
     slot: u32,
-    device: Device,
+    slab: Arc<Slab>,
 }
 
 impl Resource {
     /// A new resource of `device` with no uses.
     pub fn new(device: &Device) -> Resource {
-        let mut t = device.inner.lock_trackers();
+        let slab = slab_of(device);
+        let mut t = slab.lock();
         let slot = match t.free.pop() {
             Some(s) => s,
             None => {
@@ -183,17 +269,25 @@ impl Resource {
                 (t.slots.len() - 1) as u32
             }
         };
-        Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, device: device.clone() }
+        drop(t);
+        Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, slab }
     }
 
-    /// A resource with no slot (what a moved-out value leaves behind).
-    pub fn empty(device: &Device) -> Resource {
-        Resource { id: 0, slot: NO_SLOT, device: device.clone() }
+    /// A resource with no slot (what a moved-out value leaves behind), of
+    /// the same slab as `self`.
+    pub fn empty_like(&self) -> Resource {
+        Resource { id: 0, slot: NO_SLOT, slab: self.slab.clone() }
+    }
+
+    /// Whether this resource is tracked in `slab`.
+    #[inline(always)]
+    pub fn is_in(&self, slab: &Arc<Slab>) -> bool {
+        Arc::ptr_eq(&self.slab, slab)
     }
 
     /// Records a write at `point` (a stream-ordered allocation).
     pub fn set_write(&self, point: Point) {
-        let old = match self.device.inner.lock_trackers().of_mut(self) {
+        let old = match self.slab.lock().of_mut(self) {
             Some(t) => t.write.replace(point),
             None => None,
         };
@@ -203,7 +297,7 @@ impl Resource {
 
     /// Every use not yet known complete.
     pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
-        match self.device.inner.lock_trackers().of_mut(self) {
+        match self.slab.lock().of_mut(self) {
             Some(t) => t.outstanding(),
             None => SmallVec::new(),
         }
@@ -212,7 +306,7 @@ impl Resource {
     /// Blocks the host until every recorded use has completed (the tracker
     /// lock is not held while waiting).
     pub fn host_wait_all(&self) -> Result<()> {
-        crate::host_fn::refuse("cuEventSynchronize")?;
+        crate::capture::host_fn::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
         }
@@ -225,14 +319,14 @@ impl Drop for Resource {
         if self.slot == NO_SLOT {
             return;
         }
-        if crate::host_fn::active() {
+        if crate::capture::host_fn::active() {
             // Inside a host function: the slab may be locked by the thread
             // the callback blocks; release the slot later, elsewhere.
-            let (slot, device) = (std::mem::replace(&mut self.slot, NO_SLOT), self.device.clone());
-            crate::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, device })));
+            let (slot, slab) = (std::mem::replace(&mut self.slot, NO_SLOT), self.slab.clone());
+            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, slab })));
             return;
         }
-        let mut t = self.device.inner.lock_trackers();
+        let mut t = self.slab.lock();
         let old = t.of_mut(self).map(std::mem::take);
         if old.is_some() {
             t.free.push(self.slot);
@@ -301,11 +395,11 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     op_name: &'static str,
     uses: &U,
     keep: Option<&crate::graph::KeepAlive>,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
-    crate::capture_gate::submit(
+    crate::capture::capture_gate::submit(
         &*stream.inner,
         op,
         |cap, inner, op| {
@@ -323,19 +417,19 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
     // `submit` checks the stream's capture state under its lock and refuses
     // (`Error::Capturing`) without running `op`.
-    crate::host_fn::refuse(op_name)?;
-    crate::host_fn::drain();
+    crate::capture::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::drain();
     let mut foreign = false;
-    uses.each(|t, _| foreign |= !t.res().device.same(&s.device));
+    uses.each(|t, _| foreign |= !t.res().is_in(&s.slab));
     if foreign {
         return run_tracked_across(stream, op_name, uses, op);
     }
-    let mut slab = s.device.inner.lock_trackers();
+    let mut slab = s.slab.lock();
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
         if let Some(tr) = slab.of(t.res()) {
@@ -345,31 +439,31 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     let (r, ticket) = s.submit(op_name, &deps, op)?;
     uses.each(|t, a| {
         if let Some(tr) = slab.of_mut(t.res()) {
-            tr.record(s, ticket, a);
+            tr.record_use(s, ticket, a);
         }
     });
     Ok((r, ticket))
 }
 
-/// The devices whose slabs an operation over `uses` needs, in ordinal order
-/// (the lock order of slabs).
-fn devices_of<U: Uses + ?Sized>(uses: &U) -> SmallVec<[Device; 2]> {
-    let mut devices: SmallVec<[Device; 2]> = SmallVec::new();
+/// The slabs an operation over `uses` needs, in ordinal order (the lock
+/// order of slabs).
+fn slabs_of<U: Uses + ?Sized>(uses: &U) -> SmallVec<[Arc<Slab>; 2]> {
+    let mut slabs: SmallVec<[Arc<Slab>; 2]> = SmallVec::new();
     uses.each(|t, _| {
-        let d = &t.res().device;
-        if !devices.iter().any(|x| x.same(d)) {
-            devices.push(d.clone());
+        let r = t.res();
+        if !slabs.iter().any(|x| r.is_in(x)) {
+            slabs.push(r.slab.clone());
         }
     });
-    devices.sort_by_key(Device::ordinal);
-    devices
+    slabs.sort_by_key(|s| s.ordinal);
+    slabs
 }
 
 /// Locked slabs of several devices.
 type Slabs<'a> = SmallVec<[MutexGuard<'a, Trackers>; 2]>;
 
-fn lock_all(devices: &[Device]) -> Slabs<'_> {
-    devices.iter().map(|d| d.inner.lock_trackers()).collect()
+fn lock_all(slabs: &[Arc<Slab>]) -> Slabs<'_> {
+    slabs.iter().map(|s| s.lock()).collect()
 }
 
 /// Conflicting points of `uses` for an operation on stream `stream`, each
@@ -378,7 +472,7 @@ fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallV
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     uses.each(|t, a| {
         let r = t.res();
-        if let Some(tr) = slabs.iter().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of(r)) {
+        if let Some(tr) = slabs.iter().find(|g| g.ordinal == r.slab.ordinal).and_then(|g| g.of(r)) {
             tr.deps_into(stream, a, &mut deps);
         }
     });
@@ -389,9 +483,8 @@ fn deps_in<U: Uses + ?Sized>(slabs: &Slabs<'_>, stream: u64, uses: &U) -> SmallV
 fn record_in<U: Uses + ?Sized>(slabs: &mut Slabs<'_>, stream: &Arc<StreamInner>, ticket: u64, uses: &U) {
     uses.each(|t, a| {
         let r = t.res();
-        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.device.ordinal()).and_then(|g| g.of_mut(r))
-        {
-            tr.record(stream, ticket, a);
+        if let Some(tr) = slabs.iter_mut().find(|g| g.ordinal == r.slab.ordinal).and_then(|g| g.of_mut(r)) {
+            tr.record_use(stream, ticket, a);
         }
     });
 }
@@ -404,15 +497,15 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     stream: &Stream,
     op_name: &'static str,
     uses: &U,
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
-    if s.capturing.load(Ordering::Acquire) {
+    if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::host_fn::refuse(op_name)?;
-    crate::host_fn::drain();
-    let devices = devices_of(uses);
+    crate::capture::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::drain();
+    let devices = slabs_of(uses);
     let mut slabs = lock_all(&devices);
     let deps = deps_in(&slabs, s.id, uses);
     let (out, ticket) = s.submit(op_name, &deps, op)?;
@@ -434,23 +527,23 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
 /// gpu-sync objects) has therefore run before any lock is taken.
 ///
 /// # Errors
-/// [`Error::Capturing`]; [`crate::host_fn::refuse`]'s error inside a host
+/// [`Error::Capturing`]; [`crate::capture::host_fn::refuse`]'s error inside a host
 /// function; the driver error of a wait or of `op`.
 pub(crate) fn run_tracked_idle<R>(
     stream: &Stream,
     op_name: &'static str,
     uses: &[Use<'_>],
-    op: impl FnOnce(CUstream) -> Result<R>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     let s = &stream.inner;
-    if s.capturing.load(Ordering::Acquire) {
+    if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::host_fn::refuse(op_name)?;
-    let devices = devices_of(uses);
+    crate::capture::host_fn::refuse(op_name)?;
+    let devices = slabs_of(uses);
     let dev = &s.device.inner;
     let (mut slabs, mut st) = loop {
-        crate::host_fn::drain();
+        crate::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
         stream.synchronize()?;
         let pending = deps_in(&lock_all(&devices), s.id, uses);
@@ -463,16 +556,14 @@ pub(crate) fn run_tracked_idle<R>(
         }
         dev.bind()?;
         let st = s.lock();
-        if st.capture.is_some() {
-            return Err(Error::Capturing { op: op_name });
-        }
+        st.refuse_if_capturing(op_name)?;
         let idle = Point { stream: s.clone(), ticket: st.last_ticket };
         if st.last_ticket == 0 || idle.is_complete() {
             break (slabs, st);
         }
         // Work was queued on the stream meanwhile: wait for it, unlocked.
     };
-    let r = op(s.raw)?;
+    let r = op(s.raw())?;
     let ticket = dev.next_ticket();
     st.last_ticket = ticket;
     drop(st);

@@ -10,12 +10,12 @@
 //! promise about what the kernel reads and writes). Compiled images are
 //! cached per process, keyed by source, options and target.
 //!
-//! Unsafe code: this file calls NVRTC through its function table.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `launch`): NVRTC is called through its function
+//! table.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::module::Module;
+use crate::launch::module::Module;
 use cuda_sys::nvrtc::{nvrtc, nvrtc_result_name};
 use cuda_sys::nvrtc_bindings::{NvrtcLib, nvrtcProgram, nvrtcResult};
 use std::collections::HashMap;

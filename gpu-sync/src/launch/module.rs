@@ -1,58 +1,28 @@
 //! Modules: compiled device code loaded into a device's context.
 //!
-//! Unsafe code: this file calls the driver (`cuModuleLoadData`,
-//! `cuModuleGetFunction`, `cuFuncGetParamInfo`, `cuModuleUnload`), and
-//! declares typed kernels (`Module::kernel`, an `unsafe fn`: its `# Safety`
-//! is the contract that makes `Kernel::launch` safe).
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `launch`): the driver reads an image by pointer
+//! (`cuModuleLoadData`), and typed kernels are declared by an `unsafe fn`
+//! (`Module::kernel`: its `# Safety` is the contract that makes
+//! `Kernel::launch` safe).
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
-use crate::launch::{Kernel, Signature};
-use cuda_sys::{CUfunction, CUmodule, CUresult};
+use crate::ffi::call;
+use crate::launch::kernel::{Kernel, Signature};
+use crate::release::Held;
+use cuda_sys::handle::kind::ModuleKind;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedFunction, CUresult};
 use std::ffi::CString;
 use std::sync::Arc;
 
+/// A loaded module: unloaded (`cuModuleUnload`, context bound, deferred
+/// inside host functions) when no `Module`, `Kernel` or graph holds it.
+/// `Send + Sync` from its parts: the driver lets any thread look functions
+/// up in a module and launch them (cuda-sys argues it for `OwnedModule`).
 pub(crate) struct ModuleInner {
-    pub raw: CUmodule,
+    pub module: Held<ModuleKind>,
     pub device: Device,
-}
-
-// SAFETY: a `CUmodule` is not tied to the thread that loaded it: the driver
-// lets any thread look functions up in a module and launch them (modules are
-// not among the objects it leaves unsynchronized; graphs are). `cuModuleUnload`
-// runs once, in `Drop`, when no `Kernel` or graph holds the module any more.
-unsafe impl Send for ModuleInner {}
-// SAFETY: through `&ModuleInner` the handle is only read and passed to
-// `cuModuleGetFunction`, which the driver allows concurrently.
-unsafe impl Sync for ModuleInner {}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        if self.raw.is_null() {
-            return;
-        }
-        if crate::host_fn::active() {
-            // CUDA forbids driver calls inside a host function: unload on an
-            // ordinary thread later (`host_fn::drain`).
-            let moved = ModuleInner {
-                raw: std::mem::replace(&mut self.raw, std::ptr::null_mut()),
-                device: self.device.clone(),
-            };
-            crate::host_fn::defer(Box::new(move || drop(moved)));
-            return;
-        }
-        let dev = &self.device.inner;
-        let r = dev.bind().and_then(|()| {
-            // SAFETY: the last handle (module, kernels, graphs holding it) is
-            // gone, so no launch of its functions can be issued any more.
-            unsafe { cu!(dev.drv, cuModuleUnload(self.raw)) }
-        });
-        if let Err(e) = r {
-            log::warn!("leaking a CUDA module: {e}");
-        }
-    }
 }
 
 /// Device code loaded into a device's primary context (`cuModuleLoadData`):
@@ -102,7 +72,7 @@ impl Module {
     /// error (`CUDA_ERROR_INVALID_IMAGE` for contents the driver rejects,
     /// `CUDA_ERROR_NO_BINARY_FOR_GPU` when it has no code for this GPU).
     pub fn load(device: &Device, image: &[u8]) -> Result<Module> {
-        crate::image::validate(image).map_err(Error::InvalidArgument)?;
+        crate::launch::image::validate(image).map_err(Error::InvalidArgument)?;
         // SAFETY: `validate` checked every size the driver follows in the
         // image (fatbin header and entries, ELF tables, sections, segments
         // and string tables, or the PTX's NUL) against `image.len()`.
@@ -159,14 +129,13 @@ impl Module {
         };
         let dev = &device.inner;
         dev.bind()?;
-        let mut raw: CUmodule = std::ptr::null_mut();
         // SAFETY: `image` is a live byte slice for the whole call, and every
         // byte the driver reads of it lies inside it (caller's obligation 1;
         // an aligned copy holds the same bytes); the driver copies what it
-        // loads. `raw` is a valid out-pointer; the device's context is
-        // current (`bind`).
-        unsafe { cu!(dev.drv, cuModuleLoadData(&mut raw, image.as_ptr().cast())) }?;
-        Ok(Module { inner: Arc::new(ModuleInner { raw, device: device.clone() }) })
+        // loads. The device's context is current (`bind`).
+        let raw =
+            call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
+        Ok(Module { inner: Arc::new(ModuleInner { module: Held::new(device, raw), device: device.clone() }) })
     }
 
     /// The module's device.
@@ -174,15 +143,13 @@ impl Module {
         &self.inner.device
     }
 
-    fn get_function(&self, name: &str) -> Result<CUfunction> {
+    fn get_function(&self, name: &str) -> Result<BorrowedFunction<'_>> {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
         let dev = &self.inner.device.inner;
         dev.bind()?;
-        let mut f: CUfunction = std::ptr::null_mut();
-        // SAFETY: writes one function handle; the module is live and the name
-        // NUL-terminated.
-        let r = unsafe { cu!(dev.drv, cuModuleGetFunction(&mut f, self.inner.raw, cname.as_ptr())) };
+        let module = self.inner.module.get().as_borrowed();
+        let r = call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
         match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
                 Err(Error::KernelSignature {
@@ -190,7 +157,7 @@ impl Module {
                     problem: "no such kernel in the module".into(),
                 })
             }
-            other => other.map(|()| f),
+            other => other,
         }
     }
 
@@ -250,7 +217,7 @@ impl Module {
     pub unsafe fn kernel<S: Signature>(&self, name: &str) -> Result<Kernel<S>> {
         let f = self.get_function(name)?;
         let checked = self.check_params(f, name, S::PARAM_SIZES)?;
-        Ok(Kernel::new(f, self.inner.clone(), name.to_owned(), checked))
+        Ok(Kernel::new(f.as_raw(), self.inner.clone(), name.to_owned(), checked))
     }
 
     /// The kernel `name` without a checked signature
@@ -259,58 +226,59 @@ impl Module {
     ///
     /// # Errors
     /// As [`Module::kernel`] for a missing kernel.
-    pub fn raw_kernel(&self, name: &str) -> Result<crate::launch::RawKernel> {
+    pub fn raw_kernel(&self, name: &str) -> Result<crate::launch::kernel::RawKernel> {
         let f = self.get_function(name)?;
-        Ok(crate::launch::RawKernel::new(f, self.inner.clone(), name.to_owned()))
+        Ok(crate::launch::kernel::RawKernel::new(f.as_raw(), self.inner.clone(), name.to_owned()))
     }
 
-    /// Checks parameter sizes; `Ok(false)` when the driver cannot tell.
-    fn check_params(&self, f: CUfunction, name: &str, sizes: &[usize]) -> Result<bool> {
-        let drv = self.inner.device.inner.drv;
-        let Some(info) = drv.cuFuncGetParamInfo else {
-            return Ok(false);
+    /// Checks parameter sizes; `Ok(false)` when the driver cannot tell
+    /// (it lacks `cuFuncGetParamInfo`).
+    fn check_params(&self, f: BorrowedFunction<'_>, name: &str, sizes: &[usize]) -> Result<bool> {
+        // `Ok(None)`: no parameter `i` (the driver's CUDA_ERROR_INVALID_VALUE).
+        let param = |i: usize| -> Result<Option<usize>> {
+            match call("cuFuncGetParamInfo", || cu::function::get_param_info(f, i)) {
+                Ok((_offset, size)) => Ok(Some(size)),
+                Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_INVALID_VALUE => Ok(None),
+                Err(e) => Err(e),
+            }
         };
         let mismatch = |problem: String| Error::KernelSignature { kernel: name.to_owned(), problem };
         for (i, &want) in sizes.iter().enumerate() {
-            let (mut offset, mut size) = (0usize, 0usize);
-            // SAFETY: `info` is the driver's cuFuncGetParamInfo; it writes two
-            // size_t through valid pointers for a live function handle.
-            let r = unsafe { info(f, i, &mut offset, &mut size) };
-            if r == CUresult::CUDA_ERROR_INVALID_VALUE {
-                return Err(mismatch(format!(
-                    "the Rust signature has {} parameters but the kernel has {i}",
-                    sizes.len()
-                )));
-            }
-            crate::ffi::check("cuFuncGetParamInfo", r)?;
+            let size = match param(i) {
+                Err(Error::Unsupported { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+                Ok(None) => {
+                    return Err(mismatch(format!(
+                        "the Rust signature has {} parameters but the kernel has {i}",
+                        sizes.len()
+                    )));
+                }
+                Ok(Some(size)) => size,
+            };
             if size != want {
                 return Err(mismatch(format!(
                     "parameter {i} is {size} bytes in the kernel but {want} bytes in the Rust signature"
                 )));
             }
         }
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: as above; asking one past the last parameter.
-        let r = unsafe { info(f, sizes.len(), &mut offset, &mut size) };
-        // Only CUDA_ERROR_INVALID_VALUE means "no such parameter"; any other
-        // failure is the driver's and is reported as such.
-        if r != CUresult::CUDA_ERROR_INVALID_VALUE {
-            crate::ffi::check("cuFuncGetParamInfo", r)?;
-            let mut n = sizes.len() + 1;
-            loop {
-                // SAFETY: as above.
-                let r = unsafe { info(f, n, &mut offset, &mut size) };
-                if r != CUresult::CUDA_SUCCESS || n > 4096 {
-                    break;
+        // Asking one past the last parameter: only CUDA_ERROR_INVALID_VALUE
+        // means "no such parameter"; any other failure is the driver's and is
+        // reported as such.
+        match param(sizes.len()) {
+            Err(Error::Unsupported { .. }) => Ok(false),
+            Err(e) => Err(e),
+            Ok(None) => Ok(true),
+            Ok(Some(_)) => {
+                let mut n = sizes.len() + 1;
+                while n <= 4096 && matches!(param(n), Ok(Some(_))) {
+                    n += 1;
                 }
-                n += 1;
+                Err(mismatch(format!(
+                    "the kernel has {n} parameters but the Rust signature has {}",
+                    sizes.len()
+                )))
             }
-            return Err(mismatch(format!(
-                "the kernel has {n} parameters but the Rust signature has {}",
-                sizes.len()
-            )));
         }
-        Ok(true)
     }
 }
 

@@ -7,17 +7,17 @@
 //! until the copy is waited. Host writes ([`PinnedBuffer::as_mut_slice`]) and
 //! the free wait for in-flight uploads first (an event-scope host wait).
 //!
-//! Unsafe code: this file calls the driver (`cuMemHostAlloc`,
-//! `cuMemFreeHost`, `cuMemHostGetDevicePointer`) and hands out slices of the
-//! memory it returns.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): `cuMemFreeHost` takes a raw host
+//! pointer, and the buffer hands out slices of the memory `cuMemHostAlloc`
+//! returned.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
+use crate::ffi::call;
 use crate::tracker::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
+use cuda_sys::result as cu;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -99,18 +99,16 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        crate::graph::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
-        crate::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        crate::capture::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
         }
         let dev = &device.inner;
         dev.bind()?;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: writes one host pointer through a valid pointer; the
-        // context is current; flags are the driver's own bits.
-        unsafe { cu!(dev.drv, cuMemHostAlloc(&mut p, bytes, flags.bits())) }?;
+        // The context is current; flags are the driver's own bits.
+        let p: *mut c_void = call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
         };
@@ -185,8 +183,8 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        crate::graph::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
-        crate::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        crate::capture::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let bytes = self.size_bytes();
         if bytes == 0 {
             return Ok(());
@@ -195,7 +193,10 @@ impl<T: Pod> PinnedBuffer<T> {
             ptr: self.ptr.as_ptr().cast(),
             bytes,
             device: self.device.clone(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         };
         // The memory now belongs to `host`; this buffer must not free it.
         self.len = 0;
@@ -214,11 +215,11 @@ impl<T: Pod> PinnedBuffer<T> {
         }
         let dev = &self.device.inner;
         dev.bind()?;
-        let mut d: CUdeviceptr = 0;
-        // SAFETY: writes one device pointer; the memory is a live
-        // DEVICE_MAP allocation of this context; flags must be 0.
-        unsafe { cu!(dev.drv, cuMemHostGetDevicePointer(&mut d, self.ptr.as_ptr().cast(), 0)) }?;
-        Ok(d)
+        // The memory is a live DEVICE_MAP allocation of this context; flags
+        // must be 0.
+        call("cuMemHostGetDevicePointer", || {
+            cu::memory::host_get_device_pointer(dev.drv, self.ptr.as_ptr().cast(), 0)
+        })
     }
 
     pub(crate) fn as_ptr(&self) -> *const T {
@@ -255,13 +256,16 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
             ptr: self.ptr.as_ptr().cast(),
             bytes,
             device: self.device.clone(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         };
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
-        crate::host_fn::now_or_deferred(move || {
-            crate::graph::free_outside_capture(Box::new(move || host.free()));
+        crate::capture::host_fn::now_or_deferred(move || {
+            crate::capture::thread::free_outside_capture(Box::new(move || host.free()));
         });
     }
 }
@@ -297,7 +301,7 @@ impl HostMemory {
         // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
         // PinnedBuffer gave it up), and no device work uses it any more
         // (waited above).
-        unsafe { cu!(dev.drv, cuMemFreeHost(self.ptr)) }
+        call("cuMemFreeHost", || unsafe { cu::memory::free_host(dev.drv, self.ptr) })
     }
 }
 

@@ -17,14 +17,13 @@
 //! slice of page-locked memory is copied asynchronously by the driver — or
 //! the context is lost (see `tracker::wait_for_borrowed`).
 //!
-//! Unsafe code: this file calls the driver's copy and memset entry points
-//! with host pointers it owns or borrows.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): the driver's copy and memset entry
+//! points take raw device and host pointers it owns or borrows.
 
-use crate::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::error::{Error, Result};
-use crate::ffi::cu;
-use crate::pinned::PinnedBuffer;
+use crate::ffi::call;
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
+use crate::memory::pinned::PinnedBuffer;
 use crate::scope::Pending;
 use crate::stream::{Point, Stream};
 use crate::tracker::{
@@ -32,6 +31,8 @@ use crate::tracker::{
     wait_for_borrowed,
 };
 use bytemuck::Pod;
+use cuda_sys::BorrowedStream;
+use cuda_sys::result as cu;
 use std::ops::RangeBounds;
 
 fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
@@ -74,10 +75,9 @@ impl Stream {
         let v = dst.view();
         same_len(op, len, v.len)?;
         same_device(self, v.alloc, "the destination buffer")?;
-        let drv = self.device().inner.drv;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Write);
-        let copy = |raw| {
+        let copy = |raw: BorrowedStream<'_>| {
             if bytes == 0 {
                 return Ok(());
             }
@@ -85,7 +85,9 @@ impl Stream {
             // (this function's contract); `dptr` is `bytes` inside a live
             // allocation of this stream's device whose free is ordered after
             // this use.
-            unsafe { cu!(drv, cuMemcpyHtoDAsync(dptr, hptr.cast(), bytes, raw)) }
+            call("cuMemcpyHtoDAsync", || unsafe {
+                cu::memory::memcpy_htod_async(dptr, hptr.cast(), bytes, raw)
+            })
         };
         match host {
             Host::Pinned(h) => {
@@ -120,17 +122,18 @@ impl Stream {
         let v = src.view();
         same_len(op, v.len, len)?;
         same_device(self, v.alloc, "the source buffer")?;
-        let drv = self.device().inner.drv;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Read);
-        let copy = |raw| {
+        let copy = |raw: BorrowedStream<'_>| {
             if bytes == 0 {
                 return Ok(());
             }
             // SAFETY: `hptr` is valid and untouched by the host for `bytes`
             // until the copy completes (this function's contract); `dptr` as
             // in `h2d`.
-            unsafe { cu!(drv, cuMemcpyDtoHAsync(hptr.cast(), dptr, bytes, raw)) }
+            call("cuMemcpyDtoHAsync", || unsafe {
+                cu::memory::memcpy_dtoh_async(hptr.cast(), dptr, bytes, raw)
+            })
         };
         let ticket = match host {
             Host::Pinned(h) => {
@@ -291,7 +294,6 @@ impl Stream {
     ) -> Result<()> {
         let (s, d) = (src.view(), dst.view());
         same_len("Stream::copy", s.len, d.len)?;
-        let drv = self.device().inner.drv;
         let (sptr, dptr, bytes) = (s.ptr(), d.ptr(), d.bytes);
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
         if s.alloc.device.same(&d.alloc.device) {
@@ -303,7 +305,7 @@ impl Stream {
                 // SAFETY: both ranges lie inside live allocations of this
                 // stream's device whose frees are ordered after this use; a
                 // `&` and a `&mut` view never overlap.
-                unsafe { cu!(drv, cuMemcpyDtoDAsync(dptr, sptr, bytes, raw)) }
+                call("cuMemcpyDtoDAsync", || unsafe { cu::memory::memcpy_dtod_async(dptr, sptr, bytes, raw) })
             })?;
         } else {
             if !self.device().same(&s.alloc.device) && !self.device().same(&d.alloc.device) {
@@ -313,7 +315,7 @@ impl Stream {
                     found: d.alloc.device.ordinal(),
                 });
             }
-            let (sctx, dctx) = (s.alloc.device.raw_context(), d.alloc.device.raw_context());
+            let (sctx, dctx) = (s.alloc.device.inner.ctx, d.alloc.device.inner.ctx);
             run_tracked_across(self, "Stream::copy", &uses, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -321,7 +323,9 @@ impl Stream {
                 // SAFETY: both ranges lie inside live allocations whose frees
                 // are ordered after this use; the contexts are the devices'
                 // retained primary contexts.
-                unsafe { cu!(drv, cuMemcpyPeerAsync(dptr, dctx, sptr, sctx, bytes, raw)) }
+                call("cuMemcpyPeerAsync", || unsafe {
+                    cu::memory::memcpy_peer_async(dptr, dctx, sptr, sctx, bytes, raw)
+                })
             })?;
         }
         Ok(())
@@ -334,7 +338,6 @@ impl Stream {
     pub fn fill_bytes<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(&self, dst: &mut D, value: u8) -> Result<()> {
         let v = dst.view();
         same_device(self, v.alloc, "the buffer")?;
-        let drv = self.device().inner.drv;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         run_tracked(self, "Stream::fill_bytes", &[(Target::Device(v.alloc), Access::Write)], None, |raw| {
             if bytes == 0 {
@@ -342,7 +345,7 @@ impl Stream {
             }
             // SAFETY: the range lies inside a live allocation whose free is
             // ordered after this use.
-            unsafe { cu!(drv, cuMemsetD8Async(dptr, value, bytes, raw)) }
+            call("cuMemsetD8Async", || unsafe { cu::memory::memset_d8_async(dptr, value, bytes, raw) })
         })?;
         Ok(())
     }
@@ -362,7 +365,6 @@ impl Stream {
         }
         let v = dst.view();
         same_device(self, v.alloc, "the buffer")?;
-        let drv = self.device().inner.drv;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
         run_tracked(self, "Stream::fill_u32", &[(Target::Device(v.alloc), Access::Write)], None, |raw| {
             if words == 0 {
@@ -372,7 +374,7 @@ impl Stream {
             // ordered after this use; it starts 4-byte aligned (allocations
             // are 256-byte aligned and views step by whole elements of a
             // multiple of 4 bytes).
-            unsafe { cu!(drv, cuMemsetD32Async(dptr, value, words, raw)) }
+            call("cuMemsetD32Async", || unsafe { cu::memory::memset_d32_async(dptr, value, words, raw) })
         })?;
         Ok(())
     }

@@ -8,17 +8,17 @@
 //! reader is done. Without memory pools the fallback is `cuMemAlloc`, and the
 //! free host-waits for the uses before `cuMemFree`.
 //!
-//! Unsafe code: this file calls the driver (`cuMemAllocAsync`, `cuMemFreeAsync`,
-//! `cuMemAlloc`, `cuMemFree`).
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `memory`): the frees (`cuMemFreeAsync`,
+//! `cuMemFree`) take a raw device pointer.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
+use crate::ffi::call;
 use crate::stream::{Point, Stream, StreamInner};
 use crate::tracker::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
+use cuda_sys::result as cu;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -33,14 +33,9 @@ pub struct Allocation {
     pub(crate) res: Resource,
 }
 
-/// A free that arrived while its allocation stream was capturing a graph.
-pub(crate) struct DeferredFree {
-    pub alloc: Allocation,
-}
-
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
-        crate::host_fn::refuse("DeviceBuffer::alloc")?;
+        crate::capture::host_fn::refuse("DeviceBuffer::alloc")?;
         let device = stream.device().clone();
         let mut alloc =
             Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
@@ -52,19 +47,17 @@ impl Allocation {
         }
         let dev = &device.inner;
         if device.has_memory_pools() {
-            let ((), ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
-                // SAFETY: writes one device pointer through a valid pointer;
-                // `raw` is a live stream of the current context.
-                unsafe { cu!(dev.drv, cuMemAllocAsync(&mut alloc.ptr, bytes, raw)) }
+            let (ptr, ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
+                call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
+            alloc.ptr = ptr;
             alloc.stream = Some(stream.inner.clone());
             // The allocation happens in stream order: a write by that stream.
             alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
         } else {
-            crate::graph::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
+            crate::capture::thread::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
-            // SAFETY: writes one device pointer; the context is current.
-            unsafe { cu!(dev.drv, cuMemAlloc(&mut alloc.ptr, bytes)) }?;
+            alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
         dev.ledger.allocated(bytes as u64);
         Ok(alloc)
@@ -77,7 +70,10 @@ impl Allocation {
             bytes: self.bytes,
             device: self.device.clone(),
             stream: self.stream.take(),
-            res: std::mem::replace(&mut self.res, Resource::empty(&self.device)),
+            res: {
+                let empty = self.res.empty_like();
+                std::mem::replace(&mut self.res, empty)
+            },
         }
     }
 
@@ -94,7 +90,7 @@ impl Allocation {
                     // (here); the free is ordered after every use recorded on
                     // other streams (the device-side waits `submit` issues for
                     // `deps`) and after same-stream uses by FIFO order.
-                    unsafe { cu!(dev.drv, cuMemFreeAsync(ptr, raw)) }
+                    call("cuMemFreeAsync", || unsafe { cu::memory::free_async(ptr, raw) })
                 })?;
             }
             None => {
@@ -104,7 +100,7 @@ impl Allocation {
                 dev.bind()?;
                 // SAFETY: `ptr` came from cuMemAlloc, is freed once, and every
                 // recorded use has completed (host waits above).
-                unsafe { cu!(dev.drv, cuMemFree(ptr)) }?;
+                call("cuMemFree", || unsafe { cu::memory::free(dev.drv, ptr) })?;
             }
         }
         dev.ledger.freed(self.bytes as u64);
@@ -118,29 +114,33 @@ impl Drop for Allocation {
         if self.ptr == 0 {
             return;
         }
-        if crate::host_fn::active() {
+        if crate::capture::host_fn::active() {
             // Inside a host function: no driver call, no lock (the thread
             // waiting for this host function may hold them); freed later on
             // an ordinary thread (see `host_fn`).
             let alloc = self.take();
-            crate::host_fn::defer(Box::new(move || drop(alloc)));
+            crate::capture::host_fn::defer(Box::new(move || drop(alloc)));
             return;
         }
         if let Some(s) = self.stream.clone() {
-            let mut st = s.lock();
-            if st.capture.is_some() {
+            let st = s.lock();
+            if st.is_capturing() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
+                // Queued with the state locked: the end of the capture
+                // clears it under this lock, then runs what was queued.
                 let alloc = self.take();
-                st.deferred.push(DeferredFree { alloc });
+                let until = crate::capture::deferred::Until::StreamCaptureEnds(s.id);
+                crate::capture::deferred::defer(until, Box::new(move || drop(alloc)));
+                drop(st);
                 return;
             }
         }
-        if crate::graph::thread_is_capturing() {
+        if crate::capture::thread::thread_is_capturing() {
             // A capturing thread may not free (cuMemFree) or wait: free when
             // its capture ends.
             let alloc = self.take();
-            crate::graph::free_outside_capture(Box::new(move || drop(alloc)));
+            crate::capture::thread::free_outside_capture(Box::new(move || drop(alloc)));
             return;
         }
         if let Err(e) = self.free() {
@@ -261,17 +261,15 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn close(self) -> Result<()> {
         // Inside a host function the buffer is dropped instead (its free is
         // deferred) and the refusal reported.
-        crate::host_fn::refuse("DeviceBuffer::close")?;
+        crate::capture::host_fn::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
             Ok(mut a) => {
                 if a.ptr == 0 {
                     return Ok(());
                 }
-                if crate::graph::thread_is_capturing()
-                    || a.stream
-                        .as_ref()
-                        .is_some_and(|s| s.capturing.load(std::sync::atomic::Ordering::Acquire))
+                if crate::capture::thread::thread_is_capturing()
+                    || a.stream.as_ref().is_some_and(|s| s.capture_hint())
                 {
                     // Freed when the capture ends, as `Drop` does.
                     drop(a);
@@ -476,11 +474,3 @@ macro_rules! view_accessors {
 }
 view_accessors!(DeviceSlice);
 view_accessors!(DeviceSliceMut);
-
-/// Issues the frees deferred during a capture of `stream`.
-pub(crate) fn flush_deferred(stream: &Arc<StreamInner>) {
-    let deferred = std::mem::take(&mut stream.lock().deferred);
-    for d in deferred {
-        drop(d.alloc);
-    }
-}

@@ -2,37 +2,13 @@
 //! what the stream-ordered pool holds — the `torch.cuda.memory_allocated` /
 //! `max_memory_allocated` / `memory_reserved` / `reset_peak_memory_stats`
 //! family.
-//!
-//! Unsafe code: this file calls the driver (`cuDeviceGetDefaultMemPool`,
-//! `cuMemPoolGetAttribute`, `cuMemPoolSetAttribute`, `cuMemPoolTrimTo`).
-#![allow(unsafe_code)]
 
 use crate::device::Device;
 use crate::error::Result;
-use crate::ffi::cu;
-use cuda_sys::{CUmemPool_attribute as P, CUmemoryPool};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Per-device counters of gpu-sync's own allocations.
-#[derive(Default)]
-pub(crate) struct Ledger {
-    allocated: AtomicU64,
-    peak: AtomicU64,
-    live: AtomicU64,
-}
-
-impl Ledger {
-    pub fn allocated(&self, bytes: u64) {
-        let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        self.peak.fetch_max(now, Ordering::AcqRel);
-        self.live.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub fn freed(&self, bytes: u64) {
-        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
-        self.live.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+use crate::ffi::call;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedMemPool, CUmemPool_attribute as P};
+use std::sync::atomic::Ordering;
 
 /// A snapshot of a device's memory ledger.
 ///
@@ -80,19 +56,12 @@ pub struct PoolStats {
 }
 
 impl Device {
-    fn default_pool(&self) -> Result<CUmemoryPool> {
-        let mut pool: CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: writes one pool handle through a valid pointer.
-        unsafe { cu!(self.inner.drv, cuDeviceGetDefaultMemPool(&mut pool, self.inner.raw)) }?;
-        Ok(pool)
+    fn default_pool(&self) -> Result<BorrowedMemPool<'static>> {
+        call("cuDeviceGetDefaultMemPool", || cu::device::get_default_mem_pool(self.inner.drv, self.inner.raw))
     }
 
-    fn pool_attr(&self, pool: CUmemoryPool, attr: P) -> Result<u64> {
-        let mut v: u64 = 0;
-        // SAFETY: the four attributes read here are documented as cuuint64_t;
-        // `v` is one.
-        unsafe { cu!(self.inner.drv, cuMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast())) }?;
-        Ok(v)
+    fn pool_attr(&self, pool: BorrowedMemPool<'static>, attr: P) -> Result<u64> {
+        call("cuMemPoolGetAttribute", || cu::mem_pool::get_attribute(pool, attr))
     }
 
     /// The device's memory ledger.
@@ -131,12 +100,8 @@ impl Device {
         if self.has_memory_pools() {
             let p = self.default_pool()?;
             for attr in [P::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, P::CU_MEMPOOL_ATTR_USED_MEM_HIGH] {
-                let mut zero: u64 = 0;
-                // SAFETY: the HIGH attributes take a cuuint64_t whose only
-                // accepted value is 0 (reset to current).
-                unsafe {
-                    cu!(self.inner.drv, cuMemPoolSetAttribute(p, attr, (&mut zero as *mut u64).cast()))
-                }?;
+                // The HIGH attributes accept only 0 (reset to current).
+                call("cuMemPoolSetAttribute", || cu::mem_pool::set_attribute(p, attr, 0))?;
             }
         }
         Ok(())
@@ -152,7 +117,6 @@ impl Device {
             return Ok(());
         }
         let p = self.default_pool()?;
-        // SAFETY: `p` is the device's default pool.
-        unsafe { cu!(self.inner.drv, cuMemPoolTrimTo(p, keep_bytes)) }
+        call("cuMemPoolTrimTo", || cu::mem_pool::trim_to(p, keep_bytes))
     }
 }

@@ -15,18 +15,21 @@
 //! driver sees a launch, each view's address is checked against its element
 //! type's alignment and each `Len` against every view's length.
 //!
-//! Unsafe code: this file calls `cuLaunchKernel` and `cuFuncSetAttribute`.
-#![allow(unsafe_code)]
+//! Unsafe code (allowed by `launch`): `cuLaunchKernel` takes kernel
+//! parameters by raw pointer, and a kernel borrows its function handle from
+//! the module it keeps loaded.
 
-use crate::buffer::AsDeviceSlice;
-use crate::buffer::{Allocation, AsDeviceSliceMut};
 use crate::device::Limits;
 use crate::error::{Error, Result};
-use crate::ffi::cu;
-use crate::module::ModuleInner;
+use crate::ffi::call;
+use crate::launch::module::ModuleInner;
+use crate::memory::buffer::AsDeviceSlice;
+use crate::memory::buffer::{Allocation, AsDeviceSliceMut};
 use crate::stream::Stream;
 use crate::tracker::{Access, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
+use cuda_sys::BorrowedFunction;
+use cuda_sys::result as cu;
 use cuda_sys::{CUdeviceptr, CUfunction, CUfunction_attribute};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -414,9 +417,11 @@ impl KernelCore {
         }
         dev.bind()?;
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        // SAFETY: a live function handle of the current context; the value is
-        // within the device's opt-in limit.
-        unsafe { cu!(dev.drv, cuFuncSetAttribute(self.f, attr, bytes as i32)) }?;
+        // SAFETY: `f` is a live function of the module this kernel keeps
+        // loaded (the Arc), for the borrow's short life; shared by design.
+        let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f) };
+        // The value is within the device's opt-in limit.
+        call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
         self.max_dynamic_shared.store(bytes, Ordering::Release);
         Ok(())
     }
@@ -520,24 +525,17 @@ impl KernelCore {
             // types' (checked above). Every buffer is tracked: the kernel runs
             // after conflicting uses on other streams, and the memory
             // outlives it.
-            unsafe {
-                cu!(
-                    drv,
-                    cuLaunchKernel(
-                        f,
-                        g.x,
-                        g.y,
-                        g.z,
-                        b.x,
-                        b.y,
-                        b.z,
-                        cfg.shared_mem_bytes,
-                        raw,
-                        params.as_mut_ptr(),
-                        std::ptr::null_mut()
-                    )
+            call("cuLaunchKernel", || unsafe {
+                let f = BorrowedFunction::borrow_raw(drv, f);
+                cu::launch::launch_kernel(
+                    f,
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    cfg.shared_mem_bytes,
+                    raw,
+                    &mut params,
                 )
-            }
+            })
         })?;
         Ok(())
     }

@@ -1,0 +1,296 @@
+//! The module layers of gpu-sync, checked: every `crate::` path in the
+//! source (re-exported names resolved through `lib.rs`) is an import of one
+//! top-level module by another, and an import may point only down the
+//! layers (or within one layer, without a cycle). A folder is one module:
+//! its files may use each other freely.
+//!
+//! The imports that still point up are listed in [`UPWARD`], each a data
+//! knot left to untie; the test fails when a new one appears and when a
+//! listed one is gone (so the list only shrinks).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The layers, bottom-up: a module may import those of its own layer and
+/// below.
+const LAYERS: &[&[&str]] = &[
+    // The driver door (the one path to cuda-sys's per-call layer) and errors.
+    &["error", "ffi", "safety"],
+    // Proofs and `Pending` (the timeline's public face).
+    &["scope"],
+    // Captures and host functions: work that cannot happen now.
+    &["capture"],
+    // Devices and the release of the handles they own.
+    &["device", "release"],
+    // The conflict rules.
+    &["tracker"],
+    // Streams: tickets, points, markers.
+    &["stream"],
+    // Events (and waiting on them: `Stream::wait`).
+    &["event"],
+    // Buffers, pinned memory, copies, the ledger, the prefetcher.
+    &["memory"],
+    // Kernels, modules, images, NVRTC; graphs.
+    &["launch", "graph"],
+    // Choosing and installing a driver.
+    &["backend", "sim"],
+];
+
+/// Imports that point up the layers today: (from, to, the knot). Each is to
+/// be removed by moving what it names down, never by adding to this list.
+const UPWARD: &[(&str, &str, &str)] = &[
+    ("scope", "stream", "a proof's point holds its stream, not a timeline"),
+    ("tracker", "stream", "a recorded use is a stream point"),
+    ("tracker", "memory", "the tracker walks buffers' allocations"),
+    ("tracker", "graph", "captured submission (run_captured) lives in graph.rs"),
+    ("stream", "graph", "the stream state holds its capture"),
+];
+
+fn layer_of(unit: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&unit))
+}
+
+/// The top-level module a source file belongs to. (`prefetch.rs` stays at
+/// the top of `src/` but is `memory::prefetch`, included by path.)
+fn unit_of(rel: &Path) -> String {
+    let first =
+        rel.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned()).unwrap_or_default();
+    match first.trim_end_matches(".rs") {
+        "prefetch" => "memory".to_owned(),
+        unit => unit.to_owned(),
+    }
+}
+
+fn sources(dir: &Path, base: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).expect("read gpu-sync/src") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, base, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let rel = path.strip_prefix(base).expect("under src");
+            let text = std::fs::read_to_string(&path).expect("read a source file");
+            out.push((unit_of(rel), text));
+        }
+    }
+}
+
+/// The code of a file, comment lines and the line comments after code left
+/// out (docs may name any module).
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim_start().starts_with("//")).map(|l| l.split("//").next().unwrap_or(l))
+}
+
+/// Public names re-exported by `lib.rs` (`pub use stream::{Stream, …};`)
+/// and the module each comes from.
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    let code: String = code_lines(lib).collect::<Vec<_>>().join("\n");
+    for stmt in code.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else { continue };
+        let module = rest.split("::").next().unwrap_or("").trim().to_owned();
+        let tail = rest.split_once('{').map_or_else(
+            || rest.rsplit("::").next().unwrap_or("").to_owned(),
+            |(_, t)| t.trim_end_matches('}').to_owned(),
+        );
+        for name in tail.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            names.insert(name.to_owned(), module.clone());
+        }
+    }
+    names
+}
+
+/// Every `crate::x` in the code of `text`, as the module it names.
+fn imports(text: &str, units: &BTreeSet<String>, names: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in code_lines(text) {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if units.contains(&ident) {
+                out.insert(ident);
+            } else if let Some(m) = names.get(&ident) {
+                out.insert(m.clone());
+            } else if ident.is_empty() && rest.starts_with('{') {
+                // `crate::{A, b::C}`: every name in the group.
+                let group = rest[1..].split('}').next().unwrap_or("");
+                for item in group.split(',') {
+                    let head = item.trim().split("::").next().unwrap_or("").to_owned();
+                    if units.contains(&head) {
+                        out.insert(head);
+                    } else if let Some(m) = names.get(&head) {
+                        out.insert(m.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The module graph: for each module, those it imports.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&base, &base, &mut files);
+    let units: BTreeSet<String> = files.iter().map(|(u, _)| u.clone()).filter(|u| u != "lib").collect();
+    let lib = files.iter().find(|(u, _)| u == "lib").map(|(_, t)| t.as_str()).expect("lib.rs");
+    let names = reexports(lib);
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (unit, text) in &files {
+        if unit == "lib" || unit == "layers" {
+            continue;
+        }
+        let deps = g.entry(unit.clone()).or_default();
+        deps.extend(imports(text, &units, &names).into_iter().filter(|d| d != unit && d != "layers"));
+    }
+    g
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let unplaced: Vec<String> = graph().into_keys().filter(|u| layer_of(u).is_none()).collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules missing from layers::LAYERS (place each in its layer): {unplaced:?}"
+    );
+}
+
+#[test]
+fn imports_point_down_the_layers() {
+    let g = graph();
+    let mut up = BTreeSet::new();
+    for (from, deps) in &g {
+        for to in deps {
+            if let (Some(a), Some(b)) = (layer_of(from), layer_of(to))
+                && b > a
+            {
+                up.insert((from.clone(), to.clone()));
+            }
+        }
+    }
+    let allowed: BTreeSet<(String, String)> =
+        UPWARD.iter().map(|(a, b, _)| ((*a).to_owned(), (*b).to_owned())).collect();
+    let new: Vec<_> = up.difference(&allowed).collect();
+    assert!(new.is_empty(), "imports pointing up the layers (move what they name down instead): {new:?}");
+    let gone: Vec<_> = allowed.difference(&up).collect();
+    assert!(gone.is_empty(), "no longer pointing up: remove from layers::UPWARD: {gone:?}");
+}
+
+#[test]
+fn no_cycle_but_through_the_listed_upward_imports() {
+    let mut g = graph();
+    for (a, b, _) in UPWARD {
+        if let Some(deps) = g.get_mut(*a) {
+            deps.remove(*b);
+        }
+    }
+    // Kahn's algorithm: what is left after removing every module that imports
+    // nothing left is a cycle.
+    let mut left = g.clone();
+    loop {
+        let leaves: Vec<String> = left
+            .iter()
+            .filter(|(_, d)| d.iter().all(|x| !left.contains_key(x)))
+            .map(|(u, _)| u.clone())
+            .collect();
+        if leaves.is_empty() {
+            break;
+        }
+        for l in leaves {
+            left.remove(&l);
+        }
+    }
+    assert!(left.is_empty(), "an import cycle among modules: {left:?}");
+}
+
+#[test]
+fn the_parser_sees_paths_groups_and_reexports() {
+    let units: BTreeSet<String> = ["stream", "memory"].iter().map(|s| (*s).to_owned()).collect();
+    let names: BTreeMap<String, String> = [("DeviceBuffer".to_owned(), "memory".to_owned())].into();
+    let code = "use crate::stream::Point;\n// crate::graph in a comment\nlet b: crate::DeviceBuffer<u8>;";
+    let got = imports(code, &units, &names);
+    assert_eq!(got, units);
+    let got = imports("use crate::{stream::Point, DeviceBuffer};", &units, &names);
+    assert_eq!(got, units);
+    let lib = "pub use memory::buffer::{DeviceBuffer, View};\npub use stream::Stream;";
+    let r = reexports(lib);
+    assert_eq!(r.get("View").map(String::as_str), Some("memory"));
+    assert_eq!(r.get("Stream").map(String::as_str), Some("stream"));
+}
+
+/// Every source file, as (path under `src/`, text).
+fn files() -> Vec<(String, String)> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("read gpu-sync/src") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(base).expect("under src").to_string_lossy().replace('\\', "/");
+                out.push((rel, std::fs::read_to_string(&path).expect("read a source file")));
+            }
+        }
+    }
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    walk(&base, &base, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn unsafe_is_opted_into_by_four_modules() {
+    // `lib.rs` denies unsafe code; these modules (a folder's `mod.rs` counts
+    // for the folder) allow it back, each saying why in its docs.
+    let allowing: Vec<String> = files()
+        .into_iter()
+        .filter(|(_, t)| code_lines(t).any(|l| l.trim_start().starts_with("#![allow(unsafe_code)]")))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(allowing, ["capture/mod.rs", "launch/mod.rs", "memory/mod.rs", "release.rs"]);
+}
+
+#[test]
+fn unsafe_impls_are_the_argued_few() {
+    // Send/Sync come from cuda-sys's owned handles everywhere else. These
+    // remain, each argued at its site: a pinned buffer owns raw host memory
+    // (`PinnedBuffer` Send + Sync, its `HostMemory` Send), and a kernel
+    // borrows its function handle from the module it keeps loaded
+    // (`KernelCore` Send + Sync): neither is a handle cuda-sys can own.
+    let impls: Vec<(String, usize)> = files()
+        .into_iter()
+        .map(|(p, t)| {
+            let n = code_lines(&t).filter(|l| l.trim_start().starts_with("unsafe impl")).count();
+            (p, n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(impls, [("launch/kernel.rs".to_owned(), 2), ("memory/pinned.rs".to_owned(), 3)]);
+}
+
+#[test]
+fn the_driver_is_called_only_through_the_door() {
+    // No module reaches into the driver's table (`drv.cuX(…)`, `match
+    // drv.cuX`) or defines a calling macro: every call is a
+    // `cuda_sys::result` function passed through `ffi::call`.
+    for (path, text) in files() {
+        if path == "layers.rs" {
+            continue;
+        }
+        for line in code_lines(&text) {
+            assert!(!line.contains("macro_rules! cu"), "{path}: a driver-calling macro: {line}");
+            let mut rest = line;
+            while let Some(at) = rest.find(".cu") {
+                rest = &rest[at + 3..];
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let after = rest[name.len()..].trim_start();
+                let called = after.starts_with('(') || after.starts_with("{");
+                assert!(
+                    !(name.starts_with(|c: char| c.is_ascii_uppercase()) && called),
+                    "{path}: a direct driver call: {line}"
+                );
+            }
+        }
+    }
+}
