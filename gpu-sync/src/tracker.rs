@@ -409,6 +409,16 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     )
 }
 
+/// What every eager tracked submission does first: refuse inside a host
+/// function (before any lock is taken), then run the work host functions
+/// deferred (no gpu-sync lock is held here).
+#[inline]
+fn admit(op_name: &'static str) -> Result<()> {
+    crate::capture::host_fn::refuse(op_name)?;
+    crate::capture::host_fn::drain();
+    Ok(())
+}
+
 /// [`run_tracked`] for an operation that never joins a capture: on a
 /// capturing stream it is refused with [`Error::Capturing`] without running
 /// `op` (decided under the stream's lock, so a capture beginning meanwhile is
@@ -422,8 +432,7 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     let s = &stream.inner;
     // `submit` checks the stream's capture state under its lock and refuses
     // (`Error::Capturing`) without running `op`.
-    crate::capture::host_fn::refuse(op_name)?;
-    crate::capture::host_fn::drain();
+    admit(op_name)?;
     let mut foreign = false;
     uses.each(|t, _| foreign |= !t.res().is_in(&s.slab));
     if foreign {
@@ -503,8 +512,7 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::capture::host_fn::refuse(op_name)?;
-    crate::capture::host_fn::drain();
+    admit(op_name)?;
     let devices = slabs_of(uses);
     let mut slabs = lock_all(&devices);
     let deps = deps_in(&slabs, s.id, uses);

@@ -185,22 +185,27 @@ impl<T: Pod> PinnedBuffer<T> {
     pub fn close(mut self) -> Result<()> {
         crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
         crate::capture::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
+        let Some(host) = self.take_memory() else { return Ok(()) };
+        host.try_free()
+    }
+
+    /// Moves the memory (and its tracked uses) out into a [`HostMemory`]
+    /// that frees it; `None` for an empty buffer. This buffer no longer owns
+    /// the memory afterwards (its length is 0).
+    fn take_memory(&mut self) -> Option<HostMemory> {
         let bytes = self.size_bytes();
         if bytes == 0 {
-            return Ok(());
+            return None;
         }
+        let empty = self.res.empty_like();
         let host = HostMemory {
             ptr: self.ptr.as_ptr().cast(),
             bytes,
             device: self.device.clone(),
-            res: {
-                let empty = self.res.empty_like();
-                std::mem::replace(&mut self.res, empty)
-            },
+            res: std::mem::replace(&mut self.res, empty),
         };
-        // The memory now belongs to `host`; this buffer must not free it.
         self.len = 0;
-        host.try_free()
+        Some(host)
     }
 
     /// The device address of a [`HostAllocFlags::DEVICE_MAP`] buffer
@@ -248,19 +253,7 @@ impl<T: Pod> std::ops::Deref for PinnedBuffer<T> {
 
 impl<T: Pod> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
-        let bytes = self.size_bytes();
-        if bytes == 0 {
-            return;
-        }
-        let host = HostMemory {
-            ptr: self.ptr.as_ptr().cast(),
-            bytes,
-            device: self.device.clone(),
-            res: {
-                let empty = self.res.empty_like();
-                std::mem::replace(&mut self.res, empty)
-            },
-        };
+        let Some(host) = self.take_memory() else { return };
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
