@@ -433,18 +433,23 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     // `submit` checks the stream's capture state under its lock and refuses
     // (`Error::Capturing`) without running `op`.
     admit(op_name)?;
-    let mut foreign = false;
-    uses.each(|t, _| foreign |= !t.res().is_in(&s.slab));
-    if foreign {
-        return run_tracked_across(stream, op_name, uses, op);
-    }
     let mut slab = s.slab.lock();
+    // One pass: the conflicts of every use, or the first resource of another
+    // device (then the operation takes the path that locks every slab).
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+    let mut foreign = false;
     uses.each(|t, a| {
-        if let Some(tr) = slab.of(t.res()) {
+        let r = t.res();
+        if !r.is_in(&s.slab) {
+            foreign = true;
+        } else if let Some(tr) = slab.of(r) {
             tr.deps_into(s.id, a, &mut deps);
         }
     });
+    if foreign {
+        drop(slab);
+        return run_tracked_across(stream, op_name, uses, op);
+    }
     let (r, ticket) = s.submit(op_name, &deps, op)?;
     uses.each(|t, a| {
         if let Some(tr) = slab.of_mut(t.res()) {

@@ -304,35 +304,14 @@ pub trait Signature: sealed::Sealed {
 /// Most parameters a typed kernel can have.
 pub const MAX_PARAMS: usize = 12;
 
-/// The arguments of one launch, on the stack.
-#[doc(hidden)]
-pub struct ArgList<'a> {
-    len: usize,
-    items: [RawArg<'a>; MAX_PARAMS],
-}
-
-impl<'a> ArgList<'a> {
-    fn new() -> Self {
-        ArgList { len: 0, items: [RawArg::Scalar(0); MAX_PARAMS] }
-    }
-    #[inline]
-    fn push(&mut self, a: RawArg<'a>) {
-        // Tuples have at most MAX_PARAMS elements (the impls below).
-        if let Some(slot) = self.items.get_mut(self.len) {
-            *slot = a;
-            self.len += 1;
-        }
-    }
-    fn as_slice(&self) -> &[RawArg<'a>] {
-        &self.items[..self.len]
-    }
-}
+/// The arguments of one launch: exactly one [`RawArg`] per parameter.
+struct Args<'s, 'a>(&'s [RawArg<'a>]);
 
 /// A launch's uses are its buffer arguments.
-impl Uses for ArgList<'_> {
-    #[inline]
+impl Uses for Args<'_, '_> {
+    #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
-        for a in self.as_slice() {
+        for a in self.0 {
             if let RawArg::Buffer { alloc, access, .. } = a {
                 f(Target::Device(alloc), *access);
             }
@@ -343,7 +322,11 @@ impl Uses for ArgList<'_> {
 /// Arguments matching signature `S`: a tuple of [`KernelArg`]s. Sealed.
 pub trait KernelArgs<S: Signature>: sealed::ArgsSealed {
     #[doc(hidden)]
-    fn raw_args<'a>(&'a self, out: &mut ArgList<'a>);
+    type Raw<'a>: AsRef<[RawArg<'a>]>
+    where
+        Self: 'a;
+    #[doc(hidden)]
+    fn raw_args(&self) -> Self::Raw<'_>;
 }
 
 macro_rules! tuple_signatures {
@@ -354,9 +337,10 @@ macro_rules! tuple_signatures {
             const PARAM_SIZES: &'static [usize] = &[$($p::SIZE),*];
         }
         impl<$($p: Param, $a: KernelArg<$p>),*> KernelArgs<($($p,)*)> for ($($a,)*) {
-            #[inline]
-            fn raw_args<'a>(&'a self, out: &mut ArgList<'a>) {
-                $(out.push(self.$i.raw());)*
+            type Raw<'a> = [RawArg<'a>; 0 $(+ { let _ = $i; 1 })*] where Self: 'a;
+            #[inline(always)]
+            fn raw_args(&self) -> Self::Raw<'_> {
+                [$(self.$i.raw()),*]
             }
         }
     )*};
@@ -367,7 +351,10 @@ impl Signature for () {
     const PARAM_SIZES: &'static [usize] = &[];
 }
 impl KernelArgs<()> for () {
-    fn raw_args<'a>(&'a self, _: &mut ArgList<'a>) {}
+    type Raw<'a> = [RawArg<'a>; 0];
+    fn raw_args(&self) -> [RawArg<'static>; 0] {
+        []
+    }
 }
 tuple_signatures! {
     (P0 A0 0)
@@ -462,14 +449,14 @@ impl KernelCore {
         }
     }
 
-    fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &ArgList<'_>) -> Result<()> {
+    fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &[RawArg<'_>]) -> Result<()> {
         self.check(stream, &cfg)?;
         // The sealed traits make these agree; a launch must never hand the
         // driver fewer parameter pointers than the kernel reads.
-        if sizes.len() != args.len || sizes.iter().any(|&s| s > 8) {
+        if sizes.len() != args.len() || args.len() > MAX_PARAMS || sizes.iter().any(|&s| s > 8) {
             return Err(Error::KernelSignature {
                 kernel: self.name.clone(),
-                problem: format!("{} arguments for {} parameters", args.len, sizes.len()),
+                problem: format!("{} arguments for {} parameters", args.len(), sizes.len()),
             });
         }
         let mut slots = [0u64; MAX_PARAMS];
@@ -477,7 +464,7 @@ impl KernelCore {
         // value): one pass, then one comparison.
         let mut shortest: Option<(usize, usize)> = None;
         let mut longest_len: Option<(usize, u64)> = None;
-        for (i, (slot, a)) in slots.iter_mut().zip(args.as_slice()).enumerate() {
+        for (i, (slot, a)) in slots.iter_mut().zip(args).enumerate() {
             match *a {
                 RawArg::Scalar(bits) => *slot = bits,
                 RawArg::Len(n) => {
@@ -488,7 +475,9 @@ impl KernelCore {
                 }
                 RawArg::Buffer { alloc, ptr, len, align, .. } => {
                     same_device(stream, alloc, "a buffer argument")?;
-                    if ptr % align as u64 != 0 {
+                    // `align` is an `align_of`, a power of two: a mask, not a
+                    // division, on the hot path.
+                    if ptr & (align as u64).wrapping_sub(1) != 0 {
                         return Err(self.misaligned(i, ptr, align));
                     }
                     if shortest.is_none_or(|(_, m)| len < m) {
@@ -504,12 +493,12 @@ impl KernelCore {
             return Err(self.len_too_large(li, n, bi, len));
         }
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-        for (p, s) in params.iter_mut().zip(slots.iter_mut()) {
+        for (p, s) in params.iter_mut().zip(slots.iter_mut()).take(args.len()) {
             *p = (s as *mut u64).cast::<c_void>();
         }
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f);
-        run_tracked(stream, "cuLaunchKernel", args, Some(&self.module), |raw| {
+        run_tracked(stream, "cuLaunchKernel", &Args(args), Some(&self.module), |raw| {
             // SAFETY: `f` is a live function of the stream's context (module
             // kept loaded by the Arc, device checked above); `params` holds one
             // pointer per parameter, each to a slot holding the argument's
@@ -591,10 +580,9 @@ impl<S: Signature> Kernel<S> {
     /// than a view; [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device; a driver error. Nothing is enqueued on an error
     /// returned before the driver call.
+    #[inline]
     pub fn launch<A: KernelArgs<S>>(&self, stream: &Stream, cfg: LaunchConfig, args: A) -> Result<()> {
-        let mut list = ArgList::new();
-        args.raw_args(&mut list);
-        self.core.launch(stream, cfg, S::PARAM_SIZES, &list)
+        self.core.launch(stream, cfg, S::PARAM_SIZES, args.raw_args().as_ref())
     }
 
     /// The kernel's name.
@@ -658,9 +646,7 @@ impl RawKernel {
         cfg: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        let mut list = ArgList::new();
-        args.raw_args(&mut list);
-        self.core.launch(stream, cfg, S::PARAM_SIZES, &list)
+        self.core.launch(stream, cfg, S::PARAM_SIZES, args.raw_args().as_ref())
     }
 
     /// The kernel's name.
