@@ -274,7 +274,7 @@ impl Device {
         // Every ticket up to this value was taken after its driver call
         // returned (see `next_ticket`), so that work is already queued and the
         // synchronize below covers it.
-        let ticket = self.inner.ticket.load(Ordering::SeqCst);
+        let ticket = self.inner.ticket.load(Ordering::Acquire);
         self.make_current()?;
         // The device's primary context is current on this thread.
         call("cuCtxSynchronize", || cu::context::synchronize(self.inner.drv))?;
@@ -299,15 +299,19 @@ impl DeviceInner {
         bind_ctx(self.drv, self.ctx)
     }
 
-    /// Hands out the next ticket: call with the stream's state locked, right
-    /// after the driver call that submitted the operation returned. A ticket
-    /// therefore never names work the driver has not been given, which is
-    /// what lets [`Device::synchronize`] read the counter without a lock: if
-    /// it sees ticket T, the operations of every ticket up to T returned
-    /// from the driver before it looked.
+    /// Hands out the next ticket: call with the device's book locked (every
+    /// submission to a stream of this device holds it), right after the
+    /// driver call that submitted the operation returned. The lock orders
+    /// every draw, so a load and a store suffice — no read-modify-write on
+    /// the hot path. A ticket never names work the driver has not been given,
+    /// which is what lets [`Device::synchronize`] read the counter without a
+    /// lock: if it sees ticket T, the operations of every ticket up to T
+    /// returned from the driver before it looked.
     #[inline]
     pub(crate) fn next_ticket(&self) -> u64 {
-        self.ticket.fetch_add(1, Ordering::SeqCst) + 1
+        let t = self.ticket.load(Ordering::Relaxed) + 1;
+        self.ticket.store(t, Ordering::Release);
+        t
     }
 }
 

@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::release::Held;
 use crate::scope::EventSynced;
-use crate::stream::{LegacyStream, PerThreadStream, Point, Stream, create_event};
+use crate::stream::{LegacyStream, PerThreadStream, Stream};
+use crate::timeline::Point;
+use crate::timeline::marker::create_event;
 use cuda_sys::handle::kind::EventKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUevent, CUevent_flags, CUresult, OwnedEvent};
@@ -71,12 +73,13 @@ impl EventInner {
         dev.bind()?;
         let point = match stream {
             Some(s) => {
-                let st = s.inner.lock();
+                let mut book = s.inner.lock();
+                let st = book.stream(&s.inner);
                 st.refuse_if_capturing("Event::record")?;
                 // The stream's state lock makes the record's position agree
                 // with its last ticket.
                 call("cuEventRecord", || cu::event::record(self.event(), raw))?;
-                Some(Point { stream: s.inner.clone(), ticket: st.last_ticket })
+                Some(Point { timeline: s.inner.clone(), ticket: st.last_ticket })
             }
             None => {
                 // A default-stream handle is valid in the current context.
@@ -92,8 +95,8 @@ impl EventInner {
     fn proof(&self, rec: &Option<Recorded>) -> EventSynced {
         match rec.as_ref().and_then(|r| r.point.as_ref()) {
             Some(p) => {
-                p.stream.completed.fetch_max(p.ticket, Ordering::AcqRel);
-                EventSynced { stream: Some(p.stream.id), device: self.device.ordinal(), ticket: p.ticket }
+                p.timeline.completed.fetch_max(p.ticket, Ordering::AcqRel);
+                EventSynced { stream: Some(p.timeline.id), device: self.device.ordinal(), ticket: p.ticket }
             }
             None => EventSynced { stream: None, device: self.device.ordinal(), ticket: 0 },
         }
@@ -382,15 +385,16 @@ impl Stream {
         let recorded = ev.lock_record();
         let dev = &self.inner.device.inner;
         dev.bind()?;
-        let mut st = self.inner.lock();
+        let mut book = self.inner.lock();
+        let st = book.stream(&self.inner);
         st.refuse_if_capturing("Stream::wait")?;
         // The event's record lock is held, so no re-record can slip between
         // reading its point and the wait.
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
         if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
-            && p.stream.id != self.inner.id
+            && p.timeline.id != self.inner.id
         {
-            st.set_known(p.stream.id, p.ticket);
+            st.set_known(p.timeline.id, p.ticket);
         }
         // The wait takes a ticket, so markers covering it cover the event.
         st.last_ticket = dev.next_ticket();

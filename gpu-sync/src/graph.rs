@@ -16,205 +16,23 @@
 //!   [`Error::Capturing`]; frees that fall due on a capturing stream are
 //!   issued when the capture ends.
 
-use crate::capture::capture_gate::{self, CaptureSlot, Captures, Gate};
+use crate::capture::capture_gate;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::launch::module::ModuleInner;
-use crate::memory::buffer::Allocation;
 use crate::release::Held;
-use crate::stream::{Point, Stream, StreamInner, create_event};
-use crate::tracker::{Access, Conflicts, OnStream, Target, Use, Uses, run_tracked_uncaptured};
+use crate::stream::Stream;
+use crate::timeline::Point;
+use crate::timeline::Timeline;
+use crate::timeline::conflicts::Access;
+use crate::track::captured::{CaptureState, set_capture, set_capture_locked};
+use crate::track::{Allocation, KeepAlive, Target, Use, run_tracked_uncaptured};
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
-use cuda_sys::{BorrowedStream, CUevent_flags, CUgraph, CUstreamCaptureMode, OwnedEvent};
+use cuda_sys::{CUgraph, CUstreamCaptureMode};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-
-/// What a captured launch keeps alive for the graph.
-pub(crate) type KeepAlive = Arc<ModuleInner>;
-
-/// A captured use: (stream id, the capture's sequence number). Captured
-/// work never completes while captured.
-#[derive(Clone, Copy)]
-struct Captured {
-    stream: u64,
-    seq: u64,
-}
-
-impl OnStream for Captured {
-    fn stream_id(&self) -> u64 {
-        self.stream
-    }
-    fn is_complete(&self) -> bool {
-        false
-    }
-    fn advance(&mut self, to: u64) {
-        self.seq = self.seq.max(to);
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct CaptureInner {
-    /// The capture's own uses of each allocation: the same conflict rules
-    /// as eager submission, over capture sequence numbers.
-    local: HashMap<u64, Conflicts<Captured>>,
-    accesses: HashMap<u64, (Arc<Allocation>, Access)>,
-    modules: Vec<Arc<ModuleInner>>,
-    events: Vec<OwnedEvent>,
-    seq: u64,
-}
-
-/// A capture in progress, shared by the origin stream and its forks.
-///
-/// `inner` is the capture's submission lock ([`Gate`]): every driver call
-/// made into the capture (captured operations, graph edges, the joins of the
-/// forks) and `cuStreamEndCapture` itself happen with it held, so a captured
-/// operation's driver call is either before the end of the capture (and in
-/// the graph) or finds the gate closed and is not made (the protocol is
-/// `capture_gate`'s, model-checked there). Lock order: `inner`, then
-/// `streams`, then a stream's state; nothing takes `inner` while holding a
-/// stream's state.
-pub(crate) struct CaptureState {
-    origin: Arc<StreamInner>,
-    streams: Mutex<Vec<Arc<StreamInner>>>,
-    inner: Gate<CaptureInner>,
-}
-
-impl Captures for CaptureState {
-    type Data = CaptureInner;
-    fn gate(&self) -> &Gate<CaptureInner> {
-        &self.inner
-    }
-}
-
-impl CaptureSlot for StreamInner {
-    type Capture = CaptureState;
-    fn capture_hint(&self) -> bool {
-        StreamInner::capture_hint(self)
-    }
-    fn capture(&self) -> Option<Arc<CaptureState>> {
-        self.lock().capture.clone()
-    }
-}
-
-impl CaptureState {
-    fn stream(&self, id: u64) -> Option<Arc<StreamInner>> {
-        if self.origin.id == id {
-            return Some(self.origin.clone());
-        }
-        self.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
-    }
-
-    /// Makes capturing stream `to` wait for capturing stream `from`'s work so
-    /// far: an event recorded on `from` and waited on `to`, both captured as
-    /// graph edges.
-    fn edge(
-        &self,
-        inner: &mut CaptureInner,
-        from: &StreamInner,
-        to: BorrowedStream<'_>,
-        device: &Device,
-    ) -> Result<()> {
-        let ev = create_event(device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)?;
-        // Both streams are live and part of this capture, so the record and
-        // the wait become graph nodes/edges; `ev` is kept until the capture
-        // ends.
-        let r = call("cuEventRecord", || cu::event::record(&ev, from.raw()))
-            .and_then(|()| call("cuStreamWaitEvent", || cu::stream::wait_event(to, &ev, 0)));
-        inner.events.push(ev);
-        r
-    }
-}
-
-fn lock_capture(s: &StreamInner) -> Option<Arc<CaptureState>> {
-    s.capture()
-}
-
-/// The capture path of [`crate::tracker::run_tracked`]: joins `op` to the
-/// capture `cap` that `stream` takes part in, ordered after the capture's
-/// conflicting operations on its other streams (graph edges), and records
-/// its uses in the graph. Called by `capture_gate::submit` with the
-/// capture's gate locked and open (`inner` is its data), so `op`'s driver
-/// call cannot land after `cuStreamEndCapture`.
-pub(crate) fn run_captured<R, U: Uses + ?Sized>(
-    stream: &Stream,
-    op_name: &'static str,
-    uses: &U,
-    keep: Option<&KeepAlive>,
-    cap: &CaptureState,
-    inner: &mut CaptureInner,
-    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-) -> Result<R> {
-    let s = &stream.inner;
-    let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
-    let mut host = false;
-    uses.each(|t, a| match t {
-        Target::Device(alloc) => list.push((alloc.clone(), a)),
-        Target::Host(_) => host = true,
-    });
-    if host {
-        return Err(Error::Capturing { op: op_name });
-    }
-    let device = stream.device();
-    device.inner.bind()?;
-    let mut deps: Vec<u64> = Vec::new();
-    for (alloc, a) in &list {
-        if let Some(lt) = inner.local.get(&alloc.res.id) {
-            lt.deps(s.id, *a, |p| deps.push(p.stream));
-        }
-    }
-    deps.sort_unstable();
-    deps.dedup();
-    for sid in deps {
-        let Some(from) = cap.stream(sid) else { continue };
-        cap.edge(inner, &from, s.raw(), device)?;
-    }
-    let r = op(s.raw())?;
-    inner.seq += 1;
-    let seq = inner.seq;
-    for (alloc, a) in &list {
-        let lt = inner.local.entry(alloc.res.id).or_default();
-        lt.record(s.id, seq, *a, || Captured { stream: s.id, seq });
-        let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
-        if *a == Access::Write {
-            entry.1 = Access::Write;
-        }
-    }
-    if let Some(m) = keep
-        && !inner.modules.iter().any(|x| Arc::ptr_eq(x, m))
-    {
-        inner.modules.push(m.clone());
-    }
-    Ok(r)
-}
-
-/// [`Stream::wait_stream`] when either stream is capturing: allowed only
-/// between two streams of one capture (a graph edge). `Ok(false)`: neither
-/// stream captures any more (the capture ended meanwhile) and nothing was
-/// submitted; the caller makes the ordinary wait.
-pub(crate) fn join_in_capture(to: &Arc<StreamInner>, from: &Arc<StreamInner>) -> Result<bool> {
-    let refused = Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" };
-    let (a, b) = (lock_capture(to), lock_capture(from));
-    match (a, b) {
-        (Some(a), Some(b)) if Arc::ptr_eq(&a, &b) => {
-            let mut g = a.inner.lock();
-            if g.is_ended() {
-                // Ended between the reads above and this lock: both streams
-                // were detached together, under this lock.
-                return Ok(false);
-            }
-            to.device.inner.bind()?;
-            a.edge(&mut g.data, from, to.raw(), &to.device)?;
-            Ok(true)
-        }
-        (None, None) => Ok(false),
-        _ => Err(refused),
-    }
-}
 
 /// The scope of a capture: the capturing stream, and forks of it.
 pub struct Capture<'a> {
@@ -241,11 +59,7 @@ impl Capture<'_> {
         if g.is_ended() {
             return Err(Error::Capturing { op: "Capture::fork after the capture ended" });
         }
-        {
-            let mut st = fork.inner.lock();
-            st.capture = Some(self.state.clone());
-            fork.inner.capturing.store(true, Ordering::Release);
-        }
+        set_capture(&fork.inner, Some(&self.state));
         self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
         self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw(), self.origin.device())?;
         Ok(fork)
@@ -272,22 +86,18 @@ impl Stream {
         let s = &self.inner;
         let dev = &s.device.inner;
         dev.bind()?;
-        let state = Arc::new(CaptureState {
-            origin: s.clone(),
-            streams: Mutex::new(Vec::new()),
-            inner: Gate::new(CaptureInner::default()),
-        });
+        let state = CaptureState::new(s);
         {
-            let mut st = s.lock();
+            let mut book = s.lock();
+            let st = book.stream(s);
             st.refuse_if_capturing("Stream::capture")?;
             // Waits on work from before the capture must never need a new
             // record on this stream while it captures.
-            s.seal_marker(&mut st)?;
+            s.seal_marker(st)?;
             let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
             // A live stream of the current context, not capturing.
             call("cuStreamBeginCapture", || cu::stream::begin_capture(s.raw(), mode))?;
-            st.capture = Some(state.clone());
-            s.capturing.store(true, Ordering::Release);
+            set_capture_locked(s, st, Some(&state));
         }
         let scope = Capture { origin: self, state: state.clone() };
         let thread = crate::capture::thread::ThreadCapture::begin();
@@ -308,7 +118,7 @@ impl Stream {
         // set for operations still holding this capture.
         let mut g = state.inner.lock();
         let accesses = std::mem::take(&mut g.data.accesses).into_values().collect();
-        let modules = std::mem::take(&mut g.data.modules);
+        let modules = std::mem::take(&mut g.data.keep);
         drop(g);
         Ok(Graph { raw, device: self.device().clone(), accesses, modules, _not_sync: PhantomData })
     }
@@ -347,9 +157,7 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
         },
         |(forks, ..)| {
             for s in forks.iter().chain(std::iter::once(origin)) {
-                let mut st = s.lock();
-                st.capture = None;
-                s.capturing.store(false, Ordering::Release);
+                set_capture(s, None);
             }
         },
     );
@@ -367,7 +175,7 @@ fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
 /// After a failed `cuStreamEndCapture`: if the driver still has the stream
 /// capturing, end the capture once more and discard whatever it returns, so
 /// the stream is usable again.
-fn leave_capture(stream: &StreamInner) {
+fn leave_capture(stream: &Timeline) {
     let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
         .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     if !still {
@@ -414,7 +222,7 @@ pub struct Graph {
     raw: Held<GraphKind>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
-    modules: Vec<Arc<ModuleInner>>,
+    modules: Vec<KeepAlive>,
     /// `!Sync` (see above), whatever the other fields are.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -471,7 +279,7 @@ pub struct GraphExec {
     state: Mutex<ExecState>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
-    _modules: Vec<Arc<ModuleInner>>,
+    _modules: Vec<KeepAlive>,
 }
 
 /// A [`GraphExec`]'s exec handle (always `Some` until `Drop`) and the point
@@ -510,13 +318,13 @@ impl GraphExec {
         };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
-        let ((), ticket) = run_tracked_uncaptured(stream, "cuGraphLaunch", uses.as_slice(), |raw| {
+        let ((), ticket) = run_tracked_uncaptured(&stream.inner, "cuGraphLaunch", uses.as_slice(), |raw| {
             // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
             // exec runs meanwhile (the state lock is held).
             call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))
         })?;
-        st.last = Some(Point { stream: stream.inner.clone(), ticket });
+        st.last = Some(Point { timeline: stream.inner.clone(), ticket });
         Ok(())
     }
 }

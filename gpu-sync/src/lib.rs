@@ -78,7 +78,8 @@ mod scope;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod stream;
-mod tracker;
+mod timeline;
+mod track;
 
 pub use launch::nvrtc;
 // `prefetch.rs` (the prefetcher, `memory::prefetch`, edited in parallel)
@@ -98,9 +99,10 @@ pub use memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSl
 pub use memory::ledger::{MemoryStats, PoolStats};
 pub use memory::pinned::{HostAllocFlags, PinnedBuffer};
 pub use memory::prefetch::Prefetcher;
-pub use scope::{DeviceSynced, EventSynced, NotCovered, Pending, Polled, Proof, StreamSynced, WorkPoint};
+pub use scope::{DeviceSynced, EventSynced, Proof, StreamSynced, WorkPoint};
 pub use stream::{LegacyStream, PerThreadStream, Stream};
-pub use tracker::Access;
+pub use timeline::conflicts::Access;
+pub use timeline::pending::{NotCovered, Pending, Polled};
 
 pub use bytemuck::{Pod, Zeroable};
 pub use cuda_sys;

@@ -23,10 +23,10 @@ use crate::device::Limits;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::module::ModuleInner;
-use crate::memory::buffer::AsDeviceSlice;
-use crate::memory::buffer::{Allocation, AsDeviceSliceMut};
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
-use crate::tracker::{Access, Target, Uses, run_tracked, same_device};
+use crate::timeline::conflicts::Access;
+use crate::track::{Allocation, KeepAlive, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
 use cuda_sys::BorrowedFunction;
 use cuda_sys::result as cu;
@@ -375,6 +375,9 @@ tuple_signatures! {
 struct KernelCore {
     f: CUfunction,
     module: Arc<ModuleInner>,
+    /// The module again, as what a captured launch keeps alive for its
+    /// graph (made once, so a launch clones nothing).
+    keep: KeepAlive,
     name: String,
     max_dynamic_shared: AtomicU32,
 }
@@ -388,7 +391,8 @@ unsafe impl Sync for KernelCore {}
 impl KernelCore {
     fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
         let max = module.device.inner.limits.max_shared_per_block;
-        KernelCore { f, module, name, max_dynamic_shared: AtomicU32::new(max) }
+        let keep: KeepAlive = module.clone();
+        KernelCore { f, module, keep, name, max_dynamic_shared: AtomicU32::new(max) }
     }
 
     fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
@@ -474,7 +478,7 @@ impl KernelCore {
                     *slot = n;
                 }
                 RawArg::Buffer { alloc, ptr, len, align, .. } => {
-                    same_device(stream, alloc, "a buffer argument")?;
+                    same_device(&stream.inner, alloc, "a buffer argument")?;
                     // `align` is an `align_of`, a power of two: a mask, not a
                     // division, on the hot path.
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
@@ -498,7 +502,7 @@ impl KernelCore {
         }
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f);
-        run_tracked(stream, "cuLaunchKernel", &Args(args), Some(&self.module), |raw| {
+        run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
             // SAFETY: `f` is a live function of the stream's context (module
             // kept loaded by the Arc, device checked above); `params` holds one
             // pointer per parameter, each to a slot holding the argument's

@@ -14,24 +14,16 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::stream::{Point, Stream, StreamInner};
-use crate::tracker::Resource;
+use crate::stream::Stream;
+use crate::timeline::Point;
+pub(crate) use crate::track::Allocation;
+use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 use cuda_sys::result as cu;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
-
-/// One device allocation (reachable only inside the crate).
-pub struct Allocation {
-    pub(crate) ptr: CUdeviceptr,
-    pub(crate) bytes: usize,
-    pub(crate) device: Device,
-    /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
-    pub(crate) stream: Option<Arc<StreamInner>>,
-    pub(crate) res: Resource,
-}
 
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
@@ -53,7 +45,7 @@ impl Allocation {
             alloc.ptr = ptr;
             alloc.stream = Some(stream.inner.clone());
             // The allocation happens in stream order: a write by that stream.
-            alloc.res.set_write(Point { stream: stream.inner.clone(), ticket });
+            alloc.res.set_write(Point { timeline: stream.inner.clone(), ticket });
         } else {
             crate::capture::thread::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
@@ -123,8 +115,8 @@ impl Drop for Allocation {
             return;
         }
         if let Some(s) = self.stream.clone() {
-            let st = s.lock();
-            if st.is_capturing() {
+            let mut book = s.lock();
+            if book.stream(&s).is_capturing() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
                 // Queued with the state locked: the end of the capture
@@ -132,7 +124,7 @@ impl Drop for Allocation {
                 let alloc = self.take();
                 let until = crate::capture::deferred::Until::StreamCaptureEnds(s.id);
                 crate::capture::deferred::defer(until, Box::new(move || drop(alloc)));
-                drop(st);
+                drop(book);
                 return;
             }
         }

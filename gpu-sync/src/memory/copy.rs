@@ -24,11 +24,12 @@ use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::memory::pinned::PinnedBuffer;
-use crate::scope::Pending;
-use crate::stream::{Point, Stream};
-use crate::tracker::{
-    Access, Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device,
-    wait_for_borrowed,
+use crate::stream::Stream;
+use crate::timeline::Point;
+use crate::timeline::conflicts::Access;
+use crate::timeline::pending::Pending;
+use crate::track::{
+    Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device, wait_for_borrowed,
 };
 use bytemuck::Pod;
 use cuda_sys::BorrowedStream;
@@ -74,7 +75,7 @@ impl Stream {
         self.refuse_in_capture(op)?;
         let v = dst.view();
         same_len(op, len, v.len)?;
-        same_device(self, v.alloc, "the destination buffer")?;
+        same_device(&self.inner, v.alloc, "the destination buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Write);
         let copy = |raw: BorrowedStream<'_>| {
@@ -91,11 +92,11 @@ impl Stream {
         };
         match host {
             Host::Pinned(h) => {
-                run_tracked(self, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?;
+                run_tracked(&self.inner, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?;
             }
             Host::Borrowed => {
-                let ((), ticket) = run_tracked_idle(self, op, &[device_use], copy)?;
-                wait_for_borrowed(self, ticket)?;
+                let ((), ticket) = run_tracked_idle(&self.inner, op, &[device_use], copy)?;
+                wait_for_borrowed(&self.inner, ticket)?;
             }
         }
         Ok(())
@@ -121,7 +122,7 @@ impl Stream {
         self.refuse_in_capture(op)?;
         let v = src.view();
         same_len(op, v.len, len)?;
-        same_device(self, v.alloc, "the source buffer")?;
+        same_device(&self.inner, v.alloc, "the source buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Read);
         let copy = |raw: BorrowedStream<'_>| {
@@ -137,11 +138,11 @@ impl Stream {
         };
         let ticket = match host {
             Host::Pinned(h) => {
-                run_tracked(self, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1
+                run_tracked(&self.inner, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1
             }
             Host::Borrowed => {
-                let ((), ticket) = run_tracked_idle(self, op, &[device_use], copy)?;
-                wait_for_borrowed(self, ticket)?;
+                let ((), ticket) = run_tracked_idle(&self.inner, op, &[device_use], copy)?;
+                wait_for_borrowed(&self.inner, ticket)?;
                 ticket
             }
         };
@@ -247,7 +248,7 @@ impl Stream {
         // write recorded on `dst.res`; uploads still reading it are waited
         // for device-side (that recorded read).
         let ticket = unsafe { self.d2h("Stream::download", src, hptr, len, Host::Pinned(&dst.res)) }?;
-        Pending::new(dst, Point { stream: self.inner.clone(), ticket })
+        Pending::new(dst, Point { timeline: self.inner.clone(), ticket })
     }
 
     /// Copies device memory into a pageable host slice and returns when the
@@ -297,8 +298,8 @@ impl Stream {
         let (sptr, dptr, bytes) = (s.ptr(), d.ptr(), d.bytes);
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
         if s.alloc.device.same(&d.alloc.device) {
-            same_device(self, d.alloc, "the buffers")?;
-            run_tracked(self, "Stream::copy", &uses, None, |raw| {
+            same_device(&self.inner, d.alloc, "the buffers")?;
+            run_tracked(&self.inner, "Stream::copy", &uses, None, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }
@@ -316,7 +317,7 @@ impl Stream {
                 });
             }
             let (sctx, dctx) = (s.alloc.device.inner.ctx, d.alloc.device.inner.ctx);
-            run_tracked_across(self, "Stream::copy", &uses, |raw| {
+            run_tracked_across(&self.inner, "Stream::copy", &uses, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }
@@ -337,16 +338,22 @@ impl Stream {
     /// [`Error::DeviceMismatch`]; a driver error.
     pub fn fill_bytes<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(&self, dst: &mut D, value: u8) -> Result<()> {
         let v = dst.view();
-        same_device(self, v.alloc, "the buffer")?;
+        same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
-        run_tracked(self, "Stream::fill_bytes", &[(Target::Device(v.alloc), Access::Write)], None, |raw| {
-            if bytes == 0 {
-                return Ok(());
-            }
-            // SAFETY: the range lies inside a live allocation whose free is
-            // ordered after this use.
-            call("cuMemsetD8Async", || unsafe { cu::memory::memset_d8_async(dptr, value, bytes, raw) })
-        })?;
+        run_tracked(
+            &self.inner,
+            "Stream::fill_bytes",
+            &[(Target::Device(v.alloc), Access::Write)],
+            None,
+            |raw| {
+                if bytes == 0 {
+                    return Ok(());
+                }
+                // SAFETY: the range lies inside a live allocation whose free is
+                // ordered after this use.
+                call("cuMemsetD8Async", || unsafe { cu::memory::memset_d8_async(dptr, value, bytes, raw) })
+            },
+        )?;
         Ok(())
     }
 
@@ -364,18 +371,24 @@ impl Stream {
             )));
         }
         let v = dst.view();
-        same_device(self, v.alloc, "the buffer")?;
+        same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
-        run_tracked(self, "Stream::fill_u32", &[(Target::Device(v.alloc), Access::Write)], None, |raw| {
-            if words == 0 {
-                return Ok(());
-            }
-            // SAFETY: the range lies inside a live allocation whose free is
-            // ordered after this use; it starts 4-byte aligned (allocations
-            // are 256-byte aligned and views step by whole elements of a
-            // multiple of 4 bytes).
-            call("cuMemsetD32Async", || unsafe { cu::memory::memset_d32_async(dptr, value, words, raw) })
-        })?;
+        run_tracked(
+            &self.inner,
+            "Stream::fill_u32",
+            &[(Target::Device(v.alloc), Access::Write)],
+            None,
+            |raw| {
+                if words == 0 {
+                    return Ok(());
+                }
+                // SAFETY: the range lies inside a live allocation whose free is
+                // ordered after this use; it starts 4-byte aligned (allocations
+                // are 256-byte aligned and views step by whole elements of a
+                // multiple of 4 bytes).
+                call("cuMemsetD32Async", || unsafe { cu::memory::memset_d32_async(dptr, value, words, raw) })
+            },
+        )?;
         Ok(())
     }
 }

@@ -14,7 +14,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::tracker::Resource;
+use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 use cuda_sys::result as cu;

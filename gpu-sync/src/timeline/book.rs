@@ -1,0 +1,233 @@
+//! The book of one device: the trackers of its resources and the states of
+//! its streams, behind **one** lock.
+//!
+//! Every submission to a stream of the device takes this lock once, from
+//! before its conflicts are read until its uses and its ticket are recorded:
+//! two operations on one resource can never both miss each other, a stream's
+//! timeline always agrees with the order the driver was given its work, and
+//! no lock order among resources or streams of one device is needed. The
+//! price is that submissions to one device are serialized — the driver
+//! serializes most submissions to one context anyway.
+//!
+//! An operation whose resources or waits span devices locks the books of
+//! all of them, in ordinal order ([`Books`]). Debug builds assert that no
+//! resource or stream is ever looked up in another device's book.
+
+use super::conflicts::Tracker;
+use super::{StreamState, Timeline};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The book of one device, shared by its resources and streams for the life
+/// of the process (as the device's state is).
+pub(crate) struct DeviceBook {
+    /// The device's ordinal (the lock order of books).
+    pub ordinal: i32,
+    pages: Mutex<Book>,
+}
+
+impl DeviceBook {
+    /// Locks the book.
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Book> {
+        self.pages.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for a new stream.
+    pub(crate) fn new_stream(&self) -> u32 {
+        self.lock().new_stream()
+    }
+
+    /// Frees stream `slot`: its timeline is gone. It never waits for the
+    /// book: the last handle of a timeline may be dropped where this thread
+    /// holds the book (a tracker replacing the last use of a stream nobody
+    /// else holds) or inside a host function. If the book is busy, the free
+    /// goes to the deferred-work queue, which the next tracked operation,
+    /// pageable copy or synchronization runs with no lock held.
+    pub(crate) fn retire_stream(self: &Arc<Self>, slot: u32) {
+        if !crate::ffi::calls_refused()
+            && let Ok(mut pages) = self.pages.try_lock()
+        {
+            let old = pages.free_stream(slot);
+            drop(pages);
+            // The state holds markers: dropped with the book unlocked.
+            drop(old);
+            return;
+        }
+        let book = self.clone();
+        crate::capture::deferred::defer(
+            crate::capture::deferred::Until::Ordinary,
+            Box::new(move || {
+                let old = book.lock().free_stream(slot);
+                drop(old);
+            }),
+        );
+    }
+}
+
+/// The book of `device`, made on first use.
+pub(crate) fn book_of(device: &Device) -> Arc<DeviceBook> {
+    static BOOKS: std::sync::OnceLock<Mutex<HashMap<i32, Arc<DeviceBook>>>> = std::sync::OnceLock::new();
+    let ordinal = device.ordinal();
+    let mut map = BOOKS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(ordinal)
+        .or_insert_with(|| Arc::new(DeviceBook { ordinal, pages: Mutex::new(Book::new(ordinal)) }))
+        .clone()
+}
+
+/// What a [`DeviceBook`] guards: a slot per live resource (its tracker) and
+/// per live stream (its state).
+pub(crate) struct Book {
+    /// The device whose book this is.
+    pub ordinal: i32,
+    trackers: Vec<Tracker>,
+    free_trackers: Vec<u32>,
+    streams: Vec<StreamState>,
+    free_streams: Vec<u32>,
+}
+
+/// A slot number that names no slot (a moved-out resource).
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+impl Book {
+    fn new(ordinal: i32) -> Book {
+        Book {
+            ordinal,
+            trackers: Vec::new(),
+            free_trackers: Vec::new(),
+            streams: Vec::new(),
+            free_streams: Vec::new(),
+        }
+    }
+
+    /// A new tracker slot with no uses.
+    pub(crate) fn new_tracker(&mut self) -> u32 {
+        match self.free_trackers.pop() {
+            Some(s) => s,
+            None => {
+                self.trackers.push(Tracker::default());
+                (self.trackers.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Empties tracker `slot` and frees it, returning its old uses (to be
+    /// dropped with the book unlocked: a use may hold a stream's last
+    /// handle).
+    pub(crate) fn free_tracker(&mut self, slot: u32) -> Option<Tracker> {
+        let old = self.trackers.get_mut(slot as usize).map(std::mem::take);
+        if old.is_some() {
+            self.free_trackers.push(slot);
+        }
+        old
+    }
+
+    /// The tracker in `slot` (a resource of this book's device).
+    #[inline(always)]
+    pub(crate) fn tracker(&self, slot: u32) -> Option<&Tracker> {
+        self.trackers.get(slot as usize)
+    }
+
+    /// The tracker in `slot`, for recording.
+    #[inline(always)]
+    pub(crate) fn tracker_mut(&mut self, slot: u32) -> Option<&mut Tracker> {
+        self.trackers.get_mut(slot as usize)
+    }
+
+    /// A new stream slot.
+    fn new_stream(&mut self) -> u32 {
+        let state = StreamState::default();
+        match self.free_streams.pop() {
+            Some(s) => {
+                self.streams[s as usize] = state;
+                s
+            }
+            None => {
+                self.streams.push(state);
+                (self.streams.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Frees stream `slot`, returning its state (dropped with the book
+    /// unlocked: it holds markers).
+    fn free_stream(&mut self, slot: u32) -> StreamState {
+        let old = std::mem::take(&mut self.streams[slot as usize]);
+        self.free_streams.push(slot);
+        old
+    }
+
+    /// The state of stream `t` (a stream of this book's device).
+    #[inline(always)]
+    pub(crate) fn stream(&mut self, t: &Timeline) -> &mut StreamState {
+        debug_assert_eq!(t.book.ordinal, self.ordinal, "a stream looked up in another device's book");
+        &mut self.streams[t.slot as usize]
+    }
+}
+
+/// Books of one or more devices, locked, in ordinal order.
+pub(crate) trait BookSet {
+    /// The locked book of device `ordinal`, if it is in the set.
+    fn book(&mut self, ordinal: i32) -> Option<&mut Book>;
+}
+
+impl BookSet for Book {
+    #[inline(always)]
+    fn book(&mut self, ordinal: i32) -> Option<&mut Book> {
+        if self.ordinal == ordinal { Some(self) } else { None }
+    }
+}
+
+/// The locked books of several devices (an operation whose resources or
+/// waits span devices).
+pub(crate) struct Books<'a> {
+    guards: SmallVec<[MutexGuard<'a, Book>; 2]>,
+}
+
+impl BookSet for Books<'_> {
+    fn book(&mut self, ordinal: i32) -> Option<&mut Book> {
+        self.guards.iter_mut().find(|g| g.ordinal == ordinal).map(|g| &mut **g)
+    }
+}
+
+impl Books<'_> {
+    /// Whether the book of `ordinal` is locked here.
+    pub(crate) fn has(&self, ordinal: i32) -> bool {
+        self.guards.iter().any(|g| g.ordinal == ordinal)
+    }
+}
+
+/// A set of device books to lock together.
+#[derive(Default)]
+pub(crate) struct BookList(SmallVec<[Arc<DeviceBook>; 2]>);
+
+impl BookList {
+    /// Adds `book` (once).
+    pub(crate) fn add(&mut self, book: &Arc<DeviceBook>) {
+        if !self.0.iter().any(|b| Arc::ptr_eq(b, book)) {
+            self.0.push(book.clone());
+            self.0.sort_by_key(|b| b.ordinal);
+        }
+    }
+
+    /// Locks every book, in ordinal order.
+    pub(crate) fn lock(&self) -> Books<'_> {
+        Books { guards: self.0.iter().map(|b| b.lock()).collect() }
+    }
+}
+
+/// The error for a book an operation needed but had not locked (a broken
+/// invariant, reported rather than panicked on).
+#[cold]
+pub(crate) fn not_locked(ordinal: i32) -> Error {
+    Error::InvalidArgument(format!("internal: the book of device {ordinal} was needed but not locked"))
+}
+
+/// `books.book(ordinal)` or [`not_locked`].
+#[inline(always)]
+pub(crate) fn book_in(books: &mut impl BookSet, ordinal: i32) -> Result<&mut Book> {
+    books.book(ordinal).ok_or_else(|| not_locked(ordinal))
+}

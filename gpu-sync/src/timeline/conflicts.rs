@@ -1,0 +1,137 @@
+//! The conflict rules (PyTorch's `record_stream` contract, made automatic),
+//! written once and used with stream points by eager submission and with
+//! capture sequence numbers by captured submission:
+//! - a read waits for the last write if it was on another stream;
+//! - a write waits for the last write and for every read since it, each on
+//!   other streams; readers are kept **per stream** (one position per
+//!   stream), so no reader is lost when several streams read one buffer;
+//! - same-stream uses are ordered by the stream's FIFO and cost a counter
+//!   write;
+//! - uses a host wait proved complete never cause a wait.
+
+use super::{Point, Timeline};
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// How an operation uses a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Only reads it.
+    Read,
+    /// Writes it (and may read it).
+    Write,
+}
+
+/// A use's position on a stream, as the conflict rules see it.
+pub(crate) trait OnStream {
+    /// The stream it is on.
+    fn stream_id(&self) -> u64;
+    /// Whether a host wait proved it complete (then it orders nothing).
+    fn is_complete(&self) -> bool;
+    /// Moves it forward to a later use on the same stream.
+    fn advance(&mut self, to: u64);
+}
+
+impl OnStream for Point {
+    #[inline(always)]
+    fn stream_id(&self) -> u64 {
+        self.timeline.id
+    }
+    #[inline(always)]
+    fn is_complete(&self) -> bool {
+        Point::is_complete(self)
+    }
+    #[inline(always)]
+    fn advance(&mut self, to: u64) {
+        self.ticket = self.ticket.max(to);
+    }
+}
+
+/// The last write of a resource and its reads since, one position per
+/// stream. An access on a stream must be ordered after the last write on
+/// another stream and, if it writes, after every read on another stream; a
+/// write then supersedes them all, a read joins the readers.
+pub(crate) struct Conflicts<P> {
+    pub write: Option<P>,
+    pub reads: SmallVec<[P; 2]>,
+}
+
+impl<P> Default for Conflicts<P> {
+    fn default() -> Self {
+        Conflicts { write: None, reads: SmallVec::new() }
+    }
+}
+
+impl<P: OnStream> Conflicts<P> {
+    /// Each position on another stream that an `access` on `stream` must be
+    /// ordered after, given to `out`.
+    #[inline(always)]
+    pub(crate) fn deps(&self, stream: u64, access: Access, mut out: impl FnMut(&P)) {
+        if let Some(w) = &self.write
+            && w.stream_id() != stream
+        {
+            out(w);
+        }
+        if access == Access::Write {
+            for p in &self.reads {
+                if p.stream_id() != stream {
+                    out(p);
+                }
+            }
+        }
+    }
+
+    /// Records an `access` on `stream` at position `at` (a ticket or a
+    /// sequence number), making a new position with `new` only when none of
+    /// that stream is held (the hot path — the same stream again — moves a
+    /// number and touches no reference count).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
+        match access {
+            Access::Read => {
+                if let Some(r) = self.reads.iter_mut().find(|r| r.stream_id() == stream) {
+                    r.advance(at);
+                } else {
+                    // A new reader stream: drop readers a host wait proved
+                    // complete first, so the list stays short.
+                    self.reads.retain(|p| !p.is_complete());
+                    self.reads.push(new());
+                }
+            }
+            Access::Write => {
+                match &mut self.write {
+                    Some(w) if w.stream_id() == stream => w.advance(at),
+                    w => *w = Some(new()),
+                }
+                self.reads.clear();
+            }
+        }
+    }
+}
+
+/// The uses of one resource (a device allocation or a pinned host buffer)
+/// on stream timelines.
+pub(crate) type Tracker = Conflicts<Point>;
+
+impl Tracker {
+    /// Drops uses a host wait proved complete. Not needed for correctness on
+    /// the hot path (complete points never cause a wait); used before a free.
+    fn prune(&mut self) {
+        if self.write.as_ref().is_some_and(Point::is_complete) {
+            self.write = None;
+        }
+        self.reads.retain(|p| !p.is_complete());
+    }
+
+    /// Records a use at `ticket` of `timeline`.
+    #[inline(always)]
+    pub(crate) fn record_use(&mut self, timeline: &Arc<Timeline>, ticket: u64, access: Access) {
+        self.record(timeline.id, ticket, access, || Point { timeline: timeline.clone(), ticket });
+    }
+
+    /// Every use not yet known complete.
+    pub(crate) fn outstanding(&mut self) -> SmallVec<[Point; 4]> {
+        self.prune();
+        self.write.iter().chain(self.reads.iter()).cloned().collect()
+    }
+}

@@ -1,0 +1,422 @@
+//! The timeline: where every submitted operation sits, and how other
+//! streams and the host wait for it. The bottom of gpu-sync's tracking.
+//!
+//! - [`Timeline`]: one per stream — the driver stream, its id, what host
+//!   waits proved complete, its marker pool, and a slot in its device's
+//!   book;
+//! - [`Point`]: (timeline, ticket), a position of submitted work. Each
+//!   submission takes the next ticket of its device;
+//! - `marker`: sync-only events recorded on a stream covering every ticket
+//!   so far, kept and reused while they still cover what is asked, and the
+//!   one way gpu-sync creates events;
+//! - `book`: the per-device lock over the trackers of the device's
+//!   resources and the states of its streams (last ticket, markers, device
+//!   waits already made, capture);
+//! - `conflicts`: the conflict rules, once.
+//!
+//! Same-stream work needs no event at all: the stream's FIFO orders it.
+
+pub(crate) mod book;
+pub(crate) mod conflicts;
+pub(crate) mod marker;
+pub(crate) mod pending;
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::call;
+use crate::release::Held;
+use book::{Book, BookList, BookSet, DeviceBook, book_in};
+use cuda_sys::BorrowedStream;
+use cuda_sys::handle::kind::StreamKind;
+use cuda_sys::result as cu;
+use marker::{EventPool, Marker};
+use smallvec::SmallVec;
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A position on a stream's timeline: everything submitted on `timeline` up
+/// to and including `ticket`.
+#[derive(Clone)]
+pub(crate) struct Point {
+    pub timeline: Arc<Timeline>,
+    pub ticket: u64,
+}
+
+impl Point {
+    /// Whether a host wait already proved this point complete.
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        self.ticket <= self.timeline.completed.load(Ordering::Acquire)
+            || self.ticket <= self.timeline.device.inner.completed.load(Ordering::Acquire)
+    }
+
+    /// Blocks the host until the point is complete (`cuEventSynchronize` on a
+    /// marker covering it).
+    pub fn host_wait(&self) -> Result<()> {
+        if self.is_complete() {
+            return Ok(());
+        }
+        crate::ffi::refuse("cuEventSynchronize")?;
+        let (marker, covered) = self.timeline.marker_covering(self.ticket)?;
+        marker.synchronize()?;
+        self.timeline.completed.fetch_max(covered, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The state of a stream, kept in its device's book.
+#[derive(Default)]
+pub(crate) struct StreamState {
+    /// Ticket of the last operation submitted on this stream (0: none yet).
+    pub last_ticket: u64,
+    /// The newest markers and the tickets they cover, oldest first (at most
+    /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
+    /// so it never waits for work queued after that point when an exact
+    /// marker exists (a prefetcher's upload *i* while upload *i + 1* is
+    /// queued behind it, for example).
+    markers: SmallVec<[(Arc<Marker>, u64); MARKERS_KEEP]>,
+    /// Device-side waits already made: for stream id, every ticket up to this
+    /// one is ordered before any later work here.
+    known: Vec<(u64, u64)>,
+    /// The graph capture this stream takes part in: the capture layer's
+    /// state, held opaquely (the timeline knows only whether there is one).
+    pub capture: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+const KNOWN_KEEP: usize = 32;
+
+/// Recent markers kept per stream.
+const MARKERS_KEEP: usize = 4;
+
+impl StreamState {
+    /// Whether the stream takes part in a graph capture: the check every
+    /// submission makes under its device's book lock (the lock-free hint is
+    /// [`Timeline::capture_hint`], set and cleared under the same lock).
+    #[inline(always)]
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// [`Error::Capturing`] naming `op` if the stream is capturing.
+    #[inline(always)]
+    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
+    }
+
+    #[inline(always)]
+    fn known_for(&self, stream: u64) -> u64 {
+        self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
+    }
+
+    /// The earliest kept marker covering `ticket`.
+    fn marker_for(&self, ticket: u64) -> Option<(Arc<Marker>, u64)> {
+        self.markers.iter().find(|(_, c)| *c >= ticket).map(|(m, c)| (m.clone(), *c))
+    }
+
+    /// Whether the newest marker covers everything submitted so far.
+    fn tail_marked(&self) -> bool {
+        self.markers.last().is_some_and(|(_, c)| *c >= self.last_ticket)
+    }
+
+    /// Keeps `marker`, covering `ticket` (the newest), dropping the oldest
+    /// beyond [`MARKERS_KEEP`].
+    fn keep_marker(&mut self, marker: Arc<Marker>, ticket: u64) {
+        if self.markers.len() >= MARKERS_KEEP {
+            self.markers.remove(0);
+        }
+        self.markers.push((marker, ticket));
+    }
+
+    /// The oldest kept marker, taken out of the list, when the list is full
+    /// and nothing but it holds the marker (no host wait, proof or pending
+    /// device wait uses it): its event can be recorded again in place.
+    fn recyclable_marker(&mut self) -> Option<Arc<Marker>> {
+        if self.markers.len() < MARKERS_KEEP {
+            return None;
+        }
+        let (oldest, _) = self.markers.first_mut()?;
+        Arc::get_mut(oldest)?;
+        Some(self.markers.remove(0).0)
+    }
+
+    /// Notes a device-side wait made here for every ticket up to `ticket`
+    /// of stream `stream`.
+    pub(crate) fn set_known(&mut self, stream: u64, ticket: u64) {
+        if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
+            e.1 = e.1.max(ticket);
+        } else {
+            if self.known.len() >= KNOWN_KEEP {
+                self.known.remove(0);
+            }
+            self.known.push((stream, ticket));
+        }
+    }
+}
+
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The timeline of one stream.
+pub(crate) struct Timeline {
+    /// The driver stream, destroyed (context bound, deferred inside host
+    /// functions) when the last handle and the last recorded use are gone.
+    pub stream: Held<StreamKind>,
+    pub device: Device,
+    /// The book of the device: this stream's state, and the trackers of the
+    /// device's resources.
+    pub book: Arc<DeviceBook>,
+    /// This stream's slot in the book.
+    pub slot: u32,
+    pub id: u64,
+    pub priority: i32,
+    /// Every ticket up to this one is known complete (host waits).
+    pub completed: AtomicU64,
+    /// Mirrors `StreamState::capture.is_some()` for a lock-free fast path.
+    pub capturing: AtomicBool,
+    pool: Arc<EventPool>,
+    _retire: Retire,
+}
+
+impl Timeline {
+    /// The timeline of a new driver stream `stream` of `device`.
+    pub(crate) fn new(device: &Device, stream: Held<StreamKind>, priority: i32) -> Timeline {
+        let book = book::book_of(device);
+        let slot = book.new_stream();
+        Timeline {
+            stream,
+            device: device.clone(),
+            book: book.clone(),
+            slot,
+            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            priority,
+            completed: AtomicU64::new(0),
+            capturing: AtomicBool::new(false),
+            pool: EventPool::new(device),
+            _retire: Retire { book: book.clone(), slot },
+        }
+    }
+
+    /// Whether the stream captures, read without its lock: a hint for fast
+    /// paths (exact only under the book lock, `StreamState::is_capturing`).
+    #[inline(always)]
+    pub(crate) fn capture_hint(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    /// The driver stream, borrowed.
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> BorrowedStream<'_> {
+        self.stream.get().as_borrowed()
+    }
+
+    /// Locks the stream's device book (this stream's state is
+    /// `book.stream(self)`).
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock()
+    }
+
+    /// A marker covering `ticket` (which must already be submitted): the
+    /// kept one if it covers it, else a new one recorded now.
+    pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
+        let mut book = self.lock();
+        self.marker_in(book.stream(self), ticket)
+    }
+
+    /// [`Timeline::marker_covering`] with the book locked (`st` is this
+    /// stream's state).
+    fn marker_in(&self, st: &mut StreamState, ticket: u64) -> Result<(Arc<Marker>, u64)> {
+        if let Some(found) = st.marker_for(ticket) {
+            return Ok(found);
+        }
+        st.refuse_if_capturing("a wait on work submitted during the capture")?;
+        self.record_marker(st)
+    }
+
+    /// Records a marker now, covering every ticket so far, with the book
+    /// locked (so the record's position agrees with `last_ticket`), and
+    /// keeps it as the newest. Once the stream keeps [`MARKERS_KEEP`]
+    /// markers and nothing but the stream state holds the oldest (no host
+    /// wait, proof or pending device wait uses it), that one's event is
+    /// recorded again in place: the hot path of a cross-stream handoff then
+    /// allocates nothing and leaves the pool alone. That is sound because a
+    /// `cuStreamWaitEvent` already issued on the event took the record it saw
+    /// at call time, and any other user would hold a clone of the `Arc`.
+    fn record_marker(&self, st: &mut StreamState) -> Result<(Arc<Marker>, u64)> {
+        let covered = st.last_ticket;
+        self.device.inner.bind()?;
+        if let Some(m) = st.recyclable_marker() {
+            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
+            // On failure the marker is dropped (its event back to the pool):
+            // it no longer covers the point it was kept for.
+            r?;
+            st.keep_marker(m.clone(), covered);
+            return Ok((m, covered));
+        }
+        let marker = self.pool.marker()?;
+        marker.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))?;
+        let marker = Arc::new(marker);
+        st.keep_marker(marker.clone(), covered);
+        Ok((marker, covered))
+    }
+
+    /// Records a marker covering everything submitted so far, unless one
+    /// already does (before a capture starts, so waits on earlier points
+    /// never need a new record; after a prefetcher's upload, so a wait on it
+    /// waits for exactly that upload).
+    pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
+        if st.last_ticket == 0 || st.tail_marked() {
+            return Ok(());
+        }
+        self.record_marker(st).map(drop)
+    }
+
+    /// Records a marker at the stream's current tail unless one already
+    /// covers it (`cuEventRecord`), so that a later host wait on the last
+    /// operation waits for exactly that operation, not for work queued after
+    /// it (markers are otherwise recorded lazily, at the tail, when a wait
+    /// needs one).
+    pub(crate) fn mark_tail(&self) -> Result<()> {
+        crate::ffi::refuse("cuEventRecord")?;
+        let mut book = self.lock();
+        let st = book.stream(self);
+        if st.is_capturing() {
+            return Ok(());
+        }
+        self.seal_marker(st)
+    }
+
+    /// The last ticket submitted, read under the book lock, with the
+    /// stream's context made current: what a host wait beginning now covers.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; [`Error::Capturing`]
+    /// during a capture (naming `op`).
+    pub(crate) fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
+        crate::ffi::refuse(op)?;
+        let ticket = {
+            let mut book = self.lock();
+            let st = book.stream(self);
+            st.refuse_if_capturing(op)?;
+            st.last_ticket
+        };
+        self.device.inner.bind()?;
+        Ok(ticket)
+    }
+
+    /// Blocks the host until all work submitted so far has completed
+    /// (`cuStreamSynchronize`); returns the ticket that proves.
+    ///
+    /// # Errors
+    /// As [`Timeline::prepare_host_wait`]; a driver error.
+    pub(crate) fn synchronize(&self, op: &'static str) -> Result<u64> {
+        let ticket = self.prepare_host_wait(op)?;
+        call("cuStreamSynchronize", || cu::stream::synchronize(self.raw()))?;
+        self.completed.fetch_max(ticket, Ordering::AcqRel);
+        // Frees that host functions which ran meanwhile had to put off.
+        crate::capture::host_fn::drain();
+        Ok(ticket)
+    }
+
+    /// Whether `p` needs a device-side wait before work on this stream.
+    #[inline(always)]
+    fn needs_wait(&self, st: &StreamState, p: &Point) -> bool {
+        p.timeline.id != self.id && !p.is_complete() && st.known_for(p.timeline.id) < p.ticket
+    }
+
+    /// Submits `op` as the next operation of this stream, with the books of
+    /// this stream's device and of every stream in `deps` locked (`books`),
+    /// after making the stream wait (device-side, `cuStreamWaitEvent` on a
+    /// marker of the other stream) for every point of `deps` that is neither
+    /// known complete nor already waited for. Refused
+    /// ([`Error::Capturing`]) on a capturing stream, before anything is
+    /// submitted. Returns `op`'s result and the ticket it got.
+    #[inline(always)]
+    pub(crate) fn submit_in<R>(
+        &self,
+        books: &mut impl BookSet,
+        op_name: &'static str,
+        deps: &[Point],
+        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<(R, u64)> {
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let own = self.book.ordinal;
+        {
+            let st = book_in(books, own)?.stream(self);
+            st.refuse_if_capturing(op_name)?;
+            if deps.iter().any(|p| self.needs_wait(st, p)) {
+                self.wait_for(books, deps)?;
+            }
+        }
+        let st = book_in(books, own)?.stream(self);
+        let r = op(self.raw())?;
+        let ticket = dev.next_ticket();
+        st.last_ticket = ticket;
+        Ok((r, ticket))
+    }
+
+    /// The device-side waits of [`Timeline::submit_in`].
+    #[cold]
+    fn wait_for(&self, books: &mut impl BookSet, deps: &[Point]) -> Result<()> {
+        let own = self.book.ordinal;
+        for p in deps {
+            if !self.needs_wait(book_in(books, own)?.stream(self), p) {
+                continue;
+            }
+            let other = &p.timeline;
+            let (m, c) = other.marker_in(book_in(books, other.book.ordinal)?.stream(other), p.ticket)?;
+            // Recording on another device's stream made that device's
+            // context current on this thread: this stream's calls need its own.
+            self.device.inner.bind()?;
+            let ev = m.event()?;
+            call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+            book_in(books, own)?.stream(self).set_known(other.id, c);
+        }
+        Ok(())
+    }
+
+    /// Submits `op` on this stream with no tracked resources, after
+    /// device-side waits for `deps` (which may be on other devices' streams):
+    /// every book involved is locked, in ordinal order.
+    pub(crate) fn submit<R>(
+        &self,
+        op_name: &'static str,
+        deps: &[Point],
+        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<(R, u64)> {
+        crate::ffi::refuse(op_name)?;
+        if deps.iter().all(|p| Arc::ptr_eq(&p.timeline.book, &self.book)) {
+            let mut book = self.lock();
+            return self.submit_in(&mut *book, op_name, deps, op);
+        }
+        let mut list = BookList::default();
+        list.add(&self.book);
+        for p in deps {
+            list.add(&p.timeline.book);
+        }
+        let mut books = list.lock();
+        self.submit_in(&mut books, op_name, deps, op)
+    }
+
+    /// Device-side waits for `deps` with no operation after them. The waits
+    /// take a ticket like an operation, so a marker covering the stream's
+    /// last ticket also covers what the stream waited for.
+    pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
+        self.submit(op_name, deps, |_| Ok(())).map(drop)
+    }
+}
+
+/// Retires a stream's slot in its book when its timeline goes.
+struct Retire {
+    book: Arc<DeviceBook>,
+    slot: u32,
+}
+
+impl Drop for Retire {
+    /// Frees the slot without waiting for the book (see
+    /// [`DeviceBook::retire_stream`]).
+    fn drop(&mut self) {
+        self.book.retire_stream(self.slot);
+    }
+}

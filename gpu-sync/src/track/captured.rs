@@ -1,0 +1,233 @@
+//! Captured submission: inside a graph capture, tracked operations become
+//! graph nodes. The eager trackers are left alone (nothing runs while
+//! captured); a capture-local tracker orders captured work among the
+//! capture's own streams with the same conflict rules, over the capture's
+//! sequence numbers, each ordering becoming an event recorded and waited
+//! inside the capture (a graph edge).
+
+use super::{Allocation, Target, Uses};
+use crate::capture::capture_gate::{CaptureSlot, Captures, Gate};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::call;
+use crate::timeline::Timeline;
+use crate::timeline::conflicts::{Access, Conflicts, OnStream};
+use crate::timeline::marker::create_event;
+use cuda_sys::result as cu;
+use cuda_sys::{BorrowedStream, CUevent_flags, OwnedEvent};
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What a captured operation keeps alive for the graph (a launch's module).
+pub(crate) type KeepAlive = Arc<dyn Any + Send + Sync>;
+
+/// A captured use: (stream id, the capture's sequence number). Captured
+/// work never completes while captured.
+#[derive(Clone, Copy)]
+struct Captured {
+    stream: u64,
+    seq: u64,
+}
+
+impl OnStream for Captured {
+    fn stream_id(&self) -> u64 {
+        self.stream
+    }
+    fn is_complete(&self) -> bool {
+        false
+    }
+    fn advance(&mut self, to: u64) {
+        self.seq = self.seq.max(to);
+    }
+}
+
+/// The bookkeeping of a capture, guarded by its gate.
+#[derive(Default)]
+pub(crate) struct CaptureInner {
+    /// The capture's own uses of each allocation: the same conflict rules
+    /// as eager submission, over capture sequence numbers.
+    local: HashMap<u64, Conflicts<Captured>>,
+    /// Every allocation the capture touched, and how: the graph keeps them.
+    pub accesses: HashMap<u64, (Arc<Allocation>, Access)>,
+    /// What captured operations keep alive (kernels' modules).
+    pub keep: Vec<KeepAlive>,
+    /// Events of the graph's edges, released when the capture ends.
+    pub events: Vec<OwnedEvent>,
+    seq: u64,
+}
+
+/// A capture in progress, shared by the origin stream and its forks.
+///
+/// `inner` is the capture's submission lock ([`Gate`]): every driver call
+/// made into the capture (captured operations, graph edges, the joins of the
+/// forks) and `cuStreamEndCapture` itself happen with it held, so a captured
+/// operation's driver call is either before the end of the capture (and in
+/// the graph) or finds the gate closed and is not made (the protocol is
+/// `capture_gate`'s, model-checked there). Lock order: `inner`, then
+/// `streams`, then a device's book; nothing takes `inner` while holding a
+/// book.
+pub(crate) struct CaptureState {
+    pub origin: Arc<Timeline>,
+    pub streams: Mutex<Vec<Arc<Timeline>>>,
+    pub inner: Gate<CaptureInner>,
+}
+
+impl Captures for CaptureState {
+    type Data = CaptureInner;
+    fn gate(&self) -> &Gate<CaptureInner> {
+        &self.inner
+    }
+}
+
+impl CaptureSlot for Timeline {
+    type Capture = CaptureState;
+    fn capture_hint(&self) -> bool {
+        Timeline::capture_hint(self)
+    }
+    fn capture(&self) -> Option<Arc<CaptureState>> {
+        capture_of(self)
+    }
+}
+
+/// The capture `s` takes part in, read under its device's book lock.
+pub(crate) fn capture_of(s: &Timeline) -> Option<Arc<CaptureState>> {
+    let held = s.lock().stream(s).capture.clone()?;
+    held.downcast::<CaptureState>().ok()
+}
+
+/// Makes `s` take part in capture `state` (or none), with its device's book
+/// locked, and sets the lock-free hint to match.
+pub(crate) fn set_capture(s: &Timeline, state: Option<&Arc<CaptureState>>) {
+    let mut book = s.lock();
+    set_capture_locked(s, book.stream(s), state);
+}
+
+/// [`set_capture`] with the book already locked (`st` is `s`'s state).
+pub(crate) fn set_capture_locked(
+    s: &Timeline,
+    st: &mut crate::timeline::StreamState,
+    state: Option<&Arc<CaptureState>>,
+) {
+    st.capture = state.map(|c| c.clone() as Arc<dyn Any + Send + Sync>);
+    s.capturing.store(state.is_some(), std::sync::atomic::Ordering::Release);
+}
+
+impl CaptureState {
+    /// A new capture whose origin is `origin`.
+    pub(crate) fn new(origin: &Arc<Timeline>) -> Arc<CaptureState> {
+        Arc::new(CaptureState {
+            origin: origin.clone(),
+            streams: Mutex::new(Vec::new()),
+            inner: Gate::new(CaptureInner::default()),
+        })
+    }
+
+    fn stream(&self, id: u64) -> Option<Arc<Timeline>> {
+        if self.origin.id == id {
+            return Some(self.origin.clone());
+        }
+        self.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Makes capturing stream `to` wait for capturing stream `from`'s work so
+    /// far: an event recorded on `from` and waited on `to`, both captured as
+    /// graph edges.
+    pub(crate) fn edge(
+        &self,
+        inner: &mut CaptureInner,
+        from: &Timeline,
+        to: BorrowedStream<'_>,
+        device: &Device,
+    ) -> Result<()> {
+        let ev = create_event(device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)?;
+        // Both streams are live and part of this capture, so the record and
+        // the wait become graph nodes/edges; `ev` is kept until the capture
+        // ends.
+        let r = call("cuEventRecord", || cu::event::record(&ev, from.raw()))
+            .and_then(|()| call("cuStreamWaitEvent", || cu::stream::wait_event(to, &ev, 0)));
+        inner.events.push(ev);
+        r
+    }
+}
+
+/// The capture path of [`super::run_tracked`]: joins `op` to the capture
+/// `cap` that `stream` takes part in, ordered after the capture's
+/// conflicting operations on its other streams (graph edges), and records
+/// its uses in the graph. Called by `capture_gate::submit` with the
+/// capture's gate locked and open (`inner` is its data), so `op`'s driver
+/// call cannot land after `cuStreamEndCapture`.
+pub(crate) fn run_captured<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    keep: Option<&KeepAlive>,
+    cap: &CaptureState,
+    inner: &mut CaptureInner,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<R> {
+    let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
+    let mut host = false;
+    uses.each(|t, a| match t {
+        Target::Device(alloc) => list.push((alloc.clone(), a)),
+        Target::Host(_) => host = true,
+    });
+    if host {
+        return Err(Error::Capturing { op: op_name });
+    }
+    let device = &s.device;
+    device.inner.bind()?;
+    let mut deps: Vec<u64> = Vec::new();
+    for (alloc, a) in &list {
+        if let Some(lt) = inner.local.get(&alloc.res.id) {
+            lt.deps(s.id, *a, |p| deps.push(p.stream));
+        }
+    }
+    deps.sort_unstable();
+    deps.dedup();
+    for sid in deps {
+        let Some(from) = cap.stream(sid) else { continue };
+        cap.edge(inner, &from, s.raw(), device)?;
+    }
+    let r = op(s.raw())?;
+    inner.seq += 1;
+    let seq = inner.seq;
+    for (alloc, a) in &list {
+        let lt = inner.local.entry(alloc.res.id).or_default();
+        lt.record(s.id, seq, *a, || Captured { stream: s.id, seq });
+        let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
+        if *a == Access::Write {
+            entry.1 = Access::Write;
+        }
+    }
+    if let Some(m) = keep
+        && !inner.keep.iter().any(|x| std::ptr::addr_eq(Arc::as_ptr(x), Arc::as_ptr(m)))
+    {
+        inner.keep.push(m.clone());
+    }
+    Ok(r)
+}
+
+/// `Stream::wait_stream` when either stream is capturing: allowed only
+/// between two streams of one capture (a graph edge). `Ok(false)`: neither
+/// stream captures any more (the capture ended meanwhile) and nothing was
+/// submitted; the caller makes the ordinary wait.
+pub(crate) fn join_in_capture(to: &Arc<Timeline>, from: &Arc<Timeline>) -> Result<bool> {
+    let refused = Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" };
+    let (a, b) = (capture_of(to), capture_of(from));
+    match (a, b) {
+        (Some(a), Some(b)) if Arc::ptr_eq(&a, &b) => {
+            let mut g = a.inner.lock();
+            if g.is_ended() {
+                // Ended between the reads above and this lock: both streams
+                // were detached together, under this lock.
+                return Ok(false);
+            }
+            to.device.inner.bind()?;
+            a.edge(&mut g.data, from, to.raw(), &to.device)?;
+            Ok(true)
+        }
+        (None, None) => Ok(false),
+        _ => Err(refused),
+    }
+}

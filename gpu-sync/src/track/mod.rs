@@ -1,0 +1,452 @@
+//! record_stream by construction: every tracked operation records, on each
+//! resource it touches, which stream used it, how, and at which point of that
+//! stream's timeline; and makes the operation wait (device-side) for the
+//! conflicting uses on other streams first (the rules: `timeline::conflicts`).
+//!
+//! - eager submission (this file): the trackers live in the book of the
+//!   resource's device, locked once per operation together with the
+//!   stream's state (see `timeline::book`);
+//! - captured submission (`captured`): inside a graph capture, the same
+//!   rules over the capture's own sequence numbers, orderings becoming graph
+//!   edges;
+//! - [`run_tracked`] chooses between them, atomically with the end of a
+//!   capture (`capture::capture_gate`).
+//!
+//! A resource is always looked up in its **own** device's book, whatever the
+//! stream: a pinned buffer of device 0 used on a stream of device 1 is
+//! tracked in device 0's book. An operation whose resources, or whose waits,
+//! span devices locks each of their books, in ordinal order.
+//!
+//! No book lock is held while a driver call waits for other work: host waits
+//! run unlocked, and the operations that block in the driver (copies to or
+//! from pageable memory) first wait, unlocked, until their stream and every
+//! use they depend on are complete, then run on the idle stream
+//! ([`run_tracked_idle`]), where the call waits for nothing but its own
+//! transfer.
+
+pub(crate) mod captured;
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::timeline::book::{BookList, BookSet, Books, DeviceBook, NO_SLOT, book_in, book_of};
+use crate::timeline::conflicts::Access;
+use crate::timeline::{Point, Timeline};
+use cuda_sys::{BorrowedStream, CUdeviceptr};
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(crate) use captured::KeepAlive;
+
+static NEXT_RESOURCE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A tracked resource (a device allocation or a pinned host buffer): a slot
+/// in its device's book, released when the resource is dropped.
+pub(crate) struct Resource {
+    /// Process-unique id (keys capture-local bookkeeping).
+    pub id: u64,
+    slot: u32,
+    book: Arc<DeviceBook>,
+}
+
+impl Resource {
+    /// A new resource of `device` with no uses.
+    pub fn new(device: &Device) -> Resource {
+        let book = book_of(device);
+        let slot = book.lock().new_tracker();
+        Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, book }
+    }
+
+    /// A resource with no slot (what a moved-out value leaves behind), of
+    /// the same book as `self`.
+    pub fn empty_like(&self) -> Resource {
+        Resource { id: 0, slot: NO_SLOT, book: self.book.clone() }
+    }
+
+    /// Whether this resource is tracked in `book`.
+    #[inline(always)]
+    pub fn is_in(&self, book: &Arc<DeviceBook>) -> bool {
+        Arc::ptr_eq(&self.book, book)
+    }
+
+    /// Records a write at `point` (a stream-ordered allocation).
+    pub fn set_write(&self, point: Point) {
+        let old = self.book.lock().tracker_mut(self.slot).and_then(|t| t.write.replace(point));
+        // Dropped with the book unlocked.
+        drop(old);
+    }
+
+    /// Every use not yet known complete.
+    pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
+        match self.book.lock().tracker_mut(self.slot) {
+            Some(t) => t.outstanding(),
+            None => SmallVec::new(),
+        }
+    }
+
+    /// Blocks the host until every recorded use has completed (the book is
+    /// not locked while waiting).
+    pub fn host_wait_all(&self) -> Result<()> {
+        crate::ffi::refuse("cuEventSynchronize")?;
+        for p in &self.outstanding() {
+            p.host_wait()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Resource {
+    fn drop(&mut self) {
+        if self.slot == NO_SLOT {
+            return;
+        }
+        if crate::ffi::calls_refused() {
+            // Inside a host function: the book may be locked by the thread
+            // the callback blocks; release the slot later, elsewhere.
+            let (slot, book) = (std::mem::replace(&mut self.slot, NO_SLOT), self.book.clone());
+            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, book })));
+            return;
+        }
+        let old = self.book.lock().free_tracker(self.slot);
+        // The old uses (stream handles) go with the book unlocked.
+        drop(old);
+    }
+}
+
+/// One device allocation (reachable only inside the crate; allocated and
+/// freed by `memory::buffer`).
+pub struct Allocation {
+    pub(crate) ptr: CUdeviceptr,
+    pub(crate) bytes: usize,
+    pub(crate) device: Device,
+    /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
+    pub(crate) stream: Option<Arc<Timeline>>,
+    pub(crate) res: Resource,
+}
+
+/// A resource an operation touches.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// Device memory (can be captured into a graph).
+    Device(&'a Arc<Allocation>),
+    /// A pinned host buffer (never captured).
+    Host(&'a Resource),
+}
+
+impl Target<'_> {
+    #[inline(always)]
+    fn res(&self) -> &Resource {
+        match self {
+            Target::Device(a) => &a.res,
+            Target::Host(r) => r,
+        }
+    }
+}
+
+/// One use of a resource by an operation.
+pub(crate) type Use<'a> = (Target<'a>, Access);
+
+/// The resources one operation touches: a slice of [`Use`]s, or a launch's
+/// argument list (whose buffers are its uses).
+pub(crate) trait Uses {
+    /// Calls `f` with each use.
+    fn each(&self, f: impl FnMut(Target<'_>, Access));
+}
+
+impl Uses for [Use<'_>] {
+    #[inline]
+    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
+        for (t, a) in self {
+            f(*t, *a);
+        }
+    }
+}
+
+impl<const N: usize> Uses for [Use<'_>; N] {
+    #[inline]
+    fn each(&self, f: impl FnMut(Target<'_>, Access)) {
+        self.as_slice().each(f);
+    }
+}
+
+/// Runs `op` on `stream` as a tracked operation over `uses`: waits for
+/// conflicting uses on other streams, submits, and records the new uses.
+/// Returns `op`'s result and the operation's ticket (0 when it was captured
+/// into a graph instead: on a capturing stream the operation joins the
+/// capture, `keep` kept alive by the graph).
+pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
+    stream: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    keep: Option<&KeepAlive>,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    // Joins the stream's capture under its gate, or (no capture, or it
+    // ended first) runs as ordinary work: see `capture_gate`.
+    crate::capture::capture_gate::submit(
+        &**stream,
+        op,
+        |cap, inner, op| captured::run_captured(stream, op_name, uses, keep, cap, inner, op).map(|r| (r, 0)),
+        |op| run_tracked_uncaptured(stream, op_name, uses, op),
+    )
+}
+
+/// What every eager tracked submission does first: refuse inside a host
+/// function (before any lock is taken), then run the work host functions
+/// deferred (no gpu-sync lock is held here).
+#[inline(always)]
+fn admit(op_name: &'static str) -> Result<()> {
+    crate::ffi::refuse(op_name)?;
+    crate::capture::host_fn::drain();
+    Ok(())
+}
+
+/// [`run_tracked`] for an operation that never joins a capture: on a
+/// capturing stream it is refused with [`Error::Capturing`] without running
+/// `op` (decided under the book lock, so a capture beginning meanwhile is
+/// seen).
+///
+/// The hot path: every resource and every conflicting use on this device,
+/// one lock. Otherwise the operation locks the books of every device
+/// involved ([`run_tracked_across`]).
+pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    admit(op_name)?;
+    let mut book = s.lock();
+    // One pass: whether any use conflicts (the hot path — the same stream
+    // again — finds none and collects nothing), and whether a resource or a
+    // conflicting use belongs to another device.
+    let (mut conflicts, mut foreign) = (false, false);
+    uses.each(|t, a| {
+        let r = t.res();
+        if !r.is_in(&s.book) {
+            foreign = true;
+        } else if let Some(tr) = book.tracker(r.slot) {
+            tr.deps(s.id, a, |p| {
+                conflicts = true;
+                foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
+            });
+        }
+    });
+    if foreign {
+        drop(book);
+        return run_tracked_across(s, op_name, uses, op);
+    }
+    let (r, ticket) = if conflicts {
+        let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+        uses.each(|t, a| {
+            if let Some(tr) = book.tracker(t.res().slot) {
+                tr.deps(s.id, a, |p| deps.push(p.clone()));
+            }
+        });
+        s.submit_in(&mut *book, op_name, &deps, op)?
+    } else {
+        s.submit_in(&mut *book, op_name, &[], op)?
+    };
+    uses.each(|t, a| {
+        if let Some(tr) = book.tracker_mut(t.res().slot) {
+            tr.record_use(s, ticket, a);
+        }
+    });
+    Ok((r, ticket))
+}
+
+/// The books an operation of `stream` over `uses` needs at least: the
+/// stream's and each resource's.
+fn books_of<U: Uses + ?Sized>(stream: &Timeline, uses: &U) -> BookList {
+    let mut list = BookList::default();
+    list.add(&stream.book);
+    uses.each(|t, _| list.add(&t.res().book));
+    list
+}
+
+/// Conflicting points of `uses` for an operation on stream `stream`, each
+/// resource read from its own device's book; `Err(list)` when a conflicting
+/// use is on a stream whose device's book is not locked (`list` then names
+/// every book needed so far).
+fn deps_in<U: Uses + ?Sized>(
+    books: &mut Books<'_>,
+    stream: u64,
+    uses: &U,
+) -> Result<SmallVec<[Point; 4]>, Vec<Arc<DeviceBook>>> {
+    let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+    let mut missing: Vec<Arc<DeviceBook>> = Vec::new();
+    uses.each(|t, a| {
+        let r = t.res();
+        if let Some(tr) = books.book(r.book.ordinal).and_then(|b| b.tracker(r.slot)) {
+            tr.deps(stream, a, |p| deps.push(p.clone()));
+        }
+    });
+    for p in &deps {
+        if !books.has(p.timeline.book.ordinal) {
+            missing.push(p.timeline.book.clone());
+        }
+    }
+    if missing.is_empty() { Ok(deps) } else { Err(missing) }
+}
+
+/// Records the uses at `ticket` of `stream`, each in its own device's book.
+fn record_in<U: Uses + ?Sized>(books: &mut impl BookSet, stream: &Arc<Timeline>, ticket: u64, uses: &U) {
+    uses.each(|t, a| {
+        let r = t.res();
+        if let Some(tr) = books.book(r.book.ordinal).and_then(|b| b.tracker_mut(r.slot)) {
+            tr.record_use(stream, ticket, a);
+        }
+    });
+}
+
+/// [`run_tracked`] for an operation whose resources, or the uses it must
+/// wait for, belong to several devices (a peer copy; a pinned buffer of one
+/// device used on a stream of another): the books of every device involved
+/// are locked, in ordinal order (found by locking what is known, reading the
+/// conflicts, and locking again with any device they add). Refused on a
+/// capturing stream.
+pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    if s.capture_hint() {
+        return Err(Error::Capturing { op: op_name });
+    }
+    admit(op_name)?;
+    let mut list = books_of(s, uses);
+    loop {
+        let mut books = list.lock();
+        match deps_in(&mut books, s.id, uses) {
+            Ok(deps) => {
+                let (out, ticket) = s.submit_in(&mut books, op_name, &deps, op)?;
+                record_in(&mut books, s, ticket, uses);
+                return Ok((out, ticket));
+            }
+            Err(missing) => {
+                drop(books);
+                for b in &missing {
+                    list.add(b);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `op`, a driver call that blocks the host until its own transfer is
+/// done (a copy to or from pageable memory), as a tracked operation on
+/// `stream` without holding any lock while it waits for other work.
+///
+/// First, with no lock held, it host-waits for everything the operation
+/// would wait for: all work queued on `stream` (`cuStreamSynchronize`) and
+/// every conflicting use on other streams (their markers). Then it locks the
+/// books and submits only if nothing new arrived meanwhile (else it waits
+/// again): the stream is idle and no device-side wait is needed, so the
+/// blocking call waits for its own transfer alone — which needs no host
+/// progress. A host function queued earlier (which may drop gpu-sync
+/// objects) has therefore run before any lock is taken.
+///
+/// # Errors
+/// [`Error::Capturing`]; `CUDA_ERROR_NOT_PERMITTED` inside a host function;
+/// the driver error of a wait or of `op`.
+pub(crate) fn run_tracked_idle<R>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &[Use<'_>],
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    if s.capture_hint() {
+        return Err(Error::Capturing { op: op_name });
+    }
+    crate::ffi::refuse(op_name)?;
+    let mut list = books_of(s, uses);
+    let dev = &s.device.inner;
+    loop {
+        crate::capture::host_fn::drain();
+        // Unlocked: the stream's queue, then the uses on other streams.
+        s.synchronize(op_name)?;
+        let found = deps_in(&mut list.lock(), s.id, uses);
+        let pending = match found {
+            Ok(deps) => deps,
+            Err(missing) => {
+                for b in &missing {
+                    list.add(b);
+                }
+                continue;
+            }
+        };
+        for p in &pending {
+            p.host_wait()?;
+        }
+        let mut books = list.lock();
+        match deps_in(&mut books, s.id, uses) {
+            Ok(deps) if deps.iter().all(Point::is_complete) => {}
+            // A use arrived meanwhile: wait for it, unlocked.
+            _ => continue,
+        }
+        let st = book_in(&mut books, s.book.ordinal)?.stream(s);
+        st.refuse_if_capturing(op_name)?;
+        let idle = Point { timeline: s.clone(), ticket: st.last_ticket };
+        if st.last_ticket != 0 && !idle.is_complete() {
+            // Work was queued on the stream meanwhile: wait for it, unlocked.
+            continue;
+        }
+        dev.bind()?;
+        let r = op(s.raw())?;
+        let ticket = dev.next_ticket();
+        book_in(&mut books, s.book.ordinal)?.stream(s).last_ticket = ticket;
+        record_in(&mut books, s, ticket, uses);
+        return Ok((r, ticket));
+    }
+}
+
+/// Blocks the host until the operation at `ticket` of `stream` has
+/// completed (`cuStreamSynchronize`), or the context is lost.
+///
+/// For operations whose host memory is only borrowed (the pageable-copy
+/// APIs, which the caller may give pinned memory that the driver then
+/// copies asynchronously): if the stream wait fails, the copy may still be
+/// queued, so it waits on the copy's own marker (`cuEventSynchronize`),
+/// retrying with a growing pause while that fails too. It returns only when
+/// the copy is known complete (reporting the first failure) or the context
+/// is lost (a lost context runs no more work).
+///
+/// # Errors
+/// The first wait's error once the copy is complete; [`Error::ContextLost`].
+pub(crate) fn wait_for_borrowed(stream: &Arc<Timeline>, ticket: u64) -> Result<()> {
+    let first = match stream.synchronize("Stream::synchronize") {
+        Ok(_) => return Ok(()),
+        Err(e @ Error::ContextLost { .. }) => return Err(e),
+        Err(e) => e,
+    };
+    let point = Point { timeline: stream.clone(), ticket };
+    let mut pause = std::time::Duration::from_micros(50);
+    let mut logged = false;
+    loop {
+        match point.host_wait() {
+            Ok(()) => return Err(first),
+            Err(e @ Error::ContextLost { .. }) => return Err(e),
+            Err(e) => {
+                if !logged {
+                    log::error!(
+                        "{first}; waiting for the copy into borrowed host memory also failed ({e}): \
+                         retrying until it completes"
+                    );
+                    logged = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Checks that a device allocation lives on `stream`'s device.
+pub(crate) fn same_device(stream: &Timeline, alloc: &Allocation, what: &'static str) -> Result<()> {
+    if alloc.device.same(&stream.device) {
+        Ok(())
+    } else {
+        Err(Error::DeviceMismatch { what, expected: stream.device.ordinal(), found: alloc.device.ordinal() })
+    }
+}
