@@ -146,14 +146,24 @@ enum Command {
         #[arg(long, default_value_t = 1024)]
         array_mib: usize,
     },
-    /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff.
+    /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff;
+    /// batches queued behind a spin gate unless --free-running.
     Overhead {
-        /// Batches per variant.
-        #[arg(long, default_value_t = 200)]
+        /// Batches per variant (interleaved batch by batch) in each repetition.
+        #[arg(long, default_value_t = 40)]
         batches: usize,
-        /// Submissions per batch.
+        /// Submissions per batch (a handoff batch is queued in gated segments
+        /// that fit the driver's queue).
         #[arg(long, default_value_t = 200)]
         per_batch: usize,
+        /// Repeat the whole interleaved comparison this many times and report
+        /// each repetition's ratios and their min/median/max.
+        #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+        repeat: usize,
+        /// Time batches with nothing holding the GPU (the first reports'
+        /// method) instead of behind a spin gate.
+        #[arg(long, visible_alias = "no-gate")]
+        free_running: bool,
     },
     /// The right and wrong ways to time, and what synchronization costs.
     SyncCosts,
@@ -278,7 +288,15 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         }
         Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
         Command::Roofline { array_mib } => roofline::run(&ctx, array_mib)?,
-        Command::Overhead { batches, per_batch } => overhead::run(&ctx, batches, per_batch)?,
+        Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
+            &ctx,
+            overhead::Options {
+                batches,
+                per_batch,
+                repeat,
+                method: if free_running { overhead::Method::FreeRunning } else { overhead::Method::Gated },
+            },
+        )?,
         Command::SyncCosts => sync_costs::run(&ctx)?,
         Command::Bandwidth { max_mib } => bandwidth::run(&ctx, max_mib)?,
         Command::Overlap { chunk_mib, chunks } => overlap::run(&ctx, chunk_mib, chunks)?,
