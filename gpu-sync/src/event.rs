@@ -76,7 +76,7 @@ impl EventInner {
                 let mut book = s.inner.lock();
                 let st = book.stream(&s.inner);
                 st.refuse_if_capturing("Event::record")?;
-                // The stream's state lock makes the record's position agree
+                // The device's book lock makes the record's position agree
                 // with its last ticket.
                 call("cuEventRecord", || cu::event::record(self.event(), raw))?;
                 Some(Point { timeline: s.inner.clone(), ticket: st.last_ticket })

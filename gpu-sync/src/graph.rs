@@ -309,8 +309,8 @@ impl GraphExec {
         }
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         // Held across the driver call: launches of one exec from several
-        // threads are serialized. Lock order: this, then the tracker slab and
-        // the stream (nothing takes this lock while holding those), and
+        // threads are serialized. Lock order: this, then the device's book
+        // (nothing takes this lock while holding a book), and
         // `cuGraphLaunch` does not wait for the device.
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let Some(exec) = st.exec.as_ref() else {

@@ -26,9 +26,10 @@
 //!    asynchronous copy is moved into a [`crate::Pending`], so a forgotten
 //!    `Pending` leaks instead of freeing early.
 //! 4. **The tracker sees every submission.** Each operation on a buffer goes
-//!    through one function that, under the device's tracker lock, reads the
+//!    through one function that, under the device's book lock (the trackers
+//!    of its resources and the states of its streams), reads the
 //!    conflicting uses, makes the stream wait for them, submits, and records
-//!    the new uses; a stream's ticket is taken under its state lock after the
+//!    the new uses; a stream's ticket is taken under that lock after the
 //!    driver call returned, so the timeline is the driver's order, and a
 //!    marker recorded under that lock covers exactly the tickets before it.
 //! 5. **A capture is atomic with its end.** Operations on a capturing stream
@@ -36,11 +37,10 @@
 //!    `cuStreamEndCapture` also holds: an operation's driver call is in the
 //!    graph, or finds the capture ended and runs as ordinary tracked work —
 //!    never for real and unrecorded (issue 7, hole 4). Operations that may not
-//!    be captured check the stream's capture state under its state lock, the
-//!    lock `cuStreamBeginCapture` is called under. Lock order: capture lock,
-//!    then the capture's stream list, then a stream's state; `GraphExec`'s
-//!    launch lock before the tracker lock; the tracker lock before a stream's
-//!    state.
+//!    be captured check the stream's capture state under its device's book
+//!    lock, the lock `cuStreamBeginCapture` is called under. Lock order:
+//!    capture lock, then the capture's stream list, then a device's book;
+//!    `GraphExec`'s launch lock before a book; books in ordinal order.
 //!
 //! # Unsafe functions
 //! Public:

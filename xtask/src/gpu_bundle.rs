@@ -224,6 +224,31 @@ if want bench; then
   timeout 600 python3 "$here/bin/torch_peer.py" --clock-mhz "$clock" --out "$bench/peer" || failed+=("torch peer")
 fi
 
+if want overhead; then
+  # Issue 8's speed targets, reproduced: the whole interleaved comparison
+  # repeated, gated (the default method) and free-running (the method of
+  # the first reports), each a report under $out/overhead/. A binary
+  # bin/gpu-bench-before, if put in the bundle by hand (the same command
+  # built against an older gpu-sync), runs alternately with this one for a
+  # before/after on one machine.
+  mkdir -p "$out/overhead"
+  for v in before after; do
+    gb="$here/bin/gpu-bench"
+    [ "$v" = before ] && gb="$here/bin/gpu-bench-before"
+    [ -x "$gb" ] || continue
+    step "gpu-bench overhead --repeat 7 (gated), $v"
+    timeout 300 "$gb" overhead --repeat 7 --out "$out/overhead/$v-gated" || failed+=("overhead gated $v")
+  done
+  for v in before after; do
+    gb="$here/bin/gpu-bench"
+    [ "$v" = before ] && gb="$here/bin/gpu-bench-before"
+    [ -x "$gb" ] || continue
+    step "gpu-bench overhead --repeat 3 --free-running, $v"
+    timeout 300 "$gb" overhead --repeat 3 --free-running --out "$out/overhead/$v-free-running" \
+      || failed+=("overhead free-running $v")
+  done
+fi
+
 echo
 if [ ${#failed[@]} -eq 0 ]; then
   echo "=== ALL PASSED ($stages)"

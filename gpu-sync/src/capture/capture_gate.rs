@@ -21,7 +21,8 @@
 //!   capture before the lock is released;
 //! - an operation that finds the gate closed has not run and tries again: the
 //!   stream is no longer in that capture, so it runs as ordinary work (whose
-//!   path refuses, under the stream's state lock, if a new capture began).
+//!   path refuses, under the lock of the stream's state (its device's book),
+//!   if a new capture began).
 
 use std::sync::Arc;
 
@@ -78,14 +79,15 @@ pub(crate) trait CaptureSlot {
     /// stale, set before a capture's first operation may see it and cleared
     /// under the capture's gate.
     fn capture_hint(&self) -> bool;
-    /// The capture the stream takes part in, read under its state lock.
+    /// The capture the stream takes part in, read under the lock of its
+    /// state.
     fn capture(&self) -> Option<Arc<Self::Capture>>;
 }
 
 /// Runs `op` as the next operation on `stream`: inside the stream's capture
 /// through `join` (called with the capture's gate locked and open), or else
 /// through `plain`, which must refuse without running `op` if the stream is
-/// capturing when it checks under the stream's state lock.
+/// capturing when it checks under the lock of the stream's state.
 pub(crate) fn submit<S, F, R, E>(
     stream: &S,
     op: F,
@@ -155,7 +157,7 @@ mod model {
         }
     }
 
-    /// A stream: the model of `StreamInner`'s capture slot and tracker.
+    /// A stream: the model of a `Timeline`'s capture slot and tracker.
     struct ModelStream {
         hint: AtomicBool,
         /// The state lock: the capture and the ops tracked as run.

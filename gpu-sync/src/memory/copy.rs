@@ -15,7 +15,7 @@
 //! transfer only (a host function queued earlier has run by then); and it
 //! returns only once the copy is complete — also when a wait fails, since a
 //! slice of page-locked memory is copied asynchronously by the driver — or
-//! the context is lost (see `tracker::wait_for_borrowed`).
+//! the context is lost (see `track::wait_for_borrowed`).
 //!
 //! Unsafe code (allowed by `memory`): the driver's copy and memset entry
 //! points take raw device and host pointers it owns or borrows.
