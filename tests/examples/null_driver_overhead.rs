@@ -129,6 +129,20 @@ fn pollute() {
     }
 }
 
+unsafe extern "C" fn event_create(e: *mut CUevent, _: c_uint) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; an opaque token.
+    unsafe { put(e, 8 as CUevent) }
+}
+unsafe extern "C" fn event_any(_: CUevent) -> CUresult {
+    OK
+}
+unsafe extern "C" fn event_record(_: CUevent, _: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn stream_wait(_: CUstream, _: CUevent, _: c_uint) -> CUresult {
+    OK
+}
+
 fn main() -> gpu_sync::Result<()> {
     let mut d = Driver::empty(13000, "null driver");
     d.cuInit = Some(init);
@@ -150,6 +164,10 @@ fn main() -> gpu_sync::Result<()> {
     d.cuModuleUnload = Some(module_unload);
     d.cuModuleGetFunction = Some(get_function);
     d.cuLaunchKernel = Some(launch);
+    d.cuEventCreate = Some(event_create);
+    d.cuEventDestroy = Some(event_any);
+    d.cuEventRecord = Some(event_record);
+    d.cuStreamWaitEvent = Some(stream_wait);
     // SAFETY: every entry point above behaves as the driver documents for the
     // calls this program makes, except that no work is ever done: nothing
     // reads device memory or hands host memory to the "device".
@@ -174,6 +192,23 @@ fn main() -> gpu_sync::Result<()> {
     }
     let raw = cuda_sys::driver().ok().and_then(|d| d.cuLaunchKernel);
     let n: u32 = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    if std::env::var("MODE").is_ok_and(|m| m == "handoff") {
+        // A cross-stream handoff: z written on s, read on s2, alternately.
+        // SAFETY: as above (no kernel runs).
+        let scale = unsafe { m.kernel::<(In<f32>, Out<f32>, f32, Len)>("scale_f32") }?;
+        let s2 = Stream::new(&dev)?;
+        let mut z = DeviceBuffer::<f32>::zeroed(&s, 256)?;
+        for round in 0..3 {
+            let t = Instant::now();
+            for _ in 0..n {
+                scale.launch(&s, cfg, (&x, &mut z, 1.5f32, 256u64))?;
+                scale.launch(&s2, cfg, (&z, &mut o, 1.5f32, 256u64))?;
+            }
+            let ns = t.elapsed().as_nanos() as f64 / f64::from(n.max(1));
+            println!("round {round}: {ns:.1} ns per gpu-sync handoff round trip ({n} round trips)");
+        }
+        return Ok(());
+    }
     for round in 0..3 {
         let t = Instant::now();
         for _ in 0..n {

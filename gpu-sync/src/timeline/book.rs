@@ -18,6 +18,7 @@ use super::{StreamState, Timeline};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -32,8 +33,10 @@ pub(crate) struct DeviceBook {
 impl DeviceBook {
     /// Locks the book.
     #[inline(always)]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Book> {
-        self.pages.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn lock(&self) -> BookGuard<'_> {
+        let guard = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+        HELD.with(|h| h.set(h.get() + 1));
+        BookGuard { guard }
     }
 
     /// A slot for a new stream.
@@ -48,14 +51,24 @@ impl DeviceBook {
     /// goes to the deferred-work queue, which the next tracked operation,
     /// pageable copy or synchronization runs with no lock held.
     pub(crate) fn retire_stream(self: &Arc<Self>, slot: u32) {
-        if !crate::ffi::calls_refused()
-            && let Ok(mut pages) = self.pages.try_lock()
-        {
-            let old = pages.free_stream(slot);
-            drop(pages);
-            // The state holds markers: dropped with the book unlocked.
-            drop(old);
-            return;
+        if !crate::ffi::calls_refused() {
+            // Holding no book, this thread may wait for this one; holding
+            // one (maybe this one), it may only try.
+            let pages = if HELD.with(Cell::get) == 0 {
+                Some(self.lock())
+            } else {
+                self.pages.try_lock().ok().map(|guard| {
+                    HELD.with(|h| h.set(h.get() + 1));
+                    BookGuard { guard }
+                })
+            };
+            if let Some(mut pages) = pages {
+                let old = pages.free_stream(slot);
+                drop(pages);
+                // The state holds markers: dropped with the book unlocked.
+                drop(old);
+                return;
+            }
         }
         let book = self.clone();
         crate::capture::deferred::defer(
@@ -65,6 +78,40 @@ impl DeviceBook {
                 drop(old);
             }),
         );
+    }
+}
+
+thread_local! {
+    /// How many books this thread holds locked.
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A locked [`DeviceBook`]; the thread counts the books it holds, so a
+/// timeline dropped while one is held never waits for a book (see
+/// [`DeviceBook::retire_stream`]).
+pub(crate) struct BookGuard<'a> {
+    guard: MutexGuard<'a, Book>,
+}
+
+impl std::ops::Deref for BookGuard<'_> {
+    type Target = Book;
+    #[inline(always)]
+    fn deref(&self) -> &Book {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for BookGuard<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Book {
+        &mut self.guard
+    }
+}
+
+impl Drop for BookGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
     }
 }
 
@@ -85,8 +132,19 @@ pub(crate) struct Book {
     pub ordinal: i32,
     trackers: Vec<Tracker>,
     free_trackers: Vec<u32>,
-    streams: Vec<StreamState>,
+    streams: Streams,
     free_streams: Vec<u32>,
+}
+
+/// The states of a device's streams, one slot per live stream.
+pub(crate) struct Streams(Vec<StreamState>);
+
+impl Streams {
+    /// The state of stream `t` (a stream of this book's device).
+    #[inline(always)]
+    pub(crate) fn get(&mut self, t: &Timeline) -> &mut StreamState {
+        &mut self.0[t.slot as usize]
+    }
 }
 
 /// A slot number that names no slot (a moved-out resource).
@@ -98,7 +156,7 @@ impl Book {
             ordinal,
             trackers: Vec::new(),
             free_trackers: Vec::new(),
-            streams: Vec::new(),
+            streams: Streams(Vec::new()),
             free_streams: Vec::new(),
         }
     }
@@ -142,12 +200,12 @@ impl Book {
         let state = StreamState::default();
         match self.free_streams.pop() {
             Some(s) => {
-                self.streams[s as usize] = state;
+                self.streams.0[s as usize] = state;
                 s
             }
             None => {
-                self.streams.push(state);
-                (self.streams.len() - 1) as u32
+                self.streams.0.push(state);
+                (self.streams.0.len() - 1) as u32
             }
         }
     }
@@ -155,7 +213,7 @@ impl Book {
     /// Frees stream `slot`, returning its state (dropped with the book
     /// unlocked: it holds markers).
     fn free_stream(&mut self, slot: u32) -> StreamState {
-        let old = std::mem::take(&mut self.streams[slot as usize]);
+        let old = std::mem::take(&mut self.streams.0[slot as usize]);
         self.free_streams.push(slot);
         old
     }
@@ -164,7 +222,14 @@ impl Book {
     #[inline(always)]
     pub(crate) fn stream(&mut self, t: &Timeline) -> &mut StreamState {
         debug_assert_eq!(t.book.ordinal, self.ordinal, "a stream looked up in another device's book");
-        &mut self.streams[t.slot as usize]
+        self.streams.get(t)
+    }
+
+    /// The trackers and the stream states apart, so a pass over the trackers
+    /// can make device-side waits (which update stream states) as it goes.
+    #[inline(always)]
+    pub(crate) fn split(&mut self) -> (&[Tracker], &mut Streams) {
+        (&self.trackers, &mut self.streams)
     }
 }
 
@@ -184,7 +249,7 @@ impl BookSet for Book {
 /// The locked books of several devices (an operation whose resources or
 /// waits span devices).
 pub(crate) struct Books<'a> {
-    guards: SmallVec<[MutexGuard<'a, Book>; 2]>,
+    guards: SmallVec<[BookGuard<'a>; 2]>,
 }
 
 impl BookSet for Books<'_> {

@@ -25,7 +25,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::release::Held;
-use book::{Book, BookList, BookSet, DeviceBook, book_in};
+use book::{BookList, BookSet, DeviceBook, book_in};
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
@@ -109,9 +109,10 @@ impl StreamState {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
 
-    /// The earliest kept marker covering `ticket`.
-    fn marker_for(&self, ticket: u64) -> Option<(Arc<Marker>, u64)> {
-        self.markers.iter().find(|(_, c)| *c >= ticket).map(|(m, c)| (m.clone(), *c))
+    /// The index of the earliest kept marker covering `ticket`.
+    #[inline(always)]
+    fn marker_for(&self, ticket: u64) -> Option<usize> {
+        self.markers.iter().position(|(_, c)| *c >= ticket)
     }
 
     /// Whether the newest marker covers everything submitted so far.
@@ -128,16 +129,22 @@ impl StreamState {
         self.markers.push((marker, ticket));
     }
 
-    /// The oldest kept marker, taken out of the list, when the list is full
-    /// and nothing but it holds the marker (no host wait, proof or pending
-    /// device wait uses it): its event can be recorded again in place.
-    fn recyclable_marker(&mut self) -> Option<Arc<Marker>> {
-        if self.markers.len() < MARKERS_KEEP {
-            return None;
+    /// Whether the list is full and nothing but it holds the oldest marker
+    /// (no host wait, proof or pending device wait uses it): its event can
+    /// then be recorded again in place.
+    ///
+    /// A count of one is proof enough, read without a read-modify-write:
+    /// kept markers are cloned only under the book lock (held here), nothing
+    /// makes a `Weak` of one, and other holders only drop theirs; the fence
+    /// orders their last use (a wait on the event) before the re-record.
+    #[inline(always)]
+    fn oldest_recyclable(&self) -> bool {
+        let unique = self.markers.len() >= MARKERS_KEEP
+            && self.markers.first().is_some_and(|(m, _)| Arc::strong_count(m) == 1);
+        if unique {
+            std::sync::atomic::fence(Ordering::Acquire);
         }
-        let (oldest, _) = self.markers.first_mut()?;
-        Arc::get_mut(oldest)?;
-        Some(self.markers.remove(0).0)
+        unique
     }
 
     /// Notes a device-side wait made here for every ticket up to `ticket`
@@ -212,7 +219,7 @@ impl Timeline {
     /// Locks the stream's device book (this stream's state is
     /// `book.stream(self)`).
     #[inline(always)]
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+    pub(crate) fn lock(&self) -> book::BookGuard<'_> {
         self.book.lock()
     }
 
@@ -220,14 +227,19 @@ impl Timeline {
     /// kept one if it covers it, else a new one recorded now.
     pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
         let mut book = self.lock();
-        self.marker_in(book.stream(self), ticket)
+        let st = book.stream(self);
+        let i = self.cover_in(st, ticket)?;
+        let (m, c) = &st.markers[i];
+        Ok((m.clone(), *c))
     }
 
-    /// [`Timeline::marker_covering`] with the book locked (`st` is this
-    /// stream's state).
-    fn marker_in(&self, st: &mut StreamState, ticket: u64) -> Result<(Arc<Marker>, u64)> {
-        if let Some(found) = st.marker_for(ticket) {
-            return Ok(found);
+    /// Makes sure a kept marker covers `ticket`, with the book locked (`st`
+    /// is this stream's state): the index of the earliest that does, recorded
+    /// now if none did.
+    #[inline]
+    fn cover_in(&self, st: &mut StreamState, ticket: u64) -> Result<usize> {
+        if let Some(i) = st.marker_for(ticket) {
+            return Ok(i);
         }
         st.refuse_if_capturing("a wait on work submitted during the capture")?;
         self.record_marker(st)
@@ -242,22 +254,36 @@ impl Timeline {
     /// allocates nothing and leaves the pool alone. That is sound because a
     /// `cuStreamWaitEvent` already issued on the event took the record it saw
     /// at call time, and any other user would hold a clone of the `Arc`.
-    fn record_marker(&self, st: &mut StreamState) -> Result<(Arc<Marker>, u64)> {
+    ///
+    /// Returns the new marker's index in `st.markers` (the last).
+    fn record_marker(&self, st: &mut StreamState) -> Result<usize> {
         let covered = st.last_ticket;
         self.device.inner.bind()?;
-        if let Some(m) = st.recyclable_marker() {
-            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
-            // On failure the marker is dropped (its event back to the pool):
-            // it no longer covers the point it was kept for.
-            r?;
-            st.keep_marker(m.clone(), covered);
-            return Ok((m, covered));
+        if st.oldest_recyclable() {
+            let r = st.markers[0]
+                .0
+                .event()
+                .and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
+            if let Err(e) = r {
+                // The marker no longer covers the point it was kept for:
+                // dropped (its event back to the pool).
+                st.markers.remove(0);
+                return Err(e);
+            }
+            // Oldest becomes newest, in place: no reference count touched
+            // (adjacent swaps: cheaper than a general rotate for four).
+            let kept = st.markers.as_mut_slice();
+            let last = kept.len() - 1;
+            for i in 0..last {
+                kept.swap(i, i + 1);
+            }
+            kept[last].1 = covered;
+            return Ok(last);
         }
         let marker = self.pool.marker()?;
         marker.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))?;
-        let marker = Arc::new(marker);
-        st.keep_marker(marker.clone(), covered);
-        Ok((marker, covered))
+        st.keep_marker(Arc::new(marker), covered);
+        Ok(st.markers.len() - 1)
     }
 
     /// Records a marker covering everything submitted so far, unless one
@@ -269,6 +295,28 @@ impl Timeline {
             return Ok(());
         }
         self.record_marker(st).map(drop)
+    }
+
+    /// Makes this stream wait (device-side, `cuStreamWaitEvent` on a marker
+    /// of the other stream, recorded now if none covers it) for `p`, a point
+    /// of a stream of the same device, unless it is complete or already
+    /// waited for; `streams` are the device's stream states (book locked).
+    /// Clones no reference: the marker is used in place.
+    #[inline]
+    pub(crate) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
+        if !self.needs_wait(streams.get(self), p) {
+            return Ok(());
+        }
+        self.device.inner.bind()?;
+        let other = &p.timeline;
+        let st = streams.get(other);
+        let i = other.cover_in(st, p.ticket)?;
+        let (m, c) = &st.markers[i];
+        let c = *c;
+        let ev = m.event()?;
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        streams.get(self).set_known(other.id, c);
+        Ok(())
     }
 
     /// Records a marker at the stream's current tail unless one already
@@ -365,11 +413,14 @@ impl Timeline {
                 continue;
             }
             let other = &p.timeline;
-            let (m, c) = other.marker_in(book_in(books, other.book.ordinal)?.stream(other), p.ticket)?;
+            let st = book_in(books, other.book.ordinal)?.stream(other);
+            let i = other.cover_in(st, p.ticket)?;
+            let (m, c) = &st.markers[i];
+            let c = *c;
+            let ev = m.event()?;
             // Recording on another device's stream made that device's
             // context current on this thread: this stream's calls need its own.
             self.device.inner.bind()?;
-            let ev = m.event()?;
             call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
             book_in(books, own)?.stream(self).set_known(other.id, c);
         }

@@ -236,17 +236,24 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
         drop(book);
         return run_tracked_across(s, op_name, uses, op);
     }
-    let (r, ticket) = if conflicts {
-        let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+    if conflicts {
+        // Refused before any wait is made; then each wait made in place, as
+        // a second pass over the trackers finds it (no point cloned).
+        book.stream(s).refuse_if_capturing(op_name)?;
+        let (trackers, streams) = book.split();
+        let mut waited = Ok(());
         uses.each(|t, a| {
-            if let Some(tr) = book.tracker(t.res().slot) {
-                tr.deps(s.id, a, |p| deps.push(p.clone()));
+            if let Some(tr) = trackers.get(t.res().slot as usize) {
+                tr.deps(s.id, a, |p| {
+                    if waited.is_ok() {
+                        waited = s.wait_same_device(streams, p);
+                    }
+                });
             }
         });
-        s.submit_in(&mut *book, op_name, &deps, op)?
-    } else {
-        s.submit_in(&mut *book, op_name, &[], op)?
-    };
+        waited?;
+    }
+    let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
     uses.each(|t, a| {
         if let Some(tr) = book.tracker_mut(t.res().slot) {
             tr.record_use(s, ticket, a);
