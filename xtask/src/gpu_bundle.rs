@@ -232,19 +232,23 @@ if want overhead; then
   # built against an older gpu-sync), runs alternately with this one for a
   # before/after on one machine.
   mkdir -p "$out/overhead"
+  # Pinned to one core (the same for every run): the host's per-process
+  # speed otherwise moves with the core it lands on.
+  pin=""
+  command -v taskset >/dev/null && pin="taskset -c ${OVERHEAD_CPU:-2}"
   for v in before after; do
     gb="$here/bin/gpu-bench"
     [ "$v" = before ] && gb="$here/bin/gpu-bench-before"
     [ -x "$gb" ] || continue
     step "gpu-bench overhead --repeat 7 (gated), $v"
-    timeout 300 "$gb" overhead --repeat 7 --out "$out/overhead/$v-gated" || failed+=("overhead gated $v")
+    timeout 300 $pin "$gb" overhead --repeat 7 --out "$out/overhead/$v-gated" || failed+=("overhead gated $v")
   done
   for v in before after; do
     gb="$here/bin/gpu-bench"
     [ "$v" = before ] && gb="$here/bin/gpu-bench-before"
     [ -x "$gb" ] || continue
     step "gpu-bench overhead --repeat 3 --free-running, $v"
-    timeout 300 "$gb" overhead --repeat 3 --free-running --out "$out/overhead/$v-free-running" \
+    timeout 300 $pin "$gb" overhead --repeat 3 --free-running --out "$out/overhead/$v-free-running" \
       || failed+=("overhead free-running $v")
   done
 fi

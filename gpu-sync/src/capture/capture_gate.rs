@@ -88,6 +88,7 @@ pub(crate) trait CaptureSlot {
 /// through `join` (called with the capture's gate locked and open), or else
 /// through `plain`, which must refuse without running `op` if the stream is
 /// capturing when it checks under the lock of the stream's state.
+#[inline(always)]
 pub(crate) fn submit<S, F, R, E>(
     stream: &S,
     op: F,

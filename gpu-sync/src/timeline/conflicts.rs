@@ -103,7 +103,9 @@ impl<P: OnStream> Conflicts<P> {
                     Some(w) if w.stream_id() == stream => w.advance(at),
                     w => *w = Some(new()),
                 }
-                self.reads.clear();
+                if !self.reads.is_empty() {
+                    self.reads.clear();
+                }
             }
         }
     }

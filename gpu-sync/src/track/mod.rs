@@ -174,6 +174,7 @@ impl<const N: usize> Uses for [Use<'_>; N] {
 /// Returns `op`'s result and the operation's ticket (0 when it was captured
 /// into a graph instead: on a capturing stream the operation joins the
 /// capture, `keep` kept alive by the graph).
+#[inline(always)]
 pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     stream: &Arc<Timeline>,
     op_name: &'static str,
@@ -209,6 +210,7 @@ fn admit(op_name: &'static str) -> Result<()> {
 /// The hot path: every resource and every conflicting use on this device,
 /// one lock. Otherwise the operation locks the books of every device
 /// involved ([`run_tracked_across`]).
+#[inline(always)]
 pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
