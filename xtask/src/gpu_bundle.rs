@@ -178,6 +178,9 @@ if want sanitize; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # Tests that fault on purpose skip that part under the sanitizer.
   export GPU_SANITIZER=1
+  # Racecheck is slow on the capture race (171 s alone on the H200 of
+  # 2026-11-23): a binary, or one test alone, gets this long.
+  slimit=${SANITIZE_TIMEOUT:-420}
   # API errors are not reported: gpu-sync checks every call's result itself,
   # and its signature check ends each kernel's parameter list by asking for
   # one parameter past it, which the driver answers with
@@ -189,12 +192,12 @@ if want sanitize; then
              "$here"/tests/sync-tests--capture_race "$here"/tests/sync-tests--prefetch; do
       [ -x "$t" ] || continue
       step "compute-sanitizer --tool $tool $(basename "$t")"
-      if ! timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
+      if ! timeout "$slimit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
         "$t" --include-ignored --test-threads=1; then
         failed+=("$tool $(basename "$t")")
         # Which test? Each on its own, so one hang or report hides no other.
         for name in $("$t" --list --include-ignored 2>/dev/null | sed -n 's/: test$//p'); do
-          if timeout 120 "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
+          if timeout "$slimit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
                "$t" --include-ignored --exact "$name" >/dev/null 2>&1; then
             echo "    alone: $name ok"
           else

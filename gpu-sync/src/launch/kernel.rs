@@ -19,7 +19,7 @@
 //! parameters by raw pointer, and a kernel borrows its function handle from
 //! the module it keeps loaded.
 
-use crate::device::Limits;
+use crate::device::{Device, Limits};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::module::ModuleInner;
@@ -375,6 +375,9 @@ tuple_signatures! {
 struct KernelCore {
     f: CUfunction,
     module: Arc<ModuleInner>,
+    /// The module's device (read by every launch's check without touching
+    /// the module).
+    device: Device,
     /// The module again, as what a captured launch keeps alive for its
     /// graph (made once, so a launch clones nothing).
     keep: KeepAlive,
@@ -392,7 +395,8 @@ impl KernelCore {
     fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
         let max = module.device.inner.limits.max_shared_per_block;
         let keep: KeepAlive = module.clone();
-        KernelCore { f, module, keep, name, max_dynamic_shared: AtomicU32::new(max) }
+        let device = module.device.clone();
+        KernelCore { f, module, device, keep, name, max_dynamic_shared: AtomicU32::new(max) }
     }
 
     fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
@@ -418,11 +422,11 @@ impl KernelCore {
     }
 
     fn check(&self, stream: &Stream, cfg: &LaunchConfig) -> Result<()> {
-        if !self.module.device.same(stream.device()) {
+        if !self.device.same(stream.device()) {
             return Err(Error::DeviceMismatch {
                 what: "the kernel's module",
                 expected: stream.device().ordinal(),
-                found: self.module.device.ordinal(),
+                found: self.device.ordinal(),
             });
         }
         let limits = &stream.device().inner.limits;

@@ -130,11 +130,17 @@ pub(crate) fn book_of(device: &Device) -> Arc<DeviceBook> {
 pub(crate) struct Book {
     /// The device whose book this is.
     pub ordinal: i32,
-    trackers: Vec<Tracker>,
+    trackers: Vec<TrackerSlot>,
     free_trackers: Vec<u32>,
     streams: Streams,
     free_streams: Vec<u32>,
 }
+
+/// A tracker in its own cache line (a tracker is 56 bytes: unaligned, one
+/// in two would straddle two lines).
+#[derive(Default)]
+#[repr(align(64))]
+pub(crate) struct TrackerSlot(pub Tracker);
 
 /// The states of a device's streams, one slot per live stream.
 pub(crate) struct Streams(Vec<StreamState>);
@@ -166,7 +172,7 @@ impl Book {
         match self.free_trackers.pop() {
             Some(s) => s,
             None => {
-                self.trackers.push(Tracker::default());
+                self.trackers.push(TrackerSlot::default());
                 (self.trackers.len() - 1) as u32
             }
         }
@@ -176,7 +182,7 @@ impl Book {
     /// dropped with the book unlocked: a use may hold a stream's last
     /// handle).
     pub(crate) fn free_tracker(&mut self, slot: u32) -> Option<Tracker> {
-        let old = self.trackers.get_mut(slot as usize).map(std::mem::take);
+        let old = self.trackers.get_mut(slot as usize).map(|t| std::mem::take(&mut t.0));
         if old.is_some() {
             self.free_trackers.push(slot);
         }
@@ -186,13 +192,13 @@ impl Book {
     /// The tracker in `slot` (a resource of this book's device).
     #[inline(always)]
     pub(crate) fn tracker(&self, slot: u32) -> Option<&Tracker> {
-        self.trackers.get(slot as usize)
+        self.trackers.get(slot as usize).map(|t| &t.0)
     }
 
     /// The tracker in `slot`, for recording.
     #[inline(always)]
     pub(crate) fn tracker_mut(&mut self, slot: u32) -> Option<&mut Tracker> {
-        self.trackers.get_mut(slot as usize)
+        self.trackers.get_mut(slot as usize).map(|t| &mut t.0)
     }
 
     /// A new stream slot.
@@ -228,7 +234,7 @@ impl Book {
     /// The trackers and the stream states apart, so a pass over the trackers
     /// can make device-side waits (which update stream states) as it goes.
     #[inline(always)]
-    pub(crate) fn split(&mut self) -> (&[Tracker], &mut Streams) {
+    pub(crate) fn split(&mut self) -> (&[TrackerSlot], &mut Streams) {
         (&self.trackers, &mut self.streams)
     }
 }

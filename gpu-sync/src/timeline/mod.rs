@@ -25,7 +25,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::release::Held;
-use book::{BookList, BookSet, DeviceBook, book_in};
+use book::{Book, BookList, BookSet, DeviceBook, book_in};
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
@@ -164,22 +164,28 @@ impl StreamState {
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The timeline of one stream.
+///
+/// `repr(C)`, the fields a submission reads first: they share one cache
+/// line, which a real driver's launch path has evicted by the next launch.
+#[repr(C)]
 pub(crate) struct Timeline {
     /// The driver stream, destroyed (context bound, deferred inside host
     /// functions) when the last handle and the last recorded use are gone.
     pub stream: Held<StreamKind>,
-    pub device: Device,
     /// The book of the device: this stream's state, and the trackers of the
     /// device's resources.
     pub book: Arc<DeviceBook>,
+    pub id: u64,
     /// This stream's slot in the book.
     pub slot: u32,
-    pub id: u64,
-    pub priority: i32,
+    /// Mirrors `StreamState::capture.is_some()`: set and cleared under the
+    /// book lock, so exact under it ([`Timeline::refuse_if_capturing`]) and
+    /// a lock-free hint without it.
+    pub capturing: AtomicBool,
     /// Every ticket up to this one is known complete (host waits).
     pub completed: AtomicU64,
-    /// Mirrors `StreamState::capture.is_some()` for a lock-free fast path.
-    pub capturing: AtomicBool,
+    pub device: Device,
+    pub priority: i32,
     pool: Arc<EventPool>,
     _retire: Retire,
 }
@@ -208,6 +214,15 @@ impl Timeline {
     #[inline(always)]
     pub(crate) fn capture_hint(&self) -> bool {
         self.capturing.load(Ordering::Acquire)
+    }
+
+    /// [`Error::Capturing`] naming `op` if the stream captures, exact: the
+    /// caller holds the book (`_book`), under which the flag is set and
+    /// cleared together with the stream state's capture. Reads the timeline,
+    /// not the stream state: one cache line fewer on the hot path.
+    #[inline(always)]
+    pub(crate) fn refuse_if_capturing(&self, _book: &Book, op: &'static str) -> Result<()> {
+        if self.capturing.load(Ordering::Relaxed) { Err(Error::Capturing { op }) } else { Ok(()) }
     }
 
     /// The driver stream, borrowed.
@@ -391,9 +406,9 @@ impl Timeline {
         dev.bind()?;
         let own = self.book.ordinal;
         {
-            let st = book_in(books, own)?.stream(self);
-            st.refuse_if_capturing(op_name)?;
-            if deps.iter().any(|p| self.needs_wait(st, p)) {
+            let book = book_in(books, own)?;
+            self.refuse_if_capturing(book, op_name)?;
+            if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
                 self.wait_for(books, deps)?;
             }
         }

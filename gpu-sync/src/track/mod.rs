@@ -241,12 +241,12 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     if conflicts {
         // Refused before any wait is made; then each wait made in place, as
         // a second pass over the trackers finds it (no point cloned).
-        book.stream(s).refuse_if_capturing(op_name)?;
+        s.refuse_if_capturing(&book, op_name)?;
         let (trackers, streams) = book.split();
         let mut waited = Ok(());
         uses.each(|t, a| {
             if let Some(tr) = trackers.get(t.res().slot as usize) {
-                tr.deps(s.id, a, |p| {
+                tr.0.deps(s.id, a, |p| {
                     if waited.is_ok() {
                         waited = s.wait_same_device(streams, p);
                     }
