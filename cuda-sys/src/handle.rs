@@ -62,6 +62,11 @@ pub mod kind {
     /// `CUmemoryPool` (a device's default pool, alive as long as the driver).
     #[derive(Debug)]
     pub enum MemPoolKind {}
+    /// Page-locked host memory from `cuMemHostAlloc`, named by its address
+    /// (freed with `cuMemFreeHost`). The handle is the allocation, not its
+    /// contents: reading or writing the bytes is the owner's business.
+    #[derive(Debug)]
+    pub enum HostAllocKind {}
 }
 
 mod sealed {
@@ -98,7 +103,9 @@ pub trait Destroy: sealed::DestroyRaw {}
 
 /// A kind whose handles the driver lets several threads use at once (any
 /// call, concurrently): streams, events, modules, functions, contexts and
-/// memory pools are internally synchronized by the driver. Graphs and graph
+/// memory pools are internally synchronized by the driver; a pinned host
+/// allocation is an address the driver only looks up (copies, device
+/// pointers) or frees, which any thread may do. Graphs and graph
 /// execs are not ([graph object thread safety][ts]: "graph objects are not
 /// internally synchronized", calls on one must be serialized), so neither
 /// `Owned<GraphKind>` nor `Owned<GraphExecKind>` is `Sync`, and their borrowed forms
@@ -129,6 +136,7 @@ kinds! {
     GraphExecKind: CUgraphExec, "graph exec", serial;
     ContextKind: CUcontext, "context", shared;
     MemPoolKind: CUmemoryPool, "memory pool", shared;
+    HostAllocKind: *mut std::ffi::c_void, "pinned host allocation", shared;
 }
 
 macro_rules! destroys {
@@ -154,6 +162,7 @@ destroys! {
     ModuleKind: cuModuleUnload;
     GraphKind: cuGraphDestroy;
     GraphExecKind: cuGraphExecDestroy;
+    HostAllocKind: cuMemFreeHost;
 }
 
 /// A driver handle this process owns: destroyed when dropped (see the
@@ -182,6 +191,9 @@ pub type OwnedModule = Owned<kind::ModuleKind>;
 pub type OwnedGraph = Owned<kind::GraphKind>;
 /// `CUgraphExec`, owned (`Send`, not `Sync`).
 pub type OwnedGraphExec = Owned<kind::GraphExecKind>;
+/// Page-locked host memory (`cuMemHostAlloc`), owned: dropping it frees it
+/// (`cuMemFreeHost`).
+pub type OwnedHostAlloc = Owned<kind::HostAllocKind>;
 /// `CUstream`, borrowed.
 pub type BorrowedStream<'a> = Borrowed<'a, kind::StreamKind>;
 /// `CUevent`, borrowed.
@@ -217,6 +229,52 @@ unsafe impl<K: Destroy + Shared> Sync for Owned<K> {}
 unsafe impl<K: Shared> Send for Borrowed<'_, K> {}
 // SAFETY: as for `Send`: concurrent use of a `Shared` handle is allowed.
 unsafe impl<K: Shared> Sync for Borrowed<'_, K> {}
+
+/// A raw handle as a value that may cross threads: the driver's name for an
+/// object and nothing more — no claim that it is alive (rustix's `RawFd`).
+/// Using it takes [`Borrowed::borrow_raw`], whose caller argues liveness.
+/// For owners that keep the object alive by other means (a kernel keeps its
+/// function's module loaded) and would otherwise hold a bare pointer.
+pub struct RawHandle<K: HandleKind> {
+    raw: K::Raw,
+    _kind: PhantomData<K>,
+}
+
+impl<K: HandleKind> RawHandle<K> {
+    /// Names `raw`.
+    #[inline]
+    pub fn new(raw: K::Raw) -> Self {
+        RawHandle { raw, _kind: PhantomData }
+    }
+
+    /// The raw handle.
+    #[inline(always)]
+    pub fn get(self) -> K::Raw {
+        self.raw
+    }
+}
+
+impl<K: HandleKind> Clone for RawHandle<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K: HandleKind> Copy for RawHandle<K> {}
+
+impl<K: HandleKind> fmt::Debug for RawHandle<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawHandle({} {:?})", K::WHAT, self.raw)
+    }
+}
+
+// SAFETY: a `RawHandle` is only a name: nothing reads through it, and every
+// use turns it into a `Borrowed` first with the `unsafe` `borrow_raw`, whose
+// caller argues that the object is alive. Sending or sharing the name is
+// therefore harmless, and concurrent use of the object it names is sound for
+// `Shared` kinds (as for `Borrowed`).
+unsafe impl<K: Shared> Send for RawHandle<K> {}
+// SAFETY: as for `Send`.
+unsafe impl<K: Shared> Sync for RawHandle<K> {}
 
 impl<K: Destroy> Owned<K> {
     /// Takes ownership of a raw handle.

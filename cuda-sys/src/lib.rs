@@ -79,5 +79,5 @@ pub use error::{CuError, DriverError, LoadError, check, check_call, result_name}
 pub use handle::{
     AsBorrowed, Borrowed, BorrowedContext, BorrowedEvent, BorrowedFunction, BorrowedGraph, BorrowedGraphExec,
     BorrowedMemPool, BorrowedModule, BorrowedStream, Owned, OwnedEvent, OwnedGraph, OwnedGraphExec,
-    OwnedModule, OwnedStream,
+    OwnedHostAlloc, OwnedModule, OwnedStream, RawHandle,
 };

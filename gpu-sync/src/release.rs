@@ -37,6 +37,16 @@ impl<K: Destroy> Held<K> {
         &self.handle
     }
 
+    /// Gives the handle up without destroying it (a leak the caller decided
+    /// on: memory a device may still use).
+    pub(crate) fn leak(self) {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so its handle is taken exactly
+        // once, here; the device handle in it is leaked with it.
+        let handle = unsafe { ManuallyDrop::take(&mut this.handle) };
+        let _leaked = handle.into_raw();
+    }
+
     /// Destroys the handle now (`call`, the kind's destroy entry point), reporting the driver's error (the handle is
     /// then leaked) instead of logging it.
     ///

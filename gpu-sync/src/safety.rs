@@ -85,14 +85,17 @@
 //! be serialized ([graph object thread safety][ts]). cuda-sys argues these
 //! once, for its owned and borrowed handles (`cuda_sys::handle`); gpu-sync's
 //! devices, streams, events, markers, modules, graphs and graph execs hold
-//! those handles and get `Send`/`Sync` from their fields. The few
-//! `unsafe impl`s left (a test, `layers::unsafe_impls_are_the_argued_few`,
-//! keeps the list) are for what cuda-sys cannot own:
-//!
-//! | type | `Send` | `Sync` | argument |
-//! |---|---|---|---|
-//! | `KernelCore` (behind [`crate::Kernel`], [`crate::RawKernel`]) | yes | yes | a function handle is not tied to a thread; the module is kept loaded by an `Arc`; the dynamic shared-memory limit is atomic (a racing `set_max_dynamic_shared_mem` can only make a launch fail) |
-//! | [`crate::PinnedBuffer<T>`] and its `HostMemory` | yes | yes (the buffer) | owns its memory like a `Vec<T>` with `T: Pod`; shared access only reads it or locks the tracker |
+//! those handles and get `Send`/`Sync` from their fields. gpu-sync has no
+//! `unsafe impl` (a test, `layers::no_unsafe_impl`, keeps it so):
+//! - a [`crate::PinnedBuffer<T>`] holds its memory as a cuda-sys
+//!   `OwnedHostAlloc` and a `PhantomData<T>`: `Send`/`Sync` when `T` is,
+//!   like a `Vec<T>`; it hands out the bytes only through `&self` (reads)
+//!   and `&mut self` (writes);
+//! - a kernel (`KernelCore`, behind [`crate::Kernel`] and
+//!   [`crate::RawKernel`]) names its function with a cuda-sys `RawHandle`
+//!   (a name that may cross threads; using it takes the `unsafe`
+//!   `borrow_raw`, argued at each use: the module the kernel keeps loaded
+//!   keeps the function alive); its dynamic shared-memory limit is atomic.
 //!
 //! Without an `unsafe impl`: [`crate::Graph`] is `Send` but **not** `Sync`
 //! (its `OwnedGraph` is not: calls on a graph must be serialized — even

@@ -28,8 +28,9 @@ use crate::stream::Stream;
 use crate::timeline::conflicts::Access;
 use crate::track::{Allocation, KeepAlive, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
-use cuda_sys::BorrowedFunction;
+use cuda_sys::handle::kind::FunctionKind;
 use cuda_sys::result as cu;
+use cuda_sys::{BorrowedFunction, RawHandle};
 use cuda_sys::{CUdeviceptr, CUfunction, CUfunction_attribute};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -373,7 +374,8 @@ tuple_signatures! {
 
 /// What a kernel handle shares between its typed and raw forms.
 struct KernelCore {
-    f: CUfunction,
+    /// The function, named: `module` keeps it loaded.
+    f: RawHandle<FunctionKind>,
     module: Arc<ModuleInner>,
     /// The module's device (read by every launch's check without touching
     /// the module).
@@ -385,18 +387,19 @@ struct KernelCore {
     max_dynamic_shared: AtomicU32,
 }
 
-// SAFETY: function handles may be used from any thread; the module is kept
-// loaded by the Arc; the limit is atomic.
-unsafe impl Send for KernelCore {}
-// SAFETY: as above.
-unsafe impl Sync for KernelCore {}
-
 impl KernelCore {
     fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
         let max = module.device.inner.limits.max_shared_per_block;
         let keep: KeepAlive = module.clone();
         let device = module.device.clone();
-        KernelCore { f, module, device, keep, name, max_dynamic_shared: AtomicU32::new(max) }
+        KernelCore {
+            f: RawHandle::new(f),
+            module,
+            device,
+            keep,
+            name,
+            max_dynamic_shared: AtomicU32::new(max),
+        }
     }
 
     fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
@@ -414,7 +417,7 @@ impl KernelCore {
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `f` is a live function of the module this kernel keeps
         // loaded (the Arc), for the borrow's short life; shared by design.
-        let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f) };
+        let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
         // The value is within the device's opt-in limit.
         call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
         self.max_dynamic_shared.store(bytes, Ordering::Release);
@@ -505,7 +508,7 @@ impl KernelCore {
             *p = (s as *mut u64).cast::<c_void>();
         }
         let drv = stream.device().inner.drv;
-        let (g, b, f) = (cfg.grid, cfg.block, self.f);
+        let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
         run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
             // SAFETY: `f` is a live function of the stream's context (module
             // kept loaded by the Arc, device checked above); `params` holds one
@@ -615,7 +618,7 @@ impl<S: Signature> Kernel<S> {
 
     /// The raw function handle.
     pub fn as_raw(&self) -> CUfunction {
-        self.core.f
+        self.core.f.get()
     }
 }
 
@@ -664,7 +667,7 @@ impl RawKernel {
 
     /// The raw function handle.
     pub fn as_raw(&self) -> CUfunction {
-        self.core.f
+        self.core.f.get()
     }
 }
 

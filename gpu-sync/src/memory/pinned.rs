@@ -14,11 +14,14 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
+use crate::release::Held;
 use crate::track::Resource;
 use bytemuck::Pod;
-use cuda_sys::CUdeviceptr;
+use cuda_sys::handle::kind::HostAllocKind;
 use cuda_sys::result as cu;
+use cuda_sys::{CUdeviceptr, OwnedHostAlloc};
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 bitflags::bitflags! {
@@ -56,19 +59,21 @@ bitflags::bitflags! {
 /// assert_eq!(&back.wait()?[..], &[1, 2, 3, 4]);
 /// # Ok::<(), gpu_sync::Error>(())
 /// ```
+///
+/// `Send` and `Sync` when `T` is, with no `unsafe impl`: the allocation is a
+/// cuda-sys [`OwnedHostAlloc`] (whose thread-safety cuda-sys argues once),
+/// and the buffer hands out its bytes only through `&self` (shared reads)
+/// and `&mut self` (exclusive writes), as a `Vec<T>` does.
 pub struct PinnedBuffer<T: Pod> {
-    ptr: NonNull<T>,
+    /// The allocation; `None` for zero bytes, or once given up to a
+    /// [`HostMemory`] that frees it.
+    mem: Option<Held<HostAllocKind>>,
     len: usize,
     flags: HostAllocFlags,
     device: Device,
     pub(crate) res: Resource,
+    _t: PhantomData<T>,
 }
-
-// SAFETY: the buffer owns its memory like a `Vec<T>`; the device handle and
-// tracker are thread-safe. `T: Pod` is `Send + Sync`.
-unsafe impl<T: Pod> Send for PinnedBuffer<T> {}
-// SAFETY: shared access only reads the memory or locks the tracker.
-unsafe impl<T: Pod> Sync for PinnedBuffer<T> {}
 
 impl<T: Pod> PinnedBuffer<T> {
     /// The largest element alignment a pinned buffer supports: 4096 bytes,
@@ -103,19 +108,23 @@ impl<T: Pod> PinnedBuffer<T> {
         crate::capture::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
-            return Ok(PinnedBuffer { ptr: NonNull::dangling(), len, flags, device: device.clone(), res });
+            return Ok(PinnedBuffer { mem: None, len, flags, device: device.clone(), res, _t: PhantomData });
         }
         let dev = &device.inner;
         dev.bind()?;
         // The context is current; flags are the driver's own bits.
         let p: *mut c_void = call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
-        let Some(ptr) = NonNull::new(p.cast::<T>()) else {
+        if p.is_null() {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
-        };
+        }
+        // SAFETY: `p` is a live allocation of this driver from
+        // cuMemHostAlloc, owned by nothing else: the `Held` is its only owner
+        // and frees it once (`Shared` kind: no single-thread condition).
+        let mem = Held::new(device, unsafe { OwnedHostAlloc::from_raw(dev.drv, p) });
         if !p.cast::<T>().is_aligned() {
             // Not expected from any driver (it returns whole pages); never
             // hand out misaligned slices if one does.
-            let host = HostMemory { ptr: p, bytes, device: device.clone(), res };
+            let host = HostMemory { mem, bytes, res };
             host.free();
             return Err(Error::InvalidArgument(format!(
                 "cuMemHostAlloc returned {p:p}, not aligned to {align} bytes for {}",
@@ -126,7 +135,7 @@ impl<T: Pod> PinnedBuffer<T> {
         // for `T` (checked just above); zeroing makes every element a valid,
         // initialized `T` (`T: Pod`).
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
-        Ok(PinnedBuffer { ptr, len, flags, device: device.clone(), res })
+        Ok(PinnedBuffer { mem: Some(mem), len, flags, device: device.clone(), res, _t: PhantomData })
     }
 
     /// A pinned copy of `data`.
@@ -170,7 +179,7 @@ impl<T: Pod> PinnedBuffer<T> {
         // buffer; `&mut self` excludes other host access, and no device work
         // reads or writes it any more (waited above; writes only happen while
         // the buffer is moved into a Pending).
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) })
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.len) })
     }
 
     /// Waits for the device's uses and frees the memory now
@@ -197,13 +206,9 @@ impl<T: Pod> PinnedBuffer<T> {
         if bytes == 0 {
             return None;
         }
+        let mem = self.mem.take()?;
         let empty = self.res.empty_like();
-        let host = HostMemory {
-            ptr: self.ptr.as_ptr().cast(),
-            bytes,
-            device: self.device.clone(),
-            res: std::mem::replace(&mut self.res, empty),
-        };
+        let host = HostMemory { mem, bytes, res: std::mem::replace(&mut self.res, empty) };
         self.len = 0;
         Some(host)
     }
@@ -223,16 +228,26 @@ impl<T: Pod> PinnedBuffer<T> {
         // The memory is a live DEVICE_MAP allocation of this context; flags
         // must be 0.
         call("cuMemHostGetDevicePointer", || {
-            cu::memory::host_get_device_pointer(dev.drv, self.ptr.as_ptr().cast(), 0)
+            cu::memory::host_get_device_pointer(dev.drv, self.ptr().cast(), 0)
         })
     }
 
+    /// The first element's address (dangling, but aligned, when the buffer
+    /// holds no memory).
+    #[inline]
+    fn ptr(&self) -> *mut T {
+        match &self.mem {
+            Some(m) => m.get().as_raw().cast(),
+            None => NonNull::dangling().as_ptr(),
+        }
+    }
+
     pub(crate) fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
+        self.ptr()
     }
 
     pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
+        self.ptr()
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
@@ -247,7 +262,7 @@ impl<T: Pod> std::ops::Deref for PinnedBuffer<T> {
         // Device work only reads it while it is reachable here (uploads);
         // device writes need the buffer moved into a Pending, which releases
         // it only after the write completed.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }
     }
 }
 
@@ -263,17 +278,13 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
     }
 }
 
-/// Pinned memory on its way to `cuMemFreeHost`.
+/// Pinned memory on its way to `cuMemFreeHost`. `Send` from its parts (the
+/// allocation is a cuda-sys owned handle).
 struct HostMemory {
-    ptr: *mut c_void,
+    mem: Held<HostAllocKind>,
     bytes: usize,
-    device: Device,
     res: Resource,
 }
-
-// SAFETY: the memory is owned (its `PinnedBuffer` gave it up) and only freed,
-// which the driver allows from any thread; the rest is `Send`.
-unsafe impl Send for HostMemory {}
 
 impl HostMemory {
     /// Waits for the device's uses, then frees (or leaks, logging, if a
@@ -285,16 +296,18 @@ impl HostMemory {
         }
     }
 
-    /// Waits for the device's uses, then frees; on error the memory is
-    /// leaked (never freed while a copy may still use it).
+    /// Waits for the device's uses, then frees (`cuMemFreeHost`, the
+    /// device's context current); on error the memory is leaked (never
+    /// freed while a copy may still use it).
     fn try_free(self) -> Result<()> {
-        self.res.host_wait_all()?;
-        let dev = &self.device.inner;
-        dev.bind()?;
-        // SAFETY: the memory came from cuMemHostAlloc, is freed once (its
-        // PinnedBuffer gave it up), and no device work uses it any more
-        // (waited above).
-        call("cuMemFreeHost", || unsafe { cu::memory::free_host(dev.drv, self.ptr) })
+        let HostMemory { mem, res, .. } = self;
+        if let Err(e) = res.host_wait_all() {
+            mem.leak();
+            return Err(e);
+        }
+        // Every recorded use has completed (waited above), and the memory is
+        // freed once: its PinnedBuffer gave it up to this value.
+        mem.close("cuMemFreeHost")
     }
 }
 
