@@ -74,8 +74,8 @@ impl EventInner {
         let point = match stream {
             Some(s) => {
                 let mut book = s.inner.lock();
+                s.inner.refuse_if_capturing("Event::record")?;
                 let st = book.stream(&s.inner);
-                st.refuse_if_capturing("Event::record")?;
                 // The device's book lock makes the record's position agree
                 // with its last ticket.
                 call("cuEventRecord", || cu::event::record(self.event(), raw))?;
@@ -386,8 +386,8 @@ impl Stream {
         let dev = &self.inner.device.inner;
         dev.bind()?;
         let mut book = self.inner.lock();
+        self.inner.refuse_if_capturing("Stream::wait")?;
         let st = book.stream(&self.inner);
-        st.refuse_if_capturing("Stream::wait")?;
         // The event's record lock is held, so no re-record can slip between
         // reading its point and the wait.
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;

@@ -89,8 +89,8 @@ impl Stream {
         let state = CaptureState::new(s);
         {
             let mut book = s.lock();
+            s.refuse_if_capturing("Stream::capture")?;
             let st = book.stream(s);
-            st.refuse_if_capturing("Stream::capture")?;
             // Waits on work from before the capture must never need a new
             // record on this stream while it captures.
             s.seal_marker(st)?;

@@ -115,8 +115,8 @@ impl Drop for Allocation {
             return;
         }
         if let Some(s) = self.stream.clone() {
-            let mut book = s.lock();
-            if book.stream(&s).is_capturing() {
+            let book = s.lock();
+            if s.is_capturing() {
                 // A free now would become a node of the graph being captured;
                 // it is issued when the capture ends.
                 // Queued with the state locked: the end of the capture

@@ -25,7 +25,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::release::Held;
-use book::{Book, BookList, BookSet, DeviceBook, book_in};
+use book::{BookList, BookSet, DeviceBook, book_in};
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
@@ -90,20 +90,6 @@ const KNOWN_KEEP: usize = 32;
 const MARKERS_KEEP: usize = 4;
 
 impl StreamState {
-    /// Whether the stream takes part in a graph capture: the check every
-    /// submission makes under its device's book lock (the lock-free hint is
-    /// [`Timeline::capture_hint`], set and cleared under the same lock).
-    #[inline(always)]
-    pub(crate) fn is_capturing(&self) -> bool {
-        self.capture.is_some()
-    }
-
-    /// [`Error::Capturing`] naming `op` if the stream is capturing.
-    #[inline(always)]
-    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
-        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
-    }
-
     #[inline(always)]
     fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
@@ -179,8 +165,8 @@ pub(crate) struct Timeline {
     /// This stream's slot in the book.
     pub slot: u32,
     /// Mirrors `StreamState::capture.is_some()`: set and cleared under the
-    /// book lock, so exact under it ([`Timeline::refuse_if_capturing`]) and
-    /// a lock-free hint without it.
+    /// book lock, so exact under it ([`Timeline::is_capturing`]) and a
+    /// lock-free hint without it ([`Timeline::capture_hint`]).
     pub capturing: AtomicBool,
     /// Every ticket up to this one is known complete (host waits).
     pub completed: AtomicU64,
@@ -210,19 +196,28 @@ impl Timeline {
     }
 
     /// Whether the stream captures, read without its lock: a hint for fast
-    /// paths (exact only under the book lock, `StreamState::is_capturing`).
+    /// paths (exact only under the book lock, [`Timeline::is_capturing`]).
     #[inline(always)]
     pub(crate) fn capture_hint(&self) -> bool {
         self.capturing.load(Ordering::Acquire)
     }
 
-    /// [`Error::Capturing`] naming `op` if the stream captures, exact: the
-    /// caller holds the book (`_book`), under which the flag is set and
-    /// cleared together with the stream state's capture. Reads the timeline,
-    /// not the stream state: one cache line fewer on the hot path.
+    /// Whether the stream takes part in a graph capture: the one exact
+    /// answer, for callers that hold its device's book (every submission
+    /// does), under which the flag is set and cleared together with the
+    /// stream state's capture. Reads the timeline, not the stream state: one
+    /// cache line fewer on the hot path. Without the book,
+    /// [`Timeline::capture_hint`].
     #[inline(always)]
-    pub(crate) fn refuse_if_capturing(&self, _book: &Book, op: &'static str) -> Result<()> {
-        if self.capturing.load(Ordering::Relaxed) { Err(Error::Capturing { op }) } else { Ok(()) }
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capturing.load(Ordering::Relaxed)
+    }
+
+    /// [`Error::Capturing`] naming `op` if the stream captures (exact: the
+    /// caller holds the book; see [`Timeline::is_capturing`]).
+    #[inline(always)]
+    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
     }
 
     /// The driver stream, borrowed.
@@ -256,7 +251,7 @@ impl Timeline {
         if let Some(i) = st.marker_for(ticket) {
             return Ok(i);
         }
-        st.refuse_if_capturing("a wait on work submitted during the capture")?;
+        self.refuse_if_capturing("a wait on work submitted during the capture")?;
         self.record_marker(st)
     }
 
@@ -342,11 +337,10 @@ impl Timeline {
     pub(crate) fn mark_tail(&self) -> Result<()> {
         crate::ffi::refuse("cuEventRecord")?;
         let mut book = self.lock();
-        let st = book.stream(self);
-        if st.is_capturing() {
+        if self.is_capturing() {
             return Ok(());
         }
-        self.seal_marker(st)
+        self.seal_marker(book.stream(self))
     }
 
     /// The last ticket submitted, read under the book lock, with the
@@ -359,9 +353,8 @@ impl Timeline {
         crate::ffi::refuse(op)?;
         let ticket = {
             let mut book = self.lock();
-            let st = book.stream(self);
-            st.refuse_if_capturing(op)?;
-            st.last_ticket
+            self.refuse_if_capturing(op)?;
+            book.stream(self).last_ticket
         };
         self.device.inner.bind()?;
         Ok(ticket)
@@ -407,7 +400,7 @@ impl Timeline {
         let own = self.book.ordinal;
         {
             let book = book_in(books, own)?;
-            self.refuse_if_capturing(book, op_name)?;
+            self.refuse_if_capturing(op_name)?;
             if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
                 self.wait_for(books, deps)?;
             }

@@ -241,7 +241,7 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     if conflicts {
         // Refused before any wait is made; then each wait made in place, as
         // a second pass over the trackers finds it (no point cloned).
-        s.refuse_if_capturing(&book, op_name)?;
+        s.refuse_if_capturing(op_name)?;
         let (trackers, streams) = book.split();
         let mut waited = Ok(());
         uses.each(|t, a| {
@@ -395,7 +395,7 @@ pub(crate) fn run_tracked_idle<R>(
             _ => continue,
         }
         let st = book_in(&mut books, s.book.ordinal)?.stream(s);
-        st.refuse_if_capturing(op_name)?;
+        s.refuse_if_capturing(op_name)?;
         let idle = Point { timeline: s.clone(), ticket: st.last_ticket };
         if st.last_ticket != 0 && !idle.is_complete() {
             // Work was queued on the stream meanwhile: wait for it, unlocked.
