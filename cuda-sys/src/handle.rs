@@ -3,8 +3,11 @@
 //!
 //! An [`Owned<K>`] is a handle this process must destroy: dropping it calls
 //! the kind's destroy entry point (`cuStreamDestroy`, `cuEventDestroy`,
-//! `cuModuleUnload`, `cuGraphDestroy`, `cuGraphExecDestroy`) and, if the
+//! `cuModuleUnload`, `cuGraphDestroy`, `cuGraphExecDestroy`, `cuMemFreeHost`
+//! for pinned host memory) and, if the
 //! driver refuses, logs and leaks — the one destroy-or-log of the workspace.
+//! A [`RawHandle<K>`] is only a handle's name (rustix's `RawFd`): it may
+//! cross threads, and using it takes the `unsafe` [`Borrowed::borrow_raw`].
 //! A [`Borrowed<'a, K>`] is a copyable view whose lifetime proves the handle
 //! is alive (borrowed from an owner, or one that lives as long as the driver:
 //! the default streams, a retained primary context, a device's default memory

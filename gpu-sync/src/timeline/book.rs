@@ -302,3 +302,17 @@ pub(crate) fn not_locked(ordinal: i32) -> Error {
 pub(crate) fn book_in(books: &mut impl BookSet, ordinal: i32) -> Result<&mut Book> {
     books.book(ordinal).ok_or_else(|| not_locked(ordinal))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tracker_slot_is_one_cache_line() {
+        // A tracker alone is 56 bytes; unaligned, one in two would straddle
+        // two lines.
+        assert_eq!(std::mem::size_of::<Tracker>(), 56);
+        assert_eq!(std::mem::size_of::<TrackerSlot>(), 64);
+        assert_eq!(std::mem::align_of::<TrackerSlot>(), 64);
+    }
+}

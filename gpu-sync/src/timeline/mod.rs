@@ -317,16 +317,23 @@ impl Timeline {
         if !self.needs_wait(streams.get(self), p) {
             return Ok(());
         }
-        self.device.inner.bind()?;
-        let other = &p.timeline;
-        let st = streams.get(other);
-        let i = other.cover_in(st, p.ticket)?;
-        let (m, c) = &st.markers[i];
-        let c = *c;
-        let ev = m.event()?;
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
-        streams.get(self).set_known(other.id, c);
+        let covered = self.wait_on_marker(streams.get(&p.timeline), p)?;
+        streams.get(self).set_known(p.timeline.id, covered);
         Ok(())
+    }
+
+    /// The wait itself, given the state of `p`'s stream (its book locked):
+    /// a kept marker covering `p` (recorded now if none does), then
+    /// `cuStreamWaitEvent` on this stream with this stream's context current
+    /// (recording on another device's stream made that one current).
+    /// Returns the ticket the marker covers.
+    fn wait_on_marker(&self, other: &mut StreamState, p: &Point) -> Result<u64> {
+        let i = p.timeline.cover_in(other, p.ticket)?;
+        let (m, covered) = &other.markers[i];
+        let ev = m.event()?;
+        self.device.inner.bind()?;
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        Ok(*covered)
     }
 
     /// Records a marker at the stream's current tail unless one already
@@ -421,16 +428,8 @@ impl Timeline {
                 continue;
             }
             let other = &p.timeline;
-            let st = book_in(books, other.book.ordinal)?.stream(other);
-            let i = other.cover_in(st, p.ticket)?;
-            let (m, c) = &st.markers[i];
-            let c = *c;
-            let ev = m.event()?;
-            // Recording on another device's stream made that device's
-            // context current on this thread: this stream's calls need its own.
-            self.device.inner.bind()?;
-            call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
-            book_in(books, own)?.stream(self).set_known(other.id, c);
+            let covered = self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p)?;
+            book_in(books, own)?.stream(self).set_known(other.id, covered);
         }
         Ok(())
     }
