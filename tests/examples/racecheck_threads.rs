@@ -59,8 +59,8 @@ fn check(thread: usize, got: &[f32]) -> Result<(), Error> {
 }
 
 /// The host function of step 2: panics, and catches it, as gpu-sync's
-/// trampoline does.
-unsafe extern "C" fn panicking_host_fn(_: *mut c_void) {
+/// trampoline does. Safe to call with any argument (it reads none).
+extern "C" fn panicking_host_fn(_: *mut c_void) {
     let _ = std::panic::catch_unwind(|| panic!("deliberate panic in a host function (raw)"));
 }
 
@@ -216,25 +216,10 @@ fn gpu_sync_round(
     Ok(())
 }
 
-/// Prints gpu-sync's warnings and errors (a retry loop logs what it retries).
-struct StderrLog;
-
-impl log::Log for StderrLog {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Warn
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            eprintln!("[{}] {}: {}", r.level(), r.target(), r.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 fn run() -> Result<(), Error> {
-    if log::set_logger(&StderrLog).is_ok() {
-        log::set_max_level(log::LevelFilter::Warn);
-    }
+    // gpu-sync's warnings and errors on stderr (a retry loop logs what it
+    // retries); `RUST_LOG` overrides the level.
+    env_logger::Builder::new().filter_level(log::LevelFilter::Warn).parse_default_env().init();
     let mode = std::env::var("MODE").unwrap_or_else(|_| "raw".to_owned());
     let rounds = env_usize("ROUNDS", 20)?;
     let hostfn = env_usize("HOSTFN", 1)? != 0;

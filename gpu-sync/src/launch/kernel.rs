@@ -510,12 +510,15 @@ impl KernelCore {
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
         run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
-            // SAFETY: `f` is a live function of the stream's context (module
-            // kept loaded by the Arc, device checked above); `params` holds one
-            // pointer per parameter, each to a slot holding the argument's
-            // bytes (device pointers as u64, scalars in the low bytes), and the
-            // parameter count and sizes are those of the signature checked at
-            // load (or vouched for by the caller of an unsafe raw launch).
+            // SAFETY: `borrow_raw`: `f` is a live function of the stream's
+            // context, loaded through `drv` (the device's table, which loaded
+            // the module), and the module stays loaded for the whole call (the
+            // kernel's Arc keeps it; device checked above). `launch_kernel`:
+            // `params` holds one pointer per parameter, each to a slot holding
+            // the argument's bytes (device pointers as u64, scalars in the low
+            // bytes), and the parameter count and sizes are those of the
+            // signature checked at load (or vouched for by the caller of an
+            // unsafe raw launch).
             // What the kernel does with them is the contract its declarer
             // promised (`Module::kernel`'s or `RawKernel::launch`'s
             // `# Safety`): it reads through `In` views, writes only through
