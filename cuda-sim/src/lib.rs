@@ -105,6 +105,7 @@
 
 mod clock;
 mod config;
+pub mod cupti;
 mod device;
 mod entry;
 mod event;

@@ -133,6 +133,8 @@ pub(crate) struct Op {
     /// Operations (on other streams) that must complete first.
     pub(crate) deps: Vec<u64>,
     pub(crate) stamp: Stamp,
+    /// Simulated start time (ns).
+    pub(crate) start: u64,
     /// Simulated end time (ns).
     pub(crate) end: u64,
     pub(crate) work: Work,

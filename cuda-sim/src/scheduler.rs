@@ -87,6 +87,7 @@ fn execute(st: &mut State, id: u64) {
         drained = s.destroyed && s.queue.is_empty();
     }
     run_op(st, &op);
+    crate::cupti::on_execute(st, &op, op.start);
     if drained {
         st.streams.remove(&op.stream);
         if let Some(s) = st.sessions.get_mut(&op.session) {

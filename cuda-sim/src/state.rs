@@ -52,6 +52,8 @@ pub(crate) struct State {
     /// Queued operations not yet executed, by id (an id absent here is
     /// complete: ids are never reused).
     pub(crate) ops: HashMap<u64, Op>,
+    /// The CUPTI subset's state (enabled kinds, pending records).
+    pub(crate) cupti: crate::cupti::CuptiState,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -72,6 +74,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         execs: HashMap::new(),
         captures: HashMap::new(),
         ops: HashMap::new(),
+        cupti: crate::cupti::CuptiState::default(),
     })
 });
 

@@ -246,7 +246,7 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
     waits.deps.retain(|d| st.ops.contains_key(d));
     st.ops.insert(
         id,
-        Op { id, session, stream: sid, prio, seed, deps: waits.deps, stamp, end, work, declared },
+        Op { id, session, stream: sid, prio, seed, deps: waits.deps, stamp, start, end, work, declared },
     );
     Ok(id)
 }

@@ -45,6 +45,22 @@
 )]
 #[path = "generated/bindings.rs"]
 pub mod bindings;
+pub mod cupti;
+/// CUPTI's activity types and one `PFN_` typedef per function the
+/// [`cupti::Cupti`] table binds, generated from the pinned wheel's headers.
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    missing_docs,
+    unreachable_pub,
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc,
+    unsafe_op_in_unsafe_fn
+)]
+#[path = "generated/cupti_bindings.rs"]
+pub mod cupti_bindings;
 mod driver;
 mod error;
 #[cfg(test)]

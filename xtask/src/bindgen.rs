@@ -2,7 +2,9 @@
 //! from the pinned CUDA 13.0 headers: `bindings.rs` (types and
 //! function-pointer typedefs), `entry_points.rs` (the one entry-point list,
 //! as the `for_each_entry_point!` macro the loader, `Driver::missing` and
-//! cuda-sim's table expand), `result_names.rs`, `nvrtc_bindings.rs`, and
+//! cuda-sim's table expand), `result_names.rs`, `nvrtc_bindings.rs`,
+//! `cupti_bindings.rs` (CUPTI's activity types and one `PFN_` typedef per
+//! function the table uses, from the pinned `nvidia-cuda-cupti` wheel), and
 //! `MANIFEST` (the sha256 of each, checked by a cuda-sys unit test so a hand
 //! edit fails `cargo test`). `--check` regenerates into a temporary folder and
 //! fails when any committed file differs (stale or hand-edited).
@@ -173,7 +175,7 @@ pub const MANIFEST: &str = "MANIFEST";
 #[cfg(any(feature = "codegen", test))]
 /// The generated files, in the order the manifest lists them.
 pub const GENERATED_FILES: &[&str] =
-    &["bindings.rs", "entry_points.rs", "result_names.rs", "nvrtc_bindings.rs"];
+    &["bindings.rs", "entry_points.rs", "result_names.rs", "nvrtc_bindings.rs", "cupti_bindings.rs"];
 
 #[cfg(any(feature = "codegen", test))]
 /// The text of `MANIFEST` for these `(file, contents)` pairs: a header and
@@ -390,6 +392,7 @@ mod generate {
         writeln!(names, "];")?;
         std::fs::write(out.join("result_names.rs"), names)?;
         generate_nvrtc(out)?;
+        generate_cupti(out)?;
 
         let mut files = Vec::new();
         for name in GENERATED_FILES {
@@ -435,6 +438,96 @@ mod generate {
             hash = sha256_hex(&nvrtc_h),
         );
         std::fs::write(out.join("nvrtc_bindings.rs"), format!("{banner}\n{bindings}"))?;
+        Ok(())
+    }
+
+    /// The pinned CUPTI wheel: the CUDA 13.0 line's release (CUPTI has no
+    /// 13.0.88; 13.0.85 is its 13.0 release, CUPTI API version 130001).
+    pub const CUPTI_WHEEL: &str = "nvidia-cuda-cupti==13.0.85";
+
+    /// The CUPTI functions the table in `cuda-sys/src/cupti.rs` binds; each
+    /// gets a `PFN_<name>` typedef taken from its declaration with
+    /// `__typeof__`, so no signature is written by hand.
+    pub const CUPTI_FUNCTIONS: &[&str] = &[
+        "cuptiGetVersion",
+        "cuptiGetResultString",
+        "cuptiGetTimestamp",
+        "cuptiSubscribe",
+        "cuptiUnsubscribe",
+        "cuptiGetStreamIdEx",
+        "cuptiActivityEnable",
+        "cuptiActivityDisable",
+        "cuptiActivityRegisterCallbacks",
+        "cuptiActivityFlushAll",
+        "cuptiActivityGetNextRecord",
+        "cuptiActivityGetNumDroppedRecords",
+    ];
+
+    /// `cuda-sys/src/cupti_bindings.rs`: CUPTI's activity record types
+    /// (kernel, memcpy, memset), result and kind enums, callback types, and a
+    /// `PFN_` typedef per [`CUPTI_FUNCTIONS`] entry, from the pinned wheel's
+    /// headers. The table itself is hand-written in cuda-sys over these
+    /// typedefs, so cuda-sim can fill it as it fills the driver's.
+    fn generate_cupti(out: &std::path::Path) -> Result<()> {
+        let home = wheels::ensure(&["nvidia-cuda-runtime", "nvidia-cuda-crt", CUPTI_WHEEL])?;
+        let include = home.join("include");
+        let mut hashes = String::new();
+        for h in ["cupti_activity.h", "cupti_callbacks.h", "cupti_result.h", "cupti_version.h"] {
+            let bytes = std::fs::read(include.join(h))
+                .with_context(|| format!("reading {h} (wheel {CUPTI_WHEEL})"))?;
+            writeln!(hashes, "// {h} sha256 {}", sha256_hex(&bytes))?;
+        }
+        let mut wrapper = String::from("#include <cupti.h>\n");
+        for f in CUPTI_FUNCTIONS {
+            writeln!(wrapper, "typedef __typeof__({f}) *PFN_{f};")?;
+        }
+        let mut builder = bindgen::Builder::default()
+            .header_contents("cupti_table.h", &wrapper)
+            .clang_arg(format!("-I{}", include.display()));
+        if let Some(dir) = compiler_include_dir() {
+            builder = builder.clang_arg(format!("-isystem{}", dir.display()));
+        }
+        builder = builder
+            .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
+            .derive_default(true)
+            .layout_tests(false)
+            .generate_comments(false)
+            .use_core()
+            .prepend_enum_name(false)
+            .allowlist_var("CUPTI_API_VERSION")
+            .allowlist_type("CUptiResult")
+            .allowlist_type("CUpti_ActivityKind")
+            .allowlist_type("CUpti_Activity")
+            .allowlist_type("CUpti_ActivityKernel10")
+            .allowlist_type("CUpti_ActivityMemcpy6")
+            .allowlist_type("CUpti_ActivityMemset4")
+            .allowlist_type("CUpti_ActivityMemcpyKind")
+            .allowlist_type("CUpti_ActivityFlag")
+            .allowlist_type("CUpti_CallbackDomain")
+            .allowlist_type("CUpti_CallbackId");
+        for f in CUPTI_FUNCTIONS {
+            builder = builder.allowlist_type(format!("PFN_{f}"));
+        }
+        let bindings = builder
+            .generate()
+            .map_err(|e| anyhow::anyhow!("bindgen failed on the CUPTI headers: {e}"))?
+            .to_string();
+        let banner = format!(
+            "// Generated by `cargo xtask bindgen` from the CUPTI headers of the PyPI wheel\n\
+             // {CUPTI_WHEEL}. Do not edit.\n{hashes}"
+        );
+        let file = out.join("cupti_bindings.rs");
+        std::fs::write(&file, format!("{banner}\n{bindings}"))?;
+        // Formatted again with the workspace's own settings (bindgen's
+        // rustfmt pass does not read them), so `cargo fmt` leaves the file,
+        // and the hash the manifest records, as written.
+        crate::util::run(
+            std::process::Command::new("rustfmt")
+                .args(["--edition", "2024", "--config-path"])
+                .arg(root().join("rustfmt.toml"))
+                .arg(&file),
+        )
+        .context("rustfmt on cupti_bindings.rs")?;
         Ok(())
     }
 }

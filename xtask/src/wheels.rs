@@ -56,7 +56,12 @@ pub fn ensure(names: &[&str]) -> Result<PathBuf> {
         }
     }
     for n in &all {
-        cmd.arg(format!("{n}=={CUDA_WHEEL_VERSION}"));
+        // A name with its own pin (`nvidia-cuda-cupti==13.0.85`) keeps it.
+        if n.contains("==") {
+            cmd.arg(n)
+        } else {
+            cmd.arg(format!("{n}=={CUDA_WHEEL_VERSION}"))
+        };
     }
     run(&mut cmd).context(
         "pip could not install the CUDA wheels; needs python3 with pip and access to PyPI \

@@ -132,6 +132,9 @@ pub fn table() -> Driver {
 /// [`InstallError`] when another driver (libcuda) is already loaded or
 /// installed.
 pub fn install() -> Result<&'static Driver, InstallError> {
+    // The simulator's CUPTI comes with its driver (a libcupti loaded before
+    // keeps its place, and reports on no simulated work).
+    crate::cupti::install();
     if let Some(d) = cuda_sys::installed().filter(|d| d.origin() == ORIGIN) {
         return Ok(d);
     }

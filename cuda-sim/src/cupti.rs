@@ -1,0 +1,420 @@
+//! The subset of CUPTI that cuda-sys's [`cuda_sys::cupti`] layer uses,
+//! implemented over the simulator: activity records for kernels, copies and
+//! memsets, with the simulated start and end of each operation, written in
+//! the binary layouts of the pinned CUPTI 13.0 headers and handed back
+//! through the program's buffer callbacks, so the whole CUPTI path (loading
+//! aside) is tested without a GPU.
+//!
+//! What it models: `cuptiSubscribe` (one subscriber, as CUPTI allows),
+//! enabling and disabling the three kinds, `cuptiActivityFlushAll` (every
+//! pending record, in as many buffers as needed), `cuptiGetStreamIdEx` for
+//! explicit streams, `cuptiGetTimestamp` (the simulated clock). Records are
+//! made when an operation executes; graph launches give one record per
+//! kernel, copy and memset node, laid one after the other in the launch's
+//! span. Nothing is ever dropped.
+//!
+//! This module holds `unsafe` code because CUPTI's C interface hands raw
+//! buffers and out-pointers; each function checks them for null.
+#![allow(unsafe_code, non_snake_case)]
+
+use crate::ops::{Loc, Op, Work};
+use crate::state::{self, State};
+use cuda_sys::cupti::Cupti;
+use cuda_sys::cupti_bindings::{
+    CUcontext, CUpti_Activity, CUpti_ActivityKernel10, CUpti_ActivityKind, CUpti_ActivityMemcpy6,
+    CUpti_ActivityMemset4, CUpti_BuffersCallbackCompleteFunc, CUpti_BuffersCallbackRequestFunc,
+    CUpti_CallbackFunc, CUpti_SubscriberHandle, CUptiResult, CUstream,
+};
+use std::collections::HashMap;
+use std::ffi::{CString, c_char, c_void};
+use std::sync::{Mutex, OnceLock};
+
+/// What [`Cupti::origin`] says for the simulator's table.
+pub const ORIGIN: &str = "cuda-sim";
+
+/// The API version the simulator reports: the headers' own.
+const VERSION: u32 = cuda_sys::cupti::CUPTI_HEADER_VERSION;
+
+/// One simulated record, before it is written into a program's buffer.
+#[derive(Clone)]
+pub(crate) enum SimRecord {
+    Kernel(CUpti_ActivityKernel10),
+    Memcpy(CUpti_ActivityMemcpy6),
+    Memset(CUpti_ActivityMemset4),
+}
+
+/// The simulator's CUPTI state (inside the global [`State`]).
+#[derive(Default)]
+pub(crate) struct CuptiState {
+    subscribed: bool,
+    /// Kernel, memcpy, memset.
+    enabled: [bool; 3],
+    requested: Option<unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize)>,
+    completed: Option<unsafe extern "C" fn(CUcontext, u32, *mut u8, usize, usize)>,
+    pending: Vec<SimRecord>,
+}
+
+// SAFETY: the two callback pointers are plain `extern "C"` functions (no
+// data); the records hold a kernel-name pointer into `names()`, which lives
+// for the process. Nothing here is tied to a thread.
+unsafe impl Send for CuptiState {}
+
+impl std::fmt::Debug for CuptiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CuptiState")
+            .field("subscribed", &self.subscribed)
+            .field("enabled", &self.enabled)
+            .field("pending", &self.pending.len())
+            .finish()
+    }
+}
+
+/// Interned kernel names: CUPTI's records point at strings it keeps.
+fn intern(name: &str) -> *const c_char {
+    static NAMES: OnceLock<Mutex<HashMap<String, CString>>> = OnceLock::new();
+    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let c = names
+        .entry(name.to_owned())
+        .or_insert_with(|| CString::new(name.replace('\0', "?")).unwrap_or_default());
+    c.as_ptr()
+}
+
+/// Adds the records of `op`, which is executing now, for the enabled kinds.
+pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
+    if !st.cupti.enabled.iter().any(|e| *e) {
+        return;
+    }
+    let device = st.streams.get(&op.stream).map_or(0, |s| s.device);
+    let mut cursor = start;
+    let mut add = |st: &mut State, work: &Work, dur: u64, graph_id: u32| {
+        let (s, e) = (cursor, cursor.saturating_add(dur));
+        cursor = e;
+        let (stream_id, corr) = (op.stream as u32, op.id as u32);
+        let c = &mut st.cupti;
+        match work {
+            Work::Kernel(l) if c.enabled[0] => {
+                let mut k = CUpti_ActivityKernel10 {
+                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                    ..Default::default()
+                };
+                k.start = s;
+                k.end = e;
+                k.deviceId = device as u32;
+                k.contextId = device as u32 + 1;
+                k.streamId = stream_id;
+                k.correlationId = corr;
+                k.name = intern(l.spec.name);
+                [k.gridX, k.gridY, k.gridZ] = l.grid.map(|g| g as i32);
+                [k.blockX, k.blockY, k.blockZ] = l.block.map(|b| b as i32);
+                k.dynamicSharedMemory = l.shared as i32;
+                k.graphId = graph_id;
+                c.pending.push(SimRecord::Kernel(k));
+            }
+            Work::Copy { dst, src, len, .. } if c.enabled[1] => {
+                let mut m = CUpti_ActivityMemcpy6 {
+                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
+                    ..Default::default()
+                };
+                m.start = s;
+                m.end = e;
+                m.bytes = *len;
+                m.copyKind = match (src, dst) {
+                    (Loc::Device(_), Loc::Device(_)) => 8,
+                    (Loc::Device(_), _) => 2,
+                    (_, Loc::Device(_)) => 1,
+                    _ => 0,
+                };
+                m.deviceId = device as u32;
+                m.contextId = device as u32 + 1;
+                m.streamId = stream_id;
+                m.correlationId = corr;
+                m.graphId = graph_id;
+                c.pending.push(SimRecord::Memcpy(m));
+            }
+            Work::Memset { count, elem, value, .. } if c.enabled[2] => {
+                let mut m = CUpti_ActivityMemset4 {
+                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+                    ..Default::default()
+                };
+                m.start = s;
+                m.end = e;
+                m.bytes = count.saturating_mul(u64::from(*elem));
+                m.value = *value;
+                m.deviceId = device as u32;
+                m.contextId = device as u32 + 1;
+                m.streamId = stream_id;
+                m.correlationId = corr;
+                m.graphId = graph_id;
+                c.pending.push(SimRecord::Memset(m));
+            }
+            _ => {}
+        }
+    };
+    match &op.work {
+        Work::Graph(g) => {
+            for n in &g.nodes {
+                add(st, &n.work, n.duration, 1);
+            }
+        }
+        w => {
+            let dur = op.end.saturating_sub(start);
+            add(st, w, dur, 0);
+        }
+    }
+}
+
+fn record_size(r: &SimRecord) -> usize {
+    match r {
+        SimRecord::Kernel(_) => size_of::<CUpti_ActivityKernel10>(),
+        SimRecord::Memcpy(_) => size_of::<CUpti_ActivityMemcpy6>(),
+        SimRecord::Memset(_) => size_of::<CUpti_ActivityMemset4>(),
+    }
+}
+
+/// Size of the record whose kind is at `p`, 0 for a kind not written here.
+///
+/// # Safety
+/// `p` points at a record's first four bytes.
+unsafe fn size_at(p: *const u8) -> usize {
+    // SAFETY: the caller's promise; read unaligned as a plain integer.
+    let kind = CUpti_ActivityKind(unsafe { std::ptr::read_unaligned(p.cast::<u32>()) });
+    match kind {
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => size_of::<CUpti_ActivityKernel10>(),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => size_of::<CUpti_ActivityMemcpy6>(),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => size_of::<CUpti_ActivityMemset4>(),
+        _ => 0,
+    }
+}
+
+unsafe extern "C" fn cuptiGetVersion(version: *mut u32) -> CUptiResult {
+    if version.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null out-pointer from the caller.
+    unsafe { *version = VERSION };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiGetResultString(r: CUptiResult, s: *mut *const c_char) -> CUptiResult {
+    if s.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let name = intern(cuda_sys::cupti::cupti_result_name(r));
+    // SAFETY: non-null out-pointer; the interned string lives for the process.
+    unsafe { *s = name };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiGetTimestamp(t: *mut u64) -> CUptiResult {
+    if t.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let st = state::lock();
+    let now = st.streams.values().map(|s| s.tail_end).max().unwrap_or(0);
+    // SAFETY: non-null out-pointer.
+    unsafe { *t = now };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiSubscribe(
+    subscriber: *mut CUpti_SubscriberHandle,
+    _callback: CUpti_CallbackFunc,
+    _userdata: *mut c_void,
+) -> CUptiResult {
+    if subscriber.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let mut st = state::lock();
+    if st.cupti.subscribed {
+        return CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    st.cupti.subscribed = true;
+    // SAFETY: non-null out-pointer; the handle is an opaque token.
+    unsafe { *subscriber = std::ptr::dangling_mut() };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiUnsubscribe(_subscriber: CUpti_SubscriberHandle) -> CUptiResult {
+    state::lock().cupti.subscribed = false;
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiGetStreamIdEx(
+    _ctx: CUcontext,
+    stream: CUstream,
+    _per_thread: u8,
+    id: *mut u32,
+) -> CUptiResult {
+    if id.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let sid = stream.addr() as u64;
+    if !state::lock().streams.contains_key(&sid) {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null out-pointer.
+    unsafe { *id = sid as u32 };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
+    match kind {
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+        | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some(0),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some(1),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some(2),
+        _ => None,
+    }
+}
+
+unsafe extern "C" fn cuptiActivityEnable(kind: CUpti_ActivityKind) -> CUptiResult {
+    let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
+    state::lock().cupti.enabled[i] = true;
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityDisable(kind: CUpti_ActivityKind) -> CUptiResult {
+    let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
+    state::lock().cupti.enabled[i] = false;
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityRegisterCallbacks(
+    requested: CUpti_BuffersCallbackRequestFunc,
+    completed: CUpti_BuffersCallbackCompleteFunc,
+) -> CUptiResult {
+    let (Some(r), Some(c)) = (requested, completed) else {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    };
+    let mut st = state::lock();
+    st.cupti.requested = Some(r);
+    st.cupti.completed = Some(c);
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> CUptiResult {
+    // Take the records under the lock; call the program's callbacks
+    // without it (they call back into this table).
+    let (records, requested, completed) = {
+        let mut st = state::lock();
+        let c = &mut st.cupti;
+        (std::mem::take(&mut c.pending), c.requested, c.completed)
+    };
+    let (Some(requested), Some(completed)) = (requested, completed) else {
+        return if records.is_empty() {
+            CUptiResult::CUPTI_SUCCESS
+        } else {
+            CUptiResult::CUPTI_ERROR_NOT_INITIALIZED
+        };
+    };
+    let mut rest = records.as_slice();
+    while !rest.is_empty() {
+        let (mut buf, mut size, mut max) = (std::ptr::null_mut::<u8>(), 0usize, 0usize);
+        // SAFETY: the program's buffer-request callback, with valid
+        // out-pointers, as CUPTI calls it.
+        unsafe { requested(&mut buf, &mut size, &mut max) };
+        if buf.is_null() || size < record_size(&rest[0]) {
+            return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        let mut used = 0usize;
+        while let Some(r) = rest.first() {
+            let n = record_size(r);
+            if used + n > size {
+                break;
+            }
+            // SAFETY: `buf` has `size` bytes (the callback's promise) and
+            // `used + n <= size`; records are written unaligned-safe.
+            unsafe {
+                let p = buf.add(used);
+                match r {
+                    SimRecord::Kernel(k) => std::ptr::write_unaligned(p.cast(), *k),
+                    SimRecord::Memcpy(m) => std::ptr::write_unaligned(p.cast(), *m),
+                    SimRecord::Memset(m) => std::ptr::write_unaligned(p.cast(), *m),
+                }
+            }
+            used += n;
+            rest = &rest[1..];
+        }
+        // SAFETY: the program's completion callback gets back its own
+        // buffer with `used` valid bytes.
+        unsafe { completed(std::ptr::null_mut(), 0, buf, size, used) };
+    }
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityGetNextRecord(
+    buffer: *mut u8,
+    valid: usize,
+    record: *mut *mut CUpti_Activity,
+) -> CUptiResult {
+    if buffer.is_null() || record.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: `record` is the caller's cursor (null to start, else a record
+    // this function returned inside `buffer`).
+    let cur = unsafe { *record }.cast::<u8>();
+    let next = if cur.is_null() {
+        0
+    } else {
+        let off = (cur as usize).wrapping_sub(buffer as usize);
+        if off >= valid {
+            return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        // SAFETY: `cur` is a record inside the buffer's valid bytes.
+        let n = unsafe { size_at(cur) };
+        if n == 0 {
+            return CUptiResult::CUPTI_ERROR_INVALID_KIND;
+        }
+        off + n
+    };
+    // SAFETY: a record fits in `valid` bytes from `next` (checked below
+    // before its size is read: its kind needs 4 bytes).
+    if next + 4 > valid || next + unsafe { size_at(buffer.add(next)) } > valid {
+        return CUptiResult::CUPTI_ERROR_MAX_LIMIT_REACHED;
+    }
+    // SAFETY: `next` is within the valid bytes; `record` is non-null.
+    unsafe { *record = buffer.add(next).cast() };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
+    _ctx: CUcontext,
+    _stream: u32,
+    n: *mut usize,
+) -> CUptiResult {
+    if n.is_null() {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null out-pointer; the simulator never drops a record.
+    unsafe { *n = 0 };
+    CUptiResult::CUPTI_SUCCESS
+}
+
+/// The simulator's CUPTI table.
+pub fn table() -> Cupti {
+    let mut t = Cupti::empty(ORIGIN);
+    t.cuptiGetVersion = Some(cuptiGetVersion);
+    t.cuptiGetResultString = Some(cuptiGetResultString);
+    t.cuptiGetTimestamp = Some(cuptiGetTimestamp);
+    t.cuptiSubscribe = Some(cuptiSubscribe);
+    t.cuptiUnsubscribe = Some(cuptiUnsubscribe);
+    t.cuptiGetStreamIdEx = Some(cuptiGetStreamIdEx);
+    t.cuptiActivityEnable = Some(cuptiActivityEnable);
+    t.cuptiActivityDisable = Some(cuptiActivityDisable);
+    t.cuptiActivityRegisterCallbacks = Some(cuptiActivityRegisterCallbacks);
+    t.cuptiActivityFlushAll = Some(cuptiActivityFlushAll);
+    t.cuptiActivityGetNextRecord = Some(cuptiActivityGetNextRecord);
+    t.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
+    t
+}
+
+/// Makes the simulator's table the process-wide CUPTI
+/// ([`cuda_sys::cupti::install_cupti`]) unless one is already in place;
+/// returns whether the process-wide table is the simulator's.
+pub fn install() -> bool {
+    // SAFETY: every function of `table()` follows CUPTI's contract for the
+    // pinned layouts: records are written as the structs their kind names,
+    // and the cursor never leaves the buffer's valid bytes.
+    let t = unsafe { cuda_sys::cupti::install_cupti(table()) };
+    t.origin == ORIGIN
+}

@@ -1,0 +1,71 @@
+//! The CUPTI subset on the simulator, through cuda-sys's one process-wide
+//! subscriber: records of kernels, copies and memsets come back with the
+//! simulated start and end of each operation, on the stream that ran it,
+//! only for the kinds a consumer asked for, and only while it is alive.
+
+mod common;
+use common::*;
+use cuda_sys::cupti::{ActivityKind, ActivityOp, activity};
+
+#[test]
+fn activity_records_carry_the_simulated_times_of_each_operation() {
+    let _serial = serial();
+    let e = env(901);
+    let a = activity().expect("the simulator's CUPTI");
+    assert_eq!(a.origin(), "cuda-sim");
+    let s = e.stream(0);
+    let sid = a.stream_id(e.ctx.as_raw(), s.as_raw()).expect("cuptiGetStreamIdEx");
+    let buf = e.alloc(4096);
+    {
+        let c = a.consumer(&[ActivityKind::Kernel, ActivityKind::Memset]).expect("consumer");
+        // Work before the flush of an earlier consumer is not this one's.
+        assert!(c.take().expect("take").is_empty());
+        sim::memset32(buf, 7, 1024, &s).expect("memset");
+        e.fill(&s, buf, 3, 1024);
+        e.fill(&s, buf, 4, 512);
+        stream::synchronize(&s).expect("sync");
+        let recs: Vec<_> = c.take().expect("take").into_iter().filter(|r| r.stream_id == sid).collect();
+        assert_eq!(recs.len(), 3, "{recs:?}");
+        assert!(matches!(recs[0].op, ActivityOp::Memset { bytes: 4096, value: 7 }), "{:?}", recs[0]);
+        for r in &recs[1..] {
+            let ActivityOp::Kernel { name, grid, block, graph_id } = &r.op else { panic!("{r:?}") };
+            assert_eq!(&**name, "sim_fill_u32");
+            assert_eq!((*grid, *block, *graph_id), ([1, 1, 1], [1, 1, 1], 0));
+            // The simulator's default kernel duration.
+            assert_eq!(r.duration_ns(), 2000, "{r:?}");
+        }
+        // One after the other on one stream.
+        assert!(recs.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{recs:?}");
+        assert_ne!(recs[1].correlation_id, recs[2].correlation_id);
+        // A copy is not a kind this consumer asked for.
+        let mut host = vec![0u32; 4];
+        // SAFETY: `host` is valid for 16 bytes; a pageable copy completes
+        // before the call returns.
+        unsafe { memory::memcpy_dtoh_async(host.as_mut_ptr().cast(), buf, 16, &s) }.expect("copy");
+        stream::synchronize(&s).expect("sync");
+        assert!(c.take().expect("take").iter().all(|r| r.kind() != ActivityKind::Memcpy));
+        assert_eq!(host, [4; 4]);
+    }
+    // No consumer: nothing is recorded (the kinds are disabled again).
+    e.fill(&s, buf, 5, 16);
+    stream::synchronize(&s).expect("sync");
+    let c = a.consumer(&[ActivityKind::Kernel]).expect("consumer");
+    assert!(c.take().expect("take").is_empty());
+    assert_eq!(a.dropped(), 0);
+    drop(c);
+    sim::free(buf).expect("free");
+    drop(s);
+    teardown(e);
+}
+
+#[test]
+fn a_second_subscriber_is_refused_as_a_profiling_tool_would_be() {
+    let _serial = serial();
+    let _ = d(); // installs the simulator, its CUPTI with it
+    let _ = activity().expect("the simulator's CUPTI");
+    let t = cuda_sim::cupti::table();
+    let mut h = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer; no callback.
+    let r = unsafe { (t.cuptiSubscribe.expect("subscribe"))(&mut h, None, std::ptr::null_mut()) };
+    assert_eq!(cuda_sys::cupti::cupti_result_name(r), "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+}
