@@ -22,6 +22,9 @@ pub enum Failure {
     Check(String),
     /// A driver or API error.
     Gpu(gpu_sync::Error),
+    /// The timer could not measure what was asked (a mode unavailable here,
+    /// CUPTI records that do not fit the runs).
+    Bench(gpu_bench::Error),
     /// Writing the output.
     Io(String),
 }
@@ -33,7 +36,7 @@ impl Failure {
             Failure::NoDriver(_) => crate::EXIT_NO_DRIVER,
             Failure::Usage(_) => crate::EXIT_USAGE,
             Failure::Check(_) => crate::EXIT_CHECK,
-            Failure::Gpu(_) | Failure::Io(_) => crate::EXIT_ERROR,
+            Failure::Gpu(_) | Failure::Bench(_) | Failure::Io(_) => crate::EXIT_ERROR,
         }
     }
 }
@@ -48,7 +51,17 @@ impl std::fmt::Display for Failure {
             Failure::Usage(m) => write!(f, "{m}"),
             Failure::Check(m) => write!(f, "result check failed: {m}"),
             Failure::Gpu(e) => write!(f, "{e}"),
+            Failure::Bench(e) => write!(f, "{e}"),
             Failure::Io(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<gpu_bench::Error> for Failure {
+    fn from(e: gpu_bench::Error) -> Failure {
+        match e {
+            gpu_bench::Error::Gpu(e) => Failure::Gpu(e),
+            e => Failure::Bench(e),
         }
     }
 }

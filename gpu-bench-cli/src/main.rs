@@ -20,6 +20,7 @@ mod overlap;
 mod roofline;
 mod sync_costs;
 mod timer;
+mod truth;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use common::{Ctx, Failure};
@@ -165,6 +166,15 @@ enum Command {
         #[arg(long, visible_alias = "no-gate")]
         free_running: bool,
     },
+    /// The timer against the GPU's own clock: four memory kernels at five
+    /// sizes and a spin kernel at five lengths, in every mode, each event
+    /// mode's excess over kernel mode (CUPTI) reported.
+    Truth {
+        /// Only launch each case this many times (no timing), for an external
+        /// profiler such as Nsight Compute to time the same launches.
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+        launch_only: Option<usize>,
+    },
     /// The right and wrong ways to time, and what synchronization costs.
     SyncCosts,
     /// H2D, D2H and both at once; pinned vs pageable; copy engine vs SM copy.
@@ -297,6 +307,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 method: if free_running { overhead::Method::FreeRunning } else { overhead::Method::Gated },
             },
         )?,
+        Command::Truth { launch_only } => truth::run(&ctx, launch_only)?,
         Command::SyncCosts => sync_costs::run(&ctx)?,
         Command::Bandwidth { max_mib } => bandwidth::run(&ctx, max_mib)?,
         Command::Overlap { chunk_mib, chunks } => overlap::run(&ctx, chunk_mib, chunks)?,

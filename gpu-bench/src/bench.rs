@@ -56,6 +56,7 @@
 //! never timed, and gpu-sync's tracking orders every buffer the closure
 //! touches.
 
+use crate::error::{Error as BenchError, Result as BenchResult};
 use crate::info::{ClockCheck, Resolution};
 use crate::instruments::{GateFlag, Instruments};
 use crate::record::{Counter, Mode, ModeResult, Record, Unit, Warning};
@@ -63,7 +64,9 @@ use crate::settings::Settings;
 use crate::stats::Summary;
 use crate::stop::{self, Rule, StopReason};
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
+use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
 use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,6 +107,11 @@ pub struct Timer {
     probes_mhz: Vec<f64>,
     reported_mhz: f64,
     resolution: Resolution,
+    /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
+    /// stream, made at the first kernel-mode run.
+    kernel_clock: Option<(Consumer, u32)>,
+    /// Rounds of gated samples dropped because the gate timed out.
+    dropped_rounds: usize,
 }
 
 impl Timer {
@@ -140,9 +148,119 @@ impl Timer {
             probes_mhz: Vec::new(),
             reported_mhz,
             resolution,
+            kernel_clock: None,
+            dropped_rounds: 0,
         };
         t.probe_clock()?;
+        if t.instruments.is_some() {
+            t.resolution.busy_floor_s = Some(t.busy_floor(32)?);
+        }
         Ok(t)
+    }
+
+    /// The event-pair floor on a busy stream: `pairs` empty start/end pairs
+    /// queued behind the gate and run back to back; the median, seconds.
+    /// What any gated sample carries on top of its work.
+    fn busy_floor(&mut self, pairs: usize) -> Result<f64> {
+        self.ensure_ring()?;
+        let n = pairs.clamp(2, PIPELINE_RING);
+        for _ in 0..3 {
+            let opened = self.gated(&mut |t| {
+                for (a, b) in t.ring.iter().take(n) {
+                    a.record(&t.stream)?;
+                    b.record(&t.stream)?;
+                }
+                Ok(())
+            })?;
+            let mut v = Vec::with_capacity(n);
+            for (a, b) in self.ring.iter().take(n) {
+                b.synchronize()?;
+                v.push(a.elapsed(b)?.as_secs_f64());
+            }
+            if opened {
+                return Ok(crate::stats::median(&v));
+            }
+            self.dropped_rounds += 1;
+        }
+        Err(Error::InvalidArgument(
+            "the spin gate timed out three times while measuring the event-pair floor".into(),
+        ))
+    }
+
+    fn ensure_ring(&mut self) -> Result<()> {
+        if self.ring.len() < PIPELINE_RING {
+            let d = self.stream.device().clone();
+            while self.ring.len() < PIPELINE_RING {
+                self.ring.push((TimingEvent::new(&d)?, TimingEvent::new(&d)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// The gated batch, written once: closes the gate, queues the spin gate
+    /// kernel on the timing stream, lets `enqueue` queue work behind it,
+    /// opens the gate (whatever `enqueue` returned, so the stream drains)
+    /// and synchronizes the stream. Returns whether the host opened the gate
+    /// before the kernel's timeout (otherwise part of the work ran with host
+    /// gaps between its pieces). Needs instruments.
+    ///
+    /// # Errors
+    /// A driver error, or `enqueue`'s.
+    pub fn gated(&mut self, enqueue: &mut dyn FnMut(&mut Timer) -> Result<()>) -> Result<bool> {
+        let Some(inst) = self.instruments.clone() else {
+            return Err(Error::InvalidArgument(
+                "the spin gate needs instruments (gpu_bench::instruments)".into(),
+            ));
+        };
+        let (mut flag, mut out) = match self.gate.take() {
+            Some(g) => g,
+            None => (GateFlag::new(self.stream.device())?, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?),
+        };
+        let queued = flag
+            .close()
+            .and_then(|()| inst.gate(&self.stream, &flag, GATE_TIMEOUT_NS, &mut out))
+            .and_then(|()| enqueue(self));
+        let opened = flag.open();
+        let done = self.stream.synchronize().map(|_| ());
+        let read = self.stream.to_vec(&out);
+        self.gate = Some((flag, out));
+        queued?;
+        opened?;
+        done?;
+        Ok(read?.first().copied() == Some(1))
+    }
+
+    /// Makes kernel mode's CUPTI consumer (kernels, copies, memsets) and
+    /// finds the timing stream's CUPTI id, once; the reason as text when
+    /// CUPTI cannot be used here.
+    fn kernel_clock(&mut self) -> std::result::Result<(), String> {
+        if self.kernel_clock.is_some() {
+            return Ok(());
+        }
+        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
+        let c = a
+            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
+            .map_err(|e| e.to_string())?;
+        let sid = a
+            .stream_id(self.stream.device().raw_context(), self.stream.as_raw())
+            .map_err(|e| e.to_string())?;
+        self.kernel_clock = Some((c, sid));
+        Ok(())
+    }
+
+    /// Whether kernel mode can run here (CUPTI loads and no other tool owns
+    /// the profiling interface); the reason when it cannot.
+    ///
+    /// # Errors
+    /// The reason, as text.
+    pub fn kernel_mode_available(&mut self) -> std::result::Result<(), String> {
+        self.kernel_clock()
+    }
+
+    /// Rounds of gated samples dropped so far because the gate timed out
+    /// before the host had queued them (their samples are not kept).
+    pub fn dropped_rounds(&self) -> usize {
+        self.dropped_rounds
     }
 
     /// The timing stream (the one closures are given).
@@ -230,30 +348,13 @@ impl Timer {
     /// `runs` runs behind the spin gate: (seconds per run, whether the host
     /// opened the gate before its timeout).
     fn time_batch(&mut self, runs: usize, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<(f64, bool)> {
-        let Some(inst) = self.instruments.clone() else {
-            return Err(Error::InvalidArgument("batch mode needs instruments".into()));
-        };
-        if self.gate.is_none() {
-            let flag = GateFlag::new(self.stream.device())?;
-            self.gate = Some((flag, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?));
-        }
-        let Some((flag, out)) = self.gate.as_mut() else {
-            return Err(Error::InvalidArgument("gate missing".into()));
-        };
-        flag.close()?;
-        inst.gate(&self.stream, flag, GATE_TIMEOUT_NS, out)?;
-        let queued = (|| {
-            self.start.record(&self.stream)?;
+        let opened = self.gated(&mut |t| {
+            t.start.record(&t.stream)?;
             for _ in 0..runs {
-                f(&self.stream)?;
+                f(&t.stream)?;
             }
-            self.end.record(&self.stream)
-        })();
-        // Open the gate whatever happened, so the stream drains.
-        flag.open()?;
-        queued?;
-        self.end.synchronize()?;
-        let opened = self.stream.to_vec(&*out)?.first().copied() == Some(1);
+            t.end.record(&t.stream)
+        })?;
         Ok((self.start.elapsed(&self.end)?.as_secs_f64() / runs.max(1) as f64, opened))
     }
 }
@@ -272,7 +373,7 @@ fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize
         .copied()
         .filter(|&x| x > 0.0)
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
-    Ok(Resolution { floor_s: floor, step_s: step, pairs })
+    Ok(Resolution { floor_s: floor, step_s: step, pairs, busy_floor_s: None })
 }
 
 /// What one pipelined sample enqueues between its events.
@@ -299,11 +400,27 @@ struct Pipeline<'f> {
     /// Whether the GPU may have gone idle since the last enqueue (the next
     /// sample is then primed).
     idle: bool,
+    /// Samples of the last gated round not yet handed out, oldest first.
+    ready: VecDeque<f64>,
+    /// Whether samples are still taken in gated rounds (cleared when a
+    /// round's gate times out: work that blocks the host, such as a
+    /// pageable copy, cannot be queued behind a closed gate).
+    gated: bool,
 }
 
 impl<'f> Pipeline<'f> {
     fn new(work: Work<'f>) -> Pipeline<'f> {
-        Pipeline { work, in_flight: Default::default(), next_slot: 0, depth: 2, left: 0, runs: 0, idle: true }
+        Pipeline {
+            work,
+            in_flight: Default::default(),
+            next_slot: 0,
+            depth: 2,
+            left: 0,
+            runs: 0,
+            idle: true,
+            ready: VecDeque::new(),
+            gated: true,
+        }
     }
 
     /// Sizes the queue for samples of about `estimate_s`: [`PIPELINE_AHEAD_S`]
@@ -313,14 +430,9 @@ impl<'f> Pipeline<'f> {
         self.depth = (n.min(PIPELINE_RING as f64) as usize).max(2);
     }
 
-    fn enqueue(&mut self, t: &mut Timer) -> Result<()> {
-        if t.ring.len() < PIPELINE_RING {
-            let d = t.stream.device().clone();
-            while t.ring.len() < PIPELINE_RING {
-                t.ring.push((TimingEvent::new(&d)?, TimingEvent::new(&d)?));
-            }
-        }
-        if self.idle || self.in_flight.is_empty() {
+    fn enqueue(&mut self, t: &mut Timer, gated: bool) -> Result<()> {
+        t.ensure_ring()?;
+        if !gated && (self.idle || self.in_flight.is_empty()) {
             t.prime()?;
             self.idle = false;
         }
@@ -355,18 +467,50 @@ impl<'f> Pipeline<'f> {
         Ok(a.elapsed(b)?.as_secs_f64())
     }
 
-    /// Fills the queue up to its depth (within the cap), then reads the
-    /// oldest sample.
+    /// The next sample. With instruments, samples come in gated rounds:
+    /// up to `depth` samples (within the cap) are queued behind the closed
+    /// spin gate, then the gate opens and the GPU runs start event → work →
+    /// end event of every sample back to back, with no host gap inside any
+    /// timed region. A round whose gate timed out before the host had queued
+    /// it is dropped (counted in [`Timer::dropped_rounds`]) and run again.
+    /// Without instruments, samples are enqueued ahead on the ring, the
+    /// queue primed by a spin whenever it ran empty.
     fn next(&mut self, t: &mut Timer) -> Result<f64> {
-        while self.in_flight.len() < self.depth && self.left > 0 {
-            self.enqueue(t)?;
+        if self.ready.is_empty() && (t.instruments.is_none() || !self.gated) {
+            while self.in_flight.len() < self.depth && self.left > 0 {
+                self.enqueue(t, false)?;
+            }
+            return self.read_oldest(t);
         }
-        self.read_oldest(t)
+        while self.ready.is_empty() {
+            let n = self.depth.min(self.left.max(1)).min(PIPELINE_RING);
+            let opened = t.gated(&mut |t| {
+                for _ in 0..n {
+                    self.enqueue(t, true)?;
+                }
+                Ok(())
+            })?;
+            let mut round = Vec::with_capacity(n);
+            while !self.in_flight.is_empty() {
+                round.push(self.read_oldest(t)?);
+            }
+            if opened {
+                self.ready.extend(round);
+            } else {
+                // The host could not queue the round before the gate's
+                // timeout (work that blocks the host): the round's samples
+                // are dropped, and the mode goes on ungated.
+                t.dropped_rounds += 1;
+                self.gated = false;
+                return self.next(t);
+            }
+        }
+        self.ready.pop_front().ok_or_else(|| Error::InvalidArgument("no sample ready".into()))
     }
 
     /// Reads every sample still in flight, in order.
     fn drain(&mut self, t: &Timer) -> Result<Vec<f64>> {
-        let mut v = Vec::with_capacity(self.in_flight.len());
+        let mut v: Vec<f64> = self.ready.drain(..).collect();
         while !self.in_flight.is_empty() {
             v.push(self.read_oldest(t)?);
         }
@@ -374,26 +518,105 @@ impl<'f> Pipeline<'f> {
     }
 }
 
+/// Kernel mode's runs: the closure run plainly on the timing stream, in
+/// rounds; after each round the CUPTI records of the timing stream are
+/// taken and split into runs (each run must enqueue the same number of
+/// device operations). A sample is the span from a run's first start to
+/// its last end; the sum of its operations' durations is kept beside it.
+struct KernelRuns<'f> {
+    f: &'f mut dyn FnMut(&Stream) -> Result<()>,
+    /// (span, sum) of runs measured and not yet handed out, seconds.
+    ready: VecDeque<(f64, f64)>,
+    /// The sums of the runs handed out since the last [`Source::clear_side`].
+    sums: &'f mut Vec<f64>,
+    /// Device operations per run, learnt from the first round.
+    per_run: Option<usize>,
+    depth: usize,
+    left: usize,
+}
+
+impl KernelRuns<'_> {
+    fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
+        while self.ready.is_empty() {
+            let n = self.depth.min(self.left.max(1));
+            let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
+                return Err(BenchError::Kernel("no CUPTI consumer".into()));
+            };
+            let sid = *sid;
+            // Records of earlier work on the stream (clock probes) are not
+            // this round's.
+            consumer.take().map_err(|e| BenchError::Kernel(e.to_string()))?;
+            for _ in 0..n {
+                (self.f)(&t.stream)?;
+            }
+            t.stream.synchronize()?;
+            let Some((consumer, _)) = t.kernel_clock.as_ref() else {
+                return Err(BenchError::Kernel("no CUPTI consumer".into()));
+            };
+            let mut recs: Vec<_> = consumer
+                .take()
+                .map_err(|e| BenchError::Kernel(e.to_string()))?
+                .into_iter()
+                .filter(|r| r.stream_id == sid)
+                .collect();
+            recs.sort_by_key(|r| r.start_ns);
+            if recs.is_empty() {
+                return Err(BenchError::Kernel(
+                    "CUPTI recorded no kernel, copy or memset for the runs on the timing stream \
+                     (does the closure enqueue its work on the stream it is given?)"
+                        .into(),
+                ));
+            }
+            let k = *self.per_run.get_or_insert(recs.len() / n);
+            if k == 0 || recs.len() != k * n {
+                return Err(BenchError::Kernel(format!(
+                    "{} device operations recorded for {n} runs: each run must enqueue the same number \
+                     ({k} in the first round)",
+                    recs.len()
+                )));
+            }
+            for run in recs.chunks(k) {
+                let start = run.iter().map(|r| r.start_ns).min().unwrap_or(0);
+                let end = run.iter().map(|r| r.end_ns).max().unwrap_or(0);
+                let sum: u64 = run.iter().map(|r| r.duration_ns()).sum();
+                self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, sum as f64 * 1e-9));
+            }
+            self.left = self.left.saturating_sub(n);
+        }
+        let (span, sum) = self.ready.pop_front().unwrap_or((0.0, 0.0));
+        self.sums.push(sum);
+        Ok(span)
+    }
+}
+
 /// Where a mode's samples come from.
 enum Source<'f> {
-    /// Event-timed samples enqueued ahead (hot, cold, graph).
+    /// Event-timed samples, gated rounds or enqueued ahead (hot, cold, graph).
     Pipe(Pipeline<'f>),
     /// One synchronized sample at a time (batch: each sample holds its own
     /// runs behind the spin gate).
     Each(&'f mut dyn FnMut(&mut Timer) -> Result<f64>),
+    /// CUPTI's records of each run (kernel).
+    Kernel(KernelRuns<'f>),
 }
 
 impl Source<'_> {
-    fn next(&mut self, t: &mut Timer) -> Result<f64> {
+    fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
         match self {
-            Source::Pipe(p) => p.next(t),
-            Source::Each(f) => f(t),
+            Source::Pipe(p) => Ok(p.next(t)?),
+            Source::Each(f) => Ok(f(t)?),
+            Source::Kernel(k) => k.next(t),
         }
     }
 
     fn size_for(&mut self, estimate_s: f64) {
-        if let Source::Pipe(p) = self {
-            p.size_for(estimate_s);
+        match self {
+            Source::Pipe(p) => p.size_for(estimate_s),
+            Source::Kernel(k) => {
+                let n = if estimate_s > 0.0 { (PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
+                k.depth = (n.min(256.0) as usize).max(1);
+            }
+            Source::Each(_) => {}
         }
     }
 
@@ -401,6 +624,38 @@ impl Source<'_> {
     fn set_idle(&mut self) {
         if let Source::Pipe(p) = self {
             p.idle = true;
+        }
+    }
+
+    /// Runs it may still start (the sample cap).
+    fn set_left(&mut self, n: usize) {
+        match self {
+            Source::Pipe(p) => p.left = n,
+            Source::Kernel(k) => k.left = n,
+            Source::Each(_) => {}
+        }
+    }
+
+    /// Every run already measured and not handed out, in order.
+    fn drain(&mut self, t: &Timer) -> BenchResult<Vec<f64>> {
+        match self {
+            Source::Pipe(p) => Ok(p.drain(t)?),
+            Source::Kernel(k) => Ok(k
+                .ready
+                .drain(..)
+                .map(|(span, sum)| {
+                    k.sums.push(sum);
+                    span
+                })
+                .collect()),
+            Source::Each(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Forgets what was kept beside the samples (kernel mode's sums) so far.
+    fn clear_side(&mut self) {
+        if let Source::Kernel(k) = self {
+            k.sums.clear();
         }
     }
 }
@@ -420,6 +675,7 @@ pub struct Bench {
     settings: Settings,
     modes: Vec<Mode>,
     instruments: Option<Arc<dyn Instruments>>,
+    best_effort: bool,
 }
 
 impl Bench {
@@ -433,6 +689,7 @@ impl Bench {
             settings: Settings::default(),
             modes: vec![Mode::Hot],
             instruments: None,
+            best_effort: false,
         }
     }
 
@@ -476,11 +733,21 @@ impl Bench {
         self
     }
 
+    /// With `true`, a requested mode that cannot run here (batch without
+    /// instruments, kernel without CUPTI, graph when the work cannot be
+    /// captured) is skipped with a [`Rule::Unavailable`] warning in the
+    /// record instead of failing [`Bench::run`]. Off by default: nothing
+    /// asked for is dropped silently.
+    pub fn best_effort(mut self, yes: bool) -> Bench {
+        self.best_effort = yes;
+        self
+    }
+
     /// Times `f` in every requested mode on a new [`Timer`] for `stream`.
     ///
     /// # Errors
     /// A driver error, or `f`'s error.
-    pub fn run(&self, stream: &Stream, f: impl FnMut(&Stream) -> Result<()>) -> Result<Record> {
+    pub fn run(&self, stream: &Stream, f: impl FnMut(&Stream) -> Result<()>) -> BenchResult<Record> {
         let mut timer = Timer::new(stream, self.instruments.clone())?;
         self.run_on(&mut timer, None, f)
     }
@@ -491,13 +758,16 @@ impl Bench {
     /// run of `f`.
     ///
     /// # Errors
-    /// A driver error, or the closures' error.
+    /// A driver error, or the closures' error; [`BenchError::Unavailable`]
+    /// for a requested mode that cannot run here (unless
+    /// [`Bench::best_effort`]); [`BenchError::Kernel`] when CUPTI's records
+    /// cannot be split into runs.
     pub fn run_on(
         &self,
         timer: &mut Timer,
         mut first: Option<&mut FirstCall<'_>>,
         mut f: impl FnMut(&Stream) -> Result<()>,
-    ) -> Result<Record> {
+    ) -> BenchResult<Record> {
         let mut rec = Record::new(
             self.name.clone(),
             &self.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect::<Vec<_>>(),
@@ -527,13 +797,40 @@ impl Bench {
                     Some(self.sample(timer, mode, 1, Source::Pipe(Pipeline::new(Work::Cold(&mut f, 0))))?)
                 }
                 Mode::Batch if timer.instruments.is_none() => {
-                    rec.warnings.push(Warning {
-                        rule: Rule::Unavailable,
-                        mode: Some(mode),
-                        message: "no instruments loaded (the spin gate); see gpu_bench::instruments".into(),
-                    });
+                    self.unavailable(
+                        &mut rec,
+                        mode,
+                        "no instruments loaded (the spin gate): Bench::instruments(gpu_bench::instruments::load(..))"
+                            .into(),
+                    )?;
                     None
                 }
+                Mode::Kernel => match timer.kernel_clock() {
+                    Ok(()) => {
+                        let mut sums = Vec::new();
+                        let runs = KernelRuns {
+                            f: &mut f,
+                            ready: VecDeque::new(),
+                            sums: &mut sums,
+                            per_run: None,
+                            depth: 1,
+                            left: 0,
+                        };
+                        let mut r = self.sample(timer, mode, 1, Source::Kernel(runs))?;
+                        if !sums.is_empty() {
+                            r.counters.push(Counter::new(
+                                "device-op sum",
+                                crate::stats::median(&sums),
+                                Unit::Seconds,
+                            ));
+                        }
+                        Some(r)
+                    }
+                    Err(why) => {
+                        self.unavailable(&mut rec, mode, why)?;
+                        None
+                    }
+                },
                 Mode::Batch => {
                     let n = s.batch_runs.max(1);
                     let mut timeouts = 0usize;
@@ -566,11 +863,11 @@ impl Bench {
                         )?)
                     }
                     Err(e) => {
-                        rec.warnings.push(Warning {
-                            rule: Rule::Unavailable,
-                            mode: Some(mode),
-                            message: format!("the work could not be captured into a graph: {e}"),
-                        });
+                        self.unavailable(
+                            &mut rec,
+                            mode,
+                            format!("the work could not be captured into a graph: {e}"),
+                        )?;
                         None
                     }
                 },
@@ -585,6 +882,16 @@ impl Bench {
         Ok(rec)
     }
 
+    /// A requested mode that cannot run: an error, or with
+    /// [`Bench::best_effort`] a warning in the record.
+    fn unavailable(&self, rec: &mut Record, mode: Mode, why: String) -> BenchResult<()> {
+        if !self.best_effort {
+            return Err(BenchError::Unavailable { mode, why });
+        }
+        rec.warnings.push(Warning { rule: Rule::Unavailable, mode: Some(mode), message: why });
+        Ok(())
+    }
+
     /// Warmup until steady, then the one sampling loop, with clock probes.
     fn sample(
         &self,
@@ -592,13 +899,11 @@ impl Bench {
         mode: Mode,
         runs_per_sample: usize,
         mut src: Source<'_>,
-    ) -> Result<ModeResult> {
+    ) -> BenchResult<ModeResult> {
         let s = &self.settings;
         let began = Instant::now();
         let warmup_cap = s.warmup_max.max(s.warmup_min).max(1);
-        if let Source::Pipe(p) = &mut src {
-            p.left = warmup_cap;
-        }
+        src.set_left(warmup_cap);
         let mut warm = Vec::new();
         let steady = loop {
             warm.push(src.next(timer)?);
@@ -619,11 +924,10 @@ impl Bench {
             }
         };
         // Warmup runs still in flight are warmup runs: read, not recorded.
-        if let Source::Pipe(p) = &mut src {
-            warm.extend(p.drain(timer)?);
-            p.left = s.max_samples.max(1);
-            p.idle = true;
-        }
+        warm.extend(src.drain(timer)?);
+        src.set_left(s.max_samples.max(1));
+        src.set_idle();
+        src.clear_side();
         src.size_for(crate::stats::median(&warm));
         let warmup_s = began.elapsed().as_secs_f64();
         let mut probes: Vec<(usize, f64)> = Vec::new();
@@ -649,9 +953,7 @@ impl Bench {
             || sampling.elapsed().as_secs_f64(),
         )?;
         // Samples in flight when the rule was met are real runs: kept.
-        if let Source::Pipe(p) = &mut src {
-            samples.extend(p.drain(timer)?);
-        }
+        samples.extend(src.drain(timer)?);
         let sampling_s = sampling.elapsed().as_secs_f64();
         if let Some(mhz) = timer.probe_clock()? {
             probes.push((samples.len(), mhz));
@@ -758,6 +1060,20 @@ impl Bench {
                 ),
             );
         }
+        if let Some(floor) = timer.resolution.busy_floor_s
+            && matches!(r.mode, Mode::Hot | Mode::Cold | Mode::Graph)
+            && r.summary.median < 3.0 * floor
+        {
+            push(
+                Rule::Resolution,
+                format!(
+                    "median {} is within 3x of the event-pair floor on a busy stream ({}): the events' own \
+                     cost is a large part of it; trust kernel or batch mode here",
+                    crate::record::format_value(r.summary.median, Unit::Seconds),
+                    crate::record::format_value(floor, Unit::Seconds)
+                ),
+            );
+        }
         if r.low_clock_samples > 0 {
             push(
                 Rule::Clock,
@@ -818,6 +1134,14 @@ fn derive(rec: &mut Record) {
             });
         } else {
             derived.push(Counter::new(name, d, Unit::Seconds));
+        }
+    }
+    // Each event mode against the GPU's own time of the same work.
+    if let Some((mk, _)) = med(Mode::Kernel) {
+        for m in [Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph] {
+            if let Some((mm, _)) = med(m) {
+                derived.push(Counter::new(format!("{} over kernel", m.name()), mm - mk, Unit::Seconds));
+            }
         }
     }
     rec.counters.extend(derived);

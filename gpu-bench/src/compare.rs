@@ -305,7 +305,7 @@ pub fn calibrate(
     repeats: usize,
     threshold: f64,
     mut f: impl FnMut(&Stream) -> Result<()>,
-) -> Result<Calibration> {
+) -> crate::Result<Calibration> {
     let bench = bench.clone().modes(&[Mode::Hot]);
     let mut runs = Vec::new();
     for _ in 0..repeats.max(2) {

@@ -167,6 +167,12 @@ pub struct Resolution {
     pub step_s: Option<f64>,
     /// Pairs measured.
     pub pairs: usize,
+    /// The event-pair floor on a busy stream: the median of empty pairs
+    /// queued behind the spin gate and run back to back, seconds (with
+    /// instruments). What every gated sample carries on top of its work;
+    /// results within 3× of it are flagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_floor_s: Option<f64>,
 }
 
 impl Resolution {
@@ -238,7 +244,7 @@ mod tests {
         let c = ClockCheck::of(vec![1500.0, 1980.0, 1900.0], 1980.0).unwrap();
         assert_eq!((c.steady_mhz, c.min_mhz), (1980.0, 1500.0));
         assert!(ClockCheck::of(vec![], 1.0).is_none());
-        let r = Resolution { floor_s: 1e-6, step_s: None, pairs: 4 };
+        let r = Resolution { floor_s: 1e-6, step_s: None, pairs: 4, busy_floor_s: None };
         assert_eq!(r.limit_s(), 1e-6);
     }
 }

@@ -47,6 +47,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod error;
 pub mod info;
 pub mod instruments;
 pub mod record;
@@ -57,6 +58,7 @@ pub mod stop;
 
 pub use bench::{Bench, Timer};
 pub use compare::{Compare, Verdict};
+pub use error::{Error, Result};
 pub use info::{ClockCheck, DeviceInfo, PcieLink, Resolution, device_info};
 pub use instruments::{GateFlag, Instruments};
 pub use record::{Counter, Mode, ModeResult, Record, Report, Unit, Warning};

@@ -141,11 +141,16 @@ pub enum Mode {
     Batch,
     /// The work captured once into a CUDA graph and replayed.
     Graph,
+    /// The GPU's own start and end of each device operation of a run, from
+    /// CUPTI activity records (no events): the span from the first start to
+    /// the last end per run. The reference the event modes are held against.
+    Kernel,
 }
 
 impl Mode {
     /// Every mode, in report order.
-    pub const ALL: [Mode; 5] = [Mode::FirstCall, Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph];
+    pub const ALL: [Mode; 6] =
+        [Mode::FirstCall, Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph, Mode::Kernel];
 
     /// The mode's name (`first-call`).
     pub fn name(self) -> &'static str {
@@ -155,6 +160,7 @@ impl Mode {
             Mode::Hot => "hot",
             Mode::Batch => "batch",
             Mode::Graph => "graph",
+            Mode::Kernel => "kernel",
         }
     }
 

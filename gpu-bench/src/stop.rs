@@ -161,22 +161,32 @@ pub fn sample_until<E>(
 ) -> Result<(Vec<f64>, StopReason), E> {
     let mut samples = Vec::new();
     let mut measured = 0.0;
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     loop {
         let t = next()?;
         measured += t;
+        (lo, hi) = (lo.min(t), hi.max(t));
         samples.push(t);
         let n = samples.len();
-        if n >= s.min_samples.max(2)
-            && measured >= s.min_time_s
-            && check_now(n)
-            && unmet(&samples, measured, s).is_empty()
-        {
-            return Ok((samples, StopReason::Converged));
+        let elapsed = elapsed_s();
+        // Measured time is the samples' own time or the wall time spent
+        // sampling, whichever is more: a sample of a batch stands for many
+        // runs, and the wall clock counts them all.
+        let time = measured.max(elapsed);
+        if n >= s.min_samples.max(2) {
+            // A stream with no spread at all (a simulated device) has
+            // nothing more to tell: converged at the minimum sample count.
+            if lo == hi && lo.is_finite() {
+                return Ok((samples, StopReason::Converged));
+            }
+            if time >= s.min_time_s && check_now(n) && unmet(&samples, time, s).is_empty() {
+                return Ok((samples, StopReason::Converged));
+            }
         }
         if n >= s.max_samples.max(1) {
             return Ok((samples, StopReason::MaxSamples));
         }
-        if elapsed_s() >= s.timeout_s {
+        if elapsed >= s.timeout_s {
             return Ok((samples, StopReason::Timeout));
         }
     }
@@ -283,12 +293,46 @@ mod tests {
 
     #[test]
     fn minimum_time_is_named_when_it_is_what_failed() {
-        // Perfectly quiet samples of 1 µs: noise 0, but 10 ms of minimum time
-        // are not reached before the cap; the unmet rule is min-time, not noise.
+        // Quiet samples of 1 µs (±0.01 %): noise far below the target, but
+        // 10 ms of minimum time are not reached before the cap; the unmet rule
+        // is min-time, not noise.
         let s = Settings::default().min_time_s(0.01).max_samples(100).timeout_s(f64::INFINITY);
-        let (samples, why) = run(&s, |_| 1e-6);
+        let (samples, why) = run(&s, |i| 1e-6 * (1.0 + 1e-4 * (i % 3) as f64));
         assert_eq!(why, StopReason::MaxSamples);
         assert_eq!(unmet(&samples, samples.iter().sum(), &s), vec![Rule::MinTime]);
+    }
+
+    #[test]
+    fn a_stream_without_spread_converges_at_the_minimum_sample_count() {
+        // A simulated device: every sample exactly 2 µs. Neither more samples
+        // nor more time can tell anything more.
+        let s = Settings::default().timeout_s(f64::INFINITY);
+        let (samples, why) = run(&s, |_| 2e-6);
+        assert_eq!(why, StopReason::Converged);
+        assert_eq!(samples.len(), s.min_samples);
+    }
+
+    #[test]
+    fn wall_time_counts_toward_the_minimum_time() {
+        // Batch samples stand for many runs: 1 µs per run, but each sample
+        // took 1 ms of wall time; 0.5 s of wall time is enough.
+        let s = Settings::default().timeout_s(f64::INFINITY);
+        let mut wall = 0.0;
+        let mut i = 0u32;
+        let r: Result<_, Infallible> = sample_until(
+            &s,
+            || {
+                i += 1;
+                Ok(1e-6 * (1.0 + 1e-3 * f64::from(i % 7)))
+            },
+            || {
+                wall += 1e-3;
+                wall
+            },
+        );
+        let (samples, why) = r.unwrap_or_else(|e| match e {});
+        assert_eq!(why, StopReason::Converged);
+        assert!(samples.len() <= 600, "{} samples", samples.len());
     }
 
     #[test]

@@ -1,0 +1,143 @@
+//! `gpu-bench truth`: the timer held against the GPU's own clock.
+//!
+//! Four memory kernels of the `kernels` crate (`scale_f32`, `copy_u32x4`,
+//! `triad_f32`, `read_sum_u32x4`) at 1 Ki, 32 Ki, 1 Mi, 32 Mi and 256 Mi
+//! elements, and the spin kernel at 2 µs, 10 µs, 100 µs, 1 ms and 10 ms,
+//! each timed in every sampled mode (cold, hot, batch, graph) and in kernel
+//! mode (CUPTI's records, where CUPTI loads). Each record carries
+//! "<mode> over kernel": what each event mode reads above the GPU's own
+//! duration of the same work. With `--launch-only N` nothing is timed: each
+//! case is launched N times back to back and synchronized, so an external
+//! profiler (Nsight Compute) times the same launches.
+//!
+//! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
+//! 1 Mi elements and the spin lengths at 100 µs.
+
+use crate::common::{Ctx, Failure, finish_report};
+use gpu_bench::record::{Counter, Unit, format_value};
+use gpu_bench::{Bench, Mode, Report, Timer};
+use gpu_sync::{DeviceBuffer, Stream};
+
+/// Elements of each memory case.
+const SIZES: [(usize, &str); 5] =
+    [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")];
+/// Spin lengths, seconds.
+const SPINS: [f64; 5] = [2e-6, 10e-6, 100e-6, 1e-3, 10e-3];
+
+/// What one case is timed with.
+struct Plan<'a> {
+    ctx: &'a Ctx,
+    modes: Vec<Mode>,
+    launch_only: Option<usize>,
+}
+
+impl Plan<'_> {
+    /// Times (or only launches) one case and adds its record to `report`.
+    fn case(
+        &self,
+        report: &mut Report,
+        timer: &mut Timer,
+        kernel: &str,
+        size: &str,
+        bytes: u64,
+        mut f: impl FnMut(&Stream) -> gpu_sync::Result<()>,
+    ) -> Result<(), Failure> {
+        self.ctx.progress.step(format!("truth: {kernel} {size}"));
+        if let Some(n) = self.launch_only {
+            let s = timer.stream().clone();
+            for _ in 0..n {
+                f(&s)?;
+            }
+            s.synchronize()?;
+            return Ok(());
+        }
+        let mut s = self.ctx.settings;
+        // Batches of about 2 ms of work.
+        s.batch_runs = s.batch_runs.max(1);
+        let mut rec = Bench::new(kernel)
+            .param("size", size)
+            .bytes(bytes)
+            .modes(&self.modes)
+            .settings(s)
+            .run_on(timer, None, &mut f)?;
+        if let (Some(h), Some(c)) = (rec.mode(Mode::Hot), rec.mode(Mode::Cold))
+            && h.median() > c.median() * 1.02
+        {
+            rec.counters.push(Counter::new("hot above cold", h.median() / c.median() - 1.0, Unit::Fraction));
+        }
+        report.records.push(rec);
+        Ok(())
+    }
+}
+
+/// Runs the table (or, with `launch_only`, only launches each case).
+///
+/// # Errors
+/// A driver error; a mode that cannot run.
+pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
+    let mut report = ctx.report("Timer truth: every mode against the GPU's own kernel time")?;
+    let stream = Stream::new(&ctx.device)?;
+    let mut timer = ctx.timer(&stream)?;
+    let mut modes = vec![Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph];
+    match timer.kernel_mode_available() {
+        Ok(()) => modes.push(Mode::Kernel),
+        Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
+    }
+    let plan = Plan { ctx, modes, launch_only };
+    let small = ctx.quick || ctx.sim;
+    let max = if small { 1 << 20 } else { SIZES[4].0 };
+    let k = &ctx.kernels;
+    // Inputs of real values (never zeros); one set of buffers, viewed at
+    // each size.
+    let x: Vec<f32> = (0..max).map(|i| 1.0 + (i % 1013) as f32 * 0.25).collect();
+    let xs = DeviceBuffer::from_slice(&stream, &x)?;
+    let ys = DeviceBuffer::from_slice(&stream, &x)?;
+    drop(x);
+    let words: Vec<u32> = (0..max as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let src = DeviceBuffer::from_slice(&stream, &words)?;
+    drop(words);
+    let mut out_f = DeviceBuffer::<f32>::alloc(&stream, max)?;
+    let mut out_u = DeviceBuffer::<u32>::alloc(&stream, max)?;
+    let mut sum = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
+        let (xv, yv, sv) = (xs.slice(..n)?, ys.slice(..n)?, src.slice(..n)?);
+        let b = n as u64;
+        plan.case(&mut report, &mut timer, "scale_f32", label, 8 * b, |s| {
+            k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0)
+        })?;
+        plan.case(&mut report, &mut timer, "copy_u32x4", label, 8 * b, |s| {
+            k.copy(s, &sv, &mut out_u.slice_mut(..n)?)
+        })?;
+        plan.case(&mut report, &mut timer, "triad_f32", label, 12 * b, |s| {
+            k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5)
+        })?;
+        plan.case(&mut report, &mut timer, "read_sum_u32x4", label, 4 * b, |s| k.read_sum(s, &sv, &mut sum))?;
+    }
+    let mhz = timer.clock().map_or(report.device.sm_clock_mhz, |c| c.steady_mhz);
+    let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    for &len in SPINS.iter().filter(|&&t| !small || t <= 100e-6) {
+        let cycles = Ctx::cycles(len, mhz);
+        let label = format_value(len, Unit::Seconds);
+        plan.case(&mut report, &mut timer, "spin_cycles", &label, 0, |s| k.spin(s, cycles, &mut spin_out))?;
+        if let Some(r) = report.records.last_mut() {
+            let expected = cycles as f64 / (mhz * 1e6);
+            r.counters.push(Counter::new("expected (cycles / clock)", expected, Unit::Seconds));
+            if let Some(kt) = r.mode(Mode::Kernel).map(|m| m.median()) {
+                r.counters.push(Counter::new("kernel vs expected", kt / expected - 1.0, Unit::Fraction));
+            }
+        }
+    }
+    finish_report(&mut report, &timer);
+    if timer.dropped_rounds() > 0 {
+        report.notes.push(format!(
+            "{} gated rounds were dropped (the spin gate timed out before the host had queued them)",
+            timer.dropped_rounds()
+        ));
+    }
+    report.notes.push(format!(
+        "spin lengths from cycles = length x {mhz:.0} MHz (the measured steady clock); \
+         '<mode> over kernel' = that mode's median - kernel mode's median (CUPTI: the GPU's own \
+         start/end of the run's device operations)"
+    ));
+    Ok(report)
+}

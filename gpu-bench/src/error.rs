@@ -1,0 +1,29 @@
+//! gpu-bench's error: a driver error from the work or the engine, a mode
+//! that cannot run here (said, never silently dropped), or CUPTI.
+
+use crate::record::Mode;
+
+/// What can go wrong while measuring.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A driver error, from the timed work or from the engine's own calls.
+    #[error(transparent)]
+    Gpu(#[from] gpu_sync::Error),
+    /// A requested mode cannot run here; ask for
+    /// [`Bench::best_effort`](crate::Bench::best_effort) to have it skipped
+    /// with a warning instead.
+    #[error("mode {} cannot run here: {why}", mode.name())]
+    Unavailable {
+        /// The mode.
+        mode: Mode,
+        /// Why (no instruments loaded, no CUPTI, not capturable), with the
+        /// cause's own message.
+        why: String,
+    },
+    /// The kernel-time source (CUPTI) failed while measuring.
+    #[error("kernel mode: {0}")]
+    Kernel(String),
+}
+
+/// gpu-bench's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
