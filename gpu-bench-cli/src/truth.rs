@@ -10,6 +10,10 @@
 //! case is launched N times back to back and synchronized, so an external
 //! profiler (Nsight Compute) times the same launches.
 //!
+//! The cases run in a fixed order (an empty spin, then per size the four
+//! memory kernels, then the spins), the order `peer/truth_table.py` joins
+//! Nsight Compute's launches on.
+//!
 //! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
 //! 1 Mi elements and the spin lengths at 100 µs.
 
@@ -70,6 +74,45 @@ impl Plan<'_> {
     }
 }
 
+/// Host time to submit one launch of the empty spin with CUPTI's activity
+/// recording off and on (kernels, copies, memsets): 2,000 launches a round,
+/// submission time only (the GPU drains between rounds), off and on
+/// alternating over 9 rounds each; medians per launch.
+fn cupti_host_cost(ctx: &Ctx, stream: &Stream, out: &mut DeviceBuffer<u64>) -> Result<gpu_bench::Record, Failure> {
+    use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
+    const LAUNCHES: usize = 2000;
+    let a = activity().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
+    let k = &ctx.kernels;
+    let round = |out: &mut DeviceBuffer<u64>| -> Result<f64, Failure> {
+        stream.synchronize()?;
+        let t0 = std::time::Instant::now();
+        for _ in 0..LAUNCHES {
+            k.spin(stream, 1, out)?;
+        }
+        let t = t0.elapsed().as_secs_f64() / LAUNCHES as f64;
+        stream.synchronize()?;
+        Ok(t)
+    };
+    round(out)?;
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        off.push(round(out)?);
+        let c = a
+            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
+            .map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
+        on.push(round(out)?);
+        // The records are taken so the buffers do not grow.
+        c.take().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
+    }
+    let (m_off, m_on) = (gpu_bench::stats::median(&off), gpu_bench::stats::median(&on));
+    let mut r = gpu_bench::Record::new("CUPTI host cost per launch", &[("launches", LAUNCHES.to_string())]);
+    r.counters.push(Counter::new("host submit, CUPTI off", m_off, Unit::Seconds));
+    r.counters.push(Counter::new("host submit, CUPTI on", m_on, Unit::Seconds));
+    r.counters.push(Counter::new("CUPTI on - off", m_on - m_off, Unit::Seconds));
+    r.counters.push(Counter::new("records dropped (process)", a.dropped() as f64, Unit::Count));
+    Ok(r)
+}
+
 /// Runs the table (or, with `launch_only`, only launches each case).
 ///
 /// # Errors
@@ -99,6 +142,10 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     let mut out_f = DeviceBuffer::<f32>::alloc(&stream, max)?;
     let mut out_u = DeviceBuffer::<u32>::alloc(&stream, max)?;
     let mut sum = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    // An (almost) empty kernel first: one cycle of spin, the fixed cost of
+    // a launch as each clock sees it (ncu's offset from CUPTI is taken on it).
+    let mut empty_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    plan.case(&mut report, &mut timer, "spin_cycles", "empty", 0, |s| k.spin(s, 1, &mut empty_out))?;
     for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
         let (xv, yv, sv) = (xs.slice(..n)?, ys.slice(..n)?, src.slice(..n)?);
         let b = n as u64;
@@ -126,6 +173,10 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
                 r.counters.push(Counter::new("kernel vs expected", kt / expected - 1.0, Unit::Fraction));
             }
         }
+    }
+    if launch_only.is_none() && plan.modes.contains(&Mode::Kernel) {
+        ctx.progress.step("truth: CUPTI's host cost per launch");
+        report.records.push(cupti_host_cost(ctx, &stream, &mut empty_out)?);
     }
     finish_report(&mut report, &timer);
     if timer.dropped_rounds() > 0 {

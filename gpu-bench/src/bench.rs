@@ -249,12 +249,15 @@ impl Timer {
     }
 
     /// Whether kernel mode can run here (CUPTI loads and no other tool owns
-    /// the profiling interface); the reason when it cannot.
+    /// the profiling interface); the reason when it cannot. CUPTI records
+    /// nothing after this returns: kernel mode enables it while it samples.
     ///
     /// # Errors
     /// The reason, as text.
     pub fn kernel_mode_available(&mut self) -> std::result::Result<(), String> {
-        self.kernel_clock()
+        let r = self.kernel_clock();
+        self.kernel_clock = None;
+        r
     }
 
     /// Rounds of gated samples dropped so far because the gate timed out
@@ -816,7 +819,11 @@ impl Bench {
                             depth: 1,
                             left: 0,
                         };
-                        let mut r = self.sample(timer, mode, 1, Source::Kernel(runs))?;
+                        let r = self.sample(timer, mode, 1, Source::Kernel(runs));
+                        // CUPTI records only while kernel mode samples: the
+                        // other modes run without it.
+                        timer.kernel_clock = None;
+                        let mut r = r?;
                         if !sums.is_empty() {
                             r.counters.push(Counter::new(
                                 "device-op sum",
