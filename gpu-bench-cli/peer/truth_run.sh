@@ -4,7 +4,7 @@
 # (gpu__time_duration.sum, 200 launches per case; once with no cache control,
 # once with its cache flush for cold), and the PyTorch/Triton peers on the
 # same fatbin kernels, all in one device call. Files go to $OUT (or
-# /tmp/truth-out): truth/{report.md,results.json,results.csv}, ncu_hot.csv,
+# /tmp/truth-out): truth/{report.md,results.json.gz}, ncu_hot.csv,
 # ncu_cold.csv, peers.json, log. Join them with peer/truth_table.py.
 #   BUNDLE=target/truth-bundle bash gpu-bench-cli/peer/truth_run.sh
 set -uo pipefail
@@ -28,6 +28,8 @@ echo "== gpu-bench truth"
 SECONDS=0
 "$B/gpu-bench" --format md --out "$O/truth" truth | tail -n 80
 echo "gpu-bench truth: exit ${PIPESTATUS[0]}, ${SECONDS}s"
+# Every sample is in the JSON: compressed, it comes back under the size limit.
+gzip -f "$O/truth/results.json" && rm -f "$O/truth/results.csv"
 echo "== ncu, no cache control ($LAUNCHES launches per case)"
 SECONDS=0
 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
@@ -40,6 +42,6 @@ ncu --clock-control none --cache-control all --metrics gpu__time_duration.sum --
 echo "ncu cold: exit $?, ${SECONDS}s"
 echo "== peers"
 SECONDS=0
-MHZ=$(python3 -c "import json;r=json.load(open('$O/truth/results.json'));c=r.get('clock') or {};print(c.get('steady_mhz') or r['device']['sm_clock_mhz'])")
+MHZ=$(python3 -c "import gzip,json;r=json.load(gzip.open('$O/truth/results.json.gz'));c=r.get('clock') or {};print(c.get('steady_mhz') or r['device']['sm_clock_mhz'])")
 PYTHONUNBUFFERED=1 python3 gpu-bench-cli/peer/truth_peer.py --fatbins kernels/fatbin --clock-mhz "$MHZ" --out "$O"
 echo "peers: exit $?, ${SECONDS}s"

@@ -78,7 +78,11 @@ impl Plan<'_> {
 /// recording off and on (kernels, copies, memsets): 2,000 launches a round,
 /// submission time only (the GPU drains between rounds), off and on
 /// alternating over 9 rounds each; medians per launch.
-fn cupti_host_cost(ctx: &Ctx, stream: &Stream, out: &mut DeviceBuffer<u64>) -> Result<gpu_bench::Record, Failure> {
+fn cupti_host_cost(
+    ctx: &Ctx,
+    stream: &Stream,
+    out: &mut DeviceBuffer<u64>,
+) -> Result<gpu_bench::Record, Failure> {
     use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
     const LAUNCHES: usize = 2000;
     let a = activity().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;

@@ -505,6 +505,9 @@ impl<'f> Pipeline<'f> {
                 // are dropped, and the mode goes on ungated.
                 t.dropped_rounds += 1;
                 self.gated = false;
+                // The dropped runs do not count against the cap.
+                self.left += round.len();
+                self.runs = self.runs.saturating_sub(round.len());
                 return self.next(t);
             }
         }
@@ -839,7 +842,11 @@ impl Bench {
                     }
                 },
                 Mode::Batch => {
-                    let n = s.batch_runs.max(1);
+                    // Samples of about PIPELINE_AHEAD_S of work: a 10 ms
+                    // kernel is not batched 64 times per sample.
+                    let est = timer.time(&mut f)?;
+                    let fit = if est > 0.0 { (PIPELINE_AHEAD_S / est).ceil() as usize } else { usize::MAX };
+                    let n = s.batch_runs.max(1).min(fit.max(1));
                     let mut timeouts = 0usize;
                     let mut one = |t: &mut Timer| {
                         let (per_run, opened) = t.time_batch(n, &mut f)?;
@@ -924,6 +931,16 @@ impl Bench {
                 let med = crate::stats::median(last);
                 if med > 0.0 && (hi - lo) / med <= WARMUP_TOLERANCE || med == 0.0 && hi == 0.0 {
                     break true;
+                }
+                // Runs of a few µs jitter by more than the tolerance from one
+                // to the next, yet their level is settled: the medians of the
+                // last two windows of 8 agree.
+                if n >= 16 {
+                    let (a, b) =
+                        (crate::stats::median(&warm[n - 16..n - 8]), crate::stats::median(&warm[n - 8..]));
+                    if b > 0.0 && (b - a).abs() / b <= WARMUP_TOLERANCE {
+                        break true;
+                    }
                 }
             }
             if n >= warmup_cap || began.elapsed().as_secs_f64() > s.timeout_s / 4.0 {
@@ -1050,7 +1067,8 @@ impl Bench {
             push(
                 Rule::Warmup,
                 format!(
-                    "warmup ended after {} runs without {WARMUP_WINDOW} runs agreeing within {:.0}%",
+                    "warmup ended after {} runs without {WARMUP_WINDOW} runs agreeing within {:.0}% \
+                     (nor two windows of 8 runs whose medians agree that closely)",
                     r.warmup_runs,
                     WARMUP_TOLERANCE * 100.0
                 ),

@@ -337,8 +337,8 @@ impl Report {
             schema: SCHEMA.into(),
             schema_version: SCHEMA_VERSION,
             title: title.into(),
-            date: crate::render::utc_date(),
-            command: crate::render::command_line(),
+            date: utc_date(),
+            command: command_line(),
             simulated: device.simulated,
             device,
             clock: None,
@@ -354,7 +354,7 @@ impl Report {
         self.records.iter().flat_map(|r| r.warnings.iter().map(move |w| (r, w)))
     }
 
-    /// Parses a report written by [`crate::render::json`].
+    /// Parses a report written by `crate::render::json`.
     ///
     /// # Errors
     /// A message naming what is wrong: not JSON, another schema, or a newer
@@ -371,6 +371,29 @@ impl Report {
         }
         serde_json::from_value(v).map_err(|e| format!("malformed report: {e}"))
     }
+}
+
+/// Today's UTC date as `YYYY-MM-DD` (from the system clock).
+pub fn utc_date() -> String {
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The command line this process was started with.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -47,28 +47,7 @@ impl Format {
     }
 }
 
-/// Today's UTC date as `YYYY-MM-DD` (from the system clock).
-pub fn utc_date() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// The command line this process was started with.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
-}
+pub use crate::record::{command_line, utc_date};
 
 /// A markdown table from a header and rows.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -151,9 +130,11 @@ pub fn header(report: &Report) -> String {
     }
     if let Some(r) = &report.resolution {
         s.push_str(&format!(
-            " · event floor {}{}",
+            " · event floor {}{}{}",
             format_value(r.floor_s, Unit::Seconds),
-            r.step_s.map_or(String::new(), |t| format!(", tick {}", format_value(t, Unit::Seconds)))
+            r.step_s.map_or(String::new(), |t| format!(", tick {}", format_value(t, Unit::Seconds))),
+            r.busy_floor_s
+                .map_or(String::new(), |t| format!(", {} on a busy stream", format_value(t, Unit::Seconds)))
         ));
     }
     if let Some(p) = &d.pcie {
