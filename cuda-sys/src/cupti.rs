@@ -825,3 +825,35 @@ impl Drop for Consumer {
         self.activity.release(self.id, self.kinds);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_an_error_naming_what_was_tried_and_what_to_install() {
+        let e = load_cupti(&["/nonexistent/libcupti.so.13".to_owned()]).unwrap_err();
+        let CuptiError::NotFound { tried } = &e else { panic!("{e:?}") };
+        assert_eq!(tried.len(), 1);
+        let text = e.to_string();
+        assert!(text.contains("/nonexistent/libcupti.so.13"), "{text}");
+        assert!(text.contains("nvidia-cuda-cupti==13.0.85") && text.contains(LIBCUPTI_ENV), "{text}");
+    }
+
+    #[test]
+    fn a_library_without_cuptis_functions_is_skipped_with_the_missing_one_named() {
+        // libc opens but exports none of CUPTI's functions.
+        let e = load_cupti(&["libc.so.6".to_owned()]).unwrap_err();
+        let CuptiError::NotFound { tried } = &e else { panic!("{e:?}") };
+        assert!(tried[0].1.contains("cuptiGetVersion missing"), "{tried:?}");
+    }
+
+    #[test]
+    fn the_table_names_every_function_and_an_empty_one_lacks_them_all() {
+        let t = Cupti::empty("test");
+        assert_eq!(t.missing(), Cupti::FUNCTIONS);
+        assert!(Cupti::FUNCTIONS.contains(&"cuptiActivityGetNextRecord"));
+        assert_eq!(cupti_result_name(CUptiResult::CUPTI_SUCCESS), "CUPTI_SUCCESS");
+        assert_eq!(cupti_result_name(CUptiResult(987_654)), "CUPTI_ERROR (unnamed code)");
+    }
+}

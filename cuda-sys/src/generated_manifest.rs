@@ -23,12 +23,25 @@ fn manifest() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether the source tree this test was built from is here; a test
+/// binary copied elsewhere (the GPU bundle) skips, saying so.
+fn source_tree_here() -> bool {
+    let here = dir().join("MANIFEST").exists();
+    if !here {
+        eprintln!("skipped: the source tree ({}) is not on this machine", dir().display());
+    }
+    here
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
 fn generated_files_match_the_manifest() {
+    if !source_tree_here() {
+        return;
+    }
     let rows = manifest();
     assert!(rows.len() >= 4, "MANIFEST lists {} files", rows.len());
     let mut edited = Vec::new();
@@ -47,6 +60,9 @@ fn generated_files_match_the_manifest() {
 
 #[test]
 fn every_generated_file_is_in_the_manifest_and_says_so() {
+    if !source_tree_here() {
+        return;
+    }
     let listed: Vec<String> = manifest().into_iter().map(|(_, n)| n).collect();
     let mut present: Vec<String> = std::fs::read_dir(dir())
         .expect("src/generated exists")

@@ -41,6 +41,10 @@ fn named_md_paths(text: &str) -> Vec<&str> {
 #[test]
 fn named_markdown_paths_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    if !root.join("README.md").exists() {
+        eprintln!("skipped: the source tree ({}) is not on this machine", root.display());
+        return;
+    }
     let mut files = vec![root.join("README.md")];
     markdown_files(&root.join("docs"), &mut files);
     let mut missing = Vec::new();
@@ -63,6 +67,10 @@ fn named_markdown_paths_exist() {
 #[test]
 fn relative_links_name_existing_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    if !root.join("README.md").exists() {
+        eprintln!("skipped: the source tree ({}) is not on this machine", root.display());
+        return;
+    }
     let mut files = vec![root.join("README.md")];
     markdown_files(&root.join("docs"), &mut files);
     let mut broken = Vec::new();

@@ -28,6 +28,10 @@ fn the_readme_quick_start_is_the_hello_gpu_example() {
 #[test]
 fn every_example_is_tested_here() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    if !std::path::Path::new(dir).exists() {
+        eprintln!("skipped: the source tree ({dir}) is not on this machine");
+        return;
+    }
     let manifest = include_str!("../Cargo.toml");
     for entry in std::fs::read_dir(dir).expect("examples/") {
         let path = entry.expect("entry").path();
