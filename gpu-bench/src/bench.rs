@@ -18,653 +18,69 @@
 //! let hot = record.mode(Mode::Hot).unwrap();
 //! assert!(hot.median() > 0.0);
 //! assert!(record.counter("cache effect").is_some());
-//! # Ok::<(), gpu_sync::Error>(())
+//! # Ok::<(), gpu_bench::Error>(())
 //! ```
 //!
 //! # How each mode times
+//! One file per mode in `method/`, each choosing a time source in
+//! `clock/`:
 //! - **first call**: the host clock around the first run (or a separate
 //!   closure that also loads the module) and a stream synchronization:
 //!   events cannot see a module load.
 //! - **cold**: before each sample a memset over a scratch buffer of twice
 //!   the L2 size (allocated once), outside the events; each run isolated
 //!   from the previous one by that flush.
-//! - **hot**: events around each run, after warmup, with the queue kept
-//!   fed (see *The sample pipeline* below).
-//! - **batch**: a spin-gate kernel holds the timing stream while
-//!   [`Settings::batch_runs`] runs are queued behind it; the host then opens
-//!   the gate and the runs execute back to back: time per run = span / N,
-//!   with no host launch gaps. Needs [`Instruments`].
+//! - **hot**: events around each run, after warmup.
+//! - **batch**: a spin-gate kernel holds the timing stream while up to
+//!   [`Settings::batch_runs`] runs (about [`PIPELINE_AHEAD_S`] of work) are
+//!   queued behind it; the host then opens the gate and the runs execute
+//!   back to back: time per run = span / N, with no host launch gaps. Needs
+//!   [`Instruments`].
 //! - **graph**: one run captured into a CUDA graph once and replayed.
+//! - **kernel**: no events: the GPU's own start and end of every device
+//!   operation of each run, from CUPTI's activity records (libcupti loaded
+//!   at run time, see `gpu_sync::cuda_sys::cupti`); a sample is the span
+//!   from a run's first start to its last end, and the sum of the
+//!   operations' durations is reported beside it. The reference the event
+//!   modes are held against ("hot over kernel").
 //!
-//! # The sample pipeline
-//! Hot, cold and graph samples are *enqueued ahead*: each sample is
-//! (flush, for cold) start event, the work, end event, on a ring of event
-//! pairs; up to [`PIPELINE_RING`] samples or about [`PIPELINE_AHEAD_S`] of
-//! device time (at least two samples) are in flight, and the oldest is read
-//! back when the ring is full. Synchronizing every sample before
-//! enqueuing the next would leave the GPU idle when the start event runs,
-//! and time the host's kernel submission (the first H200 run: a 10 µs spin
-//! measured 15 µs hot, 11.65 µs batch). Whenever the queue is empty (the
-//! first sample, after a clock probe) the instruments' spin is enqueued
-//! untimed first, so even that sample's start event waits on the GPU, not
-//! the host. Each run is exactly one sample, read in order; the stopping
-//! rule is evaluated on completed samples, and the samples still in flight
-//! when it is met are read and kept (the sample cap counts them).
+//! # Gated rounds
+//! With instruments, hot, cold and graph samples are taken in *gated
+//! rounds*: up to [`PIPELINE_RING`] samples (about [`PIPELINE_AHEAD_S`] of
+//! device time) — each (flush, for cold) start event, the work, end event —
+//! are queued while the spin gate holds the timing stream; the gate opens,
+//! the GPU runs them back to back, and the round is read. No host gap ever
+//! falls inside a timed region: timing each sample with the GPU idle times
+//! the host's submission (the first H200 run: a 10 µs spin measured 15 µs
+//! hot, 11.65 µs batch), and a ring kept fed from the host starves when one
+//! sample's submission takes longer than its run (2 µs kernels). A round
+//! whose gate timed out before the host had queued it (work that blocks
+//! the host, such as a pageable copy) is dropped and counted
+//! ([`Timer::dropped_rounds`]), and the mode goes on ungated. Without
+//! instruments, samples are enqueued ahead on the ring, primed by a spin
+//! whenever the queue ran empty. Each run is exactly one sample, read in
+//! order; the samples of a round still unread when the stopping rule is met
+//! are kept (the sample cap counts them). The event-pair floor on a busy
+//! stream (`Resolution::busy_floor_s`) is measured the same way: empty pairs
+//! in a gated round.
 //!
 //! The timing stream is the engine's own; before each mode it waits for
 //! the caller's stream (device-side), so work the caller queued first is
 //! never timed, and gpu-sync's tracking orders every buffer the closure
 //! touches.
 
+use crate::clock::Clock;
 use crate::error::{Error as BenchError, Result as BenchResult};
-use crate::info::{ClockCheck, Resolution};
-use crate::instruments::{GateFlag, Instruments};
+use crate::instruments::Instruments;
 use crate::record::{Counter, Mode, ModeResult, Record, Unit, Warning};
 use crate::settings::Settings;
 use crate::stats::Summary;
 use crate::stop::{self, Rule, StopReason};
-use gpu_sync::cuda_sys::CUdevice_attribute as A;
-use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
-use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
-use std::collections::VecDeque;
+pub use crate::timer::{PIPELINE_AHEAD_S, PIPELINE_RING, Timer};
+use crate::timer::{PROBE_EVERY_S, WARMUP_TOLERANCE, WARMUP_WINDOW};
+use gpu_sync::{Result, Stream};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// SM cycles one clock probe spins (~1 ms at 2 GHz).
-const PROBE_CYCLES: u64 = 2_000_000;
-/// Seconds of sampling between clock probes.
-const PROBE_EVERY_S: f64 = 0.2;
-/// How long a spin gate waits for the host before giving up, ns.
-const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
-/// Warmup is steady when the last this many runs agree…
-const WARMUP_WINDOW: usize = 5;
-/// …within this relative range ((max − min) / median).
-const WARMUP_TOLERANCE: f64 = 0.02;
-/// Most samples the pipeline keeps in flight (event pairs in its ring).
-pub const PIPELINE_RING: usize = 64;
-/// Device time the pipeline queues ahead, about, in seconds (at least two
-/// samples are in flight whatever their length).
-pub const PIPELINE_AHEAD_S: f64 = 0.02;
-/// SM cycles of the untimed spin that primes an empty queue (~50 µs at
-/// 2 GHz: longer than the host needs to submit one sample).
-const PRIMER_CYCLES: u64 = 100_000;
-
-/// The engine's state for one caller stream: a timing stream, a pair of
-/// timing events, the instruments and their buffers, and what was measured
-/// about the device (resolution, clock). Several [`Bench`]es can share one
-/// ([`Bench::run_on`]) so the checks are made once.
-pub struct Timer {
-    caller: Stream,
-    stream: Stream,
-    start: TimingEvent,
-    end: TimingEvent,
-    ring: Vec<(TimingEvent, TimingEvent)>,
-    instruments: Option<Arc<dyn Instruments>>,
-    clock_out: Option<DeviceBuffer<u64>>,
-    primer_out: Option<DeviceBuffer<u64>>,
-    gate: Option<(GateFlag, DeviceBuffer<u64>)>,
-    flush: Option<DeviceBuffer<u8>>,
-    probes_mhz: Vec<f64>,
-    reported_mhz: f64,
-    resolution: Resolution,
-    /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
-    /// stream, made at the first kernel-mode run.
-    kernel_clock: Option<(Consumer, u32)>,
-    /// Rounds of gated samples dropped because the gate timed out.
-    dropped_rounds: usize,
-}
-
-impl Timer {
-    /// A timer whose stream waits for `caller`; measures the event
-    /// resolution (32 empty event pairs) and, with `instruments`, loads
-    /// their buffers and takes a first clock probe.
-    ///
-    /// # Errors
-    /// A driver error.
-    pub fn new(caller: &Stream, instruments: Option<Arc<dyn Instruments>>) -> Result<Timer> {
-        let device = caller.device();
-        let stream = Stream::new(device)?;
-        let (start, end) = (TimingEvent::new(device)?, TimingEvent::new(device)?);
-        let resolution = measure_resolution(&stream, &start, &end, 32)?;
-        let (clock_out, primer_out) = match &instruments {
-            Some(_) => (
-                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
-                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
-            ),
-            None => (None, None),
-        };
-        let reported_mhz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1e3;
-        let mut t = Timer {
-            caller: caller.clone(),
-            stream,
-            start,
-            end,
-            ring: Vec::new(),
-            instruments,
-            clock_out,
-            primer_out,
-            gate: None,
-            flush: None,
-            probes_mhz: Vec::new(),
-            reported_mhz,
-            resolution,
-            kernel_clock: None,
-            dropped_rounds: 0,
-        };
-        t.probe_clock()?;
-        if t.instruments.is_some() {
-            t.resolution.busy_floor_s = Some(t.busy_floor(32)?);
-        }
-        Ok(t)
-    }
-
-    /// The event-pair floor on a busy stream: `pairs` empty start/end pairs
-    /// queued behind the gate and run back to back; the median, seconds.
-    /// What any gated sample carries on top of its work.
-    fn busy_floor(&mut self, pairs: usize) -> Result<f64> {
-        self.ensure_ring()?;
-        let n = pairs.clamp(2, PIPELINE_RING);
-        for _ in 0..3 {
-            let opened = self.gated(&mut |t| {
-                for (a, b) in t.ring.iter().take(n) {
-                    a.record(&t.stream)?;
-                    b.record(&t.stream)?;
-                }
-                Ok(())
-            })?;
-            let mut v = Vec::with_capacity(n);
-            for (a, b) in self.ring.iter().take(n) {
-                b.synchronize()?;
-                v.push(a.elapsed(b)?.as_secs_f64());
-            }
-            if opened {
-                return Ok(crate::stats::median(&v));
-            }
-            self.dropped_rounds += 1;
-        }
-        Err(Error::InvalidArgument(
-            "the spin gate timed out three times while measuring the event-pair floor".into(),
-        ))
-    }
-
-    fn ensure_ring(&mut self) -> Result<()> {
-        if self.ring.len() < PIPELINE_RING {
-            let d = self.stream.device().clone();
-            while self.ring.len() < PIPELINE_RING {
-                self.ring.push((TimingEvent::new(&d)?, TimingEvent::new(&d)?));
-            }
-        }
-        Ok(())
-    }
-
-    /// The gated batch, written once: closes the gate, queues the spin gate
-    /// kernel on the timing stream, lets `enqueue` queue work behind it,
-    /// opens the gate (whatever `enqueue` returned, so the stream drains)
-    /// and synchronizes the stream. Returns whether the host opened the gate
-    /// before the kernel's timeout (otherwise part of the work ran with host
-    /// gaps between its pieces). Needs instruments.
-    ///
-    /// # Errors
-    /// A driver error, or `enqueue`'s.
-    pub fn gated(&mut self, enqueue: &mut dyn FnMut(&mut Timer) -> Result<()>) -> Result<bool> {
-        let Some(inst) = self.instruments.clone() else {
-            return Err(Error::InvalidArgument(
-                "the spin gate needs instruments (gpu_bench::instruments)".into(),
-            ));
-        };
-        let (mut flag, mut out) = match self.gate.take() {
-            Some(g) => g,
-            None => (GateFlag::new(self.stream.device())?, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?),
-        };
-        let queued = flag
-            .close()
-            .and_then(|()| inst.gate(&self.stream, &flag, GATE_TIMEOUT_NS, &mut out))
-            .and_then(|()| enqueue(self));
-        let opened = flag.open();
-        let done = self.stream.synchronize().map(|_| ());
-        let read = self.stream.to_vec(&out);
-        self.gate = Some((flag, out));
-        queued?;
-        opened?;
-        done?;
-        Ok(read?.first().copied() == Some(1))
-    }
-
-    /// Makes kernel mode's CUPTI consumer (kernels, copies, memsets) and
-    /// finds the timing stream's CUPTI id, once; the reason as text when
-    /// CUPTI cannot be used here.
-    fn kernel_clock(&mut self) -> std::result::Result<(), String> {
-        if self.kernel_clock.is_some() {
-            return Ok(());
-        }
-        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
-        let c = a
-            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
-            .map_err(|e| e.to_string())?;
-        let sid = a
-            .stream_id(self.stream.device().raw_context(), self.stream.as_raw())
-            .map_err(|e| e.to_string())?;
-        self.kernel_clock = Some((c, sid));
-        Ok(())
-    }
-
-    /// Whether kernel mode can run here (CUPTI loads and no other tool owns
-    /// the profiling interface); the reason when it cannot. CUPTI records
-    /// nothing after this returns: kernel mode enables it while it samples.
-    ///
-    /// # Errors
-    /// The reason, as text.
-    pub fn kernel_mode_available(&mut self) -> std::result::Result<(), String> {
-        let r = self.kernel_clock();
-        self.kernel_clock = None;
-        r
-    }
-
-    /// Rounds of gated samples dropped so far because the gate timed out
-    /// before the host had queued them (their samples are not kept).
-    pub fn dropped_rounds(&self) -> usize {
-        self.dropped_rounds
-    }
-
-    /// The timing stream (the one closures are given).
-    pub fn stream(&self) -> &Stream {
-        &self.stream
-    }
-
-    /// The event timer's resolution measured at creation.
-    pub fn resolution(&self) -> &Resolution {
-        &self.resolution
-    }
-
-    /// The SM clock probes so far, if instruments are loaded.
-    pub fn clock(&self) -> Option<ClockCheck> {
-        ClockCheck::of(self.probes_mhz.clone(), self.reported_mhz)
-    }
-
-    /// Whether batch mode and clock checks are available.
-    pub fn has_instruments(&self) -> bool {
-        self.instruments.is_some()
-    }
-
-    /// One clock probe (`clock64` over `%globaltimer`), MHz; `None` without
-    /// instruments or when the probe reports no elapsed time.
-    ///
-    /// # Errors
-    /// A driver error.
-    pub fn probe_clock(&mut self) -> Result<Option<f64>> {
-        let (Some(inst), Some(out)) = (&self.instruments, self.clock_out.as_mut()) else {
-            return Ok(None);
-        };
-        inst.clock_probe(&self.stream, PROBE_CYCLES, out)?;
-        let v = self.stream.to_vec(&*out)?;
-        let mhz = match v.as_slice() {
-            [cycles, ns] if *ns > 0 => *cycles as f64 / *ns as f64 * 1e3,
-            _ => return Ok(None),
-        };
-        self.probes_mhz.push(mhz);
-        Ok(Some(mhz))
-    }
-
-    /// One sample on its own: the untimed primer spin (with instruments),
-    /// then timing events around `f` on the timing stream, then an event
-    /// synchronization; seconds. The primer keeps the GPU busy while the
-    /// host submits `f`, so the host's submission is not timed. For callers
-    /// building their own loops ([`crate::compare::paired`]); the modes of
-    /// [`Bench`] use the pipeline instead (see the module docs).
-    ///
-    /// # Errors
-    /// A driver error or `f`'s error.
-    pub fn time(&mut self, mut f: impl FnMut(&Stream) -> Result<()>) -> Result<f64> {
-        self.prime()?;
-        self.time_events(&mut f)
-    }
-
-    /// Enqueues the untimed primer spin, if instruments are loaded.
-    fn prime(&mut self) -> Result<()> {
-        if let (Some(inst), Some(out)) = (&self.instruments, self.primer_out.as_mut()) {
-            inst.clock_probe(&self.stream, PRIMER_CYCLES, out)?;
-        }
-        Ok(())
-    }
-
-    /// Events around `f` on the timing stream, synchronized: seconds.
-    fn time_events(&mut self, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<f64> {
-        self.start.record(&self.stream)?;
-        f(&self.stream)?;
-        self.end.record(&self.stream)?;
-        self.end.synchronize()?;
-        Ok(self.start.elapsed(&self.end)?.as_secs_f64())
-    }
-
-    fn flush_l2(&mut self, salt: u8) -> Result<()> {
-        if self.flush.is_none() {
-            let l2 =
-                self.stream.device().attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(1 << 20) as usize;
-            self.flush = Some(DeviceBuffer::<u8>::alloc(&self.stream, 2 * l2)?);
-        }
-        if let Some(buf) = self.flush.as_mut() {
-            self.stream.fill_bytes(buf, salt)?;
-        }
-        Ok(())
-    }
-
-    /// `runs` runs behind the spin gate: (seconds per run, whether the host
-    /// opened the gate before its timeout).
-    fn time_batch(&mut self, runs: usize, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<(f64, bool)> {
-        let opened = self.gated(&mut |t| {
-            t.start.record(&t.stream)?;
-            for _ in 0..runs {
-                f(&t.stream)?;
-            }
-            t.end.record(&t.stream)
-        })?;
-        Ok((self.start.elapsed(&self.end)?.as_secs_f64() / runs.max(1) as f64, opened))
-    }
-}
-
-fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize) -> Result<Resolution> {
-    let mut v = Vec::with_capacity(pairs);
-    for _ in 0..pairs {
-        a.record(s)?;
-        b.record(s)?;
-        b.synchronize()?;
-        v.push(a.elapsed(b)?.as_secs_f64());
-    }
-    let floor = Summary::of(&v).map_or(0.0, |s| s.median);
-    let step = v
-        .iter()
-        .copied()
-        .filter(|&x| x > 0.0)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
-    Ok(Resolution { floor_s: floor, step_s: step, pairs, busy_floor_s: None })
-}
-
-/// What one pipelined sample enqueues between its events.
-enum Work<'f> {
-    /// The caller's closure, on the timing stream.
-    Run(&'f mut dyn FnMut(&Stream) -> Result<()>),
-    /// An L2 flush (outside the events), then the caller's closure.
-    Cold(&'f mut dyn FnMut(&Stream) -> Result<()>, u8),
-}
-
-/// Samples enqueued ahead on the timer's ring of event pairs (see the
-/// module docs): `next` returns the oldest completed sample, keeping up to
-/// `depth` in flight; `drain` reads the rest.
-struct Pipeline<'f> {
-    work: Work<'f>,
-    /// Ring slots in flight, oldest first.
-    in_flight: std::collections::VecDeque<usize>,
-    next_slot: usize,
-    depth: usize,
-    /// Runs it may still enqueue (the sample cap).
-    left: usize,
-    /// Runs enqueued so far.
-    runs: usize,
-    /// Whether the GPU may have gone idle since the last enqueue (the next
-    /// sample is then primed).
-    idle: bool,
-    /// Samples of the last gated round not yet handed out, oldest first.
-    ready: VecDeque<f64>,
-    /// Whether samples are still taken in gated rounds (cleared when a
-    /// round's gate times out: work that blocks the host, such as a
-    /// pageable copy, cannot be queued behind a closed gate).
-    gated: bool,
-}
-
-impl<'f> Pipeline<'f> {
-    fn new(work: Work<'f>) -> Pipeline<'f> {
-        Pipeline {
-            work,
-            in_flight: Default::default(),
-            next_slot: 0,
-            depth: 2,
-            left: 0,
-            runs: 0,
-            idle: true,
-            ready: VecDeque::new(),
-            gated: true,
-        }
-    }
-
-    /// Sizes the queue for samples of about `estimate_s`: [`PIPELINE_AHEAD_S`]
-    /// of work, at least 2 and at most [`PIPELINE_RING`] samples.
-    fn size_for(&mut self, estimate_s: f64) {
-        let n = if estimate_s > 0.0 { (PIPELINE_AHEAD_S / estimate_s).ceil() } else { PIPELINE_RING as f64 };
-        self.depth = (n.min(PIPELINE_RING as f64) as usize).max(2);
-    }
-
-    fn enqueue(&mut self, t: &mut Timer, gated: bool) -> Result<()> {
-        t.ensure_ring()?;
-        if !gated && (self.idle || self.in_flight.is_empty()) {
-            t.prime()?;
-            self.idle = false;
-        }
-        let slot = self.next_slot;
-        if let Work::Cold(_, salt) = &mut self.work {
-            *salt = salt.wrapping_add(1);
-            let s = *salt;
-            t.flush_l2(s)?;
-        }
-        let Some((a, b)) = t.ring.get(slot) else {
-            return Err(Error::InvalidArgument("sample ring slot out of range".into()));
-        };
-        a.record(&t.stream)?;
-        match &mut self.work {
-            Work::Run(f) | Work::Cold(f, _) => f(&t.stream)?,
-        }
-        b.record(&t.stream)?;
-        self.in_flight.push_back(slot);
-        self.next_slot = (slot + 1) % PIPELINE_RING;
-        self.left = self.left.saturating_sub(1);
-        self.runs += 1;
-        Ok(())
-    }
-
-    /// Waits for the oldest sample in flight and reads it: seconds.
-    fn read_oldest(&mut self, t: &Timer) -> Result<f64> {
-        let slot = self.in_flight.pop_front();
-        let Some((a, b)) = slot.and_then(|s| t.ring.get(s)) else {
-            return Err(Error::InvalidArgument("no sample in flight".into()));
-        };
-        b.synchronize()?;
-        Ok(a.elapsed(b)?.as_secs_f64())
-    }
-
-    /// The next sample. With instruments, samples come in gated rounds:
-    /// up to `depth` samples (within the cap) are queued behind the closed
-    /// spin gate, then the gate opens and the GPU runs start event → work →
-    /// end event of every sample back to back, with no host gap inside any
-    /// timed region. A round whose gate timed out before the host had queued
-    /// it is dropped (counted in [`Timer::dropped_rounds`]) and run again.
-    /// Without instruments, samples are enqueued ahead on the ring, the
-    /// queue primed by a spin whenever it ran empty.
-    fn next(&mut self, t: &mut Timer) -> Result<f64> {
-        if self.ready.is_empty() && (t.instruments.is_none() || !self.gated) {
-            while self.in_flight.len() < self.depth && self.left > 0 {
-                self.enqueue(t, false)?;
-            }
-            return self.read_oldest(t);
-        }
-        while self.ready.is_empty() {
-            let n = self.depth.min(self.left.max(1)).min(PIPELINE_RING);
-            let opened = t.gated(&mut |t| {
-                for _ in 0..n {
-                    self.enqueue(t, true)?;
-                }
-                Ok(())
-            })?;
-            let mut round = Vec::with_capacity(n);
-            while !self.in_flight.is_empty() {
-                round.push(self.read_oldest(t)?);
-            }
-            if opened {
-                self.ready.extend(round);
-            } else {
-                // The host could not queue the round before the gate's
-                // timeout (work that blocks the host): the round's samples
-                // are dropped, and the mode goes on ungated.
-                t.dropped_rounds += 1;
-                self.gated = false;
-                // The dropped runs do not count against the cap.
-                self.left += round.len();
-                self.runs = self.runs.saturating_sub(round.len());
-                return self.next(t);
-            }
-        }
-        self.ready.pop_front().ok_or_else(|| Error::InvalidArgument("no sample ready".into()))
-    }
-
-    /// Reads every sample still in flight, in order.
-    fn drain(&mut self, t: &Timer) -> Result<Vec<f64>> {
-        let mut v: Vec<f64> = self.ready.drain(..).collect();
-        while !self.in_flight.is_empty() {
-            v.push(self.read_oldest(t)?);
-        }
-        Ok(v)
-    }
-}
-
-/// Kernel mode's runs: the closure run plainly on the timing stream, in
-/// rounds; after each round the CUPTI records of the timing stream are
-/// taken and split into runs (each run must enqueue the same number of
-/// device operations). A sample is the span from a run's first start to
-/// its last end; the sum of its operations' durations is kept beside it.
-struct KernelRuns<'f> {
-    f: &'f mut dyn FnMut(&Stream) -> Result<()>,
-    /// (span, sum) of runs measured and not yet handed out, seconds.
-    ready: VecDeque<(f64, f64)>,
-    /// The sums of the runs handed out since the last [`Source::clear_side`].
-    sums: &'f mut Vec<f64>,
-    /// Device operations per run, learnt from the first round.
-    per_run: Option<usize>,
-    depth: usize,
-    left: usize,
-}
-
-impl KernelRuns<'_> {
-    fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
-        while self.ready.is_empty() {
-            let n = self.depth.min(self.left.max(1));
-            let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
-                return Err(BenchError::Kernel("no CUPTI consumer".into()));
-            };
-            let sid = *sid;
-            // Records of earlier work on the stream (clock probes) are not
-            // this round's.
-            consumer.take().map_err(|e| BenchError::Kernel(e.to_string()))?;
-            for _ in 0..n {
-                (self.f)(&t.stream)?;
-            }
-            t.stream.synchronize()?;
-            let Some((consumer, _)) = t.kernel_clock.as_ref() else {
-                return Err(BenchError::Kernel("no CUPTI consumer".into()));
-            };
-            let mut recs: Vec<_> = consumer
-                .take()
-                .map_err(|e| BenchError::Kernel(e.to_string()))?
-                .into_iter()
-                .filter(|r| r.stream_id == sid)
-                .collect();
-            recs.sort_by_key(|r| r.start_ns);
-            if recs.is_empty() {
-                return Err(BenchError::Kernel(
-                    "CUPTI recorded no kernel, copy or memset for the runs on the timing stream \
-                     (does the closure enqueue its work on the stream it is given?)"
-                        .into(),
-                ));
-            }
-            let k = *self.per_run.get_or_insert(recs.len() / n);
-            if k == 0 || recs.len() != k * n {
-                return Err(BenchError::Kernel(format!(
-                    "{} device operations recorded for {n} runs: each run must enqueue the same number \
-                     ({k} in the first round)",
-                    recs.len()
-                )));
-            }
-            for run in recs.chunks(k) {
-                let start = run.iter().map(|r| r.start_ns).min().unwrap_or(0);
-                let end = run.iter().map(|r| r.end_ns).max().unwrap_or(0);
-                let sum: u64 = run.iter().map(|r| r.duration_ns()).sum();
-                self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, sum as f64 * 1e-9));
-            }
-            self.left = self.left.saturating_sub(n);
-        }
-        let (span, sum) = self.ready.pop_front().unwrap_or((0.0, 0.0));
-        self.sums.push(sum);
-        Ok(span)
-    }
-}
-
-/// Where a mode's samples come from.
-enum Source<'f> {
-    /// Event-timed samples, gated rounds or enqueued ahead (hot, cold, graph).
-    Pipe(Pipeline<'f>),
-    /// One synchronized sample at a time (batch: each sample holds its own
-    /// runs behind the spin gate).
-    Each(&'f mut dyn FnMut(&mut Timer) -> Result<f64>),
-    /// CUPTI's records of each run (kernel).
-    Kernel(KernelRuns<'f>),
-}
-
-impl Source<'_> {
-    fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
-        match self {
-            Source::Pipe(p) => Ok(p.next(t)?),
-            Source::Each(f) => Ok(f(t)?),
-            Source::Kernel(k) => k.next(t),
-        }
-    }
-
-    fn size_for(&mut self, estimate_s: f64) {
-        match self {
-            Source::Pipe(p) => p.size_for(estimate_s),
-            Source::Kernel(k) => {
-                let n = if estimate_s > 0.0 { (PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
-                k.depth = (n.min(256.0) as usize).max(1);
-            }
-            Source::Each(_) => {}
-        }
-    }
-
-    /// The GPU went idle (a synchronizing clock probe): prime the next sample.
-    fn set_idle(&mut self) {
-        if let Source::Pipe(p) = self {
-            p.idle = true;
-        }
-    }
-
-    /// Runs it may still start (the sample cap).
-    fn set_left(&mut self, n: usize) {
-        match self {
-            Source::Pipe(p) => p.left = n,
-            Source::Kernel(k) => k.left = n,
-            Source::Each(_) => {}
-        }
-    }
-
-    /// Every run already measured and not handed out, in order.
-    fn drain(&mut self, t: &Timer) -> BenchResult<Vec<f64>> {
-        match self {
-            Source::Pipe(p) => Ok(p.drain(t)?),
-            Source::Kernel(k) => Ok(k
-                .ready
-                .drain(..)
-                .map(|(span, sum)| {
-                    k.sums.push(sum);
-                    span
-                })
-                .collect()),
-            Source::Each(_) => Ok(Vec::new()),
-        }
-    }
-
-    /// Forgets what was kept beside the samples (kernel mode's sums) so far.
-    fn clear_side(&mut self) {
-        if let Source::Kernel(k) = self {
-            k.sums.clear();
-        }
-    }
-}
 
 /// A first-call closure: what the very first run costs (for example, load
 /// the module and launch once).
@@ -715,6 +131,11 @@ impl Bench {
     pub fn flops(mut self, flops: u64) -> Bench {
         self.flops = Some(flops);
         self
+    }
+
+    /// The sampling settings in use.
+    pub fn settings_ref(&self) -> &Settings {
+        &self.settings
     }
 
     /// The sampling settings.
@@ -780,112 +201,12 @@ impl Bench {
         );
         rec.bytes_per_run = self.bytes;
         rec.flops_per_run = self.flops;
-        let s = &self.settings;
         for &mode in &self.modes {
             timer.stream.wait_stream(&timer.caller)?;
-            let result = match mode {
-                Mode::FirstCall => {
-                    let t0 = Instant::now();
-                    match first.as_mut() {
-                        Some(g) => g(&timer.stream)?,
-                        None => f(&timer.stream)?,
-                    }
-                    timer.stream.synchronize()?;
-                    let t = t0.elapsed().as_secs_f64();
-                    let mut r = self.finish(mode, vec![t], 1, None, Vec::new(), (0, true), 0);
-                    r.sampling_s = t;
-                    Some(r)
-                }
-                Mode::Hot => {
-                    Some(self.sample(timer, mode, 1, Source::Pipe(Pipeline::new(Work::Run(&mut f))))?)
-                }
-                Mode::Cold => {
-                    Some(self.sample(timer, mode, 1, Source::Pipe(Pipeline::new(Work::Cold(&mut f, 0))))?)
-                }
-                Mode::Batch if timer.instruments.is_none() => {
-                    self.unavailable(
-                        &mut rec,
-                        mode,
-                        "no instruments loaded (the spin gate): Bench::instruments(gpu_bench::instruments::load(..))"
-                            .into(),
-                    )?;
-                    None
-                }
-                Mode::Kernel => match timer.kernel_clock() {
-                    Ok(()) => {
-                        let mut sums = Vec::new();
-                        let runs = KernelRuns {
-                            f: &mut f,
-                            ready: VecDeque::new(),
-                            sums: &mut sums,
-                            per_run: None,
-                            depth: 1,
-                            left: 0,
-                        };
-                        let r = self.sample(timer, mode, 1, Source::Kernel(runs));
-                        // CUPTI records only while kernel mode samples: the
-                        // other modes run without it.
-                        timer.kernel_clock = None;
-                        let mut r = r?;
-                        if !sums.is_empty() {
-                            r.counters.push(Counter::new(
-                                "device-op sum",
-                                crate::stats::median(&sums),
-                                Unit::Seconds,
-                            ));
-                        }
-                        Some(r)
-                    }
-                    Err(why) => {
-                        self.unavailable(&mut rec, mode, why)?;
-                        None
-                    }
-                },
-                Mode::Batch => {
-                    // Samples of about PIPELINE_AHEAD_S of work: a 10 ms
-                    // kernel is not batched 64 times per sample.
-                    let est = timer.time(&mut f)?;
-                    let fit = if est > 0.0 { (PIPELINE_AHEAD_S / est).ceil() as usize } else { usize::MAX };
-                    let n = s.batch_runs.max(1).min(fit.max(1));
-                    let mut timeouts = 0usize;
-                    let mut one = |t: &mut Timer| {
-                        let (per_run, opened) = t.time_batch(n, &mut f)?;
-                        timeouts += usize::from(!opened);
-                        Ok(per_run)
-                    };
-                    let r = self.sample(timer, mode, n, Source::Each(&mut one))?;
-                    if timeouts > 0 {
-                        rec.warnings.push(Warning {
-                            rule: Rule::Gate,
-                            mode: Some(mode),
-                            message: format!(
-                                "the spin gate timed out in {timeouts} samples before {n} runs were queued: \
-                                 those include host launch gaps"
-                            ),
-                        });
-                    }
-                    Some(r)
-                }
-                Mode::Graph => match timer.stream.capture(|c| f(c.stream())).and_then(|g| g.instantiate()) {
-                    Ok(exec) => {
-                        let mut replay = |s: &Stream| exec.launch(s);
-                        Some(self.sample(
-                            timer,
-                            mode,
-                            1,
-                            Source::Pipe(Pipeline::new(Work::Run(&mut replay))),
-                        )?)
-                    }
-                    Err(e) => {
-                        self.unavailable(
-                            &mut rec,
-                            mode,
-                            format!("the work could not be captured into a graph: {e}"),
-                        )?;
-                        None
-                    }
-                },
+            let Some(method) = crate::method::find(mode) else {
+                return Err(BenchError::Unavailable { mode, why: "no method measures this mode".into() });
             };
+            let result = method.measure(self, timer, &mut rec, first.as_deref_mut(), &mut f)?;
             if let Some(r) = result {
                 self.warn(&mut rec, &r, timer);
                 rec.modes.push(r);
@@ -898,7 +219,7 @@ impl Bench {
 
     /// A requested mode that cannot run: an error, or with
     /// [`Bench::best_effort`] a warning in the record.
-    fn unavailable(&self, rec: &mut Record, mode: Mode, why: String) -> BenchResult<()> {
+    pub(crate) fn unavailable(&self, rec: &mut Record, mode: Mode, why: String) -> BenchResult<()> {
         if !self.best_effort {
             return Err(BenchError::Unavailable { mode, why });
         }
@@ -907,12 +228,12 @@ impl Bench {
     }
 
     /// Warmup until steady, then the one sampling loop, with clock probes.
-    fn sample(
+    pub(crate) fn sample(
         &self,
         timer: &mut Timer,
         mode: Mode,
         runs_per_sample: usize,
-        mut src: Source<'_>,
+        src: &mut dyn Clock,
     ) -> BenchResult<ModeResult> {
         let s = &self.settings;
         let began = Instant::now();
@@ -996,7 +317,7 @@ impl Bench {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn finish(
+    pub(crate) fn finish(
         &self,
         mode: Mode,
         samples: Vec<f64>,

@@ -36,7 +36,7 @@
 //!     .settings(Settings::quick())
 //!     .run(&stream, |s| s.copy(&src, &mut dst))?;
 //! println!("{}", render::records_markdown(&[record]));
-//! # Ok::<(), gpu_sync::Error>(())
+//! # Ok::<(), gpu_bench::Error>(())
 //! ```
 //! A kernel of your own is the same: load it with
 //! `gpu_sync::Module::load` and launch it inside the closure.
@@ -46,15 +46,18 @@
 #![deny(unsafe_code)]
 
 pub mod bench;
+mod clock;
 pub mod compare;
 pub mod error;
 pub mod info;
 pub mod instruments;
+mod method;
 pub mod record;
 pub mod render;
 pub mod settings;
 pub mod stats;
 pub mod stop;
+pub mod timer;
 
 pub use bench::{Bench, Timer};
 pub use compare::{Compare, Verdict};

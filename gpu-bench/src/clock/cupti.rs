@@ -1,0 +1,105 @@
+//! Kernel mode's source: the GPU's own start and end of each run's device
+//! operations, from CUPTI's activity records (through cuda-sys's one
+//! process-wide subscriber).
+
+use super::Clock;
+use crate::error::{Error as BenchError, Result as BenchResult};
+use crate::timer::Timer;
+use gpu_sync::{Result, Stream};
+use std::collections::VecDeque;
+
+/// Kernel mode's runs: the closure run plainly on the timing stream, in
+/// rounds; after each round the CUPTI records of the timing stream are
+/// taken and split into runs (each run must enqueue the same number of
+/// device operations). A sample is the span from a run's first start to
+/// its last end; the sum of its operations' durations is kept beside it.
+pub(crate) struct KernelRuns<'f> {
+    pub(crate) f: &'f mut dyn FnMut(&Stream) -> Result<()>,
+    /// (span, sum) of runs measured and not yet handed out, seconds.
+    pub(crate) ready: VecDeque<(f64, f64)>,
+    /// The sums of the runs handed out since the last [`Source::clear_side`].
+    pub(crate) sums: &'f mut Vec<f64>,
+    /// Device operations per run, learnt from the first round.
+    pub(crate) per_run: Option<usize>,
+    pub(crate) depth: usize,
+    pub(crate) left: usize,
+}
+
+impl Clock for KernelRuns<'_> {
+    fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
+        while self.ready.is_empty() {
+            let n = self.depth.min(self.left.max(1));
+            let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
+                return Err(BenchError::Kernel("no CUPTI consumer".into()));
+            };
+            let sid = *sid;
+            // Records of earlier work on the stream (clock probes) are not
+            // this round's.
+            consumer.take().map_err(|e| BenchError::Kernel(e.to_string()))?;
+            for _ in 0..n {
+                (self.f)(&t.stream)?;
+            }
+            t.stream.synchronize()?;
+            let Some((consumer, _)) = t.kernel_clock.as_ref() else {
+                return Err(BenchError::Kernel("no CUPTI consumer".into()));
+            };
+            let mut recs: Vec<_> = consumer
+                .take()
+                .map_err(|e| BenchError::Kernel(e.to_string()))?
+                .into_iter()
+                .filter(|r| r.stream_id == sid)
+                .collect();
+            recs.sort_by_key(|r| r.start_ns);
+            if recs.is_empty() {
+                return Err(BenchError::Kernel(
+                    "CUPTI recorded no kernel, copy or memset for the runs on the timing stream \
+                     (does the closure enqueue its work on the stream it is given?)"
+                        .into(),
+                ));
+            }
+            let k = *self.per_run.get_or_insert(recs.len() / n);
+            if k == 0 || recs.len() != k * n {
+                return Err(BenchError::Kernel(format!(
+                    "{} device operations recorded for {n} runs: each run must enqueue the same number \
+                     ({k} in the first round)",
+                    recs.len()
+                )));
+            }
+            for run in recs.chunks(k) {
+                let start = run.iter().map(|r| r.start_ns).min().unwrap_or(0);
+                let end = run.iter().map(|r| r.end_ns).max().unwrap_or(0);
+                let sum: u64 = run.iter().map(|r| r.duration_ns()).sum();
+                self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, sum as f64 * 1e-9));
+            }
+            self.left = self.left.saturating_sub(n);
+        }
+        let (span, sum) = self.ready.pop_front().unwrap_or((0.0, 0.0));
+        self.sums.push(sum);
+        Ok(span)
+    }
+
+    fn size_for(&mut self, estimate_s: f64) {
+        let n = if estimate_s > 0.0 { (crate::timer::PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
+        self.depth = (n.min(256.0) as usize).max(1);
+    }
+
+    fn set_left(&mut self, n: usize) {
+        self.left = n;
+    }
+
+    fn drain(&mut self, _t: &Timer) -> BenchResult<Vec<f64>> {
+        let sums = &mut *self.sums;
+        Ok(self
+            .ready
+            .drain(..)
+            .map(|(span, sum)| {
+                sums.push(sum);
+                span
+            })
+            .collect())
+    }
+
+    fn clear_side(&mut self) {
+        self.sums.clear();
+    }
+}

@@ -1,0 +1,327 @@
+//! The timer's state for one caller stream ([`Timer`]): the timing stream,
+//! its event pairs, the instruments (clock probe, spin gate) and their
+//! buffers, the L2 flush buffer, and what was measured about the device
+//! (event resolution and the busy event-pair floor, SM clock). The time
+//! sources (`clock/`) and the methods (`method/`) of the engine work on
+//! it; [`Timer::gated`] is the one gated batch every gated source uses.
+
+use crate::info::{ClockCheck, Resolution};
+use crate::instruments::{GateFlag, Instruments};
+use crate::stats::Summary;
+use gpu_sync::cuda_sys::CUdevice_attribute as A;
+use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
+use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
+use std::sync::Arc;
+
+/// SM cycles one clock probe spins (~1 ms at 2 GHz).
+pub(crate) const PROBE_CYCLES: u64 = 2_000_000;
+/// Seconds of sampling between clock probes.
+pub(crate) const PROBE_EVERY_S: f64 = 0.2;
+/// How long a spin gate waits for the host before giving up, ns.
+pub(crate) const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
+/// Warmup is steady when the last this many runs agree…
+pub(crate) const WARMUP_WINDOW: usize = 5;
+/// …within this relative range ((max − min) / median).
+pub(crate) const WARMUP_TOLERANCE: f64 = 0.02;
+/// Most samples the pipeline keeps in flight (event pairs in its ring).
+pub const PIPELINE_RING: usize = 64;
+/// Device time the pipeline queues ahead, about, in seconds (at least two
+/// samples are in flight whatever their length).
+pub const PIPELINE_AHEAD_S: f64 = 0.02;
+/// SM cycles of the untimed spin that primes an empty queue (~50 µs at
+/// 2 GHz: longer than the host needs to submit one sample).
+pub(crate) const PRIMER_CYCLES: u64 = 100_000;
+
+/// The engine's state for one caller stream: a timing stream, a pair of
+/// timing events, the instruments and their buffers, and what was measured
+/// about the device (resolution, clock). Several [`Bench`](crate::Bench)es can share one
+/// ([`Bench::run_on`](crate::Bench::run_on)) so the checks are made once.
+pub struct Timer {
+    pub(crate) caller: Stream,
+    pub(crate) stream: Stream,
+    start: TimingEvent,
+    end: TimingEvent,
+    pub(crate) ring: Vec<(TimingEvent, TimingEvent)>,
+    pub(crate) instruments: Option<Arc<dyn Instruments>>,
+    clock_out: Option<DeviceBuffer<u64>>,
+    primer_out: Option<DeviceBuffer<u64>>,
+    gate: Option<(GateFlag, DeviceBuffer<u64>)>,
+    flush: Option<DeviceBuffer<u8>>,
+    pub(crate) probes_mhz: Vec<f64>,
+    reported_mhz: f64,
+    pub(crate) resolution: Resolution,
+    /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
+    /// stream, made at the first kernel-mode run.
+    pub(crate) kernel_clock: Option<(Consumer, u32)>,
+    /// Rounds of gated samples dropped because the gate timed out.
+    pub(crate) dropped_rounds: usize,
+}
+
+impl Timer {
+    /// A timer whose stream waits for `caller`; measures the event
+    /// resolution (32 empty event pairs) and, with `instruments`, loads
+    /// their buffers and takes a first clock probe.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn new(caller: &Stream, instruments: Option<Arc<dyn Instruments>>) -> Result<Timer> {
+        let device = caller.device();
+        let stream = Stream::new(device)?;
+        let (start, end) = (TimingEvent::new(device)?, TimingEvent::new(device)?);
+        let resolution = measure_resolution(&stream, &start, &end, 32)?;
+        let (clock_out, primer_out) = match &instruments {
+            Some(_) => (
+                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
+                Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
+            ),
+            None => (None, None),
+        };
+        let reported_mhz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1e3;
+        let mut t = Timer {
+            caller: caller.clone(),
+            stream,
+            start,
+            end,
+            ring: Vec::new(),
+            instruments,
+            clock_out,
+            primer_out,
+            gate: None,
+            flush: None,
+            probes_mhz: Vec::new(),
+            reported_mhz,
+            resolution,
+            kernel_clock: None,
+            dropped_rounds: 0,
+        };
+        t.probe_clock()?;
+        if t.instruments.is_some() {
+            t.resolution.busy_floor_s = Some(t.busy_floor(32)?);
+        }
+        Ok(t)
+    }
+
+    /// The event-pair floor on a busy stream: `pairs` empty start/end pairs
+    /// queued behind the gate and run back to back; the median, seconds.
+    /// What any gated sample carries on top of its work.
+    fn busy_floor(&mut self, pairs: usize) -> Result<f64> {
+        self.ensure_ring()?;
+        let n = pairs.clamp(2, PIPELINE_RING);
+        for _ in 0..3 {
+            let opened = self.gated(&mut |t| {
+                for (a, b) in t.ring.iter().take(n) {
+                    a.record(&t.stream)?;
+                    b.record(&t.stream)?;
+                }
+                Ok(())
+            })?;
+            let mut v = Vec::with_capacity(n);
+            for (a, b) in self.ring.iter().take(n) {
+                b.synchronize()?;
+                v.push(a.elapsed(b)?.as_secs_f64());
+            }
+            if opened {
+                return Ok(crate::stats::median(&v));
+            }
+            self.dropped_rounds += 1;
+        }
+        Err(Error::InvalidArgument(
+            "the spin gate timed out three times while measuring the event-pair floor".into(),
+        ))
+    }
+
+    pub(crate) fn ensure_ring(&mut self) -> Result<()> {
+        if self.ring.len() < PIPELINE_RING {
+            let d = self.stream.device().clone();
+            while self.ring.len() < PIPELINE_RING {
+                self.ring.push((TimingEvent::new(&d)?, TimingEvent::new(&d)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// The gated batch, written once: closes the gate, queues the spin gate
+    /// kernel on the timing stream, lets `enqueue` queue work behind it,
+    /// opens the gate (whatever `enqueue` returned, so the stream drains)
+    /// and synchronizes the stream. Returns whether the host opened the gate
+    /// before the kernel's timeout (otherwise part of the work ran with host
+    /// gaps between its pieces). Needs instruments.
+    ///
+    /// # Errors
+    /// A driver error, or `enqueue`'s.
+    pub fn gated(&mut self, enqueue: &mut dyn FnMut(&mut Timer) -> Result<()>) -> Result<bool> {
+        let Some(inst) = self.instruments.clone() else {
+            return Err(Error::InvalidArgument(
+                "the spin gate needs instruments (gpu_bench::instruments)".into(),
+            ));
+        };
+        let (mut flag, mut out) = match self.gate.take() {
+            Some(g) => g,
+            None => (GateFlag::new(self.stream.device())?, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?),
+        };
+        let queued = flag
+            .close()
+            .and_then(|()| inst.gate(&self.stream, &flag, GATE_TIMEOUT_NS, &mut out))
+            .and_then(|()| enqueue(self));
+        let opened = flag.open();
+        let done = self.stream.synchronize().map(|_| ());
+        let read = self.stream.to_vec(&out);
+        self.gate = Some((flag, out));
+        queued?;
+        opened?;
+        done?;
+        Ok(read?.first().copied() == Some(1))
+    }
+
+    /// Makes kernel mode's CUPTI consumer (kernels, copies, memsets) and
+    /// finds the timing stream's CUPTI id, once; the reason as text when
+    /// CUPTI cannot be used here.
+    pub(crate) fn kernel_clock(&mut self) -> std::result::Result<(), String> {
+        if self.kernel_clock.is_some() {
+            return Ok(());
+        }
+        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
+        let c = a
+            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
+            .map_err(|e| e.to_string())?;
+        let sid = a
+            .stream_id(self.stream.device().raw_context(), self.stream.as_raw())
+            .map_err(|e| e.to_string())?;
+        self.kernel_clock = Some((c, sid));
+        Ok(())
+    }
+
+    /// Whether kernel mode can run here (CUPTI loads and no other tool owns
+    /// the profiling interface); the reason when it cannot. CUPTI records
+    /// nothing after this returns: kernel mode enables it while it samples.
+    ///
+    /// # Errors
+    /// The reason, as text.
+    pub fn kernel_mode_available(&mut self) -> std::result::Result<(), String> {
+        let r = self.kernel_clock();
+        self.kernel_clock = None;
+        r
+    }
+
+    /// Rounds of gated samples dropped so far because the gate timed out
+    /// before the host had queued them (their samples are not kept).
+    pub fn dropped_rounds(&self) -> usize {
+        self.dropped_rounds
+    }
+
+    /// The timing stream (the one closures are given).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The event timer's resolution measured at creation.
+    pub fn resolution(&self) -> &Resolution {
+        &self.resolution
+    }
+
+    /// The SM clock probes so far, if instruments are loaded.
+    pub fn clock(&self) -> Option<ClockCheck> {
+        ClockCheck::of(self.probes_mhz.clone(), self.reported_mhz)
+    }
+
+    /// Whether batch mode and clock checks are available.
+    pub fn has_instruments(&self) -> bool {
+        self.instruments.is_some()
+    }
+
+    /// One clock probe (`clock64` over `%globaltimer`), MHz; `None` without
+    /// instruments or when the probe reports no elapsed time.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn probe_clock(&mut self) -> Result<Option<f64>> {
+        let (Some(inst), Some(out)) = (&self.instruments, self.clock_out.as_mut()) else {
+            return Ok(None);
+        };
+        inst.clock_probe(&self.stream, PROBE_CYCLES, out)?;
+        let v = self.stream.to_vec(&*out)?;
+        let mhz = match v.as_slice() {
+            [cycles, ns] if *ns > 0 => *cycles as f64 / *ns as f64 * 1e3,
+            _ => return Ok(None),
+        };
+        self.probes_mhz.push(mhz);
+        Ok(Some(mhz))
+    }
+
+    /// One sample on its own: the untimed primer spin (with instruments),
+    /// then timing events around `f` on the timing stream, then an event
+    /// synchronization; seconds. The primer keeps the GPU busy while the
+    /// host submits `f`, so the host's submission is not timed. For callers
+    /// building their own loops ([`crate::compare::paired`]); the modes of
+    /// [`Bench`](crate::Bench) use gated rounds instead (see [`crate::bench`]).
+    ///
+    /// # Errors
+    /// A driver error or `f`'s error.
+    pub fn time(&mut self, mut f: impl FnMut(&Stream) -> Result<()>) -> Result<f64> {
+        self.prime()?;
+        self.time_events(&mut f)
+    }
+
+    /// Enqueues the untimed primer spin, if instruments are loaded.
+    pub(crate) fn prime(&mut self) -> Result<()> {
+        if let (Some(inst), Some(out)) = (&self.instruments, self.primer_out.as_mut()) {
+            inst.clock_probe(&self.stream, PRIMER_CYCLES, out)?;
+        }
+        Ok(())
+    }
+
+    /// Events around `f` on the timing stream, synchronized: seconds.
+    pub(crate) fn time_events(&mut self, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<f64> {
+        self.start.record(&self.stream)?;
+        f(&self.stream)?;
+        self.end.record(&self.stream)?;
+        self.end.synchronize()?;
+        Ok(self.start.elapsed(&self.end)?.as_secs_f64())
+    }
+
+    pub(crate) fn flush_l2(&mut self, salt: u8) -> Result<()> {
+        if self.flush.is_none() {
+            let l2 =
+                self.stream.device().attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(1 << 20) as usize;
+            self.flush = Some(DeviceBuffer::<u8>::alloc(&self.stream, 2 * l2)?);
+        }
+        if let Some(buf) = self.flush.as_mut() {
+            self.stream.fill_bytes(buf, salt)?;
+        }
+        Ok(())
+    }
+
+    /// `runs` runs behind the spin gate: (seconds per run, whether the host
+    /// opened the gate before its timeout).
+    pub(crate) fn time_batch(
+        &mut self,
+        runs: usize,
+        f: &mut dyn FnMut(&Stream) -> Result<()>,
+    ) -> Result<(f64, bool)> {
+        let opened = self.gated(&mut |t| {
+            t.start.record(&t.stream)?;
+            for _ in 0..runs {
+                f(&t.stream)?;
+            }
+            t.end.record(&t.stream)
+        })?;
+        Ok((self.start.elapsed(&self.end)?.as_secs_f64() / runs.max(1) as f64, opened))
+    }
+}
+
+fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize) -> Result<Resolution> {
+    let mut v = Vec::with_capacity(pairs);
+    for _ in 0..pairs {
+        a.record(s)?;
+        b.record(s)?;
+        b.synchronize()?;
+        v.push(a.elapsed(b)?.as_secs_f64());
+    }
+    let floor = Summary::of(&v).map_or(0.0, |s| s.median);
+    let step = v
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    Ok(Resolution { floor_s: floor, step_s: step, pairs, busy_floor_s: None })
+}
