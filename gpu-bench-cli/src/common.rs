@@ -2,14 +2,13 @@
 //! instruments, the settings, the progress bar, failures with their exit
 //! codes, and host-clock sampling on the engine's one stopping rule.
 
-use gpu_bench::record::{Counter, Record, Unit};
-use gpu_bench::{Instruments, Report, Settings, StopReason, Timer};
+use gpu_bench::{Instruments, Report, Settings, Timer};
 use gpu_sync::{Device, DriverChoice, Stream};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernels::Kernels;
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Why a subcommand failed; each maps to an exit code.
 #[derive(Debug)]
@@ -174,60 +173,4 @@ impl Ctx {
 pub fn finish_report(report: &mut Report, timer: &Timer) {
     report.clock = timer.clock();
     report.resolution = Some(timer.resolution().clone());
-}
-
-/// Host-clock samples of `f` (each returns its own seconds) until the
-/// engine's stopping rule ([`gpu_bench::stop`]) is met: the same rule as
-/// device-timed modes, for things events cannot see. Returns the samples,
-/// why sampling ended and the wall time it took, seconds.
-///
-/// # Errors
-/// `f`'s error.
-pub fn host_samples(
-    s: &Settings,
-    f: impl FnMut() -> gpu_sync::Result<f64>,
-) -> gpu_sync::Result<(Vec<f64>, StopReason, f64)> {
-    let t0 = Instant::now();
-    let (v, why) = gpu_bench::stop::sample_until(s, f, || t0.elapsed().as_secs_f64())?;
-    Ok((v, why, t0.elapsed().as_secs_f64()))
-}
-
-/// The settings for host-clock rows: operations of a few hundred
-/// nanoseconds need neither half a second of measured time nor stop at
-/// 100,000 samples before the minimum time is met (the first H200 run
-/// warned on every such row). At most 20 ms of measured time, at least
-/// 400,000 samples allowed (0.12 s of a 300 ns operation).
-pub fn host_settings(s: &Settings) -> Settings {
-    let mut hs = *s;
-    hs.min_time_s = hs.min_time_s.min(0.02);
-    hs.max_samples = hs.max_samples.max(400_000);
-    hs
-}
-
-/// A record of host-clock samples: median (with noise), count, the wall
-/// time sampling took, and a warning naming the rules unmet if sampling
-/// did not converge.
-pub fn host_record(
-    name: &str,
-    params: &[(&str, String)],
-    samples: &[f64],
-    (why, wall_s): (StopReason, f64),
-    s: &Settings,
-) -> Record {
-    let mut r = Record::new(name, params);
-    let sum = gpu_bench::stats::Summary::of(samples).unwrap_or_else(gpu_bench::stats::Summary::empty);
-    r.counters
-        .push(Counter::new("median (host clock)", sum.median, Unit::Seconds).with_noise(sum.median_noise()));
-    r.counters.push(Counter::new("samples", sum.n as f64, Unit::Count));
-    r.counters.push(Counter::new(format!("sampling wall time ({})", why.name()), wall_s, Unit::Seconds));
-    if why != StopReason::Converged {
-        let unmet = gpu_bench::stop::unmet(samples, samples.iter().sum(), s);
-        let names: Vec<&str> = unmet.iter().map(|u| u.name()).collect();
-        r.warnings.push(gpu_bench::Warning {
-            rule: unmet.first().copied().unwrap_or(gpu_bench::Rule::MaxSamples),
-            mode: None,
-            message: format!("host sampling ended by {} with {} unmet", why.name(), names.join(", ")),
-        });
-    }
-    r
 }

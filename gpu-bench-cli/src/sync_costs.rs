@@ -13,7 +13,8 @@
 //!   the end, as throughput;
 //! - first call (module load + launch) against steady state.
 
-use crate::common::{Ctx, Failure, finish_report, host_record, host_samples};
+use crate::common::{Ctx, Failure, finish_report};
+use gpu_bench::host::{record as host_record, sample as host_samples};
 use gpu_bench::record::{Counter, Unit};
 use gpu_bench::{Bench, Mode, Record, Report};
 use gpu_sync::{DeviceBuffer, Stream, SyncEvent, TimingEvent};
@@ -32,12 +33,12 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
     let cycles = Ctx::cycles(100e-6, mhz);
     let expected = cycles as f64 / (mhz * 1e6);
-    // Host-clock figures are nanoseconds to microseconds: see host_settings.
-    let hs = crate::common::host_settings(&ctx.settings);
+    // Host-clock figures are nanoseconds to microseconds: see gpu_bench::host::settings.
+    let hs = gpu_bench::host::settings(&ctx.settings);
     let dev = ctx.device.clone();
 
     ctx.progress.step("sync-costs: timing a 100 µs kernel three ways");
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         k.spin(&stream, cycles, &mut out)?;
         let e = t.elapsed().as_secs_f64();
@@ -47,7 +48,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     let mut r = host_record("1. host clock, launch only (WRONG: enqueue time)", &[], &v, (why, wall), &hs);
     r.counters.push(Counter::new("kernel length (cycles / clock)", expected, Unit::Seconds));
     report.records.push(r);
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         k.spin(&stream, cycles, &mut out)?;
         stream.synchronize()?;
@@ -69,13 +70,13 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     report.records.push(r);
 
     ctx.progress.step("sync-costs: event creation");
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         drop(TimingEvent::new(&dev)?);
         Ok(t.elapsed().as_secs_f64())
     })?;
     report.records.push(host_record("timing event create + destroy", &[], &v, (why, wall), &hs));
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         drop(SyncEvent::new(&dev)?);
         Ok(t.elapsed().as_secs_f64())
@@ -86,19 +87,19 @@ pub fn run(ctx: &Ctx) -> Result<Report, Failure> {
     let ev = SyncEvent::new(&dev)?;
     ev.record(&stream)?;
     ev.synchronize()?;
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         ev.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
     report.records.push(host_record("event synchronize (completed)", &[], &v, (why, wall), &hs));
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         stream.synchronize()?;
         Ok(t.elapsed().as_secs_f64())
     })?;
     report.records.push(host_record("stream synchronize (idle)", &[], &v, (why, wall), &hs));
-    let (v, why, wall) = host_samples(&hs, || {
+    let (v, why, wall) = host_samples(&hs, || -> gpu_sync::Result<f64> {
         let t = Instant::now();
         dev.synchronize()?;
         Ok(t.elapsed().as_secs_f64())

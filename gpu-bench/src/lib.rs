@@ -60,6 +60,7 @@ pub mod stop;
 pub mod timer;
 
 pub use bench::{Bench, Timer};
+pub use clock::host;
 pub use compare::{Compare, Verdict};
 pub use error::{Error, Result};
 pub use info::{ClockCheck, DeviceInfo, PcieLink, Resolution, device_info};

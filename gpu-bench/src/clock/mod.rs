@@ -9,11 +9,14 @@
 //! - [`each`]: one synchronized sample at a time, each holding its own runs
 //!   (batch behind the gate);
 //! - [`cupti`]: the GPU's own start and end of each run's operations, from
-//!   CUPTI's activity records (kernel).
+//!   CUPTI's activity records (kernel);
+//! - [`host`] (public, `gpu_bench::host`): the host clock, for what events
+//!   cannot see.
 
 pub(crate) mod cupti;
 pub(crate) mod each;
 pub(crate) mod events;
+pub mod host;
 
 use crate::error::Result;
 use crate::timer::Timer;
