@@ -77,13 +77,12 @@
 use crate::common::{Ctx, Failure};
 use gpu_bench::record::{Counter, Record, Unit};
 use gpu_bench::stats::{Summary, median, ratio_ci};
-use gpu_bench::{GateFlag, Instruments, Report, Rule, Warning};
+use gpu_bench::{Report, Rule, SpinGate, Warning};
 use gpu_sync::cuda_sys::result::{event, launch, stream};
 use gpu_sync::cuda_sys::{self, BorrowedFunction, BorrowedStream, CUevent_flags, Driver, OwnedEvent};
 use gpu_sync::{DeviceBuffer, Kernel, LaunchConfig, Result, Signature, Stream};
 use kernels::{AddSig, ScaleSig};
 use std::ffi::c_void;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// How long a gate waits for the host before it gives up, ns: a batch takes
@@ -604,27 +603,20 @@ impl Fixture {
     }
 }
 
-/// The spin gate: a flag in mapped pinned memory, the gate kernel's output,
-/// and the instruments that launch it.
-struct Gate {
-    flag: GateFlag,
-    out: DeviceBuffer<u64>,
-    inst: Arc<dyn Instruments>,
-}
+/// The spin gate of gpu-bench's engine ([`SpinGate`]), held on A; for a
+/// handoff, B waits for it too.
+struct Gate(SpinGate);
 
 impl Gate {
     fn new(ctx: &Ctx, sa: &Stream) -> Result<Gate> {
-        let flag = GateFlag::new(&ctx.device)?;
-        let out = DeviceBuffer::<u64>::zeroed(sa, 1)?;
+        let g = SpinGate::new(ctx.instruments(), sa, GATE_TIMEOUT_NS)?;
         sa.synchronize()?;
-        Ok(Gate { flag, out, inst: ctx.instruments() })
+        Ok(Gate(g))
     }
 
-    /// Closes the flag and queues the gate on A; for a handoff, B waits for
-    /// it too. Untimed.
+    /// Queues the gate on A; for a handoff, B waits for it too. Untimed.
     fn hold(&mut self, f: &Fixture, v: Variant) -> Result<()> {
-        self.flag.close()?;
-        self.inst.gate(&f.sa, &self.flag, GATE_TIMEOUT_NS, &mut self.out)?;
+        self.0.hold(&f.sa)?;
         match v {
             Variant::RawHandoff => {
                 let raw = f.raw();
@@ -640,10 +632,10 @@ impl Gate {
     /// Opens the gate, waits for both streams, and says whether the host
     /// opened the gate (`false`: it timed out first). Untimed.
     fn release(&mut self, f: &Fixture) -> Result<bool> {
-        let opened = self.flag.open();
+        let opened = self.0.open();
         f.finish()?;
         opened?;
-        Ok(f.sa.to_vec(&self.out)?.first().copied() == Some(1))
+        self.0.opened(&f.sa)
     }
 }
 

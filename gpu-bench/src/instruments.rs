@@ -40,6 +40,61 @@ pub trait Instruments: Send + Sync {
     ) -> Result<()>;
 }
 
+/// The spin gate, written once for every gated measurement (the timer's
+/// rounds and batches, the CLI's overhead batches): a [`GateFlag`], the
+/// gate kernel's output and the instruments that launch it.
+///
+/// [`SpinGate::hold`] closes the flag and queues the gate kernel on a
+/// stream, which then runs nothing queued after it until [`SpinGate::open`]
+/// (or the timeout); after the stream has drained, [`SpinGate::opened`]
+/// says whether the host opened it in time (`false`: the work behind it ran
+/// with host gaps).
+pub struct SpinGate {
+    flag: GateFlag,
+    out: DeviceBuffer<u64>,
+    inst: std::sync::Arc<dyn Instruments>,
+    timeout_ns: u64,
+}
+
+impl SpinGate {
+    /// A gate for `stream`'s device that gives up after `timeout_ns`.
+    ///
+    /// # Errors
+    /// A driver error (the flag's mapped memory, the output buffer).
+    pub fn new(inst: std::sync::Arc<dyn Instruments>, stream: &Stream, timeout_ns: u64) -> Result<SpinGate> {
+        let flag = GateFlag::new(stream.device())?;
+        let out = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+        Ok(SpinGate { flag, out, inst, timeout_ns })
+    }
+
+    /// Closes the flag and queues the gate kernel on `stream`.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn hold(&mut self, stream: &Stream) -> Result<()> {
+        self.flag.close()?;
+        self.inst.gate(stream, &self.flag, self.timeout_ns, &mut self.out)
+    }
+
+    /// Opens the flag: the gate kernel returns and the stream drains.
+    ///
+    /// # Errors
+    /// A driver error writing the flag.
+    pub fn open(&mut self) -> Result<()> {
+        self.flag.open()
+    }
+
+    /// Whether the host opened the gate before its timeout, read from the
+    /// gate kernel's output on `stream` (a synchronizing read: call it once
+    /// the work behind the gate has drained).
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn opened(&self, stream: &Stream) -> Result<bool> {
+        Ok(stream.to_vec(&self.out)?.first().copied() == Some(1))
+    }
+}
+
 /// A `u32` in mapped pinned host memory that a gate kernel polls
 /// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`).
 pub struct GateFlag {

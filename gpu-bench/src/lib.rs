@@ -64,7 +64,7 @@ pub use clock::host;
 pub use compare::{Compare, Verdict};
 pub use error::{Error, Result};
 pub use info::{ClockCheck, DeviceInfo, PcieLink, Resolution, device_info};
-pub use instruments::{GateFlag, Instruments};
+pub use instruments::{GateFlag, Instruments, SpinGate};
 pub use record::{Counter, Mode, ModeResult, Record, Report, Unit, Warning};
 pub use settings::Settings;
 pub use stop::{Rule, StopReason};

@@ -6,7 +6,7 @@
 //! it; [`Timer::gated`] is the one gated batch every gated source uses.
 
 use crate::info::{ClockCheck, Resolution};
-use crate::instruments::{GateFlag, Instruments};
+use crate::instruments::{Instruments, SpinGate};
 use crate::stats::Summary;
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
 use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
@@ -18,7 +18,7 @@ pub(crate) const PROBE_CYCLES: u64 = 2_000_000;
 /// Seconds of sampling between clock probes.
 pub(crate) const PROBE_EVERY_S: f64 = 0.2;
 /// How long a spin gate waits for the host before giving up, ns.
-pub(crate) const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
+pub const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
 /// Warmup is steady when the last this many runs agree…
 pub(crate) const WARMUP_WINDOW: usize = 5;
 /// …within this relative range ((max − min) / median).
@@ -45,7 +45,7 @@ pub struct Timer {
     pub(crate) instruments: Option<Arc<dyn Instruments>>,
     clock_out: Option<DeviceBuffer<u64>>,
     primer_out: Option<DeviceBuffer<u64>>,
-    gate: Option<(GateFlag, DeviceBuffer<u64>)>,
+    gate: Option<SpinGate>,
     flush: Option<DeviceBuffer<u8>>,
     pub(crate) probes_mhz: Vec<f64>,
     reported_mhz: f64,
@@ -155,22 +155,19 @@ impl Timer {
                 "the spin gate needs instruments (gpu_bench::instruments)".into(),
             ));
         };
-        let (mut flag, mut out) = match self.gate.take() {
+        let mut gate = match self.gate.take() {
             Some(g) => g,
-            None => (GateFlag::new(self.stream.device())?, DeviceBuffer::<u64>::zeroed(&self.stream, 1)?),
+            None => SpinGate::new(inst, &self.stream, GATE_TIMEOUT_NS)?,
         };
-        let queued = flag
-            .close()
-            .and_then(|()| inst.gate(&self.stream, &flag, GATE_TIMEOUT_NS, &mut out))
-            .and_then(|()| enqueue(self));
-        let opened = flag.open();
+        let queued = gate.hold(&self.stream).and_then(|()| enqueue(self));
+        let opened = gate.open();
         let done = self.stream.synchronize().map(|_| ());
-        let read = self.stream.to_vec(&out);
-        self.gate = Some((flag, out));
+        let read = gate.opened(&self.stream);
+        self.gate = Some(gate);
         queued?;
         opened?;
         done?;
-        Ok(read?.first().copied() == Some(1))
+        read
     }
 
     /// Makes kernel mode's CUPTI consumer (kernels, copies, memsets) and
