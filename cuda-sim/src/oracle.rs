@@ -11,10 +11,10 @@ use crate::clock::VClock;
 use crate::report::{Access, Actor, RaceKind, RaceReport};
 use std::sync::Arc;
 
-/// Most access records kept per allocation; beyond it the oldest are
-/// dropped (a program that touches one allocation in thousands of disjoint
-/// ranges without ever overwriting it whole may then miss a race).
-const MAX_RECORDS: usize = 4096;
+/// Records per allocation past which the oracle says, once per process,
+/// that checking has become slow. Nothing is ever dropped: an oracle that
+/// forgets is not one.
+const MANY_RECORDS: usize = 1 << 16;
 
 /// Who issued an operation, and what it had seen.
 #[derive(Debug, Clone)]
@@ -89,9 +89,30 @@ impl Record {
     }
 }
 
+/// Whether `new`, recorded after `old`, makes `old` redundant: every later
+/// access that would race with `old` races with `new` too. That holds when
+/// `new` covers `old`'s bytes, `old` happens before `new`, and `new` is a
+/// write or `old` a read. (A later access `x` cannot happen before `new`,
+/// which was issued first; if `new` happened before `x`, so would `old`. So
+/// `x` concurrent with `old` is concurrent with `new`, overlaps it, and one
+/// of them writes.) A read after a write does not retire the write: a later
+/// read would race with the write, not with the read.
+///
+/// With it the history keeps, per actor and per range it touched, at most
+/// its last write and its reads since (FastTrack's epochs, at byte-range
+/// precision): a program that touches the same buffers or views over and
+/// over keeps a bounded history however long it runs.
+fn retires(new: &Record, old: &Record) -> bool {
+    new.start <= old.start
+        && old.end <= new.end
+        && (new.write || !old.write)
+        && !old.free
+        && old.stamp.happens_before(&new.stamp)
+}
+
 /// Checks `new` against `history` (the allocation at `base`), returns the
-/// races found, then adds `new` and drops the records a covering write
-/// makes redundant.
+/// races found, then adds `new` and drops the records it retires
+/// ([`retires`]). Exact: nothing else is ever dropped.
 pub(crate) fn check_and_record(
     history: &mut Vec<Record>,
     new: Record,
@@ -104,16 +125,16 @@ pub(crate) fn check_and_record(
             out.push((r.stamp.clone(), r.report(&new, kind, base)));
         }
     }
-    if new.write {
-        history.retain(|r| !(r.start >= new.start && r.end <= new.end && r.stamp.happens_before(&new.stamp)));
-    }
+    history.retain(|r| !retires(&new, r));
     history.push(new);
-    if history.len() > MAX_RECORDS {
-        let excess = history.len() - MAX_RECORDS;
-        history.drain(..excess);
-        log::warn!(
-            "cuda-sim: allocation {base:#x} has over {MAX_RECORDS} access records; dropping the oldest"
-        );
+    if history.len() == MANY_RECORDS {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            log::warn!(
+                "cuda-sim: allocation {base:#x} holds {MANY_RECORDS} access records (as many distinct ranges \
+                 touched since they were last overwritten); every access is still checked against all of them"
+            );
+        });
     }
     out
 }
@@ -185,5 +206,57 @@ mod tests {
         let all = [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1)];
         assert!(check_and_record(&mut h, rec(stamp(5, 1, &all), 0, 200, true), 0).is_empty());
         assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn a_stream_that_reads_and_writes_one_range_keeps_two_records() {
+        // One stream alternates reads and writes of a buffer 100,000 times:
+        // its history stays at its last write and the reads since.
+        let mut h = Vec::new();
+        let mut c = VClock::default();
+        for i in 0..100_000u64 {
+            let tick = c.tick(1);
+            let s = Stamp { actor: 1, tick, clock: Arc::new(c.clone()), label: Actor::Stream(1) };
+            assert!(check_and_record(&mut h, rec(s, 0, 64, i % 3 == 0), 0).is_empty());
+            assert!(h.len() <= 2, "{} records after {i} accesses", h.len());
+        }
+    }
+
+    #[test]
+    fn a_race_planted_after_100_000_accesses_is_caught_at_byte_range_precision() {
+        // Stream 1 reads 1,000 disjoint views of one allocation 100 times each
+        // (100,000 accesses, each view kept once), then stream 2 writes view
+        // 500 without waiting: the race with stream 1's last read of it is
+        // found; a write to bytes nobody read is not a race.
+        let mut h = Vec::new();
+        let mut c = VClock::default();
+        for round in 0..100u64 {
+            for v in 0..1000u64 {
+                let tick = c.tick(1);
+                let s = Stamp { actor: 1, tick, clock: Arc::new(c.clone()), label: Actor::Stream(1) };
+                assert!(
+                    check_and_record(&mut h, rec(s, v * 16, v * 16 + 16, false), 0).is_empty(),
+                    "{round}"
+                );
+            }
+        }
+        assert_eq!(h.len(), 1000);
+        let r = check_and_record(&mut h, rec(stamp(2, 1, &[(2, 1)]), 500 * 16, 500 * 16 + 4, true), 0);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].1.first.addr, 500 * 16);
+        assert!(check_and_record(&mut h, rec(stamp(3, 1, &[(3, 1)]), 16_000, 16_016, true), 0).is_empty());
+    }
+
+    #[test]
+    fn a_read_does_not_retire_the_write_before_it() {
+        // Stream 1 writes then reads the same bytes; stream 2 then reads them
+        // without waiting: that races with the write, which must still be
+        // there.
+        let mut h = Vec::new();
+        assert!(check_and_record(&mut h, rec(stamp(1, 1, &[(1, 1)]), 0, 8, true), 0).is_empty());
+        assert!(check_and_record(&mut h, rec(stamp(1, 2, &[(1, 2)]), 0, 8, false), 0).is_empty());
+        let r = check_and_record(&mut h, rec(stamp(2, 1, &[(2, 1)]), 0, 8, false), 0);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].1.first.write);
     }
 }
