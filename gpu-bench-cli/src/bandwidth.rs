@@ -35,13 +35,26 @@ fn reclaim(
 ///
 /// # Errors
 /// A driver error.
-pub fn run(ctx: &Ctx, max_mib: usize) -> Result<Report, Failure> {
+pub fn run(ctx: &Ctx, max_mib: Option<usize>) -> Result<Report, Failure> {
+    // `--quick` and the simulator set the default; an explicit size wins.
+    let max = match max_mib {
+        Some(m) => m << 20,
+        None if ctx.quick || ctx.sim => 1 << 20,
+        None => 1024 << 20,
+    };
+    // Pinned and pageable host copies of the largest size, and two device
+    // buffers of it.
+    crate::args::fits(
+        &format!("bandwidth --max-mib {}", max >> 20),
+        &ctx.device,
+        3 * max as u64,
+        2 * max as u64,
+    )?;
     let mut report = ctx.report("Bandwidth: host <-> device")?;
     let dev = ctx.device.clone();
     let stream = Stream::new(&dev)?;
     let other = Stream::new(&dev)?;
     let mut timer = ctx.timer(&stream)?;
-    let max = if ctx.quick { 1 << 20 } else { max_mib.max(1) << 20 };
     let mut sizes = vec![4usize << 10];
     while sizes.last().is_some_and(|&s| s * 4 <= max) {
         sizes.push(sizes[sizes.len() - 1] * 4);

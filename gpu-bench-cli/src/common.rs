@@ -130,12 +130,13 @@ impl Ctx {
     ///
     /// # Errors
     /// [`Failure::NoDriver`] when libcuda cannot be loaded; a driver error.
-    pub fn open(sim: bool, ordinal: i32, settings: Settings, quick: bool) -> Result<Ctx, Failure> {
-        let choice = if sim { DriverChoice::Sim } else { DriverChoice::Cuda };
+    pub fn open(choice: DriverChoice, ordinal: i32, settings: Settings, quick: bool) -> Result<Ctx, Failure> {
         let backend = gpu_sync::select_driver_with(choice).map_err(|e| Failure::NoDriver(e.to_string()))?;
-        if backend.is_sim() {
+        let sim = backend.is_sim();
+        if sim {
             kernels::register_sim_kernels();
         }
+        crate::args::device_in_range(ordinal)?;
         let device = Device::get(ordinal)?;
         let kernels = Kernels::load(&device)?;
         let bench = Arc::new(kernels::BenchKernels::load(&device)?);

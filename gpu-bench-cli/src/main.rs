@@ -4,7 +4,14 @@
 //! `--format md|json|csv` (markdown by default); with `--out DIR`,
 //! `report.md`, `results.json` and `results.csv` are written there too.
 //! `--driver sim` runs on the software driver cuda-sim (a laptop's first
-//! look): every time is then simulated, and the reports say so.
+//! look): every time is then simulated, and the reports say so. Without
+//! `--driver`, `GPU_BENCH_DRIVER`, then the library's `GPU_SYNC_DRIVER`,
+//! choose; else the real driver.
+//!
+//! Every numeric flag has a range (`args.rs`); `--quick` sets defaults and
+//! explicit values win; sizes are checked against host and device memory,
+//! `--out` for writing and `--device` against the devices present, before
+//! anything runs.
 //!
 //! Exit codes: 0 success; 1 a regression (`compare`); 2 bad arguments;
 //! 3 no CUDA driver; 4 a measurement failed a check (a kernel computed a
@@ -13,6 +20,7 @@
 //! A progress bar (indicatif) runs on stderr while stdout is a terminal;
 //! logs go to stderr through env_logger (`RUST_LOG=debug`).
 
+mod args;
 mod bandwidth;
 mod common;
 mod overhead;
@@ -22,10 +30,11 @@ mod sync_costs;
 mod timer;
 mod truth;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use common::{Ctx, Failure};
 use gpu_bench::Settings;
 use gpu_bench::render::{Format, write_text};
+use gpu_sync::DriverChoice;
 use std::path::PathBuf;
 
 /// Exit status: a regression.
@@ -40,14 +49,22 @@ pub const EXIT_CHECK: i32 = 4;
 pub const EXIT_ERROR: i32 = 5;
 
 #[derive(Parser)]
-#[command(name = "gpu-bench", version, about = "GPU measurement you can trust")]
+#[command(
+    name = "gpu-bench",
+    version,
+    about = "GPU measurement you can trust",
+    allow_negative_numbers = true
+)]
 struct Cli {
     /// Device ordinal.
-    #[arg(long, global = true, default_value_t = 0, env = "GPU_BENCH_DEVICE")]
+    #[arg(long, global = true, default_value_t = 0, env = "GPU_BENCH_DEVICE", value_parser = args::ordinal)]
     device: i32,
-    /// Which driver: the real CUDA driver, or the simulator (simulated times).
-    #[arg(long, global = true, value_enum, default_value_t = DriverKind::Cuda, env = "GPU_BENCH_DRIVER")]
-    driver: DriverKind,
+    /// Which driver: the real CUDA driver, the simulator (simulated times),
+    /// or auto (the GPU when libcuda loads, else the simulator). Without the
+    /// flag, `GPU_BENCH_DRIVER`, then `GPU_SYNC_DRIVER` (the variable the
+    /// library reads) decide; else cuda.
+    #[arg(long, global = true, value_enum, env = "GPU_BENCH_DRIVER")]
+    driver: Option<DriverKind>,
     /// Output format on stdout.
     #[arg(long, global = true, value_enum, default_value_t = FormatArg::Md, env = "GPU_BENCH_FORMAT")]
     format: FormatArg,
@@ -67,28 +84,28 @@ struct Cli {
 #[derive(clap::Args)]
 struct SettingsArgs {
     /// Fewest samples per mode.
-    #[arg(long, global = true, env = "GPU_BENCH_MIN_SAMPLES")]
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_SAMPLES", value_parser = args::count)]
     min_samples: Option<usize>,
     /// Least measured device time per mode, seconds.
-    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S")]
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S", value_parser = args::secs)]
     min_time_s: Option<f64>,
     /// Stop once the median's noise is below this many percent.
-    #[arg(long, global = true, env = "GPU_BENCH_MAX_NOISE_PCT")]
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_NOISE_PCT", value_parser = args::pct)]
     max_noise_pct: Option<f64>,
     /// Give up on a mode after this many seconds.
-    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S")]
+    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S", value_parser = args::secs)]
     timeout_s: Option<f64>,
     /// Most samples per mode.
-    #[arg(long, global = true, env = "GPU_BENCH_MAX_SAMPLES")]
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_SAMPLES", value_parser = args::count)]
     max_samples: Option<usize>,
     /// Fewest warmup runs.
-    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MIN")]
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MIN", value_parser = args::count)]
     warmup_min: Option<usize>,
     /// Most warmup runs.
-    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MAX")]
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MAX", value_parser = args::count)]
     warmup_max: Option<usize>,
     /// Runs per sample in batch mode.
-    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS")]
+    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS", value_parser = args::count)]
     batch_runs: Option<usize>,
 }
 
@@ -118,6 +135,8 @@ enum DriverKind {
     Cuda,
     /// The software driver cuda-sim: simulated times.
     Sim,
+    /// libcuda.so.1 when it loads, else cuda-sim.
+    Auto,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -138,7 +157,7 @@ enum Command {
     /// every mode, with an A/A calibration and a paired A/B run.
     Timer {
         /// Threshold of the A/A calibration and the A/B verdict, percent.
-        #[arg(long, default_value_t = 2.0)]
+        #[arg(long, default_value_t = 2.0, value_parser = args::pct)]
         threshold_pct: f64,
     },
     /// Memory ceilings: HBM read, copy and triad bandwidth, results checked.
@@ -150,16 +169,17 @@ enum Command {
     /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff;
     /// batches queued behind a spin gate unless --free-running.
     Overhead {
-        /// Batches per variant (interleaved batch by batch) in each repetition.
-        #[arg(long, default_value_t = 40)]
-        batches: usize,
-        /// Submissions per batch (a handoff batch is queued in gated segments
+        /// Batches per variant (interleaved batch by batch) in each repetition;
+        /// default 40, 5 with --quick.
+        #[arg(long, value_parser = args::count)]
+        batches: Option<usize>,
+        /// Submissions per batch, default 200, 20 with --quick (a handoff batch is queued in gated segments
         /// that fit the driver's queue).
-        #[arg(long, default_value_t = 200)]
-        per_batch: usize,
+        #[arg(long, value_parser = args::count)]
+        per_batch: Option<usize>,
         /// Repeat the whole interleaved comparison this many times and report
         /// each repetition's ratios and their min/median/max.
-        #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+        #[arg(long, default_value_t = 1, value_parser = args::count)]
         repeat: usize,
         /// Time batches with nothing holding the GPU (the first reports'
         /// method) instead of behind a spin gate.
@@ -172,25 +192,27 @@ enum Command {
     Truth {
         /// Only launch each case this many times (no timing), for an external
         /// profiler such as Nsight Compute to time the same launches.
-        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+        #[arg(long, value_parser = args::count)]
         launch_only: Option<usize>,
     },
     /// The right and wrong ways to time, and what synchronization costs.
     SyncCosts,
     /// H2D, D2H and both at once; pinned vs pageable; copy engine vs SM copy.
     Bandwidth {
-        /// Largest transfer, MiB (sizes go from 4 KiB up by 4x).
-        #[arg(long, default_value_t = 1024)]
-        max_mib: usize,
+        /// Largest transfer, MiB (sizes go from 4 KiB up by 4x); default 1024,
+        /// 1 with --quick or on the simulator.
+        #[arg(long, value_parser = args::mib)]
+        max_mib: Option<usize>,
     },
     /// Copy/compute overlap with the prefetcher: pinned vs pageable.
     Overlap {
-        /// Bytes per chunk, MiB.
-        #[arg(long, default_value_t = 32)]
-        chunk_mib: usize,
-        /// Chunks.
-        #[arg(long, default_value_t = 16)]
-        chunks: usize,
+        /// Bytes per chunk, MiB; default 32, 0.25 with --quick or on the
+        /// simulator.
+        #[arg(long, value_parser = args::mib)]
+        chunk_mib: Option<usize>,
+        /// Chunks, at least 2; default 16, 4 with --quick or on the simulator.
+        #[arg(long, value_parser = args::count2)]
+        chunks: Option<usize>,
     },
     /// Compares two results.json files: ratio of medians with a 95% interval,
     /// a verdict, exit status 1 on a regression.
@@ -207,7 +229,10 @@ enum Command {
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
+    // Negative numbers are values everywhere (refused by each flag's range
+    // with a message), never taken for unknown flags.
+    let matches = Cli::command().mut_subcommands(|c| c.allow_negative_numbers(true)).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match run(cli) {
         Ok(code) => code,
         Err(f) => {
@@ -259,6 +284,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     };
     if let Command::Compare { old, new, threshold } = &cli.command {
         let threshold = parse_threshold(threshold)?;
+        if let Some(dir) = &cli.out {
+            args::out_writable(dir)?;
+        }
         let read = |p: &PathBuf| {
             let text =
                 std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
@@ -286,7 +314,22 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     }
     let base = if cli.quick { Settings::quick() } else { Settings::from_env().map_err(Failure::Usage)? };
     let settings = cli.settings.apply(base);
-    let ctx = Ctx::open(cli.driver == DriverKind::Sim, cli.device, settings, cli.quick)?;
+    settings.validate().map_err(Failure::Usage)?;
+    if let Some(dir) = &cli.out {
+        args::out_writable(dir)?;
+    }
+    let choice = match cli.driver {
+        Some(DriverKind::Cuda) => DriverChoice::Cuda,
+        Some(DriverKind::Sim) => DriverChoice::Sim,
+        Some(DriverKind::Auto) => DriverChoice::Auto,
+        // The library's own variable, so one setting picks the driver for
+        // both; the real driver when neither says.
+        None => match std::env::var(gpu_sync::DRIVER_ENV) {
+            Ok(v) => v.parse().map_err(|e: gpu_sync::Error| Failure::Usage(e.to_string()))?,
+            Err(_) => DriverChoice::Cuda,
+        },
+    };
+    let ctx = Ctx::open(choice, cli.device, settings, cli.quick)?;
     let report = match cli.command {
         Command::Info => {
             let r = ctx.report("Device")?;

@@ -113,10 +113,10 @@ pub enum Method {
 /// The command's options.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
-    /// Batches per variant and repetition.
-    pub batches: usize,
-    /// Submissions per batch.
-    pub per_batch: usize,
+    /// Batches per variant and repetition (default 40, 5 with `--quick`).
+    pub batches: Option<usize>,
+    /// Submissions per batch (default 200, 20 with `--quick`).
+    pub per_batch: Option<usize>,
     /// Repetitions of the whole interleaved comparison.
     pub repeat: usize,
     /// How batches are timed.
@@ -207,8 +207,10 @@ fn spread(v: &[f64]) -> (f64, f64, f64) {
 /// A driver error; the gate cannot be set up on a real GPU (use
 /// `--free-running`).
 pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
-    let opts = if ctx.quick { Options { batches: 5, per_batch: 20, ..opts } } else { opts };
-    let (batches, per_batch, repeat) = (opts.batches.max(1), opts.per_batch.max(1), opts.repeat.max(1));
+    // `--quick` sets the defaults; explicit values win.
+    let batches = opts.batches.unwrap_or(if ctx.quick { 5 } else { 40 }).max(1);
+    let per_batch = opts.per_batch.unwrap_or(if ctx.quick { 20 } else { 200 }).max(1);
+    let repeat = opts.repeat.max(1);
     let mut report = ctx.report("Host cost per submission")?;
     let mut fixture = Fixture::new(ctx)?;
     let mut notes = Vec::new();

@@ -33,9 +33,20 @@ use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Prefetcher, Stream};
 /// # Errors
 /// A driver error; [`Failure::Check`] when the chunks the prefetcher
 /// handed to compute differ from what the producer wrote.
-pub fn run(ctx: &Ctx, chunk_mib: usize, chunks: usize) -> Result<Report, Failure> {
-    let (chunk_bytes, n) =
-        if ctx.quick { (256usize << 10, 4usize) } else { (chunk_mib.max(1) << 20, chunks.max(2)) };
+pub fn run(ctx: &Ctx, chunk_mib: Option<usize>, chunks: Option<usize>) -> Result<Report, Failure> {
+    // `--quick` and the simulator set the defaults; explicit values win.
+    let small = ctx.quick || ctx.sim;
+    let chunk_bytes = chunk_mib.map_or(if small { 256usize << 10 } else { 32 << 20 }, |m| m << 20);
+    let n = chunks.unwrap_or(if small { 4 } else { 16 });
+    let total = chunk_bytes as u64 * n as u64;
+    // The host source and the device output of every chunk, and the
+    // prefetcher's two pinned stages and device chunks.
+    crate::args::fits(
+        &format!("overlap --chunk-mib {} --chunks {n}", chunk_bytes >> 20),
+        &ctx.device,
+        total + 2 * chunk_bytes as u64,
+        total + 2 * chunk_bytes as u64,
+    )?;
     let cw = chunk_bytes / 4;
     let mut report = ctx.report("Overlap: copies and compute with the prefetcher")?;
     let dev = ctx.device.clone();

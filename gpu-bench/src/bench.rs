@@ -195,6 +195,7 @@ impl Bench {
         mut first: Option<&mut FirstCall<'_>>,
         mut f: impl FnMut(&Stream) -> Result<()>,
     ) -> BenchResult<Record> {
+        self.settings.validate().map_err(BenchError::Settings)?;
         let mut rec = Record::new(
             self.name.clone(),
             &self.params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect::<Vec<_>>(),

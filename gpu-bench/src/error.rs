@@ -20,6 +20,10 @@ pub enum Error {
         /// cause's own message.
         why: String,
     },
+    /// The sampling settings cannot be sampled with
+    /// ([`Settings::validate`](crate::Settings::validate)).
+    #[error("invalid settings: {0}")]
+    Settings(String),
     /// The kernel-time source (CUPTI) failed while measuring.
     #[error("kernel mode: {0}")]
     Kernel(String),

@@ -93,6 +93,50 @@ impl Settings {
         }
     }
 
+    /// Checks that the settings can be sampled with: at least one sample,
+    /// `min_samples ≤ max_samples`, `warmup_min ≤ warmup_max`, at least one
+    /// run per batch, finite non-negative times, a positive timeout and
+    /// noise target (NaN and infinities refused).
+    ///
+    /// # Errors
+    /// A message naming the setting (as its `--flag`) and what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        let finite = |name: &str, v: f64, min_exclusive: bool| {
+            if !v.is_finite() {
+                Err(format!("--{name} {v}: must be a finite number"))
+            } else if v < 0.0 || (min_exclusive && v == 0.0) {
+                Err(format!("--{name} {v}: must be {}", if min_exclusive { "above 0" } else { "at least 0" }))
+            } else {
+                Ok(())
+            }
+        };
+        finite("min-time-s", self.min_time_s, false)?;
+        finite("max-noise-pct", self.max_noise_pct, true)?;
+        finite("timeout-s", self.timeout_s, true)?;
+        if self.min_samples == 0 {
+            return Err("--min-samples 0: must be at least 1".into());
+        }
+        if self.max_samples < self.min_samples {
+            return Err(format!(
+                "--max-samples {} is below --min-samples {}: no sampling could meet both",
+                self.max_samples, self.min_samples
+            ));
+        }
+        if self.warmup_max == 0 {
+            return Err("--warmup-max 0: must be at least 1".into());
+        }
+        if self.warmup_min > self.warmup_max {
+            return Err(format!(
+                "--warmup-min {} is above --warmup-max {}",
+                self.warmup_min, self.warmup_max
+            ));
+        }
+        if self.batch_runs == 0 {
+            return Err("--batch-runs 0: a batch needs at least 1 run".into());
+        }
+        Ok(())
+    }
+
     /// The defaults overridden by any `GPU_BENCH_*` variable that is set.
     ///
     /// # Errors
@@ -154,6 +198,26 @@ mod tests {
         let mut fields = fields;
         fields.sort();
         assert_eq!(fields, names, "every field has a name triple");
+    }
+
+    #[test]
+    fn validation_refuses_what_cannot_be_sampled_and_names_the_flag() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+        assert_eq!(Settings::quick().validate(), Ok(()));
+        let cases: [(Settings, &str); 8] = [
+            (Settings::default().timeout_s(f64::NAN), "--timeout-s NaN"),
+            (Settings::default().timeout_s(0.0), "--timeout-s 0: must be above 0"),
+            (Settings::default().min_time_s(f64::INFINITY), "--min-time-s inf"),
+            (Settings::default().max_noise_pct(-1.0), "--max-noise-pct -1"),
+            (Settings::default().min_samples(0), "--min-samples 0"),
+            (Settings::default().min_samples(10).max_samples(5), "--max-samples 5 is below --min-samples 10"),
+            (Settings::default().warmup_min(10).warmup_max(2), "--warmup-min 10 is above --warmup-max 2"),
+            (Settings::default().batch_runs(0), "--batch-runs 0"),
+        ];
+        for (s, want) in cases {
+            let e = s.validate().unwrap_err();
+            assert!(e.starts_with(want), "{e:?} should start with {want:?}");
+        }
     }
 
     #[test]
