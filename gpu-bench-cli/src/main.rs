@@ -312,9 +312,6 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         emit(format, cli.out.as_ref(), &c.to_markdown(), &json, &csv)?;
         return Ok(if c.regressed() { EXIT_REGRESSION } else { 0 });
     }
-    let base = if cli.quick { Settings::quick() } else { Settings::from_env().map_err(Failure::Usage)? };
-    let settings = cli.settings.apply(base);
-    settings.validate().map_err(Failure::Usage)?;
     if let Some(dir) = &cli.out {
         args::out_writable(dir)?;
     }
@@ -329,6 +326,18 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             Err(_) => DriverChoice::Cuda,
         },
     };
+    let backend = gpu_sync::select_driver_with(choice).map_err(|e| Failure::NoDriver(e.to_string()))?;
+    // Defaults: --quick's, else the simulator's (exact times, CPU-priced
+    // runs), else nvbench's; then GPU_BENCH_* variables, then flags.
+    let base = if cli.quick {
+        Settings::quick()
+    } else if backend.is_sim() {
+        Settings::sim()
+    } else {
+        Settings::default()
+    };
+    let settings = cli.settings.apply(base.with_env().map_err(Failure::Usage)?);
+    settings.validate().map_err(Failure::Usage)?;
     let ctx = Ctx::open(choice, cli.device, settings, cli.quick)?;
     let report = match cli.command {
         Command::Info => {
@@ -356,6 +365,15 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Overlap { chunk_mib, chunks } => overlap::run(&ctx, chunk_mib, chunks)?,
         Command::Compare { .. } => unreachable!("handled above"),
     };
+    let mut report = report;
+    if ctx.sim {
+        report.notes.push(
+            "on the simulator, sampling and sizes are scaled to it (exact times, runs priced in CPU time): \
+             5 to 20 samples, batches of 8, no minimum time, arrays of at most 1 MiB unless a flag says \
+             otherwise"
+                .into(),
+        );
+    }
     ctx.progress.finish();
     let md = gpu_bench::render::markdown(&report);
     emit(format, cli.out.as_ref(), &md, &gpu_bench::render::json(&report), &gpu_bench::render::csv(&report))?;

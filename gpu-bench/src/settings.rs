@@ -137,12 +137,37 @@ impl Settings {
         Ok(())
     }
 
+    /// For the simulator: its times are exact (no spread), so a few samples
+    /// say all there is, while each run costs real CPU time (its kernels
+    /// are CPU programs): 5 to 20 samples, no minimum time, 5 s timeout,
+    /// 1 to 5 warmup runs, batches of 8.
+    pub fn sim() -> Self {
+        Settings {
+            min_samples: 5,
+            min_time_s: 0.0,
+            max_noise_pct: 0.5,
+            timeout_s: 5.0,
+            max_samples: 20,
+            warmup_min: 1,
+            warmup_max: 5,
+            batch_runs: 8,
+        }
+    }
+
     /// The defaults overridden by any `GPU_BENCH_*` variable that is set.
     ///
     /// # Errors
     /// A message naming the variable whose value does not parse.
     pub fn from_env() -> Result<Settings, String> {
-        let mut s = Settings::default();
+        Settings::default().with_env()
+    }
+
+    /// `self` overridden by any `GPU_BENCH_*` variable that is set.
+    ///
+    /// # Errors
+    /// A message naming the variable whose value does not parse.
+    pub fn with_env(self) -> Result<Settings, String> {
+        let mut s = self;
         for (field, _, var) in Settings::NAMES {
             if let Ok(v) = std::env::var(var) {
                 s.set(field, &v).map_err(|e| format!("{var}={v}: {e}"))?;
@@ -204,6 +229,7 @@ mod tests {
     fn validation_refuses_what_cannot_be_sampled_and_names_the_flag() {
         assert_eq!(Settings::default().validate(), Ok(()));
         assert_eq!(Settings::quick().validate(), Ok(()));
+        assert_eq!(Settings::sim().validate(), Ok(()));
         let cases: [(Settings, &str); 8] = [
             (Settings::default().timeout_s(f64::NAN), "--timeout-s NaN"),
             (Settings::default().timeout_s(0.0), "--timeout-s 0: must be above 0"),
