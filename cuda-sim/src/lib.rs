@@ -136,5 +136,5 @@ pub use crate::{
         lookup_kernel, register_kernel,
     },
     report::{Access, Actor, RaceKind, RaceReport},
-    session::{LiveCounts, Session, SessionGuard},
+    session::{CALL_LOG, LiveCounts, Session, SessionGuard},
 };

@@ -31,6 +31,11 @@ pub(crate) const PINNED_ALIGN: usize = 4096;
 /// first.
 pub(crate) const QUARANTINE_BYTES: u64 = 256 << 20;
 
+/// Most freed blocks kept in quarantine whatever their size: each costs its
+/// bookkeeping (history, free record) beside its bytes, so a program that
+/// frees millions of small buffers keeps a bounded quarantine too.
+pub(crate) const QUARANTINE_BLOCKS: usize = 1 << 14;
+
 /// What an allocation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -181,7 +186,7 @@ impl Memory {
         }
         self.quarantined += b.size;
         self.quarantine.push_back(base);
-        while self.quarantined > QUARANTINE_BYTES {
+        while self.quarantined > QUARANTINE_BYTES || self.quarantine.len() > QUARANTINE_BLOCKS {
             let Some(old) = self.quarantine.pop_front() else { break };
             if let Some(gone) = self.blocks.remove(&old) {
                 self.quarantined = self.quarantined.saturating_sub(gone.size);

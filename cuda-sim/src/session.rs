@@ -79,7 +79,10 @@ pub(crate) struct SessionState {
     pub(crate) streams: BTreeSet<u64>,
     pub(crate) races: Vec<RaceReport>,
     seen: HashSet<(u64, u64, u64, u64, u64)>,
-    pub(crate) calls: Vec<&'static str>,
+    /// The last [`CALL_LOG`] calls, oldest first.
+    pub(crate) calls: std::collections::VecDeque<&'static str>,
+    /// Calls ever made (the log keeps the last [`CALL_LOG`]).
+    total_calls: u64,
     per_name: HashMap<&'static str, u64>,
     pub(crate) faults: FaultPlan,
     /// A sticky error: every later call returns it.
@@ -105,7 +108,8 @@ impl SessionState {
             streams: BTreeSet::new(),
             races: Vec::new(),
             seen: HashSet::new(),
-            calls: Vec::new(),
+            calls: std::collections::VecDeque::new(),
+            total_calls: 0,
             per_name: HashMap::new(),
             faults: FaultPlan::new(),
             sticky: None,
@@ -121,10 +125,14 @@ impl SessionState {
     /// Logs a call of `name`; returns its index among all calls and among
     /// calls of that name.
     pub(crate) fn count_call(&mut self, name: &'static str) -> (u64, u64) {
-        self.calls.push(name);
+        if self.calls.len() == CALL_LOG {
+            self.calls.pop_front();
+        }
+        self.calls.push_back(name);
+        self.total_calls += 1;
         let k = self.per_name.entry(name).or_insert(0);
         *k += 1;
-        (self.calls.len() as u64 - 1, *k - 1)
+        (self.total_calls - 1, *k - 1)
     }
 
     /// A stamp for a new host access (ticks the host clock).
@@ -163,6 +171,10 @@ impl SessionState {
         }
     }
 }
+
+/// Calls a session's log keeps (the most recent): 16 bytes each, 4 MiB in
+/// all, however long the session runs.
+pub const CALL_LOG: usize = 1 << 18;
 
 /// A test's private view of the simulator: per-test isolation inside one
 /// process.
@@ -269,9 +281,16 @@ impl Session {
     }
 
     /// Entry points called by threads in this session, in order (the
-    /// formatting calls `cuGetErrorName` / `cuGetErrorString` excluded).
+    /// formatting calls `cuGetErrorName` / `cuGetErrorString` excluded):
+    /// the last [`CALL_LOG`] of them, so a long-running session's memory
+    /// stays flat ([`Session::total_calls`] counts them all).
     pub fn calls(&self) -> Vec<&'static str> {
-        self.with(Vec::new(), |s| s.calls.clone())
+        self.with(Vec::new(), |s| s.calls.iter().copied().collect())
+    }
+
+    /// How many entry points this session has called in all.
+    pub fn total_calls(&self) -> u64 {
+        self.with(0, |s| s.total_calls)
     }
 
     /// Replaces the session's fault plan.
@@ -342,7 +361,7 @@ impl Drop for Session {
             if s.streams.is_empty() && s.live.is_empty() && !pending {
                 st.sessions.remove(&id);
             } else {
-                s.calls = Vec::new();
+                s.calls = std::collections::VecDeque::new();
                 s.races = Vec::new();
                 s.seen = HashSet::new();
             }

@@ -248,5 +248,17 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
         id,
         Op { id, session, stream: sid, prio, seed, deps: waits.deps, stamp, start, end, work, declared },
     );
+    // A GPU runs queued work while the host goes on, and the driver makes
+    // the host wait once a stream's queue is full. So a stream holding more
+    // than QUEUE_DEPTH operations has ready work of its session run now, as
+    // a query would: a program that never synchronizes does not keep every
+    // operation, and every buffer freed behind them, forever.
+    if st.streams.get(&sid).is_some_and(|s| s.queue.len() > QUEUE_DEPTH) {
+        crate::scheduler::run_some(st, session, (QUEUE_DEPTH / 2) as u64);
+    }
     Ok(id)
 }
+
+/// Operations a stream holds before the simulator runs ready work at the
+/// next enqueue (a GPU's queue is about this deep before the host blocks).
+pub(crate) const QUEUE_DEPTH: usize = 1024;

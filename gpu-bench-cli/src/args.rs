@@ -16,13 +16,45 @@ fn whole(s: &str) -> Result<i128, String> {
     s.trim().parse::<i128>().map_err(|_| format!("{s:?} is not a whole number"))
 }
 
-/// A count of at least 1.
-pub fn count(s: &str) -> Result<usize, String> {
+/// A whole number in `lo..=hi`.
+fn ranged(s: &str, lo: i128, hi: i128) -> Result<usize, String> {
     match whole(s)? {
-        n if n < 1 => Err(format!("{n} is below 1")),
-        n if n > 1_000_000_000 => Err(format!("{n} is above 1000000000")),
+        n if n < lo => Err(format!("{n} is below {lo}")),
+        n if n > hi => Err(format!("{n} is above {hi}")),
         n => Ok(n as usize),
     }
+}
+
+/// A count of at least 1 (at most 10^7: sample counts).
+pub fn count(s: &str) -> Result<usize, String> {
+    ranged(s, 1, 10_000_000)
+}
+
+/// Runs per batch: 1 to 4096 (a batch is queued behind the spin gate, and
+/// a driver's queue holds about a thousand entries before the host blocks).
+pub fn batch_runs(s: &str) -> Result<usize, String> {
+    ranged(s, 1, 4096)
+}
+
+/// Batches or submissions per batch of `overhead`: 1 to 10,000.
+pub fn batches(s: &str) -> Result<usize, String> {
+    ranged(s, 1, 10_000)
+}
+
+/// Repetitions: 1 to 1,000.
+pub fn repeat(s: &str) -> Result<usize, String> {
+    ranged(s, 1, 1000)
+}
+
+/// Launches per case of `truth --launch-only`: 1 to 100,000.
+pub fn launches(s: &str) -> Result<usize, String> {
+    ranged(s, 1, 100_000)
+}
+
+/// A number of seconds for sampling limits: finite, 0 to 86,400 (a day).
+pub fn limit_secs(s: &str) -> Result<f64, String> {
+    let v = secs(s)?;
+    if v > 86_400.0 { Err(format!("{v} is above 86400 (a day)")) } else { Ok(v) }
 }
 
 /// A count of at least 2 (chunks: one to copy while another computes).

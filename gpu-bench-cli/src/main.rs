@@ -87,13 +87,13 @@ struct SettingsArgs {
     #[arg(long, global = true, env = "GPU_BENCH_MIN_SAMPLES", value_parser = args::count)]
     min_samples: Option<usize>,
     /// Least measured device time per mode, seconds.
-    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S", value_parser = args::secs)]
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S", value_parser = args::limit_secs)]
     min_time_s: Option<f64>,
     /// Stop once the median's noise is below this many percent.
     #[arg(long, global = true, env = "GPU_BENCH_MAX_NOISE_PCT", value_parser = args::pct)]
     max_noise_pct: Option<f64>,
     /// Give up on a mode after this many seconds.
-    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S", value_parser = args::secs)]
+    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S", value_parser = args::limit_secs)]
     timeout_s: Option<f64>,
     /// Most samples per mode.
     #[arg(long, global = true, env = "GPU_BENCH_MAX_SAMPLES", value_parser = args::count)]
@@ -105,7 +105,7 @@ struct SettingsArgs {
     #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MAX", value_parser = args::count)]
     warmup_max: Option<usize>,
     /// Runs per sample in batch mode.
-    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS", value_parser = args::count)]
+    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS", value_parser = args::batch_runs)]
     batch_runs: Option<usize>,
 }
 
@@ -171,15 +171,15 @@ enum Command {
     Overhead {
         /// Batches per variant (interleaved batch by batch) in each repetition;
         /// default 40, 5 with --quick.
-        #[arg(long, value_parser = args::count)]
+        #[arg(long, value_parser = args::batches)]
         batches: Option<usize>,
         /// Submissions per batch, default 200, 20 with --quick (a handoff batch is queued in gated segments
         /// that fit the driver's queue).
-        #[arg(long, value_parser = args::count)]
+        #[arg(long, value_parser = args::batches)]
         per_batch: Option<usize>,
         /// Repeat the whole interleaved comparison this many times and report
         /// each repetition's ratios and their min/median/max.
-        #[arg(long, default_value_t = 1, value_parser = args::count)]
+        #[arg(long, default_value_t = 1, value_parser = args::repeat)]
         repeat: usize,
         /// Time batches with nothing holding the GPU (the first reports'
         /// method) instead of behind a spin gate.
@@ -192,7 +192,7 @@ enum Command {
     Truth {
         /// Only launch each case this many times (no timing), for an external
         /// profiler such as Nsight Compute to time the same launches.
-        #[arg(long, value_parser = args::count)]
+        #[arg(long, value_parser = args::launches)]
         launch_only: Option<usize>,
     },
     /// The right and wrong ways to time, and what synchronization costs.
