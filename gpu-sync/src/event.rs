@@ -60,6 +60,9 @@ impl EventInner {
     }
 
     fn record_on(&self, target: &dyn RecordSeal) -> Result<()> {
+        // Before any lock: inside a host function the book (or this
+        // event's record lock) may be held by the thread waiting for it.
+        crate::ffi::refuse("cuEventRecord")?;
         let mut rec = self.lock_record();
         let (raw, device, stream) = target.target();
         if !device.same(&self.device) {
@@ -103,6 +106,7 @@ impl EventInner {
     }
 
     fn query(&self) -> Result<Option<EventSynced>> {
+        crate::ffi::refuse("cuEventQuery")?;
         let rec = self.lock_record();
         let dev = &self.device.inner;
         dev.bind()?;
@@ -410,6 +414,7 @@ macro_rules! default_stream_wait {
             /// # Errors
             /// A driver error.
             pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
+                crate::ffi::refuse("cuStreamWaitEvent")?;
                 let ev = event.event_inner();
                 let _record = ev.lock_record();
                 let dev = &self.device.inner;

@@ -54,6 +54,7 @@ impl Capture<'_> {
     /// # Errors
     /// A driver error.
     pub fn fork(&self) -> Result<Stream> {
+        crate::ffi::refuse("Capture::fork")?;
         let fork = Stream::new(self.origin.device())?;
         let mut g = self.state.inner.lock();
         if g.is_ended() {
@@ -83,11 +84,17 @@ impl Stream {
     where
         F: FnOnce(&Capture<'_>) -> Result<()>,
     {
+        // Before any lock: inside a host function the book may be held by
+        // the thread waiting for it.
+        crate::ffi::refuse("Stream::capture")?;
         let s = &self.inner;
         let dev = &s.device.inner;
         dev.bind()?;
         let state = CaptureState::new(s);
         {
+            // No capture begins under a blocking copy on this stream (see
+            // `Timeline::blocking`); lock order: that, then the book.
+            let _blocking = s.lock_blocking();
             let mut book = s.lock();
             s.refuse_if_capturing("Stream::capture")?;
             let st = book.stream(s);
@@ -297,6 +304,8 @@ impl GraphExec {
     /// [`Error::DeviceMismatch`]; [`Error::Capturing`] on a capturing stream;
     /// a driver error.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        // Before this exec's lock and the book.
+        crate::ffi::refuse("cuGraphLaunch")?;
         if !stream.device().same(&self.device) {
             return Err(Error::DeviceMismatch {
                 what: "the graph",
@@ -314,7 +323,7 @@ impl GraphExec {
         // `cuGraphLaunch` does not wait for the device.
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let Some(exec) = st.exec.as_ref() else {
-            return Err(Error::InvalidArgument("a graph exec launched after its release".into()));
+            return Err(Error::Internal("a graph exec launched after its release".into()));
         };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.

@@ -155,6 +155,9 @@ impl Stream {
     /// [`Error::Capturing`] when one stream is capturing and the other is not
     /// part of the same capture; a driver error.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        // Before any lock: inside a host function the book may be held by
+        // the thread waiting for it.
+        crate::ffi::refuse("Stream::wait_stream")?;
         if Arc::ptr_eq(&self.inner, &other.inner) {
             return Ok(());
         }

@@ -36,7 +36,8 @@ fn take(s: &Slot) -> Option<gpu_sync::Result<()>> {
 
 fn not_permitted(r: Option<gpu_sync::Result<()>>, what: &str) {
     match r {
-        Some(Err(Error::Driver { error, .. })) if error.0 == cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED => {}
+        Some(Err(Error::Driver { error, .. })) if error.0 == cuda_sys::CUresult::CUDA_ERROR_NOT_PERMITTED => {
+        }
         other => panic!("{what}: expected CUDA_ERROR_NOT_PERMITTED, got {other:?}"),
     }
 }
@@ -103,7 +104,8 @@ fn a_tracked_operation_in_a_host_function_on_a_stream_being_captured_is_refused(
     let t = ctx(0xd30);
     let dog = Watchdog::arm(30, "a tracked operation in a host function, its stream captured elsewhere");
     let device = &t.device;
-    let (a, b, s) = (Stream::new(device).expect("a"), Stream::new(device).expect("b"), Stream::new(device).expect("s"));
+    let (a, b, s) =
+        (Stream::new(device).expect("a"), Stream::new(device).expect("b"), Stream::new(device).expect("s"));
     let y = DeviceBuffer::from_slice(&a, &[3u32; 1024]).expect("y");
     let mut x = DeviceBuffer::<u32>::zeroed(&s, 1024).expect("x");
     s.synchronize().expect("sync");
@@ -184,7 +186,8 @@ fn set_current_through_the_reexported_cuda_sys_does_not_stale_the_context_cache(
         .expect("unbind");
     // Both need the device's context current: gpu-sync must notice.
     let module = Module::load(&t.device, sim::PTX_STUB).expect("module load after a foreign set_current");
-    let pinned = PinnedBuffer::<u32>::new(&t.device, 16, HostAllocFlags::empty()).expect("pinned alloc after a foreign set_current");
+    let pinned = PinnedBuffer::<u32>::new(&t.device, 16, HostAllocFlags::empty())
+        .expect("pinned alloc after a foreign set_current");
     assert_eq!(
         gpu_sync::cuda_sys::result::context::get_current(drv).expect("get"),
         Some(t.device.raw_context()),
@@ -216,10 +219,9 @@ fn a_module_dropped_with_a_launch_queued_is_unloaded_after_it_completes() {
     let launch = calls.iter().rposition(|c| *c == "cuLaunchKernel").expect("launched");
     if let Some(unload) = calls.iter().rposition(|c| *c == "cuModuleUnload") {
         assert!(
-            calls[launch..unload].iter().any(|c| matches!(
-                *c,
-                "cuEventSynchronize" | "cuStreamSynchronize" | "cuCtxSynchronize"
-            )),
+            calls[launch..unload]
+                .iter()
+                .any(|c| matches!(*c, "cuEventSynchronize" | "cuStreamSynchronize" | "cuCtxSynchronize")),
             "cuModuleUnload issued with the launch still queued: {:?}",
             &calls[launch..]
         );

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::kernel::{Kernel, Signature};
 use crate::release::Held;
+use crate::track::Resource;
 use cuda_sys::handle::kind::ModuleKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedFunction, CUresult};
@@ -17,12 +18,51 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 /// A loaded module: unloaded (`cuModuleUnload`, context bound, deferred
-/// inside host functions) when no `Module`, `Kernel` or graph holds it.
+/// inside host functions) when no `Module`, `Kernel` or graph holds it, and
+/// only once every launch of it is known complete (see `Drop`).
 /// `Send + Sync` from its parts: the driver lets any thread look functions
 /// up in a module and launch them (cuda-sys argues it for `OwnedModule`).
 pub(crate) struct ModuleInner {
-    pub module: Held<ModuleKind>,
+    /// Always `Some` until `Drop` takes it.
+    module: Option<Held<ModuleKind>>,
     pub device: Device,
+    /// Every eager launch of one of its kernels records a read here.
+    pub res: Resource,
+}
+
+impl ModuleInner {
+    /// The module handle.
+    fn held(&self) -> Result<&Held<ModuleKind>> {
+        self.module.as_ref().ok_or_else(|| Error::Internal("a module used after its unload".into()))
+    }
+}
+
+impl Drop for ModuleInner {
+    /// The driver has no stream-ordered unload, and unloading a module
+    /// whose kernel is still queued is undefined: so the unload first waits
+    /// on the host for every launch recorded on `res` (markers, no lock
+    /// held while waiting), as a pinned buffer's free does for its copies;
+    /// it is leaked if that wait fails. Inside a host function (or a
+    /// simulated kernel) all of it happens later on an ordinary thread; on a
+    /// capturing thread, when its capture ends. Graphs keep the module alive
+    /// themselves (their launches are waited for by `GraphExec`'s drop).
+    fn drop(&mut self) {
+        let Some(module) = self.module.take() else { return };
+        let empty = self.res.empty_like();
+        let res = std::mem::replace(&mut self.res, empty);
+        crate::capture::host_fn::now_or_deferred(move || {
+            crate::capture::thread::free_outside_capture(Box::new(move || match res.host_wait_all() {
+                Ok(()) => {
+                    drop(res);
+                    drop(module);
+                }
+                Err(e) => {
+                    log::error!("leaking a CUDA module: waiting for its launches failed: {e}");
+                    module.leak();
+                }
+            }))
+        });
+    }
 }
 
 /// Device code loaded into a device's primary context (`cuModuleLoadData`):
@@ -135,7 +175,14 @@ impl Module {
         // loads. The device's context is current (`bind`).
         let raw =
             call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
-        Ok(Module { inner: Arc::new(ModuleInner { module: Held::new(device, raw), device: device.clone() }) })
+        let module = Held::new(device, raw);
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                module: Some(module),
+                device: device.clone(),
+                res: Resource::new(device),
+            }),
+        })
     }
 
     /// The module's device.
@@ -148,7 +195,7 @@ impl Module {
             .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
         let dev = &self.inner.device.inner;
         dev.bind()?;
-        let module = self.inner.module.get().as_borrowed();
+        let module = self.inner.held()?.get().as_borrowed();
         let r = call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
         match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_FOUND => {

@@ -277,8 +277,19 @@ impl Stream {
     /// # Errors
     /// As [`Stream::download_pageable`].
     pub fn to_vec<T: Pod, S: AsDeviceSlice<T> + ?Sized>(&self, src: &S) -> Result<Vec<T>> {
-        let mut out = vec![T::zeroed(); src.view().len];
-        self.download_pageable(src, &mut out)?;
+        let len = src.view().len;
+        // Not zeroed first: the copy writes every element, and a zeroing
+        // pass would touch (and fault in) every page once more.
+        let mut out = Vec::<T>::with_capacity(len);
+        // SAFETY: `out` owns capacity for `len` `T`s, untouched by the host
+        // until this call returns, which is only after the copy completed
+        // or the context is lost (Borrowed); the copy writes into it, it
+        // never reads it.
+        unsafe { self.d2h("Stream::to_vec", src, out.as_mut_ptr(), len, Host::Borrowed) }?;
+        // SAFETY: `d2h` returned `Ok`, so the copy of `len` elements (the
+        // length it checked against `src`) has completed and initialized
+        // `out[..len]`; any bytes are a valid `T` (`Pod`).
+        unsafe { out.set_len(len) };
         Ok(out)
     }
 

@@ -294,7 +294,7 @@ impl BookList {
 /// invariant, reported rather than panicked on).
 #[cold]
 pub(crate) fn not_locked(ordinal: i32) -> Error {
-    Error::InvalidArgument(format!("internal: the book of device {ordinal} was needed but not locked"))
+    Error::Internal(format!("the book of device {ordinal} was needed but not locked"))
 }
 
 /// `books.book(ordinal)` or [`not_locked`].

@@ -26,7 +26,7 @@ impl Marker {
     /// The marker's event.
     #[inline]
     pub fn event(&self) -> Result<&OwnedEvent> {
-        self.ev.as_ref().ok_or_else(|| Error::InvalidArgument("a marker used after its release".into()))
+        self.ev.as_ref().ok_or_else(|| Error::Internal("a marker used after its release".into()))
     }
 
     /// `cuEventSynchronize` on the marker.

@@ -173,6 +173,13 @@ pub(crate) struct Timeline {
     pub device: Device,
     pub priority: i32,
     pool: Arc<EventPool>,
+    /// Held by a blocking operation (a pageable copy) across its driver
+    /// call, which it makes without the book, and by `Stream::capture`
+    /// while it begins a capture: a capture never begins on the stream
+    /// under a blocking call (which would capture a host-visible copy).
+    /// Lock order: this, then the book. Never taken inside a host function
+    /// (both refuse first).
+    pub blocking: std::sync::Mutex<()>,
     _retire: Retire,
 }
 
@@ -191,6 +198,7 @@ impl Timeline {
             completed: AtomicU64::new(0),
             capturing: AtomicBool::new(false),
             pool: EventPool::new(device),
+            blocking: std::sync::Mutex::new(()),
             _retire: Retire { book: book.clone(), slot },
         }
     }
@@ -224,6 +232,13 @@ impl Timeline {
     #[inline(always)]
     pub(crate) fn raw(&self) -> BorrowedStream<'_> {
         self.stream.get().as_borrowed()
+    }
+
+    /// Excludes blocking operations and capture begins on this stream (see
+    /// [`Timeline::blocking`]).
+    #[inline]
+    pub(crate) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.blocking.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Locks the stream's device book (this stream's state is

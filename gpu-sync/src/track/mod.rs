@@ -131,6 +131,10 @@ pub(crate) enum Target<'a> {
     Device(&'a Arc<Allocation>),
     /// A pinned host buffer (never captured).
     Host(&'a Resource),
+    /// A module whose kernel the operation launches (always a read): its
+    /// unload waits for the launches (`ModuleInner`'s drop). Captured
+    /// launches skip it: the graph keeps the module loaded.
+    Code(&'a Resource),
 }
 
 impl Target<'_> {
@@ -138,7 +142,7 @@ impl Target<'_> {
     fn res(&self) -> &Resource {
         match self {
             Target::Device(a) => &a.res,
-            Target::Host(r) => r,
+            Target::Host(r) | Target::Code(r) => r,
         }
     }
 }
@@ -182,13 +186,18 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     keep: Option<&KeepAlive>,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // Guards before any lock: refused inside a host function (the capture
+    // routing below reads the stream's capture under its book lock, which
+    // the thread waiting for this host function may hold), then the work
+    // host functions deferred.
+    admit(op_name)?;
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
     crate::capture::capture_gate::submit(
         &**stream,
         op,
         |cap, inner, op| captured::run_captured(stream, op_name, uses, keep, cap, inner, op).map(|r| (r, 0)),
-        |op| run_tracked_uncaptured(stream, op_name, uses, op),
+        |op| run_tracked_admitted(stream, op_name, uses, op),
     )
 }
 
@@ -218,6 +227,17 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     admit(op_name)?;
+    run_tracked_admitted(s, op_name, uses, op)
+}
+
+/// [`run_tracked_uncaptured`] once its guards ([`admit`]) have passed.
+#[inline(always)]
+fn run_tracked_admitted<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
     // again — finds none and collects nothing), and whether a resource or a
@@ -345,16 +365,36 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
 
 /// Runs `op`, a driver call that blocks the host until its own transfer is
 /// done (a copy to or from pageable memory), as a tracked operation on
-/// `stream` without holding any lock while it waits for other work.
+/// `stream`, holding no book while the driver blocks.
 ///
 /// First, with no lock held, it host-waits for everything the operation
 /// would wait for: all work queued on `stream` (`cuStreamSynchronize`) and
 /// every conflicting use on other streams (their markers). Then it locks the
-/// books and submits only if nothing new arrived meanwhile (else it waits
-/// again): the stream is idle and no device-side wait is needed, so the
-/// blocking call waits for its own transfer alone — which needs no host
-/// progress. A host function queued earlier (which may drop gpu-sync
-/// objects) has therefore run before any lock is taken.
+/// books and checks that nothing new arrived meanwhile (else it waits
+/// again): the stream is idle and no device-side wait is needed. It then
+/// **unlocks the books** and makes the blocking call, holding only the
+/// stream's `blocking` lock (which keeps a capture from beginning on the
+/// stream meanwhile, and which nothing inside a host function takes), and
+/// relocks them to draw the ticket and record the uses. So a host function
+/// the driver runs meanwhile, or another thread's submission to any stream
+/// of the device, never waits for this transfer.
+///
+/// Why the gap is sound:
+/// - the ticket is drawn after the call returned, as for every operation,
+///   so it never names work the driver has not been given, and a marker
+///   recorded on the stream meanwhile covers at most earlier tickets (it
+///   may cover more work than it claims: conservative);
+/// - work another thread queues on the stream meanwhile runs before or
+///   after the copy in the stream's FIFO; if before, the blocking call also
+///   waits for it (no lock held but `blocking`, which that work cannot
+///   need: host functions refuse before any lock);
+/// - the memory the copy touches cannot gain a conflicting use meanwhile:
+///   the caller borrows the device view for the whole call (`&` for a
+///   download, `&mut` for an upload), so any other use in the gap is of
+///   memory that does not overlap it, and the tracker, which is per
+///   allocation, only stays more conservative;
+/// - the host memory is borrowed for the whole call, which returns only
+///   once the copy is complete (`wait_for_borrowed`).
 ///
 /// # Errors
 /// [`Error::Capturing`]; `CUDA_ERROR_NOT_PERMITTED` inside a host function;
@@ -365,12 +405,14 @@ pub(crate) fn run_tracked_idle<R>(
     uses: &[Use<'_>],
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    crate::ffi::refuse(op_name)?;
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::ffi::refuse(op_name)?;
     let mut list = books_of(s, uses);
     let dev = &s.device.inner;
+    // Lock order: `blocking`, then books; held across the driver call.
+    let _blocking = s.lock_blocking();
     loop {
         crate::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
@@ -401,8 +443,11 @@ pub(crate) fn run_tracked_idle<R>(
             // Work was queued on the stream meanwhile: wait for it, unlocked.
             continue;
         }
+        // The blocking call holds no book (see above).
+        drop(books);
         dev.bind()?;
         let r = op(s.raw())?;
+        let mut books = list.lock();
         let ticket = dev.next_ticket();
         book_in(&mut books, s.book.ordinal)?.stream(s).last_ticket = ticket;
         record_in(&mut books, s, ticket, uses);
