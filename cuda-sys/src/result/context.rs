@@ -48,12 +48,10 @@ pub fn set_current(drv: &Driver, ctx: Option<impl AsBorrowed<kind::ContextKind>>
 /// could make stale. A context changed by other means (the raw table, the
 /// runtime API, another library) is not seen: that code is `unsafe` or
 /// foreign, and its owner makes the right context current again.
-#[inline]
+#[inline(always)]
 pub fn is_current_here(drv: &Driver, ctx: CUcontext) -> bool {
-    SET_HERE.with(|h| {
-        let (d, c) = h.get();
-        c == ctx && !c.is_null() && std::ptr::eq(d, drv)
-    })
+    let (d, c) = SET_HERE.get();
+    c == ctx && !c.is_null() && std::ptr::eq(d, drv)
 }
 
 /// The calling thread's current context (`cuCtxGetCurrent`), `None` when

@@ -26,7 +26,7 @@ use crate::launch::module::ModuleInner;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
 use crate::timeline::conflicts::Access;
-use crate::track::{Allocation, KeepAlive, Resource, Target, Uses, run_tracked, same_device};
+use crate::track::{Allocation, KeepAlive, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
 use cuda_sys::handle::kind::FunctionKind;
 use cuda_sys::result as cu;
@@ -305,12 +305,10 @@ pub trait Signature: sealed::Sealed {
 /// Most parameters a typed kernel can have.
 pub const MAX_PARAMS: usize = 12;
 
-/// The arguments of one launch: exactly one [`RawArg`] per parameter, and
-/// the resource of the kernel's module.
-struct Args<'s, 'a>(&'s [RawArg<'a>], &'s Resource);
+/// The arguments of one launch: exactly one [`RawArg`] per parameter.
+struct Args<'s, 'a>(&'s [RawArg<'a>]);
 
-/// A launch's uses are its buffer arguments and a read of its module (whose
-/// unload waits for it).
+/// A launch's uses are its buffer arguments.
 impl Uses for Args<'_, '_> {
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
@@ -319,7 +317,6 @@ impl Uses for Args<'_, '_> {
                 f(Target::Device(alloc), *access);
             }
         }
-        f(Target::Code(self.1), Access::Read);
     }
 }
 
@@ -512,43 +509,39 @@ impl KernelCore {
         }
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
-        run_tracked(
-            &stream.inner,
-            "cuLaunchKernel",
-            &Args(args, &self.module.res),
-            Some(&self.keep),
-            |raw| {
-                // SAFETY: `borrow_raw`: `f` is a live function of the stream's
-                // context, loaded through `drv` (the device's table, which loaded
-                // the module), and the module stays loaded for the whole call (the
-                // kernel's Arc keeps it; device checked above). `launch_kernel`:
-                // `params` holds one pointer per parameter, each to a slot holding
-                // the argument's bytes (device pointers as u64, scalars in the low
-                // bytes), and the parameter count and sizes are those of the
-                // signature checked at load (or vouched for by the caller of an
-                // unsafe raw launch).
-                // What the kernel does with them is the contract its declarer
-                // promised (`Module::kernel`'s or `RawKernel::launch`'s
-                // `# Safety`): it reads through `In` views, writes only through
-                // `Out` ones, stays inside each view (bounded by nothing but the
-                // view lengths or a `Len`, checked above to be at most every
-                // view's length), and needs no more alignment than the element
-                // types' (checked above). Every buffer is tracked: the kernel runs
-                // after conflicting uses on other streams, and the memory
-                // outlives it.
-                call("cuLaunchKernel", || unsafe {
-                    let f = BorrowedFunction::borrow_raw(drv, f);
-                    cu::launch::launch_kernel(
-                        f,
-                        [g.x, g.y, g.z],
-                        [b.x, b.y, b.z],
-                        cfg.shared_mem_bytes,
-                        raw,
-                        &mut params,
-                    )
-                })
-            },
-        )?;
+        // Before the launch returns: the module's unload waits for it.
+        self.module.note_launch(&stream.inner);
+        run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
+            // SAFETY: `borrow_raw`: `f` is a live function of the stream's
+            // context, loaded through `drv` (the device's table, which loaded
+            // the module), and the module stays loaded for the whole call (the
+            // kernel's Arc keeps it; device checked above). `launch_kernel`:
+            // `params` holds one pointer per parameter, each to a slot holding
+            // the argument's bytes (device pointers as u64, scalars in the low
+            // bytes), and the parameter count and sizes are those of the
+            // signature checked at load (or vouched for by the caller of an
+            // unsafe raw launch).
+            // What the kernel does with them is the contract its declarer
+            // promised (`Module::kernel`'s or `RawKernel::launch`'s
+            // `# Safety`): it reads through `In` views, writes only through
+            // `Out` ones, stays inside each view (bounded by nothing but the
+            // view lengths or a `Len`, checked above to be at most every
+            // view's length), and needs no more alignment than the element
+            // types' (checked above). Every buffer is tracked: the kernel runs
+            // after conflicting uses on other streams, and the memory
+            // outlives it.
+            call("cuLaunchKernel", || unsafe {
+                let f = BorrowedFunction::borrow_raw(drv, f);
+                cu::launch::launch_kernel(
+                    f,
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    cfg.shared_mem_bytes,
+                    raw,
+                    &mut params,
+                )
+            })
+        })?;
         Ok(())
     }
 }

@@ -382,6 +382,23 @@ impl Timeline {
         Ok(ticket)
     }
 
+    /// Blocks the host until everything submitted on this stream so far has
+    /// completed, waiting on a marker covering the last ticket
+    /// (`cuEventSynchronize`; nothing when a host wait proved it already).
+    /// No lock is held while waiting.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (naming `op`); a
+    /// driver error.
+    pub(crate) fn host_wait_all_so_far(self: &Arc<Self>, op: &'static str) -> Result<()> {
+        crate::ffi::refuse(op)?;
+        let ticket = self.lock().stream(self).last_ticket;
+        if ticket == 0 {
+            return Ok(());
+        }
+        Point { timeline: self.clone(), ticket }.host_wait()
+    }
+
     /// Blocks the host until all work submitted so far has completed
     /// (`cuStreamSynchronize`); returns the ticket that proves.
     ///

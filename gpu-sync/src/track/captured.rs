@@ -171,8 +171,6 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
     uses.each(|t, a| match t {
         Target::Device(alloc) => list.push((alloc.clone(), a)),
         Target::Host(_) => host = true,
-        // The graph keeps the module loaded (`keep`).
-        Target::Code(_) => {}
     });
     if host {
         return Err(Error::Capturing { op: op_name });

@@ -131,10 +131,6 @@ pub(crate) enum Target<'a> {
     Device(&'a Arc<Allocation>),
     /// A pinned host buffer (never captured).
     Host(&'a Resource),
-    /// A module whose kernel the operation launches (always a read): its
-    /// unload waits for the launches (`ModuleInner`'s drop). Captured
-    /// launches skip it: the graph keeps the module loaded.
-    Code(&'a Resource),
 }
 
 impl Target<'_> {
@@ -142,7 +138,7 @@ impl Target<'_> {
     fn res(&self) -> &Resource {
         match self {
             Target::Device(a) => &a.res,
-            Target::Host(r) | Target::Code(r) => r,
+            Target::Host(r) => r,
         }
     }
 }
