@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use crate::ffi::{call, driver};
-use crate::scope::DeviceSynced;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedContext, CUcontext, CUdevice, CUdevice_attribute as A, Driver};
 use std::collections::HashMap;
@@ -252,32 +251,6 @@ impl Device {
     /// The driver's CUDA version (`cuDriverGetVersion`), e.g. `13000`.
     pub fn driver_version(&self) -> i32 {
         self.inner.drv.version()
-    }
-
-    /// Blocks the host until every stream of this device has finished all
-    /// work submitted before the call (`cuCtxSynchronize`) — the widest host
-    /// wait, after an event's and a stream's.
-    ///
-    /// Returns a proof covering every point submitted on any stream of the
-    /// device before the call.
-    ///
-    /// # Errors
-    /// [`Error::Capturing`] on a thread that is capturing a graph; a driver
-    /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
-    /// error.
-    pub fn synchronize(&self) -> Result<DeviceSynced> {
-        crate::capture::thread::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
-        // Every ticket up to this value was taken after its driver call
-        // returned (see `next_ticket`), so that work is already queued and the
-        // synchronize below covers it.
-        let ticket = self.inner.ticket.load(Ordering::Acquire);
-        self.inner.bind()?;
-        // The device's primary context is current on this thread.
-        call("cuCtxSynchronize", || cu::context::synchronize(self.inner.drv))?;
-        self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
-        // Frees that host functions which ran meanwhile had to put off.
-        crate::capture::host_fn::drain();
-        Ok(DeviceSynced { device: self.inner.ordinal, ticket })
     }
 
     pub(crate) fn same(&self, other: &Device) -> bool {

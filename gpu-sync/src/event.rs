@@ -3,17 +3,14 @@
 //! cheaper and only orders and waits. `elapsed` exists only on the first.
 
 use crate::device::Device;
+use crate::engine::{self, Held, Point, create_event};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
 use crate::scope::EventSynced;
 use crate::stream::{LegacyStream, PerThreadStream, Stream};
-use crate::timeline::Point;
-use crate::timeline::marker::create_event;
 use cuda_sys::handle::kind::EventKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUevent, CUevent_flags, CUresult, OwnedEvent};
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -62,7 +59,7 @@ impl EventInner {
     fn record_on(&self, target: &dyn RecordSeal) -> Result<()> {
         // Before any lock: inside a host function the book (or this
         // event's record lock) may be held by the thread waiting for it.
-        crate::ffi::refuse("cuEventRecord")?;
+        engine::refuse("cuEventRecord")?;
         let mut rec = self.lock_record();
         let (raw, device, stream) = target.target();
         if !device.same(&self.device) {
@@ -72,19 +69,10 @@ impl EventInner {
                 found: self.device.ordinal(),
             });
         }
-        let dev = &self.device.inner;
-        dev.bind()?;
         let point = match stream {
-            Some(s) => {
-                let mut book = s.inner.lock();
-                s.inner.refuse_if_capturing("Event::record")?;
-                let st = book.stream(&s.inner);
-                // The device's book lock makes the record's position agree
-                // with its last ticket.
-                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
-                Some(Point { timeline: s.inner.clone(), ticket: st.last_ticket })
-            }
+            Some(s) => Some(s.inner.record_event(self.event())?),
             None => {
+                self.device.inner.bind()?;
                 // A default-stream handle is valid in the current context.
                 call("cuEventRecord", || cu::event::record(self.event(), raw))?;
                 None
@@ -98,15 +86,15 @@ impl EventInner {
     fn proof(&self, rec: &Option<Recorded>) -> EventSynced {
         match rec.as_ref().and_then(|r| r.point.as_ref()) {
             Some(p) => {
-                p.timeline.completed.fetch_max(p.ticket, Ordering::AcqRel);
-                EventSynced { stream: Some(p.timeline.id), device: self.device.ordinal(), ticket: p.ticket }
+                p.prove();
+                EventSynced { stream: Some(p.stream_id()), device: self.device.ordinal(), ticket: p.ticket() }
             }
             None => EventSynced { stream: None, device: self.device.ordinal(), ticket: 0 },
         }
     }
 
     fn query(&self) -> Result<Option<EventSynced>> {
-        crate::ffi::refuse("cuEventQuery")?;
+        engine::refuse("cuEventQuery")?;
         let rec = self.lock_record();
         let dev = &self.device.inner;
         dev.bind()?;
@@ -119,7 +107,7 @@ impl EventInner {
     /// queue behind it). If the event was re-recorded meanwhile, which
     /// record the wait covered is unknown, so it waits again.
     fn synchronize(&self) -> Result<EventSynced> {
-        crate::capture::host_fn::refuse("cuEventSynchronize")?;
+        engine::refuse("cuEventSynchronize")?;
         let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
         loop {
             let before = generation(&self.lock_record());
@@ -130,7 +118,7 @@ impl EventInner {
             if generation(&rec) == before {
                 let proof = self.proof(&rec);
                 drop(rec);
-                crate::capture::host_fn::drain();
+                engine::drain();
                 return Ok(proof);
             }
         }
@@ -384,25 +372,13 @@ impl Stream {
     /// [`Error::Capturing`] during a capture (use the capture's own streams);
     /// a driver error.
     pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-        crate::capture::host_fn::refuse("Stream::wait")?;
+        engine::refuse("Stream::wait")?;
         let ev = event.event_inner();
-        let recorded = ev.lock_record();
-        let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let mut book = self.inner.lock();
-        self.inner.refuse_if_capturing("Stream::wait")?;
-        let st = book.stream(&self.inner);
         // The event's record lock is held, so no re-record can slip between
         // reading its point and the wait.
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
-        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
-            && p.timeline.id != self.inner.id
-        {
-            st.set_known(p.timeline.id, p.ticket);
-        }
-        // The wait takes a ticket, so markers covering it cover the event.
-        st.last_ticket = dev.next_ticket();
-        Ok(())
+        let recorded = ev.lock_record();
+        let point = recorded.as_ref().and_then(|r| r.point.as_ref());
+        self.inner.wait_event(ev.event(), point)
     }
 }
 
@@ -414,7 +390,7 @@ macro_rules! default_stream_wait {
             /// # Errors
             /// A driver error.
             pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-                crate::ffi::refuse("cuStreamWaitEvent")?;
+                engine::refuse("cuStreamWaitEvent")?;
                 let ev = event.event_inner();
                 let _record = ev.lock_record();
                 let dev = &self.device.inner;

@@ -417,7 +417,7 @@ pub fn register<S: SimSignature>(name: &str, f: impl for<'a> Fn(S::Views<'a>) + 
         // runs, every gpu-sync call refuses before any lock
         // (`CUDA_ERROR_NOT_PERMITTED`) and drops are deferred, exactly as
         // in a host function.
-        let inside = crate::capture::host_fn::Inside::enter();
+        let inside = crate::engine::Inside::enter();
         f(S::views(&mut staged));
         drop(inside);
         S::store(call, staged)

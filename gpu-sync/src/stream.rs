@@ -8,11 +8,11 @@
 //! covers what is asked. Same-stream work needs no event at all.
 
 use crate::device::Device;
+use crate::engine::Timeline;
+use crate::engine::{self, Held, Kind, NO_USES, Op};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
-use crate::scope::StreamSynced;
-use crate::timeline::{Point, Timeline};
+use crate::scope::{DeviceSynced, StreamSynced};
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUstream, CUstream_flags};
 use std::marker::PhantomData;
@@ -114,7 +114,11 @@ impl Stream {
         self.inner.id
     }
 
-    /// Whether the stream is capturing a graph ([`Stream::capture`]).
+    /// Whether the stream is capturing a graph ([`Stream::capture`]) — a
+    /// hint, read without a lock: another thread may begin or end a capture
+    /// on the stream right after it answers. Operations never rely on it:
+    /// each decides under the stream's lock (joining the capture, or
+    /// returning [`Error::Capturing`]).
     pub fn is_capturing(&self) -> bool {
         self.inner.capture_hint()
     }
@@ -143,7 +147,7 @@ impl Stream {
     }
 
     fn proved(&self, ticket: u64) -> StreamSynced {
-        self.inner.completed.fetch_max(ticket, std::sync::atomic::Ordering::AcqRel);
+        self.inner.prove(ticket);
         StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
     }
 
@@ -155,23 +159,7 @@ impl Stream {
     /// [`Error::Capturing`] when one stream is capturing and the other is not
     /// part of the same capture; a driver error.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        // Before any lock: inside a host function the book may be held by
-        // the thread waiting for it.
-        crate::ffi::refuse("Stream::wait_stream")?;
-        if Arc::ptr_eq(&self.inner, &other.inner) {
-            return Ok(());
-        }
-        if (self.is_capturing() || other.is_capturing())
-            && crate::track::captured::join_in_capture(&self.inner, &other.inner)?
-        {
-            return Ok(());
-        }
-        let ticket = other.inner.lock().stream(&other.inner).last_ticket;
-        if ticket == 0 {
-            return Ok(());
-        }
-        let dep = Point { timeline: other.inner.clone(), ticket };
-        self.inner.submit_waits_only("Stream::wait_stream", &[dep])
+        engine::wait_stream(&self.inner, &other.inner)
     }
 
     /// Queues `f` to run on a driver thread once all earlier work on this
@@ -189,8 +177,9 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        let f: crate::capture::host_fn::HostFn = Box::new(f);
-        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::capture::host_fn::launch(raw, f))?;
+        let f: engine::HostFn = Box::new(f);
+        let op = Op { name: "Stream::launch_host_fn", uses: NO_USES, kind: Kind::HostFn, keep: None };
+        engine::submit(&self.inner, op, |raw| engine::launch_host_fn(raw, f))?;
         Ok(())
     }
 }
@@ -224,6 +213,22 @@ pub struct PerThreadStream {
 }
 
 impl Device {
+    /// Blocks the host until every stream of this device has finished all
+    /// work submitted before the call (`cuCtxSynchronize`) — the widest host
+    /// wait, after an event's and a stream's.
+    ///
+    /// Returns a proof covering every point submitted on any stream of the
+    /// device before the call.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] on a thread that is capturing a graph; a driver
+    /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
+    /// error.
+    pub fn synchronize(&self) -> Result<DeviceSynced> {
+        let ticket = engine::host_wait_device(self)?;
+        Ok(DeviceSynced { device: self.ordinal(), ticket })
+    }
+
     /// The legacy default stream, asked for by name.
     pub fn legacy_stream(&self) -> LegacyStream {
         LegacyStream { device: self.clone() }

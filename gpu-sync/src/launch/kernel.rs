@@ -20,13 +20,12 @@
 //! the module it keeps loaded.
 
 use crate::device::{Device, Limits};
+use crate::engine::{self, Access, Allocation, KeepAlive, Kind, Op, Target, Uses, same_device};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::module::ModuleInner;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
-use crate::timeline::conflicts::Access;
-use crate::track::{Allocation, KeepAlive, Target, Uses, run_tracked, same_device};
 use bytemuck::Pod;
 use cuda_sys::handle::kind::FunctionKind;
 use cuda_sys::result as cu;
@@ -511,7 +510,8 @@ impl KernelCore {
         let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
         // Before the launch returns: the module's unload waits for it.
         self.module.note_launch(&stream.inner);
-        run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
+        let op = Op { name: "cuLaunchKernel", uses: &Args(args), kind: Kind::Async, keep: Some(&self.keep) };
+        engine::submit(&stream.inner, op, |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded
             // the module), and the module stays loaded for the whole call (the

@@ -6,11 +6,10 @@
 //! `Kernel::launch` safe).
 
 use crate::device::Device;
+use crate::engine::{self, Held, Timeline};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::kernel::{Kernel, Signature};
-use crate::release::Held;
-use crate::timeline::Timeline;
 use cuda_sys::handle::kind::ModuleKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedFunction, CUresult};
@@ -81,8 +80,9 @@ impl Drop for ModuleInner {
     fn drop(&mut self) {
         let Some(module) = self.module.take() else { return };
         let streams = std::mem::take(self.launched_on.get_mut().unwrap_or_else(|p| p.into_inner()));
-        crate::capture::host_fn::now_or_deferred(move || {
-            crate::capture::thread::free_outside_capture(Box::new(move || {
+        engine::free_now_or_later(
+            None,
+            Box::new(move || {
                 let waited = streams.iter().try_for_each(|s| s.host_wait_all_so_far("cuModuleUnload"));
                 match waited {
                     Ok(()) => drop(module),
@@ -91,8 +91,8 @@ impl Drop for ModuleInner {
                         module.leak();
                     }
                 }
-            }))
-        });
+            }),
+        );
     }
 }
 

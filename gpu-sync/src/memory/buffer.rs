@@ -12,12 +12,11 @@
 //! `cuMemFree`) take a raw device pointer.
 
 use crate::device::Device;
+pub(crate) use crate::engine::Allocation;
+use crate::engine::{self, Kind, NO_USES, Op, Point, Resource};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::stream::Stream;
-use crate::timeline::Point;
-pub(crate) use crate::track::Allocation;
-use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 use cuda_sys::result as cu;
@@ -27,7 +26,7 @@ use std::sync::Arc;
 
 impl Allocation {
     fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
-        crate::capture::host_fn::refuse("DeviceBuffer::alloc")?;
+        engine::refuse("DeviceBuffer::alloc")?;
         let device = stream.device().clone();
         let mut alloc =
             Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
@@ -39,15 +38,16 @@ impl Allocation {
         }
         let dev = &device.inner;
         if device.has_memory_pools() {
-            let (ptr, ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
+            let op = Op { name: "DeviceBuffer::alloc", uses: NO_USES, kind: Kind::After(&[]), keep: None };
+            let (ptr, ticket) = engine::submit(&stream.inner, op, |raw| {
                 call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
             alloc.ptr = ptr;
             alloc.stream = Some(stream.inner.clone());
             // The allocation happens in stream order: a write by that stream.
-            alloc.res.set_write(Point { timeline: stream.inner.clone(), ticket });
+            alloc.res.set_write(Point::new(stream.inner.clone(), ticket));
         } else {
-            crate::capture::thread::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
+            engine::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
             dev.bind()?;
             alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
@@ -77,7 +77,8 @@ impl Allocation {
         let deps = self.res.outstanding();
         match &self.stream {
             Some(s) => {
-                s.submit("cuMemFreeAsync", &deps, |raw| {
+                let op = Op { name: "cuMemFreeAsync", uses: NO_USES, kind: Kind::After(&deps), keep: None };
+                engine::submit(s, op, |raw| {
                     // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
                     // (here); the free is ordered after every use recorded on
                     // other streams (the device-side waits `submit` issues for
@@ -102,47 +103,32 @@ impl Allocation {
 }
 
 impl Drop for Allocation {
+    /// Frees the memory now or later, as the engine decides
+    /// ([`engine::free_now_or_later`]: later inside a host function, when
+    /// the capture ends while its stream or this thread captures); a free
+    /// that fails leaks the memory (never freed while it may be in use).
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
-        if crate::capture::host_fn::active() {
-            // Inside a host function: no driver call, no lock (the thread
-            // waiting for this host function may hold them); freed later on
-            // an ordinary thread (see `host_fn`).
-            let alloc = self.take();
-            crate::capture::host_fn::defer(Box::new(move || drop(alloc)));
-            return;
-        }
-        if let Some(s) = self.stream.clone() {
-            let book = s.lock();
-            if s.is_capturing() {
-                // A free now would become a node of the graph being captured;
-                // it is issued when the capture ends.
-                // Queued with the state locked: the end of the capture
-                // clears it under this lock, then runs what was queued.
-                let alloc = self.take();
-                let until = crate::capture::deferred::Until::StreamCaptureEnds(s.id);
-                crate::capture::deferred::defer(until, Box::new(move || drop(alloc)));
-                drop(book);
-                return;
-            }
-        }
-        if crate::capture::thread::thread_is_capturing() {
-            // A capturing thread may not free (cuMemFree) or wait: free when
-            // its capture ends.
-            let alloc = self.take();
-            crate::capture::thread::free_outside_capture(Box::new(move || drop(alloc)));
-            return;
-        }
-        if let Err(e) = self.free() {
-            log::error!(
-                "leaking {} bytes of device memory at {:#x} on device {}: the free failed: {e}",
-                self.bytes,
-                self.ptr,
-                self.device.ordinal()
-            );
-        }
+        let mut alloc = self.take();
+        let stream = alloc.stream.clone();
+        engine::free_now_or_later(
+            stream.as_ref(),
+            Box::new(move || {
+                if let Err(e) = alloc.free() {
+                    log::error!(
+                        "leaking {} bytes of device memory at {:#x} on device {}: the free failed: {e}",
+                        alloc.bytes,
+                        alloc.ptr,
+                        alloc.device.ordinal()
+                    );
+                    // Leaked: not freed again by `alloc`'s own drop.
+                    alloc.ptr = 0;
+                }
+                drop(alloc);
+            }),
+        );
     }
 }
 
@@ -253,16 +239,14 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn close(self) -> Result<()> {
         // Inside a host function the buffer is dropped instead (its free is
         // deferred) and the refusal reported.
-        crate::capture::host_fn::refuse("DeviceBuffer::close")?;
+        engine::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
             Ok(mut a) => {
                 if a.ptr == 0 {
                     return Ok(());
                 }
-                if crate::capture::thread::thread_is_capturing()
-                    || a.stream.as_ref().is_some_and(|s| s.capture_hint())
-                {
+                if engine::thread_is_capturing() || a.stream.as_ref().is_some_and(|s| s.capture_hint()) {
                     // Freed when the capture ends, as `Drop` does.
                     drop(a);
                     return Ok(());

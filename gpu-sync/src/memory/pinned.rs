@@ -12,10 +12,9 @@
 //! returned.
 
 use crate::device::Device;
+use crate::engine::{self, Held, Resource};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
-use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::handle::kind::HostAllocKind;
 use cuda_sys::result as cu;
@@ -104,8 +103,8 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
-        crate::capture::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
+        engine::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        engine::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { mem: None, len, flags, device: device.clone(), res, _t: PhantomData });
@@ -192,8 +191,8 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
-        crate::capture::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
+        engine::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        engine::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let Some(host) = self.take_memory() else { return Ok(()) };
         host.try_free()
     }
@@ -272,9 +271,7 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
-        crate::capture::host_fn::now_or_deferred(move || {
-            crate::capture::thread::free_outside_capture(Box::new(move || host.free()));
-        });
+        engine::free_now_or_later(None, Box::new(move || host.free()));
     }
 }
 

@@ -27,10 +27,10 @@
 pub(crate) mod captured;
 
 use crate::device::Device;
+use crate::engine::timeline::book::{BookList, BookSet, Books, DeviceBook, NO_SLOT, book_in, book_of};
+use crate::engine::timeline::conflicts::Access;
+use crate::engine::timeline::{Point, Timeline};
 use crate::error::{Error, Result};
-use crate::timeline::book::{BookList, BookSet, Books, DeviceBook, NO_SLOT, book_in, book_of};
-use crate::timeline::conflicts::Access;
-use crate::timeline::{Point, Timeline};
 use cuda_sys::{BorrowedStream, CUdeviceptr};
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -104,7 +104,7 @@ impl Drop for Resource {
             // Inside a host function: the book may be locked by the thread
             // the callback blocks; release the slot later, elsewhere.
             let (slot, book) = (std::mem::replace(&mut self.slot, NO_SLOT), self.book.clone());
-            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, book })));
+            crate::engine::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, book })));
             return;
         }
         let old = self.book.lock().free_tracker(self.slot);
@@ -182,29 +182,18 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     keep: Option<&KeepAlive>,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
-    // Guards before any lock: refused inside a host function (the capture
-    // routing below reads the stream's capture under its book lock, which
-    // the thread waiting for this host function may hold), then the work
-    // host functions deferred.
-    admit(op_name)?;
+    // The guards before any lock (host function, deferred work) are the
+    // facade's (`engine::submit`): the capture routing below reads the
+    // stream's capture under its book lock, which the thread waiting for a
+    // host function may hold.
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
-    crate::capture::capture_gate::submit(
+    crate::engine::capture::capture_gate::submit(
         &**stream,
         op,
         |cap, inner, op| captured::run_captured(stream, op_name, uses, keep, cap, inner, op).map(|r| (r, 0)),
         |op| run_tracked_admitted(stream, op_name, uses, op),
     )
-}
-
-/// What every eager tracked submission does first: refuse inside a host
-/// function (before any lock is taken), then run the work host functions
-/// deferred (no gpu-sync lock is held here).
-#[inline(always)]
-fn admit(op_name: &'static str) -> Result<()> {
-    crate::ffi::refuse(op_name)?;
-    crate::capture::host_fn::drain();
-    Ok(())
 }
 
 /// [`run_tracked`] for an operation that never joins a capture: on a
@@ -222,7 +211,6 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
-    admit(op_name)?;
     run_tracked_admitted(s, op_name, uses, op)
 }
 
@@ -330,7 +318,7 @@ fn record_in<U: Uses + ?Sized>(books: &mut impl BookSet, stream: &Arc<Timeline>,
 /// are locked, in ordinal order (found by locking what is known, reading the
 /// conflicts, and locking again with any device they add). Refused on a
 /// capturing stream.
-pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
+fn run_tracked_across<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
@@ -339,7 +327,6 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    admit(op_name)?;
     let mut list = books_of(s, uses);
     loop {
         let mut books = list.lock();
@@ -395,10 +382,10 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
 /// # Errors
 /// [`Error::Capturing`]; `CUDA_ERROR_NOT_PERMITTED` inside a host function;
 /// the driver error of a wait or of `op`.
-pub(crate) fn run_tracked_idle<R>(
+fn run_tracked_idle<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
-    uses: &[Use<'_>],
+    uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     crate::ffi::refuse(op_name)?;
@@ -410,7 +397,7 @@ pub(crate) fn run_tracked_idle<R>(
     // Lock order: `blocking`, then books; held across the driver call.
     let _blocking = s.lock_blocking();
     loop {
-        crate::capture::host_fn::drain();
+        crate::engine::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
         s.synchronize(op_name)?;
         let found = deps_in(&mut list.lock(), s.id, uses);
@@ -451,6 +438,20 @@ pub(crate) fn run_tracked_idle<R>(
     }
 }
 
+/// The blocking flavor: [`run_tracked_idle`], then [`wait_for_borrowed`]:
+/// returns once the blocking call's transfer is complete (or the context
+/// lost).
+pub(crate) fn run_blocking<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    let (r, ticket) = run_tracked_idle(s, op_name, uses, op)?;
+    wait_for_borrowed(s, ticket)?;
+    Ok((r, ticket))
+}
+
 /// Blocks the host until the operation at `ticket` of `stream` has
 /// completed (`cuStreamSynchronize`), or the context is lost.
 ///
@@ -464,7 +465,7 @@ pub(crate) fn run_tracked_idle<R>(
 ///
 /// # Errors
 /// The first wait's error once the copy is complete; [`Error::ContextLost`].
-pub(crate) fn wait_for_borrowed(stream: &Arc<Timeline>, ticket: u64) -> Result<()> {
+fn wait_for_borrowed(stream: &Arc<Timeline>, ticket: u64) -> Result<()> {
     let first = match stream.synchronize("Stream::synchronize") {
         Ok(_) => return Ok(()),
         Err(e @ Error::ContextLost { .. }) => return Err(e),

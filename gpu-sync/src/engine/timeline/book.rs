@@ -71,8 +71,8 @@ impl DeviceBook {
             }
         }
         let book = self.clone();
-        crate::capture::deferred::defer(
-            crate::capture::deferred::Until::Ordinary,
+        crate::engine::capture::deferred::defer(
+            crate::engine::capture::deferred::Until::Ordinary,
             Box::new(move || {
                 let old = book.lock().free_stream(slot);
                 drop(old);

@@ -22,16 +22,15 @@ pub(crate) mod marker;
 pub(crate) mod pending;
 
 use crate::device::Device;
+use crate::engine::release::Held;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
 use book::{BookList, BookSet, DeviceBook, book_in};
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
 use marker::{EventPool, Marker};
 use smallvec::SmallVec;
-use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -44,6 +43,30 @@ pub(crate) struct Point {
 }
 
 impl Point {
+    /// The point `ticket` of `timeline` (a ticket it drew).
+    #[inline]
+    pub(crate) fn new(timeline: Arc<Timeline>, ticket: u64) -> Point {
+        Point { timeline, ticket }
+    }
+
+    /// The stream's id.
+    #[inline]
+    pub(crate) fn stream_id(&self) -> u64 {
+        self.timeline.id
+    }
+
+    /// The ticket.
+    #[inline]
+    pub(crate) fn ticket(&self) -> u64 {
+        self.ticket
+    }
+
+    /// Notes that a host wait proved this point complete.
+    #[inline]
+    pub(crate) fn prove(&self) {
+        self.timeline.prove(self.ticket);
+    }
+
     /// Whether a host wait already proved this point complete.
     #[inline]
     pub fn is_complete(&self) -> bool {
@@ -79,9 +102,8 @@ pub(crate) struct StreamState {
     /// Device-side waits already made: for stream id, every ticket up to this
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
-    /// The graph capture this stream takes part in: the capture layer's
-    /// state, held opaquely (the timeline knows only whether there is one).
-    pub capture: Option<Arc<dyn Any + Send + Sync>>,
+    /// The graph capture this stream takes part in.
+    pub capture: Option<Arc<crate::engine::track::captured::CaptureState>>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -201,6 +223,61 @@ impl Timeline {
             blocking: std::sync::Mutex::new(()),
             _retire: Retire { book: book.clone(), slot },
         }
+    }
+
+    /// Notes that a host wait proved every ticket up to `ticket` of this
+    /// stream complete.
+    #[inline]
+    pub(crate) fn prove(&self, ticket: u64) {
+        self.completed.fetch_max(ticket, Ordering::AcqRel);
+    }
+
+    /// The last ticket submitted on this stream (0: none), read under the
+    /// book lock.
+    pub(crate) fn last_ticket(&self) -> u64 {
+        self.lock().stream(self).last_ticket
+    }
+
+    /// Records `ev` on this stream (`cuEventRecord`) under the book lock, so
+    /// the record's position agrees with the last ticket; returns the point
+    /// it covers. Refused inside a host function (before any lock) and on a
+    /// capturing stream.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
+    pub(crate) fn record_event(self: &Arc<Self>, ev: &cuda_sys::OwnedEvent) -> Result<Point> {
+        crate::ffi::refuse("cuEventRecord")?;
+        self.device.inner.bind()?;
+        let mut book = self.lock();
+        self.refuse_if_capturing("Event::record")?;
+        let st = book.stream(self);
+        call("cuEventRecord", || cu::event::record(ev, self.raw()))?;
+        Ok(Point { timeline: self.clone(), ticket: st.last_ticket })
+    }
+
+    /// Makes this stream wait, device-side, for `ev`'s latest record
+    /// (`cuStreamWaitEvent`), which covers `recorded` if it is a point of a
+    /// tracked stream; the wait takes a ticket, so markers covering it cover
+    /// the event. The caller holds the event's record lock. Refused inside a
+    /// host function (before any lock) and on a capturing stream.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
+    pub(crate) fn wait_event(&self, ev: &cuda_sys::OwnedEvent, recorded: Option<&Point>) -> Result<()> {
+        crate::ffi::refuse("Stream::wait")?;
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut book = self.lock();
+        self.refuse_if_capturing("Stream::wait")?;
+        let st = book.stream(self);
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        if let Some(p) = recorded
+            && p.timeline.id != self.id
+        {
+            st.set_known(p.timeline.id, p.ticket);
+        }
+        st.last_ticket = dev.next_ticket();
+        Ok(())
     }
 
     /// Whether the stream captures, read without its lock: a hint for fast
@@ -409,7 +486,7 @@ impl Timeline {
         call("cuStreamSynchronize", || cu::stream::synchronize(self.raw()))?;
         self.completed.fetch_max(ticket, Ordering::AcqRel);
         // Frees that host functions which ran meanwhile had to put off.
-        crate::capture::host_fn::drain();
+        crate::engine::capture::host_fn::drain();
         Ok(ticket)
     }
 
@@ -487,13 +564,6 @@ impl Timeline {
         }
         let mut books = list.lock();
         self.submit_in(&mut books, op_name, deps, op)
-    }
-
-    /// Device-side waits for `deps` with no operation after them. The waits
-    /// take a ticket like an operation, so a marker covering the stream's
-    /// last ticket also covers what the stream waited for.
-    pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
-        self.submit(op_name, deps, |_| Ok(())).map(drop)
     }
 }
 

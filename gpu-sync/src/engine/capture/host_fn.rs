@@ -39,7 +39,7 @@ pub(crate) fn active() -> bool {
     crate::ffi::calls_refused()
 }
 
-pub(crate) use crate::ffi::{not_permitted, refuse};
+pub(crate) use crate::ffi::not_permitted;
 
 /// Queues `work` to run later on an ordinary thread (see [`drain`]), in the
 /// one deferred-work queue (`deferred`).

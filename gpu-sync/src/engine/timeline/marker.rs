@@ -82,7 +82,7 @@ impl EventPool {
             free.push(ev);
         } else {
             drop(free);
-            crate::release::release_later(&self.device, ev);
+            crate::engine::release::release_later(&self.device, ev);
         }
     }
 }
@@ -91,7 +91,7 @@ impl Drop for EventPool {
     fn drop(&mut self) {
         let free = std::mem::take(self.free.get_mut().unwrap_or_else(|p| p.into_inner()));
         for ev in free {
-            crate::release::release_later(&self.device, ev);
+            crate::engine::release::release_later(&self.device, ev);
         }
     }
 }
