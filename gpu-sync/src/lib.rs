@@ -86,6 +86,7 @@ pub use engine::{Access, NotCovered, Pending, Polled};
 pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
 pub use graph::{Capture, Graph, GraphExec};
+pub use launch::foreign::ForeignUses;
 pub use launch::kernel::{
     Dim3, In, Kernel, KernelArg, KernelArgs, LaunchConfig, Len, Out, Param, RawArg, RawKernel, Signature,
 };

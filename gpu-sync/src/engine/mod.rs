@@ -39,9 +39,7 @@ use std::sync::Arc;
 pub use timeline::conflicts::Access;
 pub use timeline::pending::{NotCovered, Pending, Polled};
 
-#[cfg(feature = "sim")]
-pub(crate) use capture::host_fn::Inside;
-pub(crate) use capture::host_fn::{HostFn, launch as launch_host_fn};
+pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
 pub(crate) use release::Held;
 pub(crate) use timeline::marker::create_event;
 pub(crate) use timeline::{Point, Timeline};
