@@ -80,7 +80,7 @@ impl Stream {
 
     /// The stream's device.
     pub fn device(&self) -> &Device {
-        &self.inner.device
+        self.inner.device()
     }
 
     /// Drops this handle and, if it was the last one (no other handle, and
@@ -93,14 +93,14 @@ impl Stream {
     pub fn close(self) -> Result<()> {
         match Arc::try_unwrap(self.inner) {
             // The last handle: destroyed once, here; queued work finishes.
-            Ok(inner) => inner.stream.close("cuStreamDestroy"),
+            Ok(inner) => inner.close(),
             Err(_shared) => Ok(()),
         }
     }
 
     /// The priority the stream was created with.
     pub fn priority(&self) -> i32 {
-        self.inner.priority
+        self.inner.priority()
     }
 
     /// The raw handle, for interop with foreign code. Work submitted on it
@@ -111,7 +111,7 @@ impl Stream {
 
     /// A process-unique id of the stream.
     pub fn id(&self) -> u64 {
-        self.inner.id
+        self.inner.id()
     }
 
     /// Whether the stream is capturing a graph ([`Stream::capture`]) — a
@@ -148,7 +148,7 @@ impl Stream {
 
     fn proved(&self, ticket: u64) -> StreamSynced {
         self.inner.prove(ticket);
-        StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
+        StreamSynced { stream: self.inner.id(), device: self.inner.device().ordinal(), ticket }
     }
 
     /// Makes later work on this stream wait, on the device, for all work
@@ -186,7 +186,7 @@ impl Stream {
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Stream(#{} on device {})", self.inner.id, self.inner.device.ordinal())
+        write!(f, "Stream(#{} on device {})", self.inner.id(), self.inner.device().ordinal())
     }
 }
 

@@ -45,7 +45,7 @@ impl ModuleInner {
     /// the last handle's drop (which orders every launch before it).
     #[inline(always)]
     pub(crate) fn note_launch(&self, s: &Arc<Timeline>) {
-        if self.recent[(s.id % 4) as usize].load(Ordering::Relaxed) != s.id {
+        if self.recent[(s.id() % 4) as usize].load(Ordering::Relaxed) != s.id() {
             self.note_stream(s);
         }
     }
@@ -53,10 +53,10 @@ impl ModuleInner {
     #[cold]
     fn note_stream(&self, s: &Arc<Timeline>) {
         let mut on = self.launched_on.lock().unwrap_or_else(|p| p.into_inner());
-        if !on.iter().any(|t| t.id == s.id) {
+        if !on.iter().any(|t| t.id() == s.id()) {
             on.push(s.clone());
         }
-        self.recent[(s.id % 4) as usize].store(s.id, Ordering::Relaxed);
+        self.recent[(s.id() % 4) as usize].store(s.id(), Ordering::Relaxed);
     }
 
     /// The module handle.

@@ -303,7 +303,7 @@ impl Stream {
         same_len("Stream::copy", s.len, d.len)?;
         let (sptr, dptr, bytes) = (s.ptr(), d.ptr(), d.bytes);
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
-        if s.alloc.device.same(&d.alloc.device) {
+        if s.alloc.device().same(d.alloc.device()) {
             same_device(&self.inner, d.alloc, "the buffers")?;
             let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
             engine::submit(&self.inner, op, |raw| {
@@ -316,14 +316,14 @@ impl Stream {
                 call("cuMemcpyDtoDAsync", || unsafe { cu::memory::memcpy_dtod_async(dptr, sptr, bytes, raw) })
             })?;
         } else {
-            if !self.device().same(&s.alloc.device) && !self.device().same(&d.alloc.device) {
+            if !self.device().same(s.alloc.device()) && !self.device().same(d.alloc.device()) {
                 return Err(Error::DeviceMismatch {
                     what: "both buffers",
                     expected: self.device().ordinal(),
-                    found: d.alloc.device.ordinal(),
+                    found: d.alloc.device().ordinal(),
                 });
             }
-            let (sctx, dctx) = (s.alloc.device.inner.ctx, d.alloc.device.inner.ctx);
+            let (sctx, dctx) = (s.alloc.device().inner.ctx, d.alloc.device().inner.ctx);
             // Buffers of two devices: the engine picks the across flavor.
             let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
             engine::submit(&self.inner, op, |raw| {

@@ -38,8 +38,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// to and including `ticket`.
 #[derive(Clone)]
 pub(crate) struct Point {
-    pub timeline: Arc<Timeline>,
-    pub ticket: u64,
+    pub(in crate::engine) timeline: Arc<Timeline>,
+    pub(in crate::engine) ticket: u64,
 }
 
 impl Point {
@@ -92,7 +92,7 @@ impl Point {
 #[derive(Default)]
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
-    pub last_ticket: u64,
+    pub(in crate::engine) last_ticket: u64,
     /// The newest markers and the tickets they cover, oldest first (at most
     /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
     /// so it never waits for work queued after that point when an exact
@@ -103,7 +103,7 @@ pub(crate) struct StreamState {
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
     /// The graph capture this stream takes part in.
-    pub capture: Option<Arc<crate::engine::track::captured::CaptureState>>,
+    pub(in crate::engine) capture: Option<Arc<crate::engine::track::captured::CaptureState>>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -179,21 +179,21 @@ static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Timeline {
     /// The driver stream, destroyed (context bound, deferred inside host
     /// functions) when the last handle and the last recorded use are gone.
-    pub stream: Held<StreamKind>,
+    pub(in crate::engine) stream: Held<StreamKind>,
     /// The book of the device: this stream's state, and the trackers of the
     /// device's resources.
-    pub book: Arc<DeviceBook>,
-    pub id: u64,
+    pub(in crate::engine) book: Arc<DeviceBook>,
+    pub(in crate::engine) id: u64,
     /// This stream's slot in the book.
-    pub slot: u32,
+    pub(in crate::engine) slot: u32,
     /// Mirrors `StreamState::capture.is_some()`: set and cleared under the
     /// book lock, so exact under it ([`Timeline::is_capturing`]) and a
     /// lock-free hint without it ([`Timeline::capture_hint`]).
-    pub capturing: AtomicBool,
+    pub(in crate::engine) capturing: AtomicBool,
     /// Every ticket up to this one is known complete (host waits).
-    pub completed: AtomicU64,
-    pub device: Device,
-    pub priority: i32,
+    pub(in crate::engine) completed: AtomicU64,
+    pub(in crate::engine) device: Device,
+    pub(in crate::engine) priority: i32,
     pool: Arc<EventPool>,
     /// Held by a blocking operation (a pageable copy) across its driver
     /// call, which it makes without the book, and by `Stream::capture`
@@ -201,7 +201,7 @@ pub(crate) struct Timeline {
     /// under a blocking call (which would capture a host-visible copy).
     /// Lock order: this, then the book. Never taken inside a host function
     /// (both refuse first).
-    pub blocking: std::sync::Mutex<()>,
+    pub(in crate::engine) blocking: std::sync::Mutex<()>,
     _retire: Retire,
 }
 
@@ -223,6 +223,34 @@ impl Timeline {
             blocking: std::sync::Mutex::new(()),
             _retire: Retire { book: book.clone(), slot },
         }
+    }
+
+    /// The stream's process-unique id.
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The stream's device.
+    #[inline(always)]
+    pub(crate) fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The priority the stream was created with.
+    pub(crate) fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// Destroys the driver stream now (`cuStreamDestroy`, context bound),
+    /// the timeline being the last of its handles; queued work still
+    /// completes.
+    ///
+    /// # Errors
+    /// As `Held::close`.
+    pub(crate) fn close(self) -> Result<()> {
+        let Timeline { stream, .. } = self;
+        stream.close("cuStreamDestroy")
     }
 
     /// Notes that a host wait proved every ticket up to `ticket` of this

@@ -24,6 +24,7 @@
 //! ([`run_tracked_idle`]), where the call waits for nothing but its own
 //! transfer.
 
+mod alloc;
 pub(crate) mod captured;
 
 use crate::device::Device;
@@ -116,12 +117,12 @@ impl Drop for Resource {
 /// One device allocation (reachable only inside the crate; allocated and
 /// freed by `memory::buffer`).
 pub struct Allocation {
-    pub(crate) ptr: CUdeviceptr,
-    pub(crate) bytes: usize,
-    pub(crate) device: Device,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    device: Device,
     /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
-    pub(crate) stream: Option<Arc<Timeline>>,
-    pub(crate) res: Resource,
+    stream: Option<Arc<Timeline>>,
+    res: Resource,
 }
 
 /// A resource an operation touches.
