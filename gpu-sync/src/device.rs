@@ -259,6 +259,25 @@ impl Device {
 }
 
 impl DeviceInner {
+    /// Makes the driver call `f` (entry point `name`) with this device's
+    /// context current: the door for calls that are not stream-ordered
+    /// (creating and querying events, loading modules, pinned memory,
+    /// graphs), beside the engine's for stream-ordered ones. Inside a host
+    /// function nothing is called (`CUDA_ERROR_NOT_PERMITTED`).
+    ///
+    /// # Errors
+    /// The bind's or the call's error.
+    #[inline]
+    pub(crate) fn call<T>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce() -> cuda_sys::result::Result<T>,
+    ) -> Result<T> {
+        crate::ffi::refuse(name)?;
+        self.bind()?;
+        call(name, f)
+    }
+
     /// See [`Device::make_current`].
     ///
     /// Whether the context is already current is asked of cuda-sys's

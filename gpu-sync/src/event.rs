@@ -5,7 +5,6 @@
 use crate::device::Device;
 use crate::engine::{self, Held, Point, create_event};
 use crate::error::{Error, Result};
-use crate::ffi::call;
 use crate::scope::EventSynced;
 use crate::stream::{LegacyStream, PerThreadStream, Stream};
 use cuda_sys::handle::kind::EventKind;
@@ -72,9 +71,8 @@ impl EventInner {
         let point = match stream {
             Some(s) => Some(s.inner.record_event(self.event())?),
             None => {
-                self.device.inner.bind()?;
-                // A default-stream handle is valid in the current context.
-                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
+                // A default-stream handle is valid in the device's context.
+                self.device.inner.call("cuEventRecord", || cu::event::record(self.event(), raw))?;
                 None
             }
         };
@@ -96,9 +94,7 @@ impl EventInner {
     fn query(&self) -> Result<Option<EventSynced>> {
         engine::refuse("cuEventQuery")?;
         let rec = self.lock_record();
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let done = call("cuEventQuery", || cu::event::query(self.event()))?;
+        let done = self.device.inner.call("cuEventQuery", || cu::event::query(self.event()))?;
         Ok(done.then(|| self.proof(&rec)))
     }
 
@@ -111,9 +107,7 @@ impl EventInner {
         let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
         loop {
             let before = generation(&self.lock_record());
-            let dev = &self.device.inner;
-            dev.bind()?;
-            call("cuEventSynchronize", || cu::event::synchronize(self.event()))?;
+            self.device.inner.call("cuEventSynchronize", || cu::event::synchronize(self.event()))?;
             let rec = self.lock_record();
             if generation(&rec) == before {
                 let proof = self.proof(&rec);
@@ -323,8 +317,8 @@ impl TimingEvent {
             return Err(Error::EventNotComplete);
         }
         let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let r = call("cuEventElapsedTime", || cu::event::elapsed_time(self.inner.event(), end.inner.event()));
+        let r =
+            dev.call("cuEventElapsedTime", || cu::event::elapsed_time(self.inner.event(), end.inner.event()));
         let ms = match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_READY => {
                 return Err(Error::EventNotComplete);
@@ -394,8 +388,7 @@ macro_rules! default_stream_wait {
                 let ev = event.event_inner();
                 let _record = ev.lock_record();
                 let dev = &self.device.inner;
-                dev.bind()?;
-                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
+                dev.call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
             }
         }
     };

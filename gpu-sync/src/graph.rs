@@ -141,9 +141,7 @@ impl Graph {
     /// # Errors
     /// A driver error.
     pub fn node_count(&self) -> Result<usize> {
-        let dev = &self.device.inner;
-        dev.bind()?;
-        call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
+        self.device.inner.call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
     }
 
     /// Number of distinct buffers the graph touches.
@@ -156,10 +154,10 @@ impl Graph {
     /// # Errors
     /// A driver error.
     pub fn instantiate(&self) -> Result<GraphExec> {
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let exec =
-            call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
+        let exec = self
+            .device
+            .inner
+            .call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
         Ok(GraphExec {
             state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),

@@ -70,9 +70,8 @@ impl Stream {
             )));
         }
         let dev = &device.inner;
-        dev.bind()?;
         let flags = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
-        let raw = call("cuStreamCreateWithPriority", || {
+        let raw = dev.call("cuStreamCreateWithPriority", || {
             cu::stream::create_with_priority(dev.drv, flags, priority)
         })?;
         Ok(Stream { inner: Arc::new(Timeline::new(device, Held::new(device, raw), priority)) })
@@ -254,9 +253,8 @@ macro_rules! default_stream_impl {
             /// A driver error.
             pub fn synchronize(&self) -> Result<()> {
                 let dev = &self.device.inner;
-                dev.bind()?;
-                // The special handle is valid in the current context.
-                call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
+                // The special handle is valid in the device's context.
+                dev.call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
             }
 
         }

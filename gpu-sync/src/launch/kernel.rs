@@ -412,13 +412,12 @@ impl KernelCore {
                 ),
             });
         }
-        dev.bind()?;
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `f` is a live function of the module this kernel keeps
         // loaded (the Arc), for the borrow's short life; shared by design.
         let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
         // The value is within the device's opt-in limit.
-        call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
+        dev.call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
         self.max_dynamic_shared.store(bytes, Ordering::Release);
         Ok(())
     }

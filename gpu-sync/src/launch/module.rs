@@ -199,13 +199,12 @@ impl Module {
             image
         };
         let dev = &device.inner;
-        dev.bind()?;
         // SAFETY: `image` is a live byte slice for the whole call, and every
         // byte the driver reads of it lies inside it (caller's obligation 1;
         // an aligned copy holds the same bytes); the driver copies what it
-        // loads. The device's context is current (`bind`).
-        let raw =
-            call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
+        // loads. The device's context is current (`DeviceInner::call` binds it).
+        let raw = dev
+            .call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
         let module = Held::new(device, raw);
         Ok(Module {
             inner: Arc::new(ModuleInner {
@@ -226,9 +225,8 @@ impl Module {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
         let dev = &self.inner.device.inner;
-        dev.bind()?;
         let module = self.inner.held()?.get().as_borrowed();
-        let r = call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
+        let r = dev.call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
         match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
                 Err(Error::KernelSignature {

@@ -14,7 +14,6 @@
 use crate::device::Device;
 use crate::engine::{self, Held, Resource};
 use crate::error::{Error, Result};
-use crate::ffi::call;
 use bytemuck::Pod;
 use cuda_sys::handle::kind::HostAllocKind;
 use cuda_sys::result as cu;
@@ -110,9 +109,9 @@ impl<T: Pod> PinnedBuffer<T> {
             return Ok(PinnedBuffer { mem: None, len, flags, device: device.clone(), res, _t: PhantomData });
         }
         let dev = &device.inner;
-        dev.bind()?;
-        // The context is current; flags are the driver's own bits.
-        let p: *mut c_void = call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
+        // Flags are the driver's own bits.
+        let p: *mut c_void =
+            dev.call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
         if p.is_null() {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
         }
@@ -223,10 +222,9 @@ impl<T: Pod> PinnedBuffer<T> {
             return Err(Error::InvalidArgument("device_ptr needs a DEVICE_MAP pinned buffer".into()));
         }
         let dev = &self.device.inner;
-        dev.bind()?;
         // The memory is a live DEVICE_MAP allocation of this context; flags
         // must be 0.
-        call("cuMemHostGetDevicePointer", || {
+        dev.call("cuMemHostGetDevicePointer", || {
             cu::memory::host_get_device_pointer(dev.drv, self.ptr().cast(), 0)
         })
     }

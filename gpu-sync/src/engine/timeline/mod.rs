@@ -304,8 +304,20 @@ impl Timeline {
         {
             st.set_known(p.timeline.id, p.ticket);
         }
-        st.last_ticket = dev.next_ticket();
+        self.draw_ticket(st);
         Ok(())
+    }
+
+    /// Draws the next ticket of the device for an operation on this stream
+    /// whose driver call has returned, and makes it the stream's last: the
+    /// one place tickets are drawn. `st` is this stream's state, so the
+    /// caller holds the device's book, which orders every draw (see
+    /// `DeviceInner::next_ticket`).
+    #[inline(always)]
+    pub(in crate::engine) fn draw_ticket(&self, st: &mut StreamState) -> u64 {
+        let ticket = self.device.inner.next_ticket();
+        st.last_ticket = ticket;
+        ticket
     }
 
     /// Whether the stream captures, read without its lock: a hint for fast
@@ -551,8 +563,7 @@ impl Timeline {
         }
         let st = book_in(books, own)?.stream(self);
         let r = op(self.raw())?;
-        let ticket = dev.next_ticket();
-        st.last_ticket = ticket;
+        let ticket = self.draw_ticket(st);
         Ok((r, ticket))
     }
 

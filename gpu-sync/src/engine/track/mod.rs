@@ -432,8 +432,7 @@ fn run_tracked_idle<R, U: Uses + ?Sized>(
         dev.bind()?;
         let r = op(s.raw())?;
         let mut books = list.lock();
-        let ticket = dev.next_ticket();
-        book_in(&mut books, s.book.ordinal)?.stream(s).last_ticket = ticket;
+        let ticket = s.draw_ticket(book_in(&mut books, s.book.ordinal)?.stream(s));
         record_in(&mut books, s, ticket, uses);
         return Ok((r, ticket));
     }
