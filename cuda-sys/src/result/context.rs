@@ -50,8 +50,9 @@ pub fn set_current(drv: &Driver, ctx: Option<impl AsBorrowed<kind::ContextKind>>
 /// foreign, and its owner makes the right context current again.
 #[inline(always)]
 pub fn is_current_here(drv: &Driver, ctx: CUcontext) -> bool {
+    // After a failed `set_current` the table is null: never equal.
     let (d, c) = SET_HERE.get();
-    c == ctx && !c.is_null() && std::ptr::eq(d, drv)
+    c == ctx && std::ptr::eq(d, drv)
 }
 
 /// The calling thread's current context (`cuCtxGetCurrent`), `None` when

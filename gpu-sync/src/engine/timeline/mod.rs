@@ -463,7 +463,11 @@ impl Timeline {
         let i = p.timeline.cover_in(other, p.ticket)?;
         let (m, covered) = &other.markers[i];
         let ev = m.event()?;
-        self.device.inner.bind()?;
+        // A record just made on another device's stream made that device's
+        // context current; on this device it is current already.
+        if !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
+            self.device.inner.bind()?;
+        }
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
         Ok(*covered)
     }
@@ -551,8 +555,8 @@ impl Timeline {
         deps: &[Point],
         op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
-        let dev = &self.device.inner;
-        dev.bind()?;
+        // The caller bound this stream's context (waits on another device's
+        // stream bind it back).
         let own = self.book.ordinal;
         {
             let book = book_in(books, own)?;
@@ -592,6 +596,7 @@ impl Timeline {
         op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
         crate::ffi::refuse(op_name)?;
+        self.device.inner.bind()?;
         if deps.iter().all(|p| Arc::ptr_eq(&p.timeline.book, &self.book)) {
             let mut book = self.lock();
             return self.submit_in(&mut *book, op_name, deps, op);

@@ -223,6 +223,9 @@ fn run_tracked_admitted<R, U: Uses + ?Sized>(
     uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // The stream's context, before its waits and its call (a wait on another
+    // device's stream binds it back).
+    s.device.inner.bind()?;
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
     // again — finds none and collects nothing), and whether a resource or a
@@ -333,6 +336,7 @@ fn run_tracked_across<R, U: Uses + ?Sized>(
         let mut books = list.lock();
         match deps_in(&mut books, s.id, uses) {
             Ok(deps) => {
+                s.device.inner.bind()?;
                 let (out, ticket) = s.submit_in(&mut books, op_name, &deps, op)?;
                 record_in(&mut books, s, ticket, uses);
                 return Ok((out, ticket));
