@@ -238,7 +238,7 @@ impl GraphExec {
 impl Drop for GraphExec {
     /// Destroys the exec once its last launch completed (a host wait); inside
     /// a host function all of it happens later on an ordinary thread, on a
-    /// capturing thread when its capture ends ([`engine::free_now_or_later`]).
+    /// capturing thread when its capture ends (`engine::free_now_or_later`).
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         let (exec, last) = (st.exec.take(), st.last.take());

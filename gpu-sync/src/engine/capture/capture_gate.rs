@@ -1,9 +1,9 @@
 //! The core of the capture protocol: how an operation on a stream decides
 //! between joining the stream's capture and running as ordinary work,
-//! atomically with the end of that capture (issue 7, hole 4).
+//! atomically with the end of that capture.
 //!
 //! It is driver-agnostic and generic so that one piece of code serves both
-//! `graph.rs` (with the real driver) and the model checker: built with
+//! the engine's captured submission (`track/captured.rs`, with the real driver) and the model checker: built with
 //! `RUSTFLAGS="--cfg loom"`, its lock is `loom`'s and the tests at the bottom
 //! run this very code against a model of the driver under every interleaving
 //! `loom` explores:
