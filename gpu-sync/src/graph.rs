@@ -48,7 +48,7 @@ impl Capture<'_> {
     /// # Errors
     /// [`Error::Capturing`] after the capture ended; a driver error.
     pub fn fork(&self) -> Result<Stream> {
-        crate::engine::refuse("Capture::fork")?;
+        // `Stream::new` refuses inside a host function before any lock.
         let fork = Stream::new(self.origin.device())?;
         self.handle.fork(&fork.inner)?;
         Ok(fork)
