@@ -86,11 +86,11 @@ pub use engine::{Access, NotCovered, Pending, Polled};
 pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
 pub use graph::{Capture, Graph, GraphExec};
+pub use launch::config::{Dim3, LaunchConfig};
 pub use launch::foreign::ForeignUses;
-pub use launch::kernel::{
-    Dim3, In, Kernel, KernelArg, KernelArgs, LaunchConfig, Len, Out, Param, RawArg, RawKernel, Signature,
-};
+pub use launch::kernel::{Kernel, RawKernel};
 pub use launch::module::Module;
+pub use launch::signature::{In, KernelArg, KernelArgs, Len, Out, Param, RawArg, Signature};
 pub use memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
 pub use memory::ledger::{MemoryStats, PoolStats};
 pub use memory::pinned::{HostAllocFlags, PinnedBuffer};

@@ -48,7 +48,7 @@
 //! downstream crate's CI set-up.
 
 use crate::error::{Error, Result};
-use crate::launch::kernel::{In, Out, Param, Signature};
+use crate::launch::signature::{In, Out, Param, Signature};
 use bytemuck::Pod;
 use cuda_sim::{KernelCall, KernelSpec, ParamSpec};
 use std::collections::HashMap;

@@ -12,8 +12,10 @@
 //! through its function table. Each `unsafe` block argues its call.
 #![allow(unsafe_code)]
 
+pub(crate) mod config;
 pub(crate) mod foreign;
 pub(crate) mod image;
 pub(crate) mod kernel;
 pub(crate) mod module;
 pub mod nvrtc;
+pub(crate) mod signature;
