@@ -334,7 +334,7 @@ impl RawKernel {
     ///    type otherwise).
     /// 2. The kernel must access device memory only through its buffer
     ///    arguments, within their lengths, needing no more alignment than
-    ///    their element types', and only write through [`Out`] ones; any
+    ///    their element types', and only write through [`Out`](crate::Out) ones; any
     ///    other memory it touches is the caller's to keep alive, ordered
     ///    and free of other accesses while it runs.
     pub unsafe fn launch<S: Signature, A: KernelArgs<S>>(
