@@ -414,7 +414,10 @@ mod funnel {
 
     /// The model is not vacuous: with c7632f7's rules (the book held across
     /// the blocking call, the host function locking it before refusing) loom
-    /// finds the deadlock of issue 16's first hole.
+    /// finds the deadlock of the first reproducer in
+    /// `tests/tests/deadlocks.rs` — the copy's driver call waits forever for
+    /// a host function that waits for the book (the wait is a spin, so loom
+    /// reports it as a run past its branch bound).
     #[test]
     #[should_panic]
     fn the_old_rules_deadlock() {
