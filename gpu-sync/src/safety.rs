@@ -54,15 +54,19 @@
 //!    driver, a copy from or to borrowed host memory, is the blocking
 //!    flavor (`track::run_tracked_idle`): it waits, unlocked, until its
 //!    stream is idle and its dependencies complete, checks that under the
-//!    book, **releases the book** and makes the call holding only the
-//!    stream's `blocking` lock (which keeps a capture from beginning under
-//!    it; taken by nothing inside a host function), then relocks to draw the
-//!    ticket and record the uses. Its doc argues the gap: the ticket is drawn
-//!    after the call as always; the device memory is borrowed by the caller
-//!    for the whole call, so no conflicting use can appear; the host memory
-//!    is borrowed until the copy is complete. So a host function the driver
-//!    runs during any blocking call never waits for a gpu-sync lock — and,
-//!    by point 6, never takes one.
+//!    book, and — when the caller's borrow is the only handle to the memory
+//!    (`track::only_borrowed`: no graph holds it) — **releases the book**
+//!    and makes the call holding only the stream's `blocking` lock (which
+//!    keeps a capture from beginning under it; taken by nothing inside a
+//!    host function), then relocks to draw the ticket and record the uses.
+//!    Its doc argues the gap: the ticket is drawn after the call as always;
+//!    no other handle can submit a conflicting use of the memory (the
+//!    caller borrows it; a graph, which could be replayed meanwhile, keeps
+//!    the book held across the call instead — `tests/tests/deadlocks.rs`
+//!    has the replay race that catches the unlocked variant); the host
+//!    memory is borrowed until the copy is complete. With the book held or
+//!    not, a host function the driver runs during the call never waits for
+//!    a gpu-sync lock: by point 6 it never takes one.
 //! 6. **Nothing inside a host function or a simulated kernel waits for
 //!    gpu-sync.** The trampoline (`host_fn::launch`) and `sim::register`'s
 //!    closures mark the thread (`host_fn::Inside`); then `ffi::refuse` —

@@ -234,3 +234,35 @@ fn a_module_dropped_with_a_launch_queued_is_unloaded_after_it_completes() {
     drop(dog);
     t.finish();
 }
+
+/// The pageable copy's driver call runs without the book only when nothing
+/// but the caller's borrow reaches the memory. A graph holding the buffer
+/// (here: a captured fill) may be replayed by another thread during the
+/// copy: that replay must still be ordered with it (the oracle checks).
+#[test]
+fn a_pageable_copy_into_memory_a_graph_writes_is_ordered_with_its_replays() {
+    let t = ctx(0xd70);
+    let dog = Watchdog::arm(60, "pageable copies beside graph replays");
+    let (s, r) = (Stream::new(&t.device).expect("s"), Stream::new(&t.device).expect("r"));
+    let n = 1 << 14;
+    let mut y = DeviceBuffer::<u32>::zeroed(&s, n).expect("y");
+    let graph = s.capture(|_| s.fill_u32(&mut y, 5)).expect("capture");
+    let exec = graph.instantiate().expect("instantiate");
+    drop(graph);
+    let data = vec![9u32; n];
+    let session = t.session.as_ref();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _g = session.map(|s| s.enter());
+            for _ in 0..200 {
+                exec.launch(&r).expect("replay");
+            }
+        });
+        for _ in 0..200 {
+            s.upload_pageable(&data, &mut y).expect("upload");
+        }
+    });
+    r.synchronize().expect("sync");
+    drop(dog);
+    t.finish();
+}

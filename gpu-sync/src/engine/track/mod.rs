@@ -359,13 +359,17 @@ fn run_tracked_across<R, U: Uses + ?Sized>(
 /// would wait for: all work queued on `stream` (`cuStreamSynchronize`) and
 /// every conflicting use on other streams (their markers). Then it locks the
 /// books and checks that nothing new arrived meanwhile (else it waits
-/// again): the stream is idle and no device-side wait is needed. It then
-/// **unlocks the books** and makes the blocking call, holding only the
-/// stream's `blocking` lock (which keeps a capture from beginning on the
-/// stream meanwhile, and which nothing inside a host function takes), and
-/// relocks them to draw the ticket and record the uses. So a host function
-/// the driver runs meanwhile, or another thread's submission to any stream
-/// of the device, never waits for this transfer.
+/// again): the stream is idle and no device-side wait is needed. When
+/// nothing but the caller's borrow reaches the memory ([`only_borrowed`]:
+/// the buffer is not held by a graph), it then **unlocks the books** and
+/// makes the blocking call, holding only the stream's `blocking` lock (which
+/// keeps a capture from beginning on the stream meanwhile, and which nothing
+/// inside a host function takes), and relocks them to draw the ticket and
+/// record the uses: another thread's submission to any stream of the device
+/// never waits for this transfer. Otherwise (a graph that may be replayed
+/// meanwhile holds the memory) the books stay locked across the call, so a
+/// replay is ordered after it; a host function the driver runs during the
+/// call still never waits (it refuses before any lock).
 ///
 /// Why the gap is sound:
 /// - the ticket is drawn after the call returned, as for every operation,
@@ -378,9 +382,9 @@ fn run_tracked_across<R, U: Uses + ?Sized>(
 ///   need: host functions refuse before any lock);
 /// - the memory the copy touches cannot gain a conflicting use meanwhile:
 ///   the caller borrows the device view for the whole call (`&` for a
-///   download, `&mut` for an upload), so any other use in the gap is of
-///   memory that does not overlap it, and the tracker, which is per
-///   allocation, only stays more conservative;
+///   download, `&mut` for an upload) and no other handle to the allocation
+///   exists ([`only_borrowed`]), so another use in the gap is a read of a
+///   download's source, which does not conflict;
 /// - the host memory is borrowed for the whole call, which returns only
 ///   once the copy is complete (`wait_for_borrowed`).
 ///
@@ -431,15 +435,42 @@ fn run_tracked_idle<R, U: Uses + ?Sized>(
             // Work was queued on the stream meanwhile: wait for it, unlocked.
             continue;
         }
-        // The blocking call holds no book (see above).
-        drop(books);
+        // The blocking call holds no book when nothing but the caller's
+        // borrow can reach the memory (see above); else it keeps the books.
+        let held = if only_borrowed(uses) {
+            drop(books);
+            None
+        } else {
+            Some(books)
+        };
         dev.bind()?;
         let r = op(s.raw())?;
-        let mut books = list.lock();
+        let mut books = match held {
+            Some(books) => books,
+            None => list.lock(),
+        };
         let ticket = s.draw_ticket(book_in(&mut books, s.book.ordinal)?.stream(s));
         record_in(&mut books, s, ticket, uses);
         return Ok((r, ticket));
     }
+}
+
+/// Whether every resource of `uses` is a device allocation held by one
+/// handle only (its buffer, which the caller of a blocking copy borrows):
+/// then no other thread can submit a conflicting use while the copy runs
+/// unlocked. A graph holding the allocation (it may be replayed, writing it,
+/// at any time) makes the count larger. Read with the books locked; a count
+/// of one cannot grow meanwhile (a new handle would be cloned from the one
+/// the caller borrows).
+fn only_borrowed<U: Uses + ?Sized>(uses: &U) -> bool {
+    let mut only = true;
+    uses.each(|t, _| only &= matches!(t, Target::Device(a) if Arc::strong_count(a) == 1));
+    if only {
+        // Orders the other holders' last use (a graph dropped on another
+        // thread) before the copy, as for a recycled marker.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    }
+    only
 }
 
 /// The blocking flavor: [`run_tracked_idle`], then [`wait_for_borrowed`]:
