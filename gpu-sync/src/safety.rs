@@ -70,10 +70,11 @@
 //! 6. **Nothing inside a host function or a simulated kernel waits for
 //!    gpu-sync.** The trampoline (`host_fn::launch`) and `sim::register`'s
 //!    closures mark the thread (`host_fn::Inside`); then `ffi::refuse` —
-//!    asked first by `engine::submit`, by every host wait and by every
-//!    public operation that takes a lock (event record, query and wait,
-//!    `Stream::wait_stream`, `Stream::capture`, `Capture::fork`,
-//!    `GraphExec::launch`) — refuses before any lock with
+//!    asked first by `engine::submit`, by every host wait, by every engine
+//!    entry point that takes a lock (`EventInner`'s record, query and wait,
+//!    `engine::wait_stream`, `engine::begin_capture`), by
+//!    `DeviceInner::call` and by `GraphExec::launch` — refuses before any
+//!    lock with
 //!    `CUDA_ERROR_NOT_PERMITTED`, and every `Drop` hands its work to the
 //!    deferred-work queue (`engine::free_now_or_later`, `release::Held`,
 //!    `Resource`'s slot, a timeline's slot). The same mark covers the

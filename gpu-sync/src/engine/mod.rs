@@ -41,7 +41,7 @@ pub use timeline::pending::{NotCovered, Pending, Polled};
 
 pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
 pub(crate) use release::Held;
-pub(crate) use timeline::marker::create_event;
+pub(crate) use timeline::event::EventInner;
 pub(crate) use timeline::{Point, Timeline};
 pub(crate) use track::captured::{Capture as CaptureHandle, KeepAlive};
 pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};

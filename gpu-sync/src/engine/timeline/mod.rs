@@ -18,6 +18,7 @@
 
 pub(crate) mod book;
 pub(crate) mod conflicts;
+pub(crate) mod event;
 pub(crate) mod marker;
 pub(crate) mod pending;
 
