@@ -215,7 +215,7 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     run_tracked_admitted(s, op_name, uses, op)
 }
 
-/// [`run_tracked_uncaptured`] once its guards ([`admit`]) have passed.
+/// [`run_tracked_uncaptured`] once the facade's guards (`engine::submit`) have passed.
 #[inline(always)]
 fn run_tracked_admitted<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
