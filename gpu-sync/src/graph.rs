@@ -223,7 +223,7 @@ impl GraphExec {
         };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
-        let op = Op { name: "cuGraphLaunch", uses: uses.as_slice(), kind: Kind::Uncaptured, keep: None };
+        let op = Op { name: "GraphExec::launch", uses: uses.as_slice(), kind: Kind::Uncaptured, keep: None };
         let ((), ticket) = engine::submit(&stream.inner, op, |raw| {
             // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
