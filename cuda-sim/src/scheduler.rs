@@ -297,7 +297,12 @@ fn run_kernel(st: &mut State, session: u64, stamp: &Stamp, l: &Arc<Launch>) {
         touched: Vec::new(),
     };
     let run = l.spec.run;
+    // A kernel's CPU version runs with the global lock held by this thread,
+    // as a host function does: calls back into the simulator from it are
+    // refused (NOT_PERMITTED) instead of deadlocking on that lock.
+    state::set_in_host_fn(true);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut call)));
+    state::set_in_host_fn(false);
     let touched = coalesce(std::mem::take(&mut call.touched));
     drop(call);
     for t in touched {

@@ -103,8 +103,9 @@ pub(crate) fn set_current_ctx(ctx: u64) {
     CURRENT_CTX.with(|c| c.set(ctx));
 }
 
-/// Whether this thread is inside a host function the scheduler runs (the
-/// global lock is then held by this very thread).
+/// Whether this thread is inside a host function or a kernel's CPU version
+/// that the scheduler runs (the global lock is then held by this very
+/// thread).
 pub(crate) fn in_host_fn() -> bool {
     IN_HOST_FN.with(Cell::get)
 }

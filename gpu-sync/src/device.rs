@@ -2,10 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::ffi::{call, driver};
-use crate::scope::DeviceSynced;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedContext, CUcontext, CUdevice, CUdevice_attribute as A, Driver};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,11 +60,6 @@ pub(crate) struct DeviceInner {
     pub completed: AtomicU64,
     pub ledger: Ledger,
     pub priority_range: (i32, i32),
-}
-
-thread_local! {
-    /// The context gpu-sync last made current on this thread.
-    static CURRENT: Cell<CUcontext> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 fn registry() -> &'static Mutex<HashMap<i32, Arc<DeviceInner>>> {
@@ -189,14 +182,16 @@ impl Device {
     }
 
     /// Makes this device's primary context current on the calling thread
-    /// (`cuCtxSetCurrent`), skipping the call when gpu-sync made it current
-    /// last time on this thread.
+    /// (`cuCtxSetCurrent`), always: for after foreign code (the runtime API,
+    /// another library, the raw driver table) changed the thread's context
+    /// behind gpu-sync's back. gpu-sync's own calls skip the call when the
+    /// context is already current, which cuda-sys's safe
+    /// `result::context::set_current` keeps exact.
     ///
     /// # Errors
     /// A driver error from `cuCtxSetCurrent`.
-    #[inline]
     pub fn make_current(&self) -> Result<()> {
-        self.inner.bind()
+        bind_ctx(self.inner.drv, self.inner.ctx)
     }
 
     /// Device name (`cuDeviceGetName`).
@@ -241,7 +236,7 @@ impl Device {
     /// # Errors
     /// A driver error.
     pub fn memory_info(&self) -> Result<(u64, u64)> {
-        self.make_current()?;
+        self.inner.bind()?;
         // The device's context is current on this thread.
         let (free, total) = call("cuMemGetInfo", || cu::memory::get_info(self.inner.drv))?;
         Ok((free as u64, total as u64))
@@ -258,42 +253,42 @@ impl Device {
         self.inner.drv.version()
     }
 
-    /// Blocks the host until every stream of this device has finished all
-    /// work submitted before the call (`cuCtxSynchronize`) — the widest host
-    /// wait, after an event's and a stream's.
-    ///
-    /// Returns a proof covering every point submitted on any stream of the
-    /// device before the call.
-    ///
-    /// # Errors
-    /// [`Error::Capturing`] on a thread that is capturing a graph; a driver
-    /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
-    /// error.
-    pub fn synchronize(&self) -> Result<DeviceSynced> {
-        crate::capture::thread::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
-        // Every ticket up to this value was taken after its driver call
-        // returned (see `next_ticket`), so that work is already queued and the
-        // synchronize below covers it.
-        let ticket = self.inner.ticket.load(Ordering::Acquire);
-        self.make_current()?;
-        // The device's primary context is current on this thread.
-        call("cuCtxSynchronize", || cu::context::synchronize(self.inner.drv))?;
-        self.inner.completed.fetch_max(ticket, Ordering::SeqCst);
-        // Frees that host functions which ran meanwhile had to put off.
-        crate::capture::host_fn::drain();
-        Ok(DeviceSynced { device: self.inner.ordinal, ticket })
-    }
-
     pub(crate) fn same(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 
 impl DeviceInner {
+    /// Makes the driver call `f` (entry point `name`) with this device's
+    /// context current: the door for calls that are not stream-ordered
+    /// (creating and querying events, loading modules, pinned memory,
+    /// graphs), beside the engine's for stream-ordered ones. Inside a host
+    /// function nothing is called (`CUDA_ERROR_NOT_PERMITTED`).
+    ///
+    /// # Errors
+    /// The bind's or the call's error.
+    #[inline]
+    pub(crate) fn call<T>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce() -> cuda_sys::result::Result<T>,
+    ) -> Result<T> {
+        crate::ffi::refuse(name)?;
+        self.bind()?;
+        call(name, f)
+    }
+
     /// See [`Device::make_current`].
+    ///
+    /// Whether the context is already current is asked of cuda-sys's
+    /// per-call layer ([`cu::context::is_current_here`]), which every safe
+    /// `cuCtxSetCurrent` passes through — also the one a user makes through
+    /// the re-exported `gpu_sync::cuda_sys` — so safe code cannot leave the
+    /// answer stale (modules and pinned memory would then land in another
+    /// context). A thread-local read, as before.
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if CURRENT.with(Cell::get) == self.ctx.as_raw() {
+        if cu::context::is_current_here(self.drv, self.ctx.as_raw()) {
             return Ok(());
         }
         bind_ctx(self.drv, self.ctx)
@@ -325,11 +320,10 @@ fn keep_pool_memory(drv: &'static Driver, dev: CUdevice) -> Result<()> {
     call("cuMemPoolSetAttribute", || cu::mem_pool::set_attribute(pool, attr, u64::MAX))
 }
 
-/// Makes `ctx` current on this thread and remembers it.
+/// Makes `ctx` current on this thread (cuda-sys remembers it, see
+/// [`DeviceInner::bind`]).
 fn bind_ctx(drv: &'static Driver, ctx: BorrowedContext<'static>) -> Result<()> {
-    call("cuCtxSetCurrent", || cu::context::set_current(drv, Some(ctx)))?;
-    CURRENT.with(|c| c.set(ctx.as_raw()));
-    Ok(())
+    call("cuCtxSetCurrent", || cu::context::set_current(drv, Some(ctx)))
 }
 
 impl std::fmt::Debug for Device {

@@ -73,6 +73,11 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// One of gpu-sync's own invariants did not hold (a bug in gpu-sync,
+    /// reported instead of panicking); the message names it.
+    #[error("internal error in gpu-sync: {0}")]
+    Internal(String),
+
     /// Two buffers or views that must have one length do not.
     #[error("length mismatch in {op}: source has {src} elements, destination {dst}")]
     LengthMismatch {

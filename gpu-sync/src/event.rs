@@ -3,135 +3,13 @@
 //! cheaper and only orders and waits. `elapsed` exists only on the first.
 
 use crate::device::Device;
+use crate::engine::EventInner;
 use crate::error::{Error, Result};
-use crate::ffi::call;
-use crate::release::Held;
 use crate::scope::EventSynced;
 use crate::stream::{LegacyStream, PerThreadStream, Stream};
-use crate::timeline::Point;
-use crate::timeline::marker::create_event;
-use cuda_sys::handle::kind::EventKind;
 use cuda_sys::result as cu;
-use cuda_sys::{BorrowedStream, CUevent, CUevent_flags, CUresult, OwnedEvent};
-use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
+use cuda_sys::{BorrowedStream, CUevent, CUevent_flags, CUresult};
 use std::time::Duration;
-
-/// Where an event was last recorded.
-pub(crate) struct Recorded {
-    /// The stream point it covers; `None` on a default stream (untracked).
-    pub point: Option<Point>,
-    /// Counts the event's records, so a host wait made without the lock can
-    /// tell whether the record it waited for is still the latest.
-    pub generation: u64,
-}
-
-/// An event's handle and record state (reachable only inside the crate).
-///
-/// `Send + Sync` from its parts (cuda-sys argues the event's). Through
-/// `&EventInner` the event is recorded, queried, synchronized and waited on
-/// with the `record` lock held, so a re-record never slips between reading
-/// where the event was recorded and a wait or proof based on it.
-/// `TimingEvent::elapsed` reads two events without that lock: a concurrent
-/// re-record can only make the driver report another interval or
-/// `CUDA_ERROR_NOT_READY` (an error), never touch memory.
-pub struct EventInner {
-    ev: Held<EventKind>,
-    pub device: Device,
-    record: Mutex<Option<Recorded>>,
-}
-
-impl EventInner {
-    fn create(device: &Device, flags: u32) -> Result<EventInner> {
-        let ev = create_event(device, flags)?;
-        Ok(EventInner { ev: Held::new(device, ev), device: device.clone(), record: Mutex::new(None) })
-    }
-
-    /// The driver event.
-    #[inline]
-    pub(crate) fn event(&self) -> &OwnedEvent {
-        self.ev.get()
-    }
-
-    /// Locks the record state; held across a wait on the event so that no
-    /// re-record slips between reading where it was recorded and the wait.
-    pub(crate) fn lock_record(&self) -> MutexGuard<'_, Option<Recorded>> {
-        self.record.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn record_on(&self, target: &dyn RecordSeal) -> Result<()> {
-        let mut rec = self.lock_record();
-        let (raw, device, stream) = target.target();
-        if !device.same(&self.device) {
-            return Err(Error::DeviceMismatch {
-                what: "the event",
-                expected: device.ordinal(),
-                found: self.device.ordinal(),
-            });
-        }
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let point = match stream {
-            Some(s) => {
-                let mut book = s.inner.lock();
-                s.inner.refuse_if_capturing("Event::record")?;
-                let st = book.stream(&s.inner);
-                // The device's book lock makes the record's position agree
-                // with its last ticket.
-                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
-                Some(Point { timeline: s.inner.clone(), ticket: st.last_ticket })
-            }
-            None => {
-                // A default-stream handle is valid in the current context.
-                call("cuEventRecord", || cu::event::record(self.event(), raw))?;
-                None
-            }
-        };
-        let generation = rec.as_ref().map_or(0, |r| r.generation).wrapping_add(1);
-        *rec = Some(Recorded { point, generation });
-        Ok(())
-    }
-
-    fn proof(&self, rec: &Option<Recorded>) -> EventSynced {
-        match rec.as_ref().and_then(|r| r.point.as_ref()) {
-            Some(p) => {
-                p.timeline.completed.fetch_max(p.ticket, Ordering::AcqRel);
-                EventSynced { stream: Some(p.timeline.id), device: self.device.ordinal(), ticket: p.ticket }
-            }
-            None => EventSynced { stream: None, device: self.device.ordinal(), ticket: 0 },
-        }
-    }
-
-    fn query(&self) -> Result<Option<EventSynced>> {
-        let rec = self.lock_record();
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let done = call("cuEventQuery", || cu::event::query(self.event()))?;
-        Ok(done.then(|| self.proof(&rec)))
-    }
-
-    /// `cuEventSynchronize`, without holding the record lock while it waits
-    /// (a wait on the event by another thread, or a host function, must not
-    /// queue behind it). If the event was re-recorded meanwhile, which
-    /// record the wait covered is unknown, so it waits again.
-    fn synchronize(&self) -> Result<EventSynced> {
-        crate::capture::host_fn::refuse("cuEventSynchronize")?;
-        let generation = |r: &Option<Recorded>| r.as_ref().map(|r| r.generation);
-        loop {
-            let before = generation(&self.lock_record());
-            let dev = &self.device.inner;
-            dev.bind()?;
-            call("cuEventSynchronize", || cu::event::synchronize(self.event()))?;
-            let rec = self.lock_record();
-            if generation(&rec) == before {
-                let proof = self.proof(&rec);
-                drop(rec);
-                crate::capture::host_fn::drain();
-                return Ok(proof);
-            }
-        }
-    }
-}
 
 /// Seals of the public event traits: public traits in a module outside
 /// code cannot name, so only this crate implements them.
@@ -198,7 +76,8 @@ macro_rules! event_common {
             /// [`Error::DeviceMismatch`] for a stream of another device;
             /// [`Error::Capturing`] on a capturing stream; a driver error.
             pub fn record<S: RecordTarget>(&self, stream: &S) -> Result<()> {
-                self.inner.record_on(stream)
+                let (raw, device, tracked) = stream.target();
+                self.inner.record(raw, device, tracked.map(|s| &s.inner))
             }
 
             /// Whether the recorded work has completed (`cuEventQuery`),
@@ -228,18 +107,18 @@ macro_rules! event_common {
 
             /// The event's device.
             pub fn device(&self) -> &Device {
-                &self.inner.device
+                self.inner.device()
             }
 
             /// Whether the event has been recorded at least once.
             pub fn is_recorded(&self) -> bool {
-                self.inner.lock_record().is_some()
+                self.inner.is_recorded()
             }
         }
 
         impl std::fmt::Debug for $ty {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(f, concat!(stringify!($ty), "(device {})"), self.inner.device.ordinal())
+                write!(f, concat!(stringify!($ty), "(device {})"), self.inner.device().ordinal())
             }
         }
     };
@@ -320,19 +199,19 @@ impl TimingEvent {
         if !self.is_recorded() || !end.is_recorded() {
             return Err(Error::EventNotRecorded);
         }
-        if !self.inner.device.same(&end.inner.device) {
+        if !self.inner.device().same(end.inner.device()) {
             return Err(Error::DeviceMismatch {
                 what: "the end event",
-                expected: self.inner.device.ordinal(),
-                found: end.inner.device.ordinal(),
+                expected: self.inner.device().ordinal(),
+                found: end.inner.device().ordinal(),
             });
         }
         if self.query()?.is_none() || end.query()?.is_none() {
             return Err(Error::EventNotComplete);
         }
-        let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let r = call("cuEventElapsedTime", || cu::event::elapsed_time(self.inner.event(), end.inner.event()));
+        let dev = &self.inner.device().inner;
+        let r =
+            dev.call("cuEventElapsedTime", || cu::event::elapsed_time(self.inner.event(), end.inner.event()));
         let ms = match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_READY => {
                 return Err(Error::EventNotComplete);
@@ -380,25 +259,7 @@ impl Stream {
     /// [`Error::Capturing`] during a capture (use the capture's own streams);
     /// a driver error.
     pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-        crate::capture::host_fn::refuse("Stream::wait")?;
-        let ev = event.event_inner();
-        let recorded = ev.lock_record();
-        let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let mut book = self.inner.lock();
-        self.inner.refuse_if_capturing("Stream::wait")?;
-        let st = book.stream(&self.inner);
-        // The event's record lock is held, so no re-record can slip between
-        // reading its point and the wait.
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.inner.raw(), ev.event(), 0))?;
-        if let Some(Some(p)) = recorded.as_ref().map(|r| r.point.as_ref())
-            && p.timeline.id != self.inner.id
-        {
-            st.set_known(p.timeline.id, p.ticket);
-        }
-        // The wait takes a ticket, so markers covering it cover the event.
-        st.last_ticket = dev.next_ticket();
-        Ok(())
+        event.event_inner().wait_on(&self.inner)
     }
 }
 
@@ -410,11 +271,8 @@ macro_rules! default_stream_wait {
             /// # Errors
             /// A driver error.
             pub fn wait<E: AsEvent>(&self, event: &E) -> Result<()> {
-                let ev = event.event_inner();
-                let _record = ev.lock_record();
-                let dev = &self.device.inner;
-                dev.bind()?;
-                call("cuStreamWaitEvent", || cu::stream::wait_event($handle(dev.drv), ev.event(), 0))
+                // The special handle is valid in the device's context.
+                event.event_inner().wait_on_default(&self.device, $handle(self.device.inner.drv))
             }
         }
     };

@@ -16,20 +16,14 @@
 //!   [`Error::Capturing`]; frees that fall due on a capturing stream are
 //!   issued when the capture ends.
 
-use crate::capture::capture_gate;
 use crate::device::Device;
+use crate::engine::{self, Access, Allocation, CaptureHandle, Held, KeepAlive, Kind, Op, Point, Target, Use};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
 use crate::stream::Stream;
-use crate::timeline::Point;
-use crate::timeline::Timeline;
-use crate::timeline::conflicts::Access;
-use crate::track::captured::{CaptureState, set_capture, set_capture_locked};
-use crate::track::{Allocation, KeepAlive, Target, Use, run_tracked_uncaptured};
+use cuda_sys::CUgraph;
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
-use cuda_sys::{CUgraph, CUstreamCaptureMode};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -37,7 +31,7 @@ use std::sync::{Arc, Mutex};
 /// The scope of a capture: the capturing stream, and forks of it.
 pub struct Capture<'a> {
     origin: &'a Stream,
-    state: Arc<CaptureState>,
+    handle: &'a CaptureHandle,
 }
 
 impl Capture<'_> {
@@ -52,16 +46,11 @@ impl Capture<'_> {
     /// joined back into the origin when the capture ends.
     ///
     /// # Errors
-    /// A driver error.
+    /// [`Error::Capturing`] after the capture ended; a driver error.
     pub fn fork(&self) -> Result<Stream> {
+        // `Stream::new` refuses inside a host function before any lock.
         let fork = Stream::new(self.origin.device())?;
-        let mut g = self.state.inner.lock();
-        if g.is_ended() {
-            return Err(Error::Capturing { op: "Capture::fork after the capture ended" });
-        }
-        set_capture(&fork.inner, Some(&self.state));
-        self.state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.inner.clone());
-        self.state.edge(&mut g.data, &self.state.origin, fork.inner.raw(), self.origin.device())?;
+        self.handle.fork(&fork.inner)?;
         Ok(fork)
     }
 }
@@ -83,28 +72,10 @@ impl Stream {
     where
         F: FnOnce(&Capture<'_>) -> Result<()>,
     {
-        let s = &self.inner;
-        let dev = &s.device.inner;
-        dev.bind()?;
-        let state = CaptureState::new(s);
-        {
-            let mut book = s.lock();
-            s.refuse_if_capturing("Stream::capture")?;
-            let st = book.stream(s);
-            // Waits on work from before the capture must never need a new
-            // record on this stream while it captures.
-            s.seal_marker(st)?;
-            let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-            // A live stream of the current context, not capturing.
-            call("cuStreamBeginCapture", || cu::stream::begin_capture(s.raw(), mode))?;
-            set_capture_locked(s, st, Some(&state));
-        }
-        let scope = Capture { origin: self, state: state.clone() };
-        let thread = crate::capture::thread::ThreadCapture::begin();
+        let handle = engine::begin_capture(&self.inner)?;
+        let scope = Capture { origin: self, handle: &handle };
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
-        let ended = end_capture(&state);
-        // Frees deferred on this thread run now, outside the capture.
-        drop(thread);
+        let ended = engine::end_capture(handle);
         let body = match body {
             Ok(r) => r,
             Err(panic) => {
@@ -112,78 +83,15 @@ impl Stream {
                 std::panic::resume_unwind(panic);
             }
         };
-        let raw = ended?;
+        let ended = ended?;
         body?;
-        // Take what the graph keeps, not the whole state: `ended` must stay
-        // set for operations still holding this capture.
-        let mut g = state.inner.lock();
-        let accesses = std::mem::take(&mut g.data.accesses).into_values().collect();
-        let modules = std::mem::take(&mut g.data.keep);
-        drop(g);
-        Ok(Graph { raw, device: self.device().clone(), accesses, modules, _not_sync: PhantomData })
-    }
-}
-
-/// Joins the forks, ends the capture on every stream, and releases what the
-/// capture held; returns the graph or the driver's error.
-///
-/// Everything from the joins to clearing the streams' capture state happens
-/// under the capture's submission lock (see [`CaptureState`]): an operation
-/// of another thread is either in the graph or finds the capture ended and
-/// runs as ordinary tracked work. None of these driver calls waits for the
-/// device.
-fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
-    let origin = &state.origin;
-    let dev = &origin.device.inner;
-    let (forks, events, joined, ended) = capture_gate::end(
-        &state.inner,
-        |inner| {
-            let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
-            let mut joined = Ok(());
-            for f in &forks {
-                if joined.is_ok() {
-                    joined = state.edge(inner, f, origin.raw(), &origin.device);
-                }
-            }
-            let ended = dev
-                .bind()
-                .and_then(|()| call("cuStreamEndCapture", || cu::stream::end_capture(origin.raw())))
-                .map(|g| Held::new(&origin.device, g));
-            if ended.is_err() {
-                leave_capture(origin);
-            }
-            let events = std::mem::take(&mut inner.events);
-            (forks, events, joined, ended)
-        },
-        |(forks, ..)| {
-            for s in forks.iter().chain(std::iter::once(origin)) {
-                set_capture(s, None);
-            }
-        },
-    );
-    for ev in events {
-        crate::release::release_later(&origin.device, ev);
-    }
-    for s in forks.iter().chain(std::iter::once(origin)) {
-        crate::capture::deferred::run_stream_capture_end(s.id);
-    }
-    let graph = ended?;
-    joined?;
-    Ok(graph)
-}
-
-/// After a failed `cuStreamEndCapture`: if the driver still has the stream
-/// capturing, end the capture once more and discard whatever it returns, so
-/// the stream is usable again.
-fn leave_capture(stream: &Timeline) {
-    let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
-        .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-    if !still {
-        return;
-    }
-    match call("cuStreamEndCapture", || cu::stream::end_capture(stream.raw())) {
-        Ok(g) => drop(Held::new(&stream.device, g)),
-        Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
+        Ok(Graph {
+            raw: ended.graph,
+            device: self.device().clone(),
+            accesses: ended.accesses,
+            modules: ended.keep,
+            _not_sync: PhantomData,
+        })
     }
 }
 
@@ -233,9 +141,7 @@ impl Graph {
     /// # Errors
     /// A driver error.
     pub fn node_count(&self) -> Result<usize> {
-        let dev = &self.device.inner;
-        dev.bind()?;
-        call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
+        self.device.inner.call("cuGraphGetNodes", || cu::graph::node_count(self.raw.get()))
     }
 
     /// Number of distinct buffers the graph touches.
@@ -248,10 +154,10 @@ impl Graph {
     /// # Errors
     /// A driver error.
     pub fn instantiate(&self) -> Result<GraphExec> {
-        let dev = &self.device.inner;
-        dev.bind()?;
-        let exec =
-            call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
+        let exec = self
+            .device
+            .inner
+            .call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
         Ok(GraphExec {
             state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),
@@ -297,15 +203,14 @@ impl GraphExec {
     /// [`Error::DeviceMismatch`]; [`Error::Capturing`] on a capturing stream;
     /// a driver error.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        // Before this exec's lock and the book.
+        engine::refuse("cuGraphLaunch")?;
         if !stream.device().same(&self.device) {
             return Err(Error::DeviceMismatch {
                 what: "the graph",
                 expected: stream.device().ordinal(),
                 found: self.device.ordinal(),
             });
-        }
-        if stream.is_capturing() {
-            return Err(Error::Capturing { op: "GraphExec::launch" });
         }
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         // Held across the driver call: launches of one exec from several
@@ -314,36 +219,41 @@ impl GraphExec {
         // `cuGraphLaunch` does not wait for the device.
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let Some(exec) = st.exec.as_ref() else {
-            return Err(Error::InvalidArgument("a graph exec launched after its release".into()));
+            return Err(Error::Internal("a graph exec launched after its release".into()));
         };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
-        let ((), ticket) = run_tracked_uncaptured(&stream.inner, "cuGraphLaunch", uses.as_slice(), |raw| {
+        let op = Op { name: "GraphExec::launch", uses: uses.as_slice(), kind: Kind::Uncaptured, keep: None };
+        let ((), ticket) = engine::submit(&stream.inner, op, |raw| {
             // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
             // exec runs meanwhile (the state lock is held).
             call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))
         })?;
-        st.last = Some(Point { timeline: stream.inner.clone(), ticket });
+        st.last = Some(Point::new(stream.inner.clone(), ticket));
         Ok(())
     }
 }
 
 impl Drop for GraphExec {
     /// Destroys the exec once its last launch completed (a host wait); inside
-    /// a host function all of it happens later on an ordinary thread.
+    /// a host function all of it happens later on an ordinary thread, on a
+    /// capturing thread when its capture ends (`engine::free_now_or_later`).
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         let (exec, last) = (st.exec.take(), st.last.take());
-        crate::capture::host_fn::now_or_deferred(move || {
-            if let Some(p) = last
-                && let Err(e) = p.host_wait()
-            {
-                log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
-                std::mem::forget(exec);
-                return;
-            }
-            drop(exec);
-        });
+        engine::free_now_or_later(
+            None,
+            Box::new(move || {
+                if let Some(p) = last
+                    && let Err(e) = p.host_wait()
+                {
+                    log::error!("leaking a CUDA graph exec: waiting for its last launch failed: {e}");
+                    std::mem::forget(exec);
+                    return;
+                }
+                drop(exec);
+            }),
+        );
     }
 }

@@ -62,8 +62,8 @@
 // the driver door, proofs, captures and host functions, devices, the
 // tracker, streams and events, memory, launches and graphs.
 mod backend;
-mod capture;
 mod device;
+mod engine;
 mod error;
 mod event;
 mod ffi;
@@ -72,37 +72,31 @@ mod launch;
 #[cfg(test)]
 mod layers;
 mod memory;
-mod release;
 pub mod safety;
 mod scope;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod stream;
-mod timeline;
-mod track;
 
 pub use launch::nvrtc;
-// `prefetch.rs` (the prefetcher, `memory::prefetch`, edited in parallel)
-// still names these by their paths before the move into `memory/`.
-use memory::{buffer, pinned};
 
 pub use backend::{Backend, DRIVER_ENV, DriverChoice, select_driver, select_driver_with};
 pub use device::Device;
+pub use engine::{Access, NotCovered, Pending, Polled};
 pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
 pub use graph::{Capture, Graph, GraphExec};
-pub use launch::kernel::{
-    Dim3, In, Kernel, KernelArg, KernelArgs, LaunchConfig, Len, Out, Param, RawArg, RawKernel, Signature,
-};
+pub use launch::config::{Dim3, LaunchConfig};
+pub use launch::foreign::ForeignUses;
+pub use launch::kernel::{Kernel, RawKernel};
 pub use launch::module::Module;
+pub use launch::signature::{In, KernelArg, KernelArgs, Len, Out, Param, RawArg, Signature};
 pub use memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, View};
 pub use memory::ledger::{MemoryStats, PoolStats};
 pub use memory::pinned::{HostAllocFlags, PinnedBuffer};
 pub use memory::prefetch::Prefetcher;
 pub use scope::{DeviceSynced, EventSynced, Proof, StreamSynced, WorkPoint};
 pub use stream::{LegacyStream, PerThreadStream, Stream};
-pub use timeline::conflicts::Access;
-pub use timeline::pending::{NotCovered, Pending, Polled};
 
 pub use bytemuck::{Pod, Zeroable};
 pub use cuda_sys;

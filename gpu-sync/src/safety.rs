@@ -12,43 +12,106 @@
 //! it logs and leaks what it cannot free safely.
 //!
 //! # What the promise rests on
+//! Each point names the one function that carries it; every other file
+//! reaches that state only through the engine's facade (`engine/mod.rs`),
+//! whose inner modules are private: the compiler, not a review, keeps the
+//! API files from writing tickets, books, markers or capture state.
+//!
 //! 1. **The driver behaves as documented.** The table gpu-sync calls is
 //!    `libcuda` or one installed with `cuda_sys::install` (an `unsafe fn`:
 //!    its caller promises the table behaves like the CUDA driver; `cuda-sim`
-//!    is such a table).
-//! 2. **Kernels keep the contract they were declared with** (see
-//!    [Kernels](#kernels)): the one place where safe code runs device code
-//!    nobody in this crate checked.
+//!    is such a table). Every driver call passes `ffi::call`.
+//! 2. **Kernels and foreign calls keep the contract they were declared
+//!    with** (see [Kernels](#kernels) and [`crate::Stream::launch_foreign`]):
+//!    the places where safe code runs device code nobody in this crate
+//!    checked.
 //! 3. **Ownership, not guards.** Device memory is owned by an
-//!    `Arc<Allocation>` (buffers, graphs and replays hold clones) and freed
-//!    stream-ordered (`cuMemFreeAsync`) after every recorded use, or after a
-//!    host wait for them without memory pools; host memory given to an
-//!    asynchronous copy is moved into a [`crate::Pending`], so a forgotten
-//!    `Pending` leaks instead of freeing early.
-//! 4. **The tracker sees every submission.** Each operation on a buffer goes
-//!    through one function that, under the device's book lock (the trackers
-//!    of its resources and the states of its streams), reads the
-//!    conflicting uses, makes the stream wait for them, submits, and records
-//!    the new uses; a stream's ticket is taken under that lock after the
-//!    driver call returned, so the timeline is the driver's order, and a
-//!    marker recorded under that lock covers exactly the tickets before it.
-//! 5. **A capture is atomic with its end.** Operations on a capturing stream
-//!    join the graph under the capture's submission lock, which
-//!    `cuStreamEndCapture` also holds: an operation's driver call is in the
-//!    graph, or finds the capture ended and runs as ordinary tracked work —
-//!    never for real and unrecorded (issue 7, hole 4). Operations that may not
-//!    be captured check the stream's capture state under its device's book
-//!    lock, the lock `cuStreamBeginCapture` is called under. Lock order:
-//!    capture lock, then the capture's stream list, then a device's book;
-//!    `GraphExec`'s launch lock before a book; books in ordinal order.
+//!    `Arc<Allocation>` (buffers, graphs and replays hold clones); its free
+//!    is `Allocation::free` (`engine/track/alloc.rs`): stream-ordered
+//!    (`cuMemFreeAsync`) after device-side waits for every use not known
+//!    complete, or after host waits without memory pools. Whether a free
+//!    (or a module unload, a pinned free, a graph exec's destroy) happens
+//!    now or later is decided by one function, `engine::free_now_or_later`:
+//!    later on an ordinary thread inside a host function or a simulated
+//!    kernel, at the end of the capture while its stream or this thread
+//!    captures. Host memory given to an asynchronous copy is moved into a
+//!    [`crate::Pending`], so a forgotten `Pending` leaks instead of freeing
+//!    early.
+//! 4. **The tracker sees every submission.** Every stream-ordered operation
+//!    goes through `engine::submit`: the guards in one order before any lock
+//!    (refusal inside a host function, deferred work drained, the capture
+//!    routing), then, under the device's book lock (the trackers of its
+//!    resources and the states of its streams; the books of several devices
+//!    in ordinal order), the conflicting uses read, the stream made to wait
+//!    for them, the driver call, the ticket drawn (`Timeline::draw_ticket`,
+//!    the only draw: after the driver call returned, so the timeline is the
+//!    driver's order) and the new uses recorded. A marker is recorded under
+//!    that lock (`Timeline::record_marker`), so it covers exactly the
+//!    tickets before it.
+//! 5. **No blocking driver call under a book.** Host waits run unlocked
+//!    (`Point::host_wait`, `Timeline::synchronize`,
+//!    `engine::host_wait_device`). The one operation that blocks in the
+//!    driver, a copy from or to borrowed host memory, is the blocking
+//!    flavor (`track::run_tracked_idle`): it waits, unlocked, until its
+//!    stream is idle and its dependencies complete, checks that under the
+//!    book, and — when the caller's borrow is the only handle to the memory
+//!    (`track::only_borrowed`: no graph holds it) — **releases the book**
+//!    and makes the call holding only the stream's `blocking` lock (which
+//!    keeps a capture from beginning under it; taken by nothing inside a
+//!    host function), then relocks to draw the ticket and record the uses.
+//!    Its doc argues the gap: the ticket is drawn after the call as always;
+//!    no other handle can submit a conflicting use of the memory (the
+//!    caller borrows it; a graph, which could be replayed meanwhile, keeps
+//!    the book held across the call instead — `tests/tests/deadlocks.rs`
+//!    has the replay race that catches the unlocked variant); the host
+//!    memory is borrowed until the copy is complete. With the book held or
+//!    not, a host function the driver runs during the call never waits for
+//!    a gpu-sync lock: by point 6 it never takes one.
+//! 6. **Nothing inside a host function or a simulated kernel waits for
+//!    gpu-sync.** The trampoline (`host_fn::launch`) and `sim::register`'s
+//!    closures mark the thread (`host_fn::Inside`); then `ffi::refuse` —
+//!    asked first by `engine::submit`, by every host wait, by every engine
+//!    entry point that takes a lock (`EventInner`'s record, query and wait,
+//!    `engine::wait_stream`, `engine::begin_capture`), by
+//!    `DeviceInner::call` and by `GraphExec::launch` — refuses before any
+//!    lock with
+//!    `CUDA_ERROR_NOT_PERMITTED`, and every `Drop` hands its work to the
+//!    deferred-work queue (`engine::free_now_or_later`, `release::Held`,
+//!    `Resource`'s slot, a timeline's slot). The same mark covers the
+//!    closure of [`crate::Stream::launch_foreign`], which runs under the
+//!    book lock.
+//! 7. **A capture is atomic with its end.** Operations on a capturing
+//!    stream join the graph under the capture's submission lock
+//!    (`capture_gate::submit`), which `cuStreamEndCapture` also holds
+//!    (`capture_gate::end`): an operation's driver call is in the graph, or
+//!    finds the capture ended and runs as ordinary tracked work — never for
+//!    real and unrecorded. Operations that may not be captured check the
+//!    stream's capture state under its device's book lock, the lock
+//!    `cuStreamBeginCapture` is called under (`track::captured::begin`).
+//!    Lock order: a stream's `blocking` lock, then the capture lock, then
+//!    the capture's stream list, then a device's book; `GraphExec`'s launch
+//!    lock before a book; books in ordinal order.
+//! 8. **The context is the device's.** Every driver call that needs a
+//!    context binds its device's primary context first
+//!    (`DeviceInner::bind`: in the engine before a submission's waits and
+//!    call, and `DeviceInner::call` for the rest); whether it is already
+//!    current is asked of cuda-sys's `result::context::is_current_here`,
+//!    which every safe `cuCtxSetCurrent` updates, so safe code (also through
+//!    the re-exported `gpu_sync::cuda_sys`) cannot make it stale.
+//! 9. **A module outlives its launches.** A launch notes its stream in the
+//!    module (`ModuleInner::note_launch`, before the launch returns); the
+//!    last drop waits on the host for everything submitted on those streams
+//!    (`Timeline::host_wait_all_so_far`) before `cuModuleUnload`, and leaks
+//!    the module if a wait fails. Graphs keep their modules alive.
 //!
 //! # Unsafe functions
 //! Public:
 //!
 //! | item | the caller promises | why the rest is safe |
 //! |---|---|---|
-//! | `Module::kernel::<S>` (an `unsafe fn` with the typed-kernel contract of issue 7, hole 1) | the kernel's parameters are `S`: an `In<T>` parameter is only read, an `Out<T>` parameter is read and written, each through a `T` pointer; every access stays inside the view passed for any launch the checks accept; a scalar is not used as a bound except a `Len` parameter, which the launch checks to be at most every view's length | each launch ([`crate::Kernel::launch`]) is then safe: the argument tuple is typed by the compiler, views carry their device and length, the `Len` bound and each view's alignment are checked, the configuration against device limits, and every buffer's use is tracked as its `In`/`Out` says |
+//! | `Module::kernel::<S>` (an `unsafe fn`: the typed-kernel contract) | the kernel's parameters are `S`: an `In<T>` parameter is only read, an `Out<T>` parameter is read and written, each through a `T` pointer; every access stays inside the view passed for any launch the checks accept; a scalar is not used as a bound except a `Len` parameter, which the launch checks to be at most every view's length | each launch ([`crate::Kernel::launch`]) is then safe: the argument tuple is typed by the compiler, views carry their device and length, the `Len` bound and each view's alignment are checked, the configuration against device limits, and every buffer's use is tracked as its `In`/`Out` says |
 //! | [`crate::RawKernel::launch`] | 1. `S` is the kernel's real parameter list (count and type of each); 2. the kernel touches device memory only through its buffer arguments, within their lengths, writing only through `Out` ones (any other memory is the caller's to keep alive and ordered) | buffer arguments are kept alive and tracked exactly as for a typed launch |
+//! | [`crate::Stream::launch_foreign`] | the work the closure submits goes on the stream it is given, while it runs; touches only the declared views (reads `input`s, reads/writes `output`s); nothing is submitted when it fails; the stream and the thread's context are left as found; it is capturable on a capturing stream | the declared views are kept alive and tracked exactly as a launch's buffers (one `engine::submit`); gpu-sync calls inside the closure refuse |
 //! | `cuda_sys::install` (in `cuda-sys`) | the table behaves like the CUDA driver | gpu-sync relies on documented driver behaviour only |
 //!
 //! Crate-private (argued at each call site):
@@ -56,7 +119,7 @@
 //! | item | the caller promises |
 //! |---|---|
 //! | `Stream::h2d` (`memory/copy.rs`) | the host pointer is valid for `len` initialized elements and not written until the copy completed (pinned: the buffer is borrowed for the tracked copy; pageable: the call waits) |
-//! | `Stream::d2h` (`memory/copy.rs`) | the host pointer is valid for `len` elements, neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
+//! | `Stream::d2h` (`memory/copy.rs`) | the host pointer is valid for `len` elements (initialized or not: `to_vec` passes a `Vec`'s spare capacity), neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
 //!
 //! Every other `unsafe` block is a call of a `cuda_sys::result` function that
 //! takes raw pointers (a free, a copy or fill, the kernel launch, a module
@@ -64,9 +127,9 @@
 //! `release::Held`; its `// SAFETY:` comment argues what the driver will do
 //! with the pointers, why they are live, and which lock or wait orders the
 //! call. Calls whose handles prove liveness are safe functions of the
-//! per-call layer and need no `unsafe` here. Four modules allow `unsafe`
-//! (`capture`, `launch`, `memory`, `release`); the rest of the crate denies
-//! it.
+//! per-call layer and need no `unsafe` here. Five files allow `unsafe`
+//! (`engine/capture/`, `engine/release.rs`, `engine/track/alloc.rs`,
+//! `launch/`, `memory/`); the rest of the crate denies it.
 //!
 //! # Kernels
 //! Running device code is inherently unsafe; gpu-sync puts the `unsafe` where
@@ -123,8 +186,13 @@
 //! - Tracking and capture: the race oracle of `cuda-sim` in every
 //!   integration test; `tests/tests/capture_race.rs` (three threads racing a
 //!   capture's end).
-//! - The capture protocol's core (`capture/capture_gate.rs`, the code `graph.rs`
-//!   runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
+//! - The deadlocks a guard asked after a lock caused, and the two points
+//!   above about contexts and modules: `tests/tests/deadlocks.rs` (each
+//!   under a watchdog).
+//! - The foreign door: `tests/tests/foreign.rs` (declared uses ordered; an
+//!   undeclared write caught by the oracle).
+//! - The capture protocol's core (`engine/capture/capture_gate.rs`, the
+//!   code the engine runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
 //!   CARGO_TARGET_DIR=target/loom cargo test -p gpu-sync --lib --release
 //!   capture_gate`.
 //! - Host memory: the Miri subset (`tests/tests/miri.rs`).

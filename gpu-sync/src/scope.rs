@@ -1,5 +1,5 @@
 //! Wait scopes as types: each host wait returns a proof of what it covers,
-//! and a `Pending` value (`timeline::pending`) is released only by a wait
+//! and a `Pending` value (`engine/timeline/pending.rs`) is released only by a wait
 //! that covers its work.
 //!
 //! Three sizes, smallest first: an event's (`cuEventSynchronize`), a stream's

@@ -48,7 +48,7 @@
 //! downstream crate's CI set-up.
 
 use crate::error::{Error, Result};
-use crate::launch::kernel::{In, Out, Param, Signature};
+use crate::launch::signature::{In, Out, Param, Signature};
 use bytemuck::Pod;
 use cuda_sim::{KernelCall, KernelSpec, ParamSpec};
 use std::collections::HashMap;
@@ -393,8 +393,11 @@ fn trampoline(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 /// for the race oracle, follow from `S`; a launch runs `f` once for the
 /// whole grid with one view per parameter (see [`SimParam`]).
 ///
-/// `f` must not call gpu-sync or the driver (it runs inside the simulator);
-/// a panic in it fails the launch with `CUDA_ERROR_LAUNCH_FAILED`. The
+/// `f` runs inside the simulator and may not call the driver: a gpu-sync
+/// call inside it fails with `CUDA_ERROR_NOT_PERMITTED` (before any lock),
+/// as does a driver call through `cuda_sys`, and what it drops is released
+/// later on an ordinary thread, as in a host function. A panic in it fails
+/// the launch with `CUDA_ERROR_LAUNCH_FAILED`. The
 /// simulated duration is a fixed 2 µs.
 ///
 /// ```
@@ -409,7 +412,14 @@ fn trampoline(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 pub fn register<S: SimSignature>(name: &str, f: impl for<'a> Fn(S::Views<'a>) + Send + Sync + 'static) {
     let run: RunFn = Arc::new(move |call: &mut KernelCall<'_>| {
         let mut staged = S::load(call)?;
+        // The simulator runs `f` holding its global lock, maybe inside a
+        // driver call gpu-sync made under one of its own locks: while `f`
+        // runs, every gpu-sync call refuses before any lock
+        // (`CUDA_ERROR_NOT_PERMITTED`) and drops are deferred, exactly as
+        // in a host function.
+        let inside = crate::engine::Inside::enter();
         f(S::views(&mut staged));
+        drop(inside);
         S::store(call, staged)
     });
     let specs = S::specs();

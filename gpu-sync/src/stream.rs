@@ -8,11 +8,11 @@
 //! covers what is asked. Same-stream work needs no event at all.
 
 use crate::device::Device;
+use crate::engine::Timeline;
+use crate::engine::{self, Held, Kind, NO_USES, Op};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
-use crate::scope::StreamSynced;
-use crate::timeline::{Point, Timeline};
+use crate::scope::{DeviceSynced, StreamSynced};
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedStream, CUstream, CUstream_flags};
 use std::marker::PhantomData;
@@ -70,9 +70,8 @@ impl Stream {
             )));
         }
         let dev = &device.inner;
-        dev.bind()?;
         let flags = CUstream_flags::CU_STREAM_NON_BLOCKING.0;
-        let raw = call("cuStreamCreateWithPriority", || {
+        let raw = dev.call("cuStreamCreateWithPriority", || {
             cu::stream::create_with_priority(dev.drv, flags, priority)
         })?;
         Ok(Stream { inner: Arc::new(Timeline::new(device, Held::new(device, raw), priority)) })
@@ -80,7 +79,7 @@ impl Stream {
 
     /// The stream's device.
     pub fn device(&self) -> &Device {
-        &self.inner.device
+        self.inner.device()
     }
 
     /// Drops this handle and, if it was the last one (no other handle, and
@@ -93,14 +92,14 @@ impl Stream {
     pub fn close(self) -> Result<()> {
         match Arc::try_unwrap(self.inner) {
             // The last handle: destroyed once, here; queued work finishes.
-            Ok(inner) => inner.stream.close("cuStreamDestroy"),
+            Ok(inner) => inner.close(),
             Err(_shared) => Ok(()),
         }
     }
 
     /// The priority the stream was created with.
     pub fn priority(&self) -> i32 {
-        self.inner.priority
+        self.inner.priority()
     }
 
     /// The raw handle, for interop with foreign code. Work submitted on it
@@ -111,10 +110,14 @@ impl Stream {
 
     /// A process-unique id of the stream.
     pub fn id(&self) -> u64 {
-        self.inner.id
+        self.inner.id()
     }
 
-    /// Whether the stream is capturing a graph ([`Stream::capture`]).
+    /// Whether the stream is capturing a graph ([`Stream::capture`]) — a
+    /// hint, read without a lock: another thread may begin or end a capture
+    /// on the stream right after it answers. Operations never rely on it:
+    /// each decides under the stream's lock (joining the capture, or
+    /// returning [`Error::Capturing`]).
     pub fn is_capturing(&self) -> bool {
         self.inner.capture_hint()
     }
@@ -143,8 +146,8 @@ impl Stream {
     }
 
     fn proved(&self, ticket: u64) -> StreamSynced {
-        self.inner.completed.fetch_max(ticket, std::sync::atomic::Ordering::AcqRel);
-        StreamSynced { stream: self.inner.id, device: self.inner.device.ordinal(), ticket }
+        self.inner.prove(ticket);
+        StreamSynced { stream: self.inner.id(), device: self.inner.device().ordinal(), ticket }
     }
 
     /// Makes later work on this stream wait, on the device, for all work
@@ -155,20 +158,7 @@ impl Stream {
     /// [`Error::Capturing`] when one stream is capturing and the other is not
     /// part of the same capture; a driver error.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        if Arc::ptr_eq(&self.inner, &other.inner) {
-            return Ok(());
-        }
-        if (self.is_capturing() || other.is_capturing())
-            && crate::track::captured::join_in_capture(&self.inner, &other.inner)?
-        {
-            return Ok(());
-        }
-        let ticket = other.inner.lock().stream(&other.inner).last_ticket;
-        if ticket == 0 {
-            return Ok(());
-        }
-        let dep = Point { timeline: other.inner.clone(), ticket };
-        self.inner.submit_waits_only("Stream::wait_stream", &[dep])
+        engine::wait_stream(&self.inner, &other.inner)
     }
 
     /// Queues `f` to run on a driver thread once all earlier work on this
@@ -186,15 +176,16 @@ impl Stream {
     /// [`Error::Capturing`] during a capture; a driver error (then `f` is
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        let f: crate::capture::host_fn::HostFn = Box::new(f);
-        self.inner.submit("Stream::launch_host_fn", &[], |raw| crate::capture::host_fn::launch(raw, f))?;
+        let f: engine::HostFn = Box::new(f);
+        let op = Op { name: "Stream::launch_host_fn", uses: NO_USES, kind: Kind::HostFn, keep: None };
+        engine::submit(&self.inner, op, |raw| engine::launch_host_fn(raw, f))?;
         Ok(())
     }
 }
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Stream(#{} on device {})", self.inner.id, self.inner.device.ordinal())
+        write!(f, "Stream(#{} on device {})", self.inner.id(), self.inner.device().ordinal())
     }
 }
 
@@ -221,6 +212,22 @@ pub struct PerThreadStream {
 }
 
 impl Device {
+    /// Blocks the host until every stream of this device has finished all
+    /// work submitted before the call (`cuCtxSynchronize`) — the widest host
+    /// wait, after an event's and a stream's.
+    ///
+    /// Returns a proof covering every point submitted on any stream of the
+    /// device before the call.
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] on a thread that is capturing a graph; a driver
+    /// error; [`Error::ContextLost`] if asynchronous work failed with a sticky
+    /// error.
+    pub fn synchronize(&self) -> Result<DeviceSynced> {
+        let ticket = engine::host_wait_device(self)?;
+        Ok(DeviceSynced { device: self.ordinal(), ticket })
+    }
+
     /// The legacy default stream, asked for by name.
     pub fn legacy_stream(&self) -> LegacyStream {
         LegacyStream { device: self.clone() }
@@ -246,9 +253,8 @@ macro_rules! default_stream_impl {
             /// A driver error.
             pub fn synchronize(&self) -> Result<()> {
                 let dev = &self.device.inner;
-                dev.bind()?;
-                // The special handle is valid in the current context.
-                call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
+                // The special handle is valid in the device's context.
+                dev.call("cuStreamSynchronize", || cu::stream::synchronize($handle(dev.drv)))
             }
 
         }

@@ -105,3 +105,40 @@ pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
 pub fn fmt_races(races: &[cuda_sim::RaceReport]) -> String {
     races.iter().map(|r| format!("  {r}")).collect::<Vec<_>>().join("\n")
 }
+
+/// Aborts the test process with a message unless dropped within `secs`
+/// seconds: a deadlock fails the run instead of hanging it. The body runs on
+/// the test's own thread (where the simulator session is current); abort,
+/// not a panic, because a hung thread may hold the simulator's global lock
+/// and would hang every later test of the binary too.
+pub struct Watchdog(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Watchdog {
+    /// Arms a watchdog for `what`, firing after `secs` seconds.
+    pub fn arm(secs: u64, what: &'static str) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = done.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+            while std::time::Instant::now() < deadline {
+                if seen.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // Straight to the process's stderr: the test harness's capture
+            // of `eprintln!` would be lost with the abort.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "watchdog: {what}: no return within {secs} s (deadlock)");
+            std::process::abort();
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}

@@ -7,9 +7,17 @@
 use super::Result;
 use crate::handle::{AsBorrowed, kind};
 use crate::{CUcontext, CUdevice, Driver};
+use std::cell::Cell;
+
+thread_local! {
+    /// The context the last successful [`set_current`] on this thread made
+    /// current, with its table (null: none, or unknown after a failure).
+    static SET_HERE: Cell<(*const Driver, CUcontext)> =
+        const { Cell::new((std::ptr::null(), std::ptr::null_mut())) };
+}
 
 /// Makes `ctx` current on the calling thread, or none with `None`
-/// (`cuCtxSetCurrent`).
+/// (`cuCtxSetCurrent`), and remembers it for [`is_current_here`].
 /// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html)
 ///
 /// # Errors
@@ -24,8 +32,27 @@ pub fn set_current(drv: &Driver, ctx: Option<impl AsBorrowed<kind::ContextKind>>
         }
         None => std::ptr::null_mut(),
     };
+    // Unknown until the call succeeds.
+    SET_HERE.with(|h| h.set((std::ptr::null(), std::ptr::null_mut())));
     // SAFETY: `raw` is null or a live context (the handle proves it).
-    unsafe { call!(drv, cuCtxSetCurrent(raw)) }
+    unsafe { call!(drv, cuCtxSetCurrent(raw)) }?;
+    SET_HERE.with(|h| h.set((std::ptr::from_ref(drv), raw)));
+    Ok(())
+}
+
+/// Whether the last context made current on this thread through this
+/// layer ([`set_current`]) is `ctx` of `drv`: a thread-local read, no driver
+/// call. Every safe way to change the calling thread's context goes through
+/// `set_current`, so a cache of "which context is current" kept by a crate
+/// above (gpu-sync's) asks this instead of keeping its own, which safe code
+/// could make stale. A context changed by other means (the raw table, the
+/// runtime API, another library) is not seen: that code is `unsafe` or
+/// foreign, and its owner makes the right context current again.
+#[inline(always)]
+pub fn is_current_here(drv: &Driver, ctx: CUcontext) -> bool {
+    // After a failed `set_current` the table is null: never equal.
+    let (d, c) = SET_HERE.get();
+    c == ctx && std::ptr::eq(d, drv)
 }
 
 /// The calling thread's current context (`cuCtxGetCurrent`), `None` when

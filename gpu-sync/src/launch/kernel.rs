@@ -1,8 +1,10 @@
-//! Typed kernel launches.
+//! Typed kernel launches: [`Kernel`] and [`RawKernel`] over a function of a
+//! loaded module; their configuration is `config`'s, their signatures
+//! `signature`'s.
 //!
 //! A kernel's signature is a tuple of parameter types: [`In<T>`] (a device
 //! buffer the kernel reads), [`Out<T>`] (one it writes, and may read),
-//! [`Len`] (an element count checked against every buffer of the launch) and
+//! [`Len`](crate::Len) (an element count checked against every buffer of the launch) and
 //! plain scalars (`u32`, `f32`, …). Declaring a typed kernel is `unsafe`
 //! ([`Module::kernel`](crate::Module::kernel)): sizes from the driver cannot
 //! tell a pointer from a `u64`, a read from a write, or how far the kernel
@@ -19,15 +21,14 @@
 //! parameters by raw pointer, and a kernel borrows its function handle from
 //! the module it keeps loaded.
 
-use crate::device::{Device, Limits};
+use crate::device::Device;
+use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses, same_device};
 use crate::error::{Error, Result};
 use crate::ffi::call;
+use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
-use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
+use crate::launch::signature::{KernelArgs, MAX_PARAMS, RawArg, Signature};
 use crate::stream::Stream;
-use crate::timeline::conflicts::Access;
-use crate::track::{Allocation, KeepAlive, Target, Uses, run_tracked, same_device};
-use bytemuck::Pod;
 use cuda_sys::handle::kind::FunctionKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedFunction, RawHandle};
@@ -36,274 +37,6 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-/// Grid or block dimensions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Dim3 {
-    /// x extent.
-    pub x: u32,
-    /// y extent.
-    pub y: u32,
-    /// z extent.
-    pub z: u32,
-}
-
-impl From<u32> for Dim3 {
-    fn from(x: u32) -> Dim3 {
-        Dim3 { x, y: 1, z: 1 }
-    }
-}
-impl From<(u32, u32)> for Dim3 {
-    fn from((x, y): (u32, u32)) -> Dim3 {
-        Dim3 { x, y, z: 1 }
-    }
-}
-impl From<(u32, u32, u32)> for Dim3 {
-    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
-        Dim3 { x, y, z }
-    }
-}
-
-impl Dim3 {
-    fn volume(self) -> u64 {
-        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
-    }
-}
-
-/// Grid, block and dynamic shared memory of a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LaunchConfig {
-    /// Blocks in the grid.
-    pub grid: Dim3,
-    /// Threads in a block.
-    pub block: Dim3,
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// A launch of `grid` blocks of `block` threads, no dynamic shared memory.
-    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> LaunchConfig {
-        LaunchConfig { grid: grid.into(), block: block.into(), shared_mem_bytes: 0 }
-    }
-
-    /// One thread per element: `ceil(n / block)` blocks of `block` threads
-    /// (at least one block; at most 2³¹−1, beyond which a grid-stride kernel
-    /// covers the rest).
-    pub fn for_elements(n: u64, block: u32) -> LaunchConfig {
-        let block = block.max(1);
-        let blocks = n.div_ceil(u64::from(block)).clamp(1, (1 << 31) - 1);
-        LaunchConfig::new(blocks as u32, block)
-    }
-
-    /// The same launch with `bytes` of dynamic shared memory per block.
-    pub fn with_shared_mem(mut self, bytes: u32) -> LaunchConfig {
-        self.shared_mem_bytes = bytes;
-        self
-    }
-
-    #[inline]
-    fn validate(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
-        let (g, b) = (self.grid, self.block);
-        let ok = g.x != 0
-            && g.y != 0
-            && g.z != 0
-            && b.x != 0
-            && b.y != 0
-            && b.z != 0
-            && b.volume() <= u64::from(limits.max_threads_per_block)
-            && b.x <= limits.max_block[0]
-            && b.y <= limits.max_block[1]
-            && b.z <= limits.max_block[2]
-            && g.x <= limits.max_grid[0]
-            && g.y <= limits.max_grid[1]
-            && g.z <= limits.max_grid[2]
-            && self.shared_mem_bytes <= max_dynamic_shared;
-        if ok {
-            return Ok(());
-        }
-        self.explain(limits, max_dynamic_shared)
-    }
-
-    /// Which limit a rejected configuration breaks.
-    #[cold]
-    fn explain(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
-        let (g, b) = (self.grid, self.block);
-        if g.volume() == 0 || b.volume() == 0 {
-            return Err(format!("grid {g:?} and block {b:?} must have no zero dimension"));
-        }
-        if b.volume() > u64::from(limits.max_threads_per_block) {
-            return Err(format!(
-                "block {b:?} has {} threads; the device allows {}",
-                b.volume(),
-                limits.max_threads_per_block
-            ));
-        }
-        for (axis, (have, max)) in ["x", "y", "z"].iter().zip([
-            (b.x, limits.max_block[0]),
-            (b.y, limits.max_block[1]),
-            (b.z, limits.max_block[2]),
-        ]) {
-            if have > max {
-                return Err(format!("block {axis} = {have} exceeds the device limit {max}"));
-            }
-        }
-        for (axis, (have, max)) in ["x", "y", "z"].iter().zip([
-            (g.x, limits.max_grid[0]),
-            (g.y, limits.max_grid[1]),
-            (g.z, limits.max_grid[2]),
-        ]) {
-            if have > max {
-                return Err(format!("grid {axis} = {have} exceeds the device limit {max}"));
-            }
-        }
-        if self.shared_mem_bytes > max_dynamic_shared {
-            return Err(format!(
-                "{} bytes of dynamic shared memory exceed the kernel's limit of {max_dynamic_shared}; \
-                 raise it with set_max_dynamic_shared_mem (the device allows up to {})",
-                self.shared_mem_bytes, limits.max_shared_per_block_optin
-            ));
-        }
-        Ok(())
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-    /// Seals [`super::KernelArgs`]: implemented for every tuple, so only the
-    /// crate's own tuple impls (over sealed [`super::KernelArg`]s) exist.
-    pub trait ArgsSealed {}
-}
-
-/// A kernel parameter type: [`In<T>`], [`Out<T>`] or a scalar. Sealed.
-pub trait Param: sealed::Sealed {
-    /// Its size in bytes as the kernel sees it.
-    const SIZE: usize;
-}
-
-/// A parameter the kernel reads through: a `const T*`. Its argument is any
-/// readable view (`&DeviceBuffer<T>`, `&DeviceSlice<T>`, `&DeviceSliceMut<T>`).
-pub struct In<T>(PhantomData<fn() -> T>);
-/// A parameter the kernel writes (and may read) through: a `T*`. Its argument
-/// is a writable view taken by `&mut` (`&mut DeviceBuffer<T>`,
-/// `&mut DeviceSliceMut<T>`).
-pub struct Out<T>(PhantomData<fn() -> T>);
-
-/// An element count the kernel may bound its accesses by: an
-/// `unsigned long long` (8 bytes) in the kernel, a `u64` argument at launch.
-///
-/// Every launch checks that the value is at most the element count of
-/// **every** buffer argument of that launch ([`In`] and [`Out`], each counted
-/// in its own element type); a larger value is
-/// [`Error::LaunchArgument`](crate::Error::LaunchArgument) naming the kernel, the value and the shortest
-/// view, and nothing reaches the driver. So a kernel that touches
-/// `p[0..n]` of each buffer `p` for a `Len` parameter `n` keeps every access
-/// inside the views it was given — the safe way to pass a length (a plain
-/// `u64` is not checked against anything, and a kernel must not trust it as
-/// a bound; see [`Module::kernel`](crate::Module::kernel)'s `# Safety`).
-/// A signature may have any number of `Len` parameters; each is checked.
-/// A launch without buffer arguments accepts any value.
-pub struct Len(());
-
-impl<T: Pod> sealed::Sealed for In<T> {}
-impl<T: Pod> Param for In<T> {
-    const SIZE: usize = 8;
-}
-impl<T: Pod> sealed::Sealed for Out<T> {}
-impl<T: Pod> Param for Out<T> {
-    const SIZE: usize = 8;
-}
-impl sealed::Sealed for Len {}
-impl Param for Len {
-    const SIZE: usize = 8;
-}
-
-/// One argument as a launch sees it.
-#[doc(hidden)]
-#[derive(Clone, Copy)]
-pub enum RawArg<'a> {
-    /// A scalar's bytes, little-endian in the low bytes.
-    Scalar(u64),
-    /// A [`Len`]: checked against every buffer's `len` at launch.
-    Len(u64),
-    /// A device buffer view.
-    Buffer {
-        /// Its allocation (tracked).
-        alloc: &'a Arc<Allocation>,
-        /// The address passed to the kernel.
-        ptr: CUdeviceptr,
-        /// Its length in elements of its own type.
-        len: usize,
-        /// The alignment its element type needs (`align_of::<T>()`).
-        align: usize,
-        /// How the kernel uses it.
-        access: Access,
-    },
-}
-
-/// An argument accepted for parameter type `P`. Sealed.
-pub trait KernelArg<P: Param>: sealed::Sealed {
-    #[doc(hidden)]
-    fn raw(&self) -> RawArg<'_>;
-}
-
-macro_rules! scalar_params {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
-        impl Param for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-        }
-        impl KernelArg<$t> for $t {
-            #[inline]
-            fn raw(&self) -> RawArg<'_> {
-                let mut bits = [0u8; 8];
-                bits[..std::mem::size_of::<$t>()].copy_from_slice(&self.to_le_bytes());
-                RawArg::Scalar(u64::from_le_bytes(bits))
-            }
-        }
-    )*};
-}
-scalar_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
-
-/// A `u64` is the argument of a [`Len`] parameter (checked at launch).
-impl KernelArg<Len> for u64 {
-    #[inline]
-    fn raw(&self) -> RawArg<'_> {
-        RawArg::Len(*self)
-    }
-}
-
-impl<S: ?Sized> sealed::Sealed for &S {}
-impl<S: ?Sized> sealed::Sealed for &mut S {}
-/// Any readable view — `&DeviceBuffer<T>`, `&DeviceSlice<T>`,
-/// `&DeviceSliceMut<T>` — is an [`In<T>`] argument.
-impl<T: Pod, S: AsDeviceSlice<T> + ?Sized> KernelArg<In<T>> for &S {
-    #[inline]
-    fn raw(&self) -> RawArg<'_> {
-        let v = (**self).view();
-        let align = std::mem::align_of::<T>();
-        RawArg::Buffer { alloc: v.alloc, ptr: v.ptr(), len: v.len, align, access: Access::Read }
-    }
-}
-/// Any writable view taken by `&mut` — `&mut DeviceBuffer<T>`,
-/// `&mut DeviceSliceMut<T>` — is an [`Out<T>`] argument.
-impl<T: Pod, S: AsDeviceSliceMut<T> + ?Sized> KernelArg<Out<T>> for &mut S {
-    #[inline]
-    fn raw(&self) -> RawArg<'_> {
-        let v = (**self).view();
-        let align = std::mem::align_of::<T>();
-        RawArg::Buffer { alloc: v.alloc, ptr: v.ptr(), len: v.len, align, access: Access::Write }
-    }
-}
-
-/// A kernel signature: a tuple of [`Param`]s, up to 12. Sealed.
-pub trait Signature: sealed::Sealed {
-    /// Each parameter's size in bytes.
-    const PARAM_SIZES: &'static [usize];
-}
-
-/// Most parameters a typed kernel can have.
-pub const MAX_PARAMS: usize = 12;
 
 /// The arguments of one launch: exactly one [`RawArg`] per parameter.
 struct Args<'s, 'a>(&'s [RawArg<'a>]);
@@ -318,58 +51,6 @@ impl Uses for Args<'_, '_> {
             }
         }
     }
-}
-
-/// Arguments matching signature `S`: a tuple of [`KernelArg`]s. Sealed.
-pub trait KernelArgs<S: Signature>: sealed::ArgsSealed {
-    #[doc(hidden)]
-    type Raw<'a>: AsRef<[RawArg<'a>]>
-    where
-        Self: 'a;
-    #[doc(hidden)]
-    fn raw_args(&self) -> Self::Raw<'_>;
-}
-
-macro_rules! tuple_signatures {
-    ($(($($p:ident $a:ident $i:tt),*))*) => {$(
-        impl<$($p: Param),*> sealed::Sealed for ($($p,)*) {}
-        impl<$($a),*> sealed::ArgsSealed for ($($a,)*) {}
-        impl<$($p: Param),*> Signature for ($($p,)*) {
-            const PARAM_SIZES: &'static [usize] = &[$($p::SIZE),*];
-        }
-        impl<$($p: Param, $a: KernelArg<$p>),*> KernelArgs<($($p,)*)> for ($($a,)*) {
-            type Raw<'a> = [RawArg<'a>; 0 $(+ { let _ = $i; 1 })*] where Self: 'a;
-            #[inline(always)]
-            fn raw_args(&self) -> Self::Raw<'_> {
-                [$(self.$i.raw()),*]
-            }
-        }
-    )*};
-}
-impl sealed::Sealed for () {}
-impl sealed::ArgsSealed for () {}
-impl Signature for () {
-    const PARAM_SIZES: &'static [usize] = &[];
-}
-impl KernelArgs<()> for () {
-    type Raw<'a> = [RawArg<'a>; 0];
-    fn raw_args(&self) -> [RawArg<'static>; 0] {
-        []
-    }
-}
-tuple_signatures! {
-    (P0 A0 0)
-    (P0 A0 0, P1 A1 1)
-    (P0 A0 0, P1 A1 1, P2 A2 2)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10)
-    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11)
 }
 
 /// What a kernel handle shares between its typed and raw forms.
@@ -413,13 +94,12 @@ impl KernelCore {
                 ),
             });
         }
-        dev.bind()?;
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `f` is a live function of the module this kernel keeps
         // loaded (the Arc), for the borrow's short life; shared by design.
         let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
         // The value is within the device's opt-in limit.
-        call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
+        dev.call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
         self.max_dynamic_shared.store(bytes, Ordering::Release);
         Ok(())
     }
@@ -509,7 +189,10 @@ impl KernelCore {
         }
         let drv = stream.device().inner.drv;
         let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
-        run_tracked(&stream.inner, "cuLaunchKernel", &Args(args), Some(&self.keep), |raw| {
+        // Before the launch returns: the module's unload waits for it.
+        self.module.note_launch(&stream.inner);
+        let op = Op { name: "cuLaunchKernel", uses: &Args(args), kind: Kind::Async, keep: Some(&self.keep) };
+        engine::submit(&stream.inner, op, |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded
             // the module), and the module stays loaded for the whole call (the
@@ -581,7 +264,7 @@ impl<S: Signature> Kernel<S> {
     /// Launches the kernel on `stream` (`cuLaunchKernel`). Checked first,
     /// before the driver sees anything: the configuration against the
     /// device's limits, each view's address against its element type's
-    /// alignment, each [`Len`] argument against every view's length. Each
+    /// alignment, each [`Len`](crate::Len) argument against every view's length. Each
     /// buffer argument is a tracked use: the launch waits (device-side) for
     /// conflicting uses on other streams, and later uses wait for it.
     ///
@@ -590,7 +273,7 @@ impl<S: Signature> Kernel<S> {
     ///
     /// # Errors
     /// [`Error::LaunchConfig`] for a configuration the device cannot run;
-    /// [`Error::LaunchArgument`] for a misaligned view or a [`Len`] longer
+    /// [`Error::LaunchArgument`] for a misaligned view or a [`Len`](crate::Len) longer
     /// than a view; [`Error::DeviceMismatch`] for a buffer or stream of
     /// another device; a driver error. Nothing is enqueued on an error
     /// returned before the driver call.
@@ -637,7 +320,7 @@ impl RawKernel {
 
     /// Launches with arguments of signature `S`, unchecked against the kernel
     /// (`cuLaunchKernel`). Buffer arguments are tracked, and the configuration,
-    /// alignment and [`Len`] arguments checked, exactly as in
+    /// alignment and [`Len`](crate::Len) arguments checked, exactly as in
     /// [`Kernel::launch`].
     ///
     /// # Errors
@@ -647,11 +330,11 @@ impl RawKernel {
     /// For this launch (these arguments, this configuration):
     /// 1. `S` must be the kernel's real parameter list: the same number of
     ///    parameters, each of the type the kernel declares (a pointer for
-    ///    [`In`]/[`Out`], `unsigned long long` for [`Len`], the same scalar
+    ///    [`In`](crate::In)/[`Out`](crate::Out), `unsigned long long` for [`Len`](crate::Len), the same scalar
     ///    type otherwise).
     /// 2. The kernel must access device memory only through its buffer
     ///    arguments, within their lengths, needing no more alignment than
-    ///    their element types', and only write through [`Out`] ones; any
+    ///    their element types', and only write through [`Out`](crate::Out) ones; any
     ///    other memory it touches is the caller's to keep alive, ordered
     ///    and free of other accesses while it runs.
     pub unsafe fn launch<S: Signature, A: KernelArgs<S>>(

@@ -1,6 +1,7 @@
 //! Launching device code: kernels, their launch configuration and typed
 //! signatures ([`kernel`]), modules ([`module`]) and the validation of the
-//! images they load ([`image`]), and run-time compilation ([`nvrtc`]).
+//! images they load ([`image`]), run-time compilation ([`nvrtc`]), and the
+//! door for foreign GPU code on a gpu-sync stream ([`foreign`]).
 //!
 //! This layer sits on memory (kernel arguments are buffer views) and the
 //! tracker (each launch is one tracked submission).
@@ -11,7 +12,10 @@
 //! through its function table. Each `unsafe` block argues its call.
 #![allow(unsafe_code)]
 
+pub(crate) mod config;
+pub(crate) mod foreign;
 pub(crate) mod image;
 pub(crate) mod kernel;
 pub(crate) mod module;
 pub mod nvrtc;
+pub(crate) mod signature;

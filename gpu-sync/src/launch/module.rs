@@ -6,23 +6,95 @@
 //! `Kernel::launch` safe).
 
 use crate::device::Device;
+use crate::engine::{self, Held, Timeline};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::launch::kernel::{Kernel, Signature};
-use crate::release::Held;
+use crate::launch::kernel::Kernel;
+use crate::launch::signature::Signature;
 use cuda_sys::handle::kind::ModuleKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedFunction, CUresult};
 use std::ffi::CString;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A loaded module: unloaded (`cuModuleUnload`, context bound, deferred
-/// inside host functions) when no `Module`, `Kernel` or graph holds it.
+/// inside host functions) when no `Module`, `Kernel` or graph holds it, and
+/// only once every launch of it is known complete (see `Drop`).
 /// `Send + Sync` from its parts: the driver lets any thread look functions
 /// up in a module and launch them (cuda-sys argues it for `OwnedModule`).
 pub(crate) struct ModuleInner {
-    pub module: Held<ModuleKind>,
+    /// Always `Some` until `Drop` takes it.
+    module: Option<Held<ModuleKind>>,
     pub device: Device,
+    /// Ids of streams already in `launched_on`, one slot per `id % 4`
+    /// ([`Self::note_launch`]): a launch on a stream seen recently costs
+    /// one load (also when launches alternate between streams).
+    recent: [AtomicU64; 4],
+    /// Every stream a kernel of the module was launched on (kept alive
+    /// until the unload has waited for it).
+    launched_on: Mutex<Vec<Arc<Timeline>>>,
+}
+
+impl ModuleInner {
+    /// Notes that a kernel of the module is about to be launched on `s`
+    /// (call before the launch returns): the unload then waits for all work
+    /// submitted on `s` so far. A stream seen recently: one load. The
+    /// `Relaxed` load is enough: a slot only ever holds the id of a stream
+    /// already pushed under the mutex, and the unload reads the list after
+    /// the last handle's drop (which orders every launch before it).
+    #[inline(always)]
+    pub(crate) fn note_launch(&self, s: &Arc<Timeline>) {
+        if self.recent[(s.id() % 4) as usize].load(Ordering::Relaxed) != s.id() {
+            self.note_stream(s);
+        }
+    }
+
+    #[cold]
+    fn note_stream(&self, s: &Arc<Timeline>) {
+        let mut on = self.launched_on.lock().unwrap_or_else(|p| p.into_inner());
+        if !on.iter().any(|t| t.id() == s.id()) {
+            on.push(s.clone());
+        }
+        self.recent[(s.id() % 4) as usize].store(s.id(), Ordering::Relaxed);
+    }
+
+    /// The module handle.
+    fn held(&self) -> Result<&Held<ModuleKind>> {
+        self.module.as_ref().ok_or_else(|| Error::Internal("a module used after its unload".into()))
+    }
+}
+
+impl Drop for ModuleInner {
+    /// The driver has no stream-ordered unload, and unloading a module
+    /// whose kernel is still queued is undefined: so the unload first waits
+    /// on the host, on each stream a kernel of it was launched on, for
+    /// everything submitted there so far (a marker covering the stream's
+    /// last ticket; no lock held while waiting) — a superset of its
+    /// launches, since no launch can start once the last handle is gone. As
+    /// a pinned buffer's free does for its copies; it is leaked if a wait
+    /// fails. Inside a host function (or a
+    /// simulated kernel) all of it happens later on an ordinary thread; on a
+    /// capturing thread, when its capture ends. Graphs keep the module alive
+    /// themselves (their launches are waited for by `GraphExec`'s drop).
+    fn drop(&mut self) {
+        let Some(module) = self.module.take() else { return };
+        let streams = std::mem::take(self.launched_on.get_mut().unwrap_or_else(|p| p.into_inner()));
+        engine::free_now_or_later(
+            None,
+            Box::new(move || {
+                let waited = streams.iter().try_for_each(|s| s.host_wait_all_so_far("cuModuleUnload"));
+                match waited {
+                    Ok(()) => drop(module),
+                    Err(e) => {
+                        log::error!("leaking a CUDA module: waiting for its launches failed: {e}");
+                        module.leak();
+                    }
+                }
+            }),
+        );
+    }
 }
 
 /// Device code loaded into a device's primary context (`cuModuleLoadData`):
@@ -128,14 +200,21 @@ impl Module {
             image
         };
         let dev = &device.inner;
-        dev.bind()?;
         // SAFETY: `image` is a live byte slice for the whole call, and every
         // byte the driver reads of it lies inside it (caller's obligation 1;
         // an aligned copy holds the same bytes); the driver copies what it
-        // loads. The device's context is current (`bind`).
-        let raw =
-            call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
-        Ok(Module { inner: Arc::new(ModuleInner { module: Held::new(device, raw), device: device.clone() }) })
+        // loads. The device's context is current (`DeviceInner::call` binds it).
+        let raw = dev
+            .call("cuModuleLoadData", || unsafe { cu::module::load_data(dev.drv, image.as_ptr().cast()) })?;
+        let module = Held::new(device, raw);
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                module: Some(module),
+                device: device.clone(),
+                recent: Default::default(),
+                launched_on: Mutex::new(Vec::new()),
+            }),
+        })
     }
 
     /// The module's device.
@@ -147,9 +226,8 @@ impl Module {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
         let dev = &self.inner.device.inner;
-        dev.bind()?;
-        let module = self.inner.module.get().as_borrowed();
-        let r = call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
+        let module = self.inner.held()?.get().as_borrowed();
+        let r = dev.call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
         match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
                 Err(Error::KernelSignature {

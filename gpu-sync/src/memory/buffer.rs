@@ -8,143 +8,20 @@
 //! reader is done. Without memory pools the fallback is `cuMemAlloc`, and the
 //! free host-waits for the uses before `cuMemFree`.
 //!
-//! Unsafe code (allowed by `memory`): the frees (`cuMemFreeAsync`,
-//! `cuMemFree`) take a raw device pointer.
+//! The allocation itself, its free and the decision "free now or later"
+//! are the engine's (`engine::Allocation`); this file holds the typed
+//! handles and views.
 
 use crate::device::Device;
+use crate::engine;
+pub(crate) use crate::engine::Allocation;
 use crate::error::{Error, Result};
-use crate::ffi::call;
 use crate::stream::Stream;
-use crate::timeline::Point;
-pub(crate) use crate::track::Allocation;
-use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
-use cuda_sys::result as cu;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
-
-impl Allocation {
-    fn new(stream: &Stream, bytes: usize) -> Result<Allocation> {
-        crate::capture::host_fn::refuse("DeviceBuffer::alloc")?;
-        let device = stream.device().clone();
-        let mut alloc =
-            Allocation { ptr: 0, bytes, device: device.clone(), stream: None, res: Resource::new(&device) };
-        if bytes == 0 {
-            return Ok(alloc);
-        }
-        if stream.is_capturing() {
-            return Err(Error::Capturing { op: "DeviceBuffer::alloc" });
-        }
-        let dev = &device.inner;
-        if device.has_memory_pools() {
-            let (ptr, ticket) = stream.inner.submit("DeviceBuffer::alloc", &[], |raw| {
-                call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
-            })?;
-            alloc.ptr = ptr;
-            alloc.stream = Some(stream.inner.clone());
-            // The allocation happens in stream order: a write by that stream.
-            alloc.res.set_write(Point { timeline: stream.inner.clone(), ticket });
-        } else {
-            crate::capture::thread::refuse_on_capturing_thread("DeviceBuffer::alloc (cuMemAlloc)")?;
-            dev.bind()?;
-            alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
-        }
-        dev.ledger.allocated(bytes as u64);
-        Ok(alloc)
-    }
-
-    /// Moves the allocation out, leaving an empty one (which frees nothing).
-    fn take(&mut self) -> Allocation {
-        Allocation {
-            ptr: std::mem::take(&mut self.ptr),
-            bytes: self.bytes,
-            device: self.device.clone(),
-            stream: self.stream.take(),
-            res: {
-                let empty = self.res.empty_like();
-                std::mem::replace(&mut self.res, empty)
-            },
-        }
-    }
-
-    /// Frees now: stream-ordered after the outstanding uses, or (without
-    /// pools) after a host wait for them.
-    fn free(&mut self) -> Result<()> {
-        let dev = self.device.inner.clone();
-        let ptr = self.ptr;
-        let deps = self.res.outstanding();
-        match &self.stream {
-            Some(s) => {
-                s.submit("cuMemFreeAsync", &deps, |raw| {
-                    // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
-                    // (here); the free is ordered after every use recorded on
-                    // other streams (the device-side waits `submit` issues for
-                    // `deps`) and after same-stream uses by FIFO order.
-                    call("cuMemFreeAsync", || unsafe { cu::memory::free_async(ptr, raw) })
-                })?;
-            }
-            None => {
-                for p in &deps {
-                    p.host_wait()?;
-                }
-                dev.bind()?;
-                // SAFETY: `ptr` came from cuMemAlloc, is freed once, and every
-                // recorded use has completed (host waits above).
-                call("cuMemFree", || unsafe { cu::memory::free(dev.drv, ptr) })?;
-            }
-        }
-        dev.ledger.freed(self.bytes as u64);
-        self.ptr = 0;
-        Ok(())
-    }
-}
-
-impl Drop for Allocation {
-    fn drop(&mut self) {
-        if self.ptr == 0 {
-            return;
-        }
-        if crate::capture::host_fn::active() {
-            // Inside a host function: no driver call, no lock (the thread
-            // waiting for this host function may hold them); freed later on
-            // an ordinary thread (see `host_fn`).
-            let alloc = self.take();
-            crate::capture::host_fn::defer(Box::new(move || drop(alloc)));
-            return;
-        }
-        if let Some(s) = self.stream.clone() {
-            let book = s.lock();
-            if s.is_capturing() {
-                // A free now would become a node of the graph being captured;
-                // it is issued when the capture ends.
-                // Queued with the state locked: the end of the capture
-                // clears it under this lock, then runs what was queued.
-                let alloc = self.take();
-                let until = crate::capture::deferred::Until::StreamCaptureEnds(s.id);
-                crate::capture::deferred::defer(until, Box::new(move || drop(alloc)));
-                drop(book);
-                return;
-            }
-        }
-        if crate::capture::thread::thread_is_capturing() {
-            // A capturing thread may not free (cuMemFree) or wait: free when
-            // its capture ends.
-            let alloc = self.take();
-            crate::capture::thread::free_outside_capture(Box::new(move || drop(alloc)));
-            return;
-        }
-        if let Err(e) = self.free() {
-            log::error!(
-                "leaking {} bytes of device memory at {:#x} on device {}: the free failed: {e}",
-                self.bytes,
-                self.ptr,
-                self.device.ordinal()
-            );
-        }
-    }
-}
 
 /// A typed buffer in device memory.
 ///
@@ -191,7 +68,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        Ok(DeviceBuffer { alloc: Arc::new(Allocation::new(stream, bytes)?), len, _t: PhantomData })
+        Ok(DeviceBuffer { alloc: Arc::new(Allocation::new(&stream.inner, bytes)?), len, _t: PhantomData })
     }
 
     /// `len` zeroed elements (`cuMemAllocAsync` then `cuMemsetD8Async`).
@@ -227,18 +104,18 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Size in bytes.
     pub fn size_bytes(&self) -> usize {
-        self.alloc.bytes
+        self.alloc.bytes()
     }
 
     /// The buffer's device.
     pub fn device(&self) -> &Device {
-        &self.alloc.device
+        self.alloc.device()
     }
 
     /// The raw device address (for foreign code; work on it outside gpu-sync
     /// is not tracked). Zero for an empty buffer.
     pub fn as_raw(&self) -> CUdeviceptr {
-        self.alloc.ptr
+        self.alloc.ptr()
     }
 
     /// Frees the buffer now and reports a failure, instead of logging it as
@@ -253,27 +130,12 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn close(self) -> Result<()> {
         // Inside a host function the buffer is dropped instead (its free is
         // deferred) and the refusal reported.
-        crate::capture::host_fn::refuse("DeviceBuffer::close")?;
+        engine::refuse("DeviceBuffer::close")?;
         let DeviceBuffer { alloc, .. } = self;
         match Arc::try_unwrap(alloc) {
-            Ok(mut a) => {
-                if a.ptr == 0 {
-                    return Ok(());
-                }
-                if crate::capture::thread::thread_is_capturing()
-                    || a.stream.as_ref().is_some_and(|s| s.capture_hint())
-                {
-                    // Freed when the capture ends, as `Drop` does.
-                    drop(a);
-                    return Ok(());
-                }
-                let r = a.free();
-                if r.is_err() {
-                    // Leak rather than free memory that may be in use.
-                    a.ptr = 0;
-                }
-                r
-            }
+            Ok(a) => a.close(),
+            // A graph (or a view's owner) still holds the memory: only this
+            // handle goes.
             Err(_shared) => Ok(()),
         }
     }
@@ -304,8 +166,8 @@ impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
             "DeviceBuffer<{}>({} elements at {:#x} on device {})",
             std::any::type_name::<T>(),
             self.len,
-            self.alloc.ptr,
-            self.alloc.device.ordinal()
+            self.alloc.ptr(),
+            self.alloc.device().ordinal()
         )
     }
 }
@@ -388,7 +250,7 @@ pub struct View<'a> {
 
 impl View<'_> {
     pub(crate) fn ptr(&self) -> CUdeviceptr {
-        self.alloc.ptr + self.offset as CUdeviceptr
+        self.alloc.ptr() + self.offset as CUdeviceptr
     }
 }
 
@@ -459,7 +321,7 @@ macro_rules! view_accessors {
             }
             /// The raw device address of the first element.
             pub fn as_raw(&self) -> CUdeviceptr {
-                self.alloc.ptr + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
+                self.alloc.ptr() + (self.offset * std::mem::size_of::<T>()) as CUdeviceptr
             }
         }
     };

@@ -15,22 +15,17 @@
 //! transfer only (a host function queued earlier has run by then); and it
 //! returns only once the copy is complete — also when a wait fails, since a
 //! slice of page-locked memory is copied asynchronously by the driver — or
-//! the context is lost (see `track::wait_for_borrowed`).
+//! the context is lost (the engine's blocking flavor).
 //!
 //! Unsafe code (allowed by `memory`): the driver's copy and memset entry
 //! points take raw device and host pointers it owns or borrows.
 
+use crate::engine::{self, Access, Kind, Op, Pending, Point, Resource, Target, same_device};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::memory::pinned::PinnedBuffer;
 use crate::stream::Stream;
-use crate::timeline::Point;
-use crate::timeline::conflicts::Access;
-use crate::timeline::pending::Pending;
-use crate::track::{
-    Resource, Target, run_tracked, run_tracked_across, run_tracked_idle, same_device, wait_for_borrowed,
-};
 use bytemuck::Pod;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
@@ -52,10 +47,6 @@ enum Host<'a> {
 }
 
 impl Stream {
-    fn refuse_in_capture(&self, op: &'static str) -> Result<()> {
-        if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
-    }
-
     /// `cuMemcpyHtoDAsync` from `hptr` into `dst`, tracked as a write of
     /// `dst` (and, for pinned memory, a read of the host buffer).
     ///
@@ -72,7 +63,6 @@ impl Stream {
         host: Host<'_>,
         dst: &mut D,
     ) -> Result<()> {
-        self.refuse_in_capture(op)?;
         let v = dst.view();
         same_len(op, len, v.len)?;
         same_device(&self.inner, v.alloc, "the destination buffer")?;
@@ -92,11 +82,20 @@ impl Stream {
         };
         match host {
             Host::Pinned(h) => {
-                run_tracked(&self.inner, op, &[device_use, (Target::Host(h), Access::Read)], None, copy)?;
+                let uses = [device_use, (Target::Host(h), Access::Read)];
+                engine::submit(
+                    &self.inner,
+                    Op { name: op, uses: &uses, kind: Kind::Async, keep: None },
+                    copy,
+                )?;
             }
             Host::Borrowed => {
-                let ((), ticket) = run_tracked_idle(&self.inner, op, &[device_use], copy)?;
-                wait_for_borrowed(&self.inner, ticket)?;
+                let uses = [device_use];
+                engine::submit(
+                    &self.inner,
+                    Op { name: op, uses: &uses, kind: Kind::Blocking, keep: None },
+                    copy,
+                )?;
             }
         }
         Ok(())
@@ -119,7 +118,6 @@ impl Stream {
         len: usize,
         host: Host<'_>,
     ) -> Result<u64> {
-        self.refuse_in_capture(op)?;
         let v = src.view();
         same_len(op, v.len, len)?;
         same_device(&self.inner, v.alloc, "the source buffer")?;
@@ -136,16 +134,13 @@ impl Stream {
                 cu::memory::memcpy_dtoh_async(hptr.cast(), dptr, bytes, raw)
             })
         };
-        let ticket = match host {
-            Host::Pinned(h) => {
-                run_tracked(&self.inner, op, &[device_use, (Target::Host(h), Access::Write)], None, copy)?.1
-            }
-            Host::Borrowed => {
-                let ((), ticket) = run_tracked_idle(&self.inner, op, &[device_use], copy)?;
-                wait_for_borrowed(&self.inner, ticket)?;
-                ticket
-            }
+        let (uses, kind) = match host {
+            Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async),
+            // The host side is borrowed, not tracked: listed twice, the
+            // device use is recorded once more at the same ticket (no-op).
+            Host::Borrowed => ([device_use, device_use], Kind::Blocking),
         };
+        let ((), ticket) = engine::submit(&self.inner, Op { name: op, uses: &uses, kind, keep: None }, copy)?;
         Ok(ticket)
     }
 
@@ -248,7 +243,7 @@ impl Stream {
         // write recorded on `dst.res`; uploads still reading it are waited
         // for device-side (that recorded read).
         let ticket = unsafe { self.d2h("Stream::download", src, hptr, len, Host::Pinned(&dst.res)) }?;
-        Pending::new(dst, Point { timeline: self.inner.clone(), ticket })
+        Pending::new(dst, Point::new(self.inner.clone(), ticket))
     }
 
     /// Copies device memory into a pageable host slice and returns when the
@@ -277,8 +272,19 @@ impl Stream {
     /// # Errors
     /// As [`Stream::download_pageable`].
     pub fn to_vec<T: Pod, S: AsDeviceSlice<T> + ?Sized>(&self, src: &S) -> Result<Vec<T>> {
-        let mut out = vec![T::zeroed(); src.view().len];
-        self.download_pageable(src, &mut out)?;
+        let len = src.view().len;
+        // Not zeroed first: the copy writes every element, and a zeroing
+        // pass would touch (and fault in) every page once more.
+        let mut out = Vec::<T>::with_capacity(len);
+        // SAFETY: `out` owns capacity for `len` `T`s, untouched by the host
+        // until this call returns, which is only after the copy completed
+        // or the context is lost (Borrowed); the copy writes into it, it
+        // never reads it.
+        unsafe { self.d2h("Stream::to_vec", src, out.as_mut_ptr(), len, Host::Borrowed) }?;
+        // SAFETY: `d2h` returned `Ok`, so the copy of `len` elements (the
+        // length it checked against `src`) has completed and initialized
+        // `out[..len]`; any bytes are a valid `T` (`Pod`).
+        unsafe { out.set_len(len) };
         Ok(out)
     }
 
@@ -297,9 +303,10 @@ impl Stream {
         same_len("Stream::copy", s.len, d.len)?;
         let (sptr, dptr, bytes) = (s.ptr(), d.ptr(), d.bytes);
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
-        if s.alloc.device.same(&d.alloc.device) {
+        if s.alloc.device().same(d.alloc.device()) {
             same_device(&self.inner, d.alloc, "the buffers")?;
-            run_tracked(&self.inner, "Stream::copy", &uses, None, |raw| {
+            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }
@@ -309,15 +316,17 @@ impl Stream {
                 call("cuMemcpyDtoDAsync", || unsafe { cu::memory::memcpy_dtod_async(dptr, sptr, bytes, raw) })
             })?;
         } else {
-            if !self.device().same(&s.alloc.device) && !self.device().same(&d.alloc.device) {
+            if !self.device().same(s.alloc.device()) && !self.device().same(d.alloc.device()) {
                 return Err(Error::DeviceMismatch {
                     what: "both buffers",
                     expected: self.device().ordinal(),
-                    found: d.alloc.device.ordinal(),
+                    found: d.alloc.device().ordinal(),
                 });
             }
-            let (sctx, dctx) = (s.alloc.device.inner.ctx, d.alloc.device.inner.ctx);
-            run_tracked_across(&self.inner, "Stream::copy", &uses, |raw| {
+            let (sctx, dctx) = (s.alloc.device().inner.ctx, d.alloc.device().inner.ctx);
+            // Buffers of two devices: the engine picks the across flavor.
+            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }
@@ -340,20 +349,16 @@ impl Stream {
         let v = dst.view();
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
-        run_tracked(
-            &self.inner,
-            "Stream::fill_bytes",
-            &[(Target::Device(v.alloc), Access::Write)],
-            None,
-            |raw| {
-                if bytes == 0 {
-                    return Ok(());
-                }
-                // SAFETY: the range lies inside a live allocation whose free is
-                // ordered after this use.
-                call("cuMemsetD8Async", || unsafe { cu::memory::memset_d8_async(dptr, value, bytes, raw) })
-            },
-        )?;
+        let uses = [(Target::Device(v.alloc), Access::Write)];
+        let op = Op { name: "Stream::fill_bytes", uses: &uses, kind: Kind::Async, keep: None };
+        engine::submit(&self.inner, op, |raw| {
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: the range lies inside a live allocation whose free is
+            // ordered after this use.
+            call("cuMemsetD8Async", || unsafe { cu::memory::memset_d8_async(dptr, value, bytes, raw) })
+        })?;
         Ok(())
     }
 
@@ -373,22 +378,18 @@ impl Stream {
         let v = dst.view();
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
-        run_tracked(
-            &self.inner,
-            "Stream::fill_u32",
-            &[(Target::Device(v.alloc), Access::Write)],
-            None,
-            |raw| {
-                if words == 0 {
-                    return Ok(());
-                }
-                // SAFETY: the range lies inside a live allocation whose free is
-                // ordered after this use; it starts 4-byte aligned (allocations
-                // are 256-byte aligned and views step by whole elements of a
-                // multiple of 4 bytes).
-                call("cuMemsetD32Async", || unsafe { cu::memory::memset_d32_async(dptr, value, words, raw) })
-            },
-        )?;
+        let uses = [(Target::Device(v.alloc), Access::Write)];
+        let op = Op { name: "Stream::fill_u32", uses: &uses, kind: Kind::Async, keep: None };
+        engine::submit(&self.inner, op, |raw| {
+            if words == 0 {
+                return Ok(());
+            }
+            // SAFETY: the range lies inside a live allocation whose free is
+            // ordered after this use; it starts 4-byte aligned (allocations
+            // are 256-byte aligned and views step by whole elements of a
+            // multiple of 4 bytes).
+            call("cuMemsetD32Async", || unsafe { cu::memory::memset_d32_async(dptr, value, words, raw) })
+        })?;
         Ok(())
     }
 }

@@ -15,5 +15,4 @@ pub(crate) mod buffer;
 pub(crate) mod copy;
 pub(crate) mod ledger;
 pub(crate) mod pinned;
-#[path = "../prefetch.rs"]
 pub(crate) mod prefetch;

@@ -12,10 +12,8 @@
 //! returned.
 
 use crate::device::Device;
+use crate::engine::{self, Held, Resource};
 use crate::error::{Error, Result};
-use crate::ffi::call;
-use crate::release::Held;
-use crate::track::Resource;
 use bytemuck::Pod;
 use cuda_sys::handle::kind::HostAllocKind;
 use cuda_sys::result as cu;
@@ -104,16 +102,16 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
-        crate::capture::host_fn::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
+        engine::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
+        engine::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { mem: None, len, flags, device: device.clone(), res, _t: PhantomData });
         }
         let dev = &device.inner;
-        dev.bind()?;
-        // The context is current; flags are the driver's own bits.
-        let p: *mut c_void = call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
+        // Flags are the driver's own bits.
+        let p: *mut c_void =
+            dev.call("cuMemHostAlloc", || cu::memory::host_alloc(dev.drv, bytes, flags.bits()))?;
         if p.is_null() {
             return Err(Error::InvalidArgument("cuMemHostAlloc returned a null pointer".into()));
         }
@@ -192,8 +190,8 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        crate::capture::thread::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
-        crate::capture::host_fn::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
+        engine::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
+        engine::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
         let Some(host) = self.take_memory() else { return Ok(()) };
         host.try_free()
     }
@@ -224,10 +222,9 @@ impl<T: Pod> PinnedBuffer<T> {
             return Err(Error::InvalidArgument("device_ptr needs a DEVICE_MAP pinned buffer".into()));
         }
         let dev = &self.device.inner;
-        dev.bind()?;
         // The memory is a live DEVICE_MAP allocation of this context; flags
         // must be 0.
-        call("cuMemHostGetDevicePointer", || {
+        dev.call("cuMemHostGetDevicePointer", || {
             cu::memory::host_get_device_pointer(dev.drv, self.ptr().cast(), 0)
         })
     }
@@ -272,9 +269,7 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         // Neither a host function nor a capturing thread may call
         // cuMemFreeHost (nor wait): the free then runs on an ordinary thread
         // later, or when the capture ends.
-        crate::capture::host_fn::now_or_deferred(move || {
-            crate::capture::thread::free_outside_capture(Box::new(move || host.free()));
-        });
+        engine::free_now_or_later(None, Box::new(move || host.free()));
     }
 }
 

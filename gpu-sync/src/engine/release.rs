@@ -55,9 +55,9 @@ impl<K: Destroy> Held<K> {
     /// destroyed then: the release is deferred as by `Drop`); the context's
     /// bind error; the destroy call's error.
     pub(crate) fn close(self, call: &'static str) -> Result<()> {
-        if crate::capture::host_fn::active() {
+        if crate::engine::capture::host_fn::active() {
             drop(self);
-            return Err(crate::capture::host_fn::not_permitted(call));
+            return Err(crate::engine::capture::host_fn::not_permitted(call));
         }
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped, so its handle is taken exactly
@@ -85,7 +85,7 @@ impl<K: Destroy> Drop for Held<K> {
 /// called inside a host function.
 pub(crate) fn release_later<K: Destroy>(device: &Device, handle: Owned<K>) {
     let device = device.clone();
-    crate::capture::host_fn::now_or_deferred(move || release(&device, handle));
+    crate::engine::capture::host_fn::now_or_deferred(move || release(&device, handle));
 }
 
 /// Binds `device`'s context and drops `handle` (cuda-sys's destroy-or-log);

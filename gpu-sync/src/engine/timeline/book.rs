@@ -71,8 +71,8 @@ impl DeviceBook {
             }
         }
         let book = self.clone();
-        crate::capture::deferred::defer(
-            crate::capture::deferred::Until::Ordinary,
+        crate::engine::capture::deferred::defer(
+            crate::engine::capture::deferred::Until::Ordinary,
             Box::new(move || {
                 let old = book.lock().free_stream(slot);
                 drop(old);
@@ -294,7 +294,7 @@ impl BookList {
 /// invariant, reported rather than panicked on).
 #[cold]
 pub(crate) fn not_locked(ordinal: i32) -> Error {
-    Error::InvalidArgument(format!("internal: the book of device {ordinal} was needed but not locked"))
+    Error::Internal(format!("the book of device {ordinal} was needed but not locked"))
 }
 
 /// `books.book(ordinal)` or [`not_locked`].

@@ -1,9 +1,9 @@
 //! The core of the capture protocol: how an operation on a stream decides
 //! between joining the stream's capture and running as ordinary work,
-//! atomically with the end of that capture (issue 7, hole 4).
+//! atomically with the end of that capture.
 //!
 //! It is driver-agnostic and generic so that one piece of code serves both
-//! `graph.rs` (with the real driver) and the model checker: built with
+//! the engine's captured submission (`track/captured.rs`, with the real driver) and the model checker: built with
 //! `RUSTFLAGS="--cfg loom"`, its lock is `loom`'s and the tests at the bottom
 //! run this very code against a model of the driver under every interleaving
 //! `loom` explores:
@@ -293,5 +293,134 @@ mod model {
             all.extend(nodes);
             assert_eq!(sorted(all), sorted(accepted));
         });
+    }
+}
+
+#[cfg(all(test, loom))]
+mod funnel {
+    //! The submission funnel's lock order, modelled: a blocking copy holds
+    //! its stream's `blocking` lock across its driver call but not the book;
+    //! a capture begins under `blocking`, then the book; a submission takes
+    //! the book; a host function, which the blocking driver call may wait
+    //! for, refuses before any lock. Under every interleaving loom explores
+    //! nothing deadlocks (loom fails a run whose threads all block) and no
+    //! capture begins while a blocking call is in flight.
+
+    use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use loom::sync::{Arc, Mutex};
+
+    struct Lane {
+        /// `Timeline::blocking`.
+        blocking: Mutex<()>,
+        /// The device's book: (capturing, last ticket).
+        book: Mutex<(bool, u64)>,
+        /// A blocking driver call is in flight.
+        in_call: AtomicBool,
+        /// The host function has run (the blocking call waits for it, as
+        /// a real driver call may wait for a host function queued earlier).
+        host_fn_done: AtomicBool,
+        refused: AtomicU32,
+        /// The rules under test: the host function refuses before any lock;
+        /// the blocking call holds no book. `false` models c7632f7.
+        rules: bool,
+    }
+
+    impl Lane {
+        /// `engine::submit`'s first guard, inside a host function: refuse,
+        /// never lock.
+        fn host_fn(&self) {
+            if self.rules {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+            } else {
+                // c7632f7: `Stream::wait_stream` read the book, then refused.
+                drop(self.book.lock().unwrap());
+                self.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            self.host_fn_done.store(true, Ordering::Release);
+        }
+
+        /// `run_tracked_idle`: the check under the book, the call without it.
+        fn blocking_copy(&self) {
+            let _b = self.blocking.lock().unwrap();
+            let st = self.book.lock().unwrap();
+            if st.0 {
+                return; // refused: the stream captures
+            }
+            // c7632f7 kept the book across the driver call.
+            let held = if self.rules {
+                drop(st);
+                None
+            } else {
+                Some(st)
+            };
+            self.in_call.store(true, Ordering::SeqCst);
+            // The driver call: waits for the host function.
+            while !self.host_fn_done.load(Ordering::Acquire) {
+                loom::thread::yield_now();
+            }
+            self.in_call.store(false, Ordering::SeqCst);
+            let mut st = held.unwrap_or_else(|| self.book.lock().unwrap());
+            st.1 += 1;
+        }
+
+        /// `track::captured::begin`.
+        fn begin_capture(&self) {
+            let _b = self.blocking.lock().unwrap();
+            let mut st = self.book.lock().unwrap();
+            assert!(!self.in_call.load(Ordering::SeqCst), "a capture began under a blocking call");
+            st.0 = true;
+        }
+
+        /// An eager submission on another stream of the device.
+        fn submit(&self) {
+            let mut st = self.book.lock().unwrap();
+            st.1 += 1;
+        }
+    }
+
+    fn run(rules: bool) {
+        loom::model(move || {
+            let lane = Arc::new(Lane {
+                blocking: Mutex::new(()),
+                book: Mutex::new((false, 0)),
+                in_call: AtomicBool::new(false),
+                host_fn_done: AtomicBool::new(false),
+                refused: AtomicU32::new(0),
+                rules,
+            });
+            let threads: Vec<_> = [0u8, 1, 2]
+                .into_iter()
+                .map(|i| {
+                    let l = lane.clone();
+                    loom::thread::spawn(move || match i {
+                        0 => l.host_fn(),
+                        1 => l.begin_capture(),
+                        _ => l.submit(),
+                    })
+                })
+                .collect();
+            lane.blocking_copy();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(lane.refused.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    #[test]
+    fn a_blocking_copy_a_capture_a_submission_and_a_host_function_never_deadlock() {
+        run(true);
+    }
+
+    /// The model is not vacuous: with c7632f7's rules (the book held across
+    /// the blocking call, the host function locking it before refusing) loom
+    /// finds the deadlock of the first reproducer in
+    /// `tests/tests/deadlocks.rs` — the copy's driver call waits forever for
+    /// a host function that waits for the book (the wait is a spin, so loom
+    /// reports it as a run past its branch bound).
+    #[test]
+    #[should_panic]
+    fn the_old_rules_deadlock() {
+        run(false);
     }
 }

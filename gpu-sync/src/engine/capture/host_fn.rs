@@ -12,9 +12,9 @@
 //! - every `Drop` that would call the driver or lock a tracker or stream
 //!   hands its work to the deferred-work queue instead ([`defer`]);
 //! - every driver call made through gpu-sync fails with
-//!   `CUDA_ERROR_NOT_PERMITTED` without reaching the driver (the `cu!`
-//!   macro checks [`active`]), and tracked operations refuse before taking a
-//!   lock ([`refuse`]).
+//!   `CUDA_ERROR_NOT_PERMITTED` without reaching the driver (`ffi::call`
+//!   asks [`active`]), and every operation refuses before taking a lock
+//!   (`engine::submit` and the other entry points ask `ffi::refuse` first).
 //!
 //! The queue is drained ([`drain`]) on an ordinary thread by the next
 //! tracked operation, pageable copy, or stream or device synchronization —
@@ -39,7 +39,7 @@ pub(crate) fn active() -> bool {
     crate::ffi::calls_refused()
 }
 
-pub(crate) use crate::ffi::{not_permitted, refuse};
+pub(crate) use crate::ffi::not_permitted;
 
 /// Queues `work` to run later on an ordinary thread (see [`drain`]), in the
 /// one deferred-work queue (`deferred`).

@@ -24,13 +24,14 @@
 //! ([`run_tracked_idle`]), where the call waits for nothing but its own
 //! transfer.
 
+mod alloc;
 pub(crate) mod captured;
 
 use crate::device::Device;
+use crate::engine::timeline::book::{BookList, BookSet, Books, DeviceBook, NO_SLOT, book_in, book_of};
+use crate::engine::timeline::conflicts::Access;
+use crate::engine::timeline::{Point, Timeline};
 use crate::error::{Error, Result};
-use crate::timeline::book::{BookList, BookSet, Books, DeviceBook, NO_SLOT, book_in, book_of};
-use crate::timeline::conflicts::Access;
-use crate::timeline::{Point, Timeline};
 use cuda_sys::{BorrowedStream, CUdeviceptr};
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -104,7 +105,7 @@ impl Drop for Resource {
             // Inside a host function: the book may be locked by the thread
             // the callback blocks; release the slot later, elsewhere.
             let (slot, book) = (std::mem::replace(&mut self.slot, NO_SLOT), self.book.clone());
-            crate::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, book })));
+            crate::engine::capture::host_fn::defer(Box::new(move || drop(Resource { id: 0, slot, book })));
             return;
         }
         let old = self.book.lock().free_tracker(self.slot);
@@ -116,12 +117,12 @@ impl Drop for Resource {
 /// One device allocation (reachable only inside the crate; allocated and
 /// freed by `memory::buffer`).
 pub struct Allocation {
-    pub(crate) ptr: CUdeviceptr,
-    pub(crate) bytes: usize,
-    pub(crate) device: Device,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    device: Device,
     /// The stream it was allocated on (`None`: `cuMemAlloc`, or zero bytes).
-    pub(crate) stream: Option<Arc<Timeline>>,
-    pub(crate) res: Resource,
+    stream: Option<Arc<Timeline>>,
+    res: Resource,
 }
 
 /// A resource an operation touches.
@@ -182,24 +183,18 @@ pub(crate) fn run_tracked<R, U: Uses + ?Sized>(
     keep: Option<&KeepAlive>,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // The guards before any lock (host function, deferred work) are the
+    // facade's (`engine::submit`): the capture routing below reads the
+    // stream's capture under its book lock, which the thread waiting for a
+    // host function may hold.
     // Joins the stream's capture under its gate, or (no capture, or it
     // ended first) runs as ordinary work: see `capture_gate`.
-    crate::capture::capture_gate::submit(
+    crate::engine::capture::capture_gate::submit(
         &**stream,
         op,
         |cap, inner, op| captured::run_captured(stream, op_name, uses, keep, cap, inner, op).map(|r| (r, 0)),
-        |op| run_tracked_uncaptured(stream, op_name, uses, op),
+        |op| run_tracked_admitted(stream, op_name, uses, op),
     )
-}
-
-/// What every eager tracked submission does first: refuse inside a host
-/// function (before any lock is taken), then run the work host functions
-/// deferred (no gpu-sync lock is held here).
-#[inline(always)]
-fn admit(op_name: &'static str) -> Result<()> {
-    crate::ffi::refuse(op_name)?;
-    crate::capture::host_fn::drain();
-    Ok(())
 }
 
 /// [`run_tracked`] for an operation that never joins a capture: on a
@@ -217,7 +212,20 @@ pub(crate) fn run_tracked_uncaptured<R, U: Uses + ?Sized>(
     uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
-    admit(op_name)?;
+    run_tracked_admitted(s, op_name, uses, op)
+}
+
+/// [`run_tracked_uncaptured`] once the facade's guards (`engine::submit`) have passed.
+#[inline(always)]
+fn run_tracked_admitted<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    // The stream's context, before its waits and its call (a wait on another
+    // device's stream binds it back).
+    s.device.inner.bind()?;
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
     // again — finds none and collects nothing), and whether a resource or a
@@ -314,7 +322,7 @@ fn record_in<U: Uses + ?Sized>(books: &mut impl BookSet, stream: &Arc<Timeline>,
 /// are locked, in ordinal order (found by locking what is known, reading the
 /// conflicts, and locking again with any device they add). Refused on a
 /// capturing stream.
-pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
+fn run_tracked_across<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
@@ -323,12 +331,12 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    admit(op_name)?;
     let mut list = books_of(s, uses);
     loop {
         let mut books = list.lock();
         match deps_in(&mut books, s.id, uses) {
             Ok(deps) => {
+                s.device.inner.bind()?;
                 let (out, ticket) = s.submit_in(&mut books, op_name, &deps, op)?;
                 record_in(&mut books, s, ticket, uses);
                 return Ok((out, ticket));
@@ -345,34 +353,60 @@ pub(crate) fn run_tracked_across<R, U: Uses + ?Sized>(
 
 /// Runs `op`, a driver call that blocks the host until its own transfer is
 /// done (a copy to or from pageable memory), as a tracked operation on
-/// `stream` without holding any lock while it waits for other work.
+/// `stream`, holding no book while the driver blocks.
 ///
 /// First, with no lock held, it host-waits for everything the operation
 /// would wait for: all work queued on `stream` (`cuStreamSynchronize`) and
 /// every conflicting use on other streams (their markers). Then it locks the
-/// books and submits only if nothing new arrived meanwhile (else it waits
-/// again): the stream is idle and no device-side wait is needed, so the
-/// blocking call waits for its own transfer alone — which needs no host
-/// progress. A host function queued earlier (which may drop gpu-sync
-/// objects) has therefore run before any lock is taken.
+/// books and checks that nothing new arrived meanwhile (else it waits
+/// again): the stream is idle and no device-side wait is needed. When
+/// nothing but the caller's borrow reaches the memory ([`only_borrowed`]:
+/// the buffer is not held by a graph), it then **unlocks the books** and
+/// makes the blocking call, holding only the stream's `blocking` lock (which
+/// keeps a capture from beginning on the stream meanwhile, and which nothing
+/// inside a host function takes), and relocks them to draw the ticket and
+/// record the uses: another thread's submission to any stream of the device
+/// never waits for this transfer. Otherwise (a graph that may be replayed
+/// meanwhile holds the memory) the books stay locked across the call, so a
+/// replay is ordered after it; a host function the driver runs during the
+/// call still never waits (it refuses before any lock).
+///
+/// Why the gap is sound:
+/// - the ticket is drawn after the call returned, as for every operation,
+///   so it never names work the driver has not been given, and a marker
+///   recorded on the stream meanwhile covers at most earlier tickets (it
+///   may cover more work than it claims: conservative);
+/// - work another thread queues on the stream meanwhile runs before or
+///   after the copy in the stream's FIFO; if before, the blocking call also
+///   waits for it (no lock held but `blocking`, which that work cannot
+///   need: host functions refuse before any lock);
+/// - the memory the copy touches cannot gain a conflicting use meanwhile:
+///   the caller borrows the device view for the whole call (`&` for a
+///   download, `&mut` for an upload) and no other handle to the allocation
+///   exists ([`only_borrowed`]), so another use in the gap is a read of a
+///   download's source, which does not conflict;
+/// - the host memory is borrowed for the whole call, which returns only
+///   once the copy is complete (`wait_for_borrowed`).
 ///
 /// # Errors
 /// [`Error::Capturing`]; `CUDA_ERROR_NOT_PERMITTED` inside a host function;
 /// the driver error of a wait or of `op`.
-pub(crate) fn run_tracked_idle<R>(
+fn run_tracked_idle<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
-    uses: &[Use<'_>],
+    uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    crate::ffi::refuse(op_name)?;
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
-    crate::ffi::refuse(op_name)?;
     let mut list = books_of(s, uses);
     let dev = &s.device.inner;
+    // Lock order: `blocking`, then books; held across the driver call.
+    let _blocking = s.lock_blocking();
     loop {
-        crate::capture::host_fn::drain();
+        crate::engine::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
         s.synchronize(op_name)?;
         let found = deps_in(&mut list.lock(), s.id, uses);
@@ -401,13 +435,56 @@ pub(crate) fn run_tracked_idle<R>(
             // Work was queued on the stream meanwhile: wait for it, unlocked.
             continue;
         }
+        // The blocking call holds no book when nothing but the caller's
+        // borrow can reach the memory (see above); else it keeps the books.
+        let held = if only_borrowed(uses) {
+            drop(books);
+            None
+        } else {
+            Some(books)
+        };
         dev.bind()?;
         let r = op(s.raw())?;
-        let ticket = dev.next_ticket();
-        book_in(&mut books, s.book.ordinal)?.stream(s).last_ticket = ticket;
+        let mut books = match held {
+            Some(books) => books,
+            None => list.lock(),
+        };
+        let ticket = s.draw_ticket(book_in(&mut books, s.book.ordinal)?.stream(s));
         record_in(&mut books, s, ticket, uses);
         return Ok((r, ticket));
     }
+}
+
+/// Whether every resource of `uses` is a device allocation held by one
+/// handle only (its buffer, which the caller of a blocking copy borrows):
+/// then no other thread can submit a conflicting use while the copy runs
+/// unlocked. A graph holding the allocation (it may be replayed, writing it,
+/// at any time) makes the count larger. Read with the books locked; a count
+/// of one cannot grow meanwhile (a new handle would be cloned from the one
+/// the caller borrows).
+fn only_borrowed<U: Uses + ?Sized>(uses: &U) -> bool {
+    let mut only = true;
+    uses.each(|t, _| only &= matches!(t, Target::Device(a) if Arc::strong_count(a) == 1));
+    if only {
+        // Orders the other holders' last use (a graph dropped on another
+        // thread) before the copy, as for a recycled marker.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    }
+    only
+}
+
+/// The blocking flavor: [`run_tracked_idle`], then [`wait_for_borrowed`]:
+/// returns once the blocking call's transfer is complete (or the context
+/// lost).
+pub(crate) fn run_blocking<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    let (r, ticket) = run_tracked_idle(s, op_name, uses, op)?;
+    wait_for_borrowed(s, ticket)?;
+    Ok((r, ticket))
 }
 
 /// Blocks the host until the operation at `ticket` of `stream` has
@@ -423,7 +500,7 @@ pub(crate) fn run_tracked_idle<R>(
 ///
 /// # Errors
 /// The first wait's error once the copy is complete; [`Error::ContextLost`].
-pub(crate) fn wait_for_borrowed(stream: &Arc<Timeline>, ticket: u64) -> Result<()> {
+fn wait_for_borrowed(stream: &Arc<Timeline>, ticket: u64) -> Result<()> {
     let first = match stream.synchronize("Stream::synchronize") {
         Ok(_) => return Ok(()),
         Err(e @ Error::ContextLost { .. }) => return Err(e),

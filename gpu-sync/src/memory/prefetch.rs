@@ -34,10 +34,10 @@
 //! # Ok::<(), gpu_sync::Error>(())
 //! ```
 
-use crate::buffer::{DeviceBuffer, DeviceSlice};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::pinned::{HostAllocFlags, PinnedBuffer};
+use crate::memory::buffer::{DeviceBuffer, DeviceSlice};
+use crate::memory::pinned::{HostAllocFlags, PinnedBuffer};
 use crate::stream::Stream;
 use bytemuck::Pod;
 

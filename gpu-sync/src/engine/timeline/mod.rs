@@ -18,20 +18,20 @@
 
 pub(crate) mod book;
 pub(crate) mod conflicts;
+pub(crate) mod event;
 pub(crate) mod marker;
 pub(crate) mod pending;
 
 use crate::device::Device;
+use crate::engine::release::Held;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::release::Held;
 use book::{BookList, BookSet, DeviceBook, book_in};
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
 use marker::{EventPool, Marker};
 use smallvec::SmallVec;
-use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -39,11 +39,35 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// to and including `ticket`.
 #[derive(Clone)]
 pub(crate) struct Point {
-    pub timeline: Arc<Timeline>,
-    pub ticket: u64,
+    pub(in crate::engine) timeline: Arc<Timeline>,
+    pub(in crate::engine) ticket: u64,
 }
 
 impl Point {
+    /// The point `ticket` of `timeline` (a ticket it drew).
+    #[inline]
+    pub(crate) fn new(timeline: Arc<Timeline>, ticket: u64) -> Point {
+        Point { timeline, ticket }
+    }
+
+    /// The stream's id.
+    #[inline]
+    pub(crate) fn stream_id(&self) -> u64 {
+        self.timeline.id
+    }
+
+    /// The ticket.
+    #[inline]
+    pub(crate) fn ticket(&self) -> u64 {
+        self.ticket
+    }
+
+    /// Notes that a host wait proved this point complete.
+    #[inline]
+    pub(crate) fn prove(&self) {
+        self.timeline.prove(self.ticket);
+    }
+
     /// Whether a host wait already proved this point complete.
     #[inline]
     pub fn is_complete(&self) -> bool {
@@ -69,7 +93,7 @@ impl Point {
 #[derive(Default)]
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
-    pub last_ticket: u64,
+    pub(in crate::engine) last_ticket: u64,
     /// The newest markers and the tickets they cover, oldest first (at most
     /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
     /// so it never waits for work queued after that point when an exact
@@ -79,9 +103,8 @@ pub(crate) struct StreamState {
     /// Device-side waits already made: for stream id, every ticket up to this
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
-    /// The graph capture this stream takes part in: the capture layer's
-    /// state, held opaquely (the timeline knows only whether there is one).
-    pub capture: Option<Arc<dyn Any + Send + Sync>>,
+    /// The graph capture this stream takes part in.
+    pub(in crate::engine) capture: Option<Arc<crate::engine::track::captured::CaptureState>>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -157,22 +180,29 @@ static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Timeline {
     /// The driver stream, destroyed (context bound, deferred inside host
     /// functions) when the last handle and the last recorded use are gone.
-    pub stream: Held<StreamKind>,
+    pub(in crate::engine) stream: Held<StreamKind>,
     /// The book of the device: this stream's state, and the trackers of the
     /// device's resources.
-    pub book: Arc<DeviceBook>,
-    pub id: u64,
+    pub(in crate::engine) book: Arc<DeviceBook>,
+    pub(in crate::engine) id: u64,
     /// This stream's slot in the book.
-    pub slot: u32,
+    pub(in crate::engine) slot: u32,
     /// Mirrors `StreamState::capture.is_some()`: set and cleared under the
     /// book lock, so exact under it ([`Timeline::is_capturing`]) and a
     /// lock-free hint without it ([`Timeline::capture_hint`]).
-    pub capturing: AtomicBool,
+    pub(in crate::engine) capturing: AtomicBool,
     /// Every ticket up to this one is known complete (host waits).
-    pub completed: AtomicU64,
-    pub device: Device,
-    pub priority: i32,
+    pub(in crate::engine) completed: AtomicU64,
+    pub(in crate::engine) device: Device,
+    pub(in crate::engine) priority: i32,
     pool: Arc<EventPool>,
+    /// Held by a blocking operation (a pageable copy) across its driver
+    /// call, which it makes without the book, and by `Stream::capture`
+    /// while it begins a capture: a capture never begins on the stream
+    /// under a blocking call (which would capture a host-visible copy).
+    /// Lock order: this, then the book. Never taken inside a host function
+    /// (both refuse first).
+    pub(in crate::engine) blocking: std::sync::Mutex<()>,
     _retire: Retire,
 }
 
@@ -191,8 +221,104 @@ impl Timeline {
             completed: AtomicU64::new(0),
             capturing: AtomicBool::new(false),
             pool: EventPool::new(device),
+            blocking: std::sync::Mutex::new(()),
             _retire: Retire { book: book.clone(), slot },
         }
+    }
+
+    /// The stream's process-unique id.
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The stream's device.
+    #[inline(always)]
+    pub(crate) fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The priority the stream was created with.
+    pub(crate) fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// Destroys the driver stream now (`cuStreamDestroy`, context bound),
+    /// the timeline being the last of its handles; queued work still
+    /// completes.
+    ///
+    /// # Errors
+    /// As `Held::close`.
+    pub(crate) fn close(self) -> Result<()> {
+        let Timeline { stream, .. } = self;
+        stream.close("cuStreamDestroy")
+    }
+
+    /// Notes that a host wait proved every ticket up to `ticket` of this
+    /// stream complete.
+    #[inline]
+    pub(crate) fn prove(&self, ticket: u64) {
+        self.completed.fetch_max(ticket, Ordering::AcqRel);
+    }
+
+    /// The last ticket submitted on this stream (0: none), read under the
+    /// book lock.
+    pub(crate) fn last_ticket(&self) -> u64 {
+        self.lock().stream(self).last_ticket
+    }
+
+    /// Records `ev` on this stream (`cuEventRecord`) under the book lock, so
+    /// the record's position agrees with the last ticket; returns the point
+    /// it covers. Refused inside a host function (before any lock) and on a
+    /// capturing stream.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
+    pub(crate) fn record_event(self: &Arc<Self>, ev: &cuda_sys::OwnedEvent) -> Result<Point> {
+        crate::ffi::refuse("cuEventRecord")?;
+        self.device.inner.bind()?;
+        let mut book = self.lock();
+        self.refuse_if_capturing("Event::record")?;
+        let st = book.stream(self);
+        call("cuEventRecord", || cu::event::record(ev, self.raw()))?;
+        Ok(Point { timeline: self.clone(), ticket: st.last_ticket })
+    }
+
+    /// Makes this stream wait, device-side, for `ev`'s latest record
+    /// (`cuStreamWaitEvent`), which covers `recorded` if it is a point of a
+    /// tracked stream; the wait takes a ticket, so markers covering it cover
+    /// the event. The caller holds the event's record lock. Refused inside a
+    /// host function (before any lock) and on a capturing stream.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
+    pub(crate) fn wait_event(&self, ev: &cuda_sys::OwnedEvent, recorded: Option<&Point>) -> Result<()> {
+        crate::ffi::refuse("Stream::wait")?;
+        let dev = &self.device.inner;
+        dev.bind()?;
+        let mut book = self.lock();
+        self.refuse_if_capturing("Stream::wait")?;
+        let st = book.stream(self);
+        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        if let Some(p) = recorded
+            && p.timeline.id != self.id
+        {
+            st.set_known(p.timeline.id, p.ticket);
+        }
+        self.draw_ticket(st);
+        Ok(())
+    }
+
+    /// Draws the next ticket of the device for an operation on this stream
+    /// whose driver call has returned, and makes it the stream's last: the
+    /// one place tickets are drawn. `st` is this stream's state, so the
+    /// caller holds the device's book, which orders every draw (see
+    /// `DeviceInner::next_ticket`).
+    #[inline(always)]
+    pub(in crate::engine) fn draw_ticket(&self, st: &mut StreamState) -> u64 {
+        let ticket = self.device.inner.next_ticket();
+        st.last_ticket = ticket;
+        ticket
     }
 
     /// Whether the stream captures, read without its lock: a hint for fast
@@ -224,6 +350,13 @@ impl Timeline {
     #[inline(always)]
     pub(crate) fn raw(&self) -> BorrowedStream<'_> {
         self.stream.get().as_borrowed()
+    }
+
+    /// Excludes blocking operations and capture begins on this stream (see
+    /// [`Timeline::blocking`]).
+    #[inline]
+    pub(crate) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.blocking.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Locks the stream's device book (this stream's state is
@@ -331,7 +464,11 @@ impl Timeline {
         let i = p.timeline.cover_in(other, p.ticket)?;
         let (m, covered) = &other.markers[i];
         let ev = m.event()?;
-        self.device.inner.bind()?;
+        // A record just made on another device's stream made that device's
+        // context current; on this device it is current already.
+        if !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
+            self.device.inner.bind()?;
+        }
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
         Ok(*covered)
     }
@@ -367,6 +504,23 @@ impl Timeline {
         Ok(ticket)
     }
 
+    /// Blocks the host until everything submitted on this stream so far has
+    /// completed, waiting on a marker covering the last ticket
+    /// (`cuEventSynchronize`; nothing when a host wait proved it already).
+    /// No lock is held while waiting.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (naming `op`); a
+    /// driver error.
+    pub(crate) fn host_wait_all_so_far(self: &Arc<Self>, op: &'static str) -> Result<()> {
+        crate::ffi::refuse(op)?;
+        let ticket = self.lock().stream(self).last_ticket;
+        if ticket == 0 {
+            return Ok(());
+        }
+        Point { timeline: self.clone(), ticket }.host_wait()
+    }
+
     /// Blocks the host until all work submitted so far has completed
     /// (`cuStreamSynchronize`); returns the ticket that proves.
     ///
@@ -377,7 +531,7 @@ impl Timeline {
         call("cuStreamSynchronize", || cu::stream::synchronize(self.raw()))?;
         self.completed.fetch_max(ticket, Ordering::AcqRel);
         // Frees that host functions which ran meanwhile had to put off.
-        crate::capture::host_fn::drain();
+        crate::engine::capture::host_fn::drain();
         Ok(ticket)
     }
 
@@ -402,8 +556,8 @@ impl Timeline {
         deps: &[Point],
         op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
-        let dev = &self.device.inner;
-        dev.bind()?;
+        // The caller bound this stream's context (waits on another device's
+        // stream bind it back).
         let own = self.book.ordinal;
         {
             let book = book_in(books, own)?;
@@ -414,8 +568,7 @@ impl Timeline {
         }
         let st = book_in(books, own)?.stream(self);
         let r = op(self.raw())?;
-        let ticket = dev.next_ticket();
-        st.last_ticket = ticket;
+        let ticket = self.draw_ticket(st);
         Ok((r, ticket))
     }
 
@@ -444,6 +597,7 @@ impl Timeline {
         op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
         crate::ffi::refuse(op_name)?;
+        self.device.inner.bind()?;
         if deps.iter().all(|p| Arc::ptr_eq(&p.timeline.book, &self.book)) {
             let mut book = self.lock();
             return self.submit_in(&mut *book, op_name, deps, op);
@@ -455,13 +609,6 @@ impl Timeline {
         }
         let mut books = list.lock();
         self.submit_in(&mut books, op_name, deps, op)
-    }
-
-    /// Device-side waits for `deps` with no operation after them. The waits
-    /// take a ticket like an operation, so a marker covering the stream's
-    /// last ticket also covers what the stream waited for.
-    pub(crate) fn submit_waits_only(&self, op_name: &'static str, deps: &[Point]) -> Result<()> {
-        self.submit(op_name, deps, |_| Ok(())).map(drop)
     }
 }
 

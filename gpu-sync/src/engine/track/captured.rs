@@ -6,21 +6,25 @@
 //! inside the capture (a graph edge).
 
 use super::{Allocation, Target, Uses};
-use crate::capture::capture_gate::{CaptureSlot, Captures, Gate};
 use crate::device::Device;
+use crate::engine::capture::capture_gate;
+use crate::engine::capture::capture_gate::{CaptureSlot, Captures, Gate};
+use crate::engine::capture::thread::ThreadCapture;
+use crate::engine::release::Held;
+use crate::engine::timeline::Timeline;
+use crate::engine::timeline::conflicts::{Access, Conflicts, OnStream};
+use crate::engine::timeline::marker::create_event;
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::timeline::Timeline;
-use crate::timeline::conflicts::{Access, Conflicts, OnStream};
-use crate::timeline::marker::create_event;
+use cuda_sys::handle::kind::GraphKind;
 use cuda_sys::result as cu;
-use cuda_sys::{BorrowedStream, CUevent_flags, OwnedEvent};
-use std::any::Any;
+use cuda_sys::{BorrowedStream, CUevent_flags, CUstreamCaptureMode, OwnedEvent};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// What a captured operation keeps alive for the graph (a launch's module).
-pub(crate) type KeepAlive = Arc<dyn Any + Send + Sync>;
+/// What a captured operation keeps alive for the graph (a launch's module):
+/// owned, never looked into.
+pub(crate) type KeepAlive = Arc<dyn Send + Sync>;
 
 /// A captured use: (stream id, the capture's sequence number). Captured
 /// work never completes while captured.
@@ -92,8 +96,7 @@ impl CaptureSlot for Timeline {
 
 /// The capture `s` takes part in, read under its device's book lock.
 pub(crate) fn capture_of(s: &Timeline) -> Option<Arc<CaptureState>> {
-    let held = s.lock().stream(s).capture.clone()?;
-    held.downcast::<CaptureState>().ok()
+    s.lock().stream(s).capture.clone()
 }
 
 /// Makes `s` take part in capture `state` (or none), with its device's book
@@ -106,10 +109,10 @@ pub(crate) fn set_capture(s: &Timeline, state: Option<&Arc<CaptureState>>) {
 /// [`set_capture`] with the book already locked (`st` is `s`'s state).
 pub(crate) fn set_capture_locked(
     s: &Timeline,
-    st: &mut crate::timeline::StreamState,
+    st: &mut crate::engine::timeline::StreamState,
     state: Option<&Arc<CaptureState>>,
 ) {
-    st.capture = state.map(|c| c.clone() as Arc<dyn Any + Send + Sync>);
+    st.capture = state.cloned();
     s.capturing.store(state.is_some(), std::sync::atomic::Ordering::Release);
 }
 
@@ -229,5 +232,143 @@ pub(crate) fn join_in_capture(to: &Arc<Timeline>, from: &Arc<Timeline>) -> Resul
         }
         (None, None) => Ok(false),
         _ => Err(refused),
+    }
+}
+
+/// A capture in progress, as `Stream::capture` holds it: the capture, and
+/// this thread's capture mark (frees deferred on the thread run when it is
+/// dropped, after the end).
+pub(crate) struct Capture {
+    state: Arc<CaptureState>,
+    thread: ThreadCapture,
+}
+
+/// What an ended capture hands to its graph.
+pub(crate) struct Ended {
+    /// The graph.
+    pub graph: Held<GraphKind>,
+    /// Every allocation the capture touched, and how.
+    pub accesses: Vec<(Arc<Allocation>, Access)>,
+    /// What its operations keep alive (kernels' modules).
+    pub keep: Vec<KeepAlive>,
+}
+
+impl Capture {
+    /// Makes the new stream `fork` (not yet used) join this capture, ordered
+    /// after everything captured on the origin so far (a graph edge).
+    ///
+    /// # Errors
+    /// [`Error::Capturing`] after the capture ended; a driver error.
+    pub(crate) fn fork(&self, fork: &Arc<Timeline>) -> Result<()> {
+        let state = &self.state;
+        let mut g = state.inner.lock();
+        if g.is_ended() {
+            return Err(Error::Capturing { op: "Capture::fork after the capture ended" });
+        }
+        set_capture(fork, Some(state));
+        state.streams.lock().unwrap_or_else(|p| p.into_inner()).push(fork.clone());
+        state.edge(&mut g.data, &state.origin, fork.raw(), &fork.device)
+    }
+}
+
+/// Begins a capture of `s` (see `engine::begin_capture`).
+pub(crate) fn begin(s: &Arc<Timeline>) -> Result<Capture> {
+    let dev = &s.device.inner;
+    dev.bind()?;
+    let state = CaptureState::new(s);
+    {
+        // No capture begins under a blocking copy on this stream (see
+        // `Timeline::blocking`); lock order: that, then the book.
+        let _blocking = s.lock_blocking();
+        let mut book = s.lock();
+        s.refuse_if_capturing("Stream::capture")?;
+        let st = book.stream(s);
+        // Waits on work from before the capture must never need a new
+        // record on this stream while it captures.
+        s.seal_marker(st)?;
+        let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        // A live stream of the current context, not capturing.
+        call("cuStreamBeginCapture", || cu::stream::begin_capture(s.raw(), mode))?;
+        set_capture_locked(s, st, Some(&state));
+    }
+    Ok(Capture { state, thread: ThreadCapture::begin() })
+}
+
+/// Ends capture `c` (see `engine::end_capture`).
+pub(crate) fn end(c: Capture) -> Result<Ended> {
+    let Capture { state, thread } = c;
+    let ended = end_capture(&state);
+    // Frees deferred on this thread run now, outside the capture.
+    drop(thread);
+    let graph = ended?;
+    // Take what the graph keeps, not the whole state: `ended` must stay set
+    // for operations still holding this capture.
+    let mut g = state.inner.lock();
+    let accesses = std::mem::take(&mut g.data.accesses).into_values().collect();
+    let keep = std::mem::take(&mut g.data.keep);
+    drop(g);
+    Ok(Ended { graph, accesses, keep })
+}
+
+/// Joins the forks, ends the capture on every stream, and releases what the
+/// capture held; returns the graph or the driver's error.
+///
+/// Everything from the joins to clearing the streams' capture state happens
+/// under the capture's submission lock (see [`CaptureState`]): an operation
+/// of another thread is either in the graph or finds the capture ended and
+/// runs as ordinary tracked work. None of these driver calls waits for the
+/// device.
+fn end_capture(state: &Arc<CaptureState>) -> Result<Held<GraphKind>> {
+    let origin = &state.origin;
+    let dev = &origin.device.inner;
+    let (forks, events, joined, ended) = capture_gate::end(
+        &state.inner,
+        |inner| {
+            let forks = std::mem::take(&mut *state.streams.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut joined = Ok(());
+            for f in &forks {
+                if joined.is_ok() {
+                    joined = state.edge(inner, f, origin.raw(), &origin.device);
+                }
+            }
+            let ended = dev
+                .bind()
+                .and_then(|()| call("cuStreamEndCapture", || cu::stream::end_capture(origin.raw())))
+                .map(|g| Held::new(&origin.device, g));
+            if ended.is_err() {
+                leave_capture(origin);
+            }
+            let events = std::mem::take(&mut inner.events);
+            (forks, events, joined, ended)
+        },
+        |(forks, ..)| {
+            for s in forks.iter().chain(std::iter::once(origin)) {
+                set_capture(s, None);
+            }
+        },
+    );
+    for ev in events {
+        crate::engine::release::release_later(&origin.device, ev);
+    }
+    for s in forks.iter().chain(std::iter::once(origin)) {
+        crate::engine::capture::deferred::run_stream_capture_end(s.id);
+    }
+    let graph = ended?;
+    joined?;
+    Ok(graph)
+}
+
+/// After a failed `cuStreamEndCapture`: if the driver still has the stream
+/// capturing, end the capture once more and discard whatever it returns, so
+/// the stream is usable again.
+fn leave_capture(stream: &Timeline) {
+    let still = call("cuStreamIsCapturing", || cu::stream::is_capturing(stream.raw()))
+        .is_ok_and(|status| status != cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+    if !still {
+        return;
+    }
+    match call("cuStreamEndCapture", || cu::stream::end_capture(stream.raw())) {
+        Ok(g) => drop(Held::new(&stream.device, g)),
+        Err(e) => log::error!("a stream is stuck capturing a graph: {e}"),
     }
 }

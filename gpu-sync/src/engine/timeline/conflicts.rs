@@ -137,3 +137,94 @@ impl Tracker {
         self.write.iter().chain(self.reads.iter()).cloned().collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The rules against a fake stream point: (stream, ticket), complete
+    //! when a test says so.
+    use super::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Fake {
+        stream: u64,
+        ticket: u64,
+        done: bool,
+    }
+
+    impl OnStream for Fake {
+        fn stream_id(&self) -> u64 {
+            self.stream
+        }
+        fn is_complete(&self) -> bool {
+            self.done
+        }
+        fn advance(&mut self, to: u64) {
+            self.ticket = self.ticket.max(to);
+        }
+    }
+
+    fn at(stream: u64, ticket: u64) -> impl FnOnce() -> Fake {
+        move || Fake { stream, ticket, done: false }
+    }
+
+    fn deps(c: &Conflicts<Fake>, stream: u64, access: Access) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        c.deps(stream, access, |p| out.push((p.stream, p.ticket)));
+        out
+    }
+
+    #[test]
+    fn same_stream_uses_never_wait() {
+        let mut c = Conflicts::default();
+        c.record(1, 1, Access::Write, at(1, 1));
+        c.record(1, 2, Access::Read, at(1, 2));
+        assert!(deps(&c, 1, Access::Write).is_empty());
+        assert!(deps(&c, 1, Access::Read).is_empty());
+    }
+
+    #[test]
+    fn a_read_waits_for_the_last_write_on_another_stream_only() {
+        let mut c = Conflicts::default();
+        c.record(1, 5, Access::Write, at(1, 5));
+        assert_eq!(deps(&c, 2, Access::Read), [(1, 5)]);
+        // Readers do not order each other.
+        c.record(2, 6, Access::Read, at(2, 6));
+        assert_eq!(deps(&c, 3, Access::Read), [(1, 5)]);
+    }
+
+    #[test]
+    fn a_write_waits_for_every_reader_kept_per_stream() {
+        let mut c = Conflicts::default();
+        c.record(1, 1, Access::Write, at(1, 1));
+        c.record(2, 2, Access::Read, at(2, 2));
+        c.record(3, 3, Access::Read, at(3, 3));
+        // A later read on stream 2 advances its entry, never adds one.
+        c.record(2, 7, Access::Read, at(2, 7));
+        let mut d = deps(&c, 4, Access::Write);
+        d.sort_unstable();
+        assert_eq!(d, [(1, 1), (2, 7), (3, 3)], "the write and both readers, stream 2 at its latest read");
+        // The writer's own stream skips its own uses.
+        let mut d = deps(&c, 2, Access::Write);
+        d.sort_unstable();
+        assert_eq!(d, [(1, 1), (3, 3)]);
+    }
+
+    #[test]
+    fn a_write_replaces_the_write_and_clears_the_readers() {
+        let mut c = Conflicts::default();
+        c.record(2, 2, Access::Read, at(2, 2));
+        c.record(4, 9, Access::Write, at(4, 9));
+        assert_eq!(deps(&c, 1, Access::Write), [(4, 9)]);
+        assert!(c.reads.is_empty());
+    }
+
+    #[test]
+    fn readers_proved_complete_are_dropped_when_a_new_reader_stream_comes() {
+        let mut c = Conflicts::default();
+        c.record(2, 2, Access::Read, at(2, 2));
+        c.reads[0].done = true;
+        c.record(3, 3, Access::Read, at(3, 3));
+        assert_eq!(c.reads.len(), 1, "the complete reader went");
+        assert_eq!(c.reads[0].stream, 3);
+    }
+}

@@ -26,7 +26,7 @@ impl Marker {
     /// The marker's event.
     #[inline]
     pub fn event(&self) -> Result<&OwnedEvent> {
-        self.ev.as_ref().ok_or_else(|| Error::InvalidArgument("a marker used after its release".into()))
+        self.ev.as_ref().ok_or_else(|| Error::Internal("a marker used after its release".into()))
     }
 
     /// `cuEventSynchronize` on the marker.
@@ -82,7 +82,7 @@ impl EventPool {
             free.push(ev);
         } else {
             drop(free);
-            crate::release::release_later(&self.device, ev);
+            crate::engine::release::release_later(&self.device, ev);
         }
     }
 }
@@ -91,7 +91,7 @@ impl Drop for EventPool {
     fn drop(&mut self) {
         let free = std::mem::take(self.free.get_mut().unwrap_or_else(|p| p.into_inner()));
         for ev in free {
-            crate::release::release_later(&self.device, ev);
+            crate::engine::release::release_later(&self.device, ev);
         }
     }
 }

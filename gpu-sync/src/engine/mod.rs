@@ -1,0 +1,257 @@
+//! The engine: the only place that knows tickets, books, markers, captures
+//! and deferred work. Its inner modules are private; the API files (streams,
+//! events, memory, launches, graphs) see this facade only — functions, and
+//! types whose state is private to the engine (`pub(in crate::engine)` at
+//! most) — so the compiler, not a text scan, keeps the wall.
+//!
+//! - [`submit`]: the one way to put an operation on a stream. The caller
+//!   says what the operation is ([`Op`]: its name, its uses, its [`Kind`])
+//!   and gives the closure that makes the driver call; the engine applies
+//!   the guards once, in this order, before any lock — refusal inside a
+//!   host function (or a simulated kernel) → the deferred work drained →
+//!   the capture routing (join the stream's capture, or run as ordinary
+//!   work) → then, under the book lock, refusal of what a capture cannot
+//!   hold → context bound → the flavor chosen from the operation (eager on
+//!   one device, across several devices in ordinal order, blocking on an
+//!   idle stream, captured) → the ticket drawn → the uses recorded.
+//! - host waits ([`Point::host_wait`], [`Timeline::synchronize`],
+//!   [`host_wait_device`]) and the capture's begin and end
+//!   ([`begin_capture`], [`end_capture`]);
+//! - "now or later" for frees and releases, in one place
+//!   ([`free_now_or_later`]; driver handles through [`Held`]).
+//!
+//! Inside: `capture/` (the capture gate, loom-checked; the thread's capture
+//! state; host functions; the one deferred-work queue), `timeline/` (a
+//! stream's timeline, points, markers, the per-device book, the conflict
+//! rules, `Pending`), `track/` (resources, eager and captured submission),
+//! `release` (driver handles released with their context bound).
+
+mod capture;
+mod release;
+mod timeline;
+mod track;
+
+use crate::device::Device;
+use crate::error::Result;
+use cuda_sys::BorrowedStream;
+use std::sync::Arc;
+
+pub use timeline::conflicts::Access;
+pub use timeline::pending::{NotCovered, Pending, Polled};
+
+pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
+pub(crate) use release::Held;
+pub(crate) use timeline::event::EventInner;
+pub(crate) use timeline::{Point, Timeline};
+pub(crate) use track::captured::{Capture as CaptureHandle, KeepAlive};
+pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};
+
+/// What an operation is: the engine picks the flavor from it.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind<'a> {
+    /// Asynchronous device work over tracked resources: waits for the
+    /// conflicting uses, records its own; joins the stream's capture when
+    /// the stream captures.
+    Async,
+    /// Asynchronous work that never joins a capture (a graph replay):
+    /// refused while the stream captures.
+    Uncaptured,
+    /// A driver call that blocks the host until its own transfer is done
+    /// (a copy from or to borrowed host memory): made on the idle stream,
+    /// holding no book, and complete when `submit` returns.
+    Blocking,
+    /// Work over no tracked resource, ordered (device-side) after the
+    /// points in the slice, which may be on other devices' streams: an
+    /// allocation, a stream-ordered free, device-side waits alone (a no-op
+    /// closure). Refused while the stream captures.
+    After(&'a [Point]),
+    /// A host function (`cuLaunchHostFunc`): refused while the stream
+    /// captures.
+    HostFn,
+}
+
+/// One stream-ordered operation.
+pub(crate) struct Op<'a, U: Uses + ?Sized> {
+    /// Its name, for errors (`Error::Capturing { op }`, refusals).
+    pub name: &'static str,
+    /// The resources it touches, and how.
+    pub uses: &'a U,
+    /// What it is.
+    pub kind: Kind<'a>,
+    /// What a captured operation keeps alive for its graph (a launch's
+    /// module).
+    pub keep: Option<&'a KeepAlive>,
+}
+
+/// No tracked resource.
+pub(crate) const NO_USES: &[Use<'static>] = &[];
+
+/// Submits `op` on stream `s`, `call` making its driver call on the raw
+/// stream: the one submission function (see the module docs for the order
+/// of the guards). Returns `call`'s result and the operation's ticket (0
+/// when it was captured into a graph).
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED` inside a host function or a simulated kernel
+/// (before any lock); [`crate::Error::Capturing`] for what a capture cannot
+/// hold; the errors of the waits, of `call`, and, for a blocking call, of
+/// the wait for its completion.
+#[inline(always)]
+pub(crate) fn submit<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op: Op<'_, U>,
+    call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    // 1. Refused inside a host function, before any lock; 2. the work host
+    // functions deferred runs (no lock is held here).
+    crate::ffi::refuse(op.name)?;
+    capture::host_fn::drain();
+    match op.kind {
+        // 3. The capture routing, then the eager or across flavor.
+        Kind::Async => track::run_tracked(s, op.name, op.uses, op.keep, call),
+        Kind::Uncaptured => track::run_tracked_uncaptured(s, op.name, op.uses, call),
+        Kind::Blocking => track::run_blocking(s, op.name, op.uses, call),
+        Kind::After(deps) => s.submit(op.name, deps, call),
+        Kind::HostFn => s.submit(op.name, &[], call),
+    }
+}
+
+/// Blocks the host until every stream of `device` has finished all work
+/// submitted before the call (`cuCtxSynchronize`); returns the ticket that
+/// proves. Refused inside a host function and on a capturing thread.
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED`; [`crate::Error::Capturing`]; a driver error.
+pub(crate) fn host_wait_device(device: &Device) -> Result<u64> {
+    crate::ffi::refuse("cuCtxSynchronize")?;
+    capture::thread::refuse_on_capturing_thread("Device::synchronize (cuCtxSynchronize)")?;
+    let dev = &device.inner;
+    // Every ticket up to this value was taken after its driver call
+    // returned (see `DeviceInner::next_ticket`), so that work is already
+    // queued and the synchronize below covers it.
+    let ticket = dev.ticket.load(std::sync::atomic::Ordering::Acquire);
+    dev.bind()?;
+    // The device's primary context is current on this thread.
+    crate::ffi::call("cuCtxSynchronize", || cuda_sys::result::context::synchronize(dev.drv))?;
+    dev.completed.fetch_max(ticket, std::sync::atomic::Ordering::SeqCst);
+    // Frees that host functions which ran meanwhile had to put off.
+    capture::host_fn::drain();
+    Ok(ticket)
+}
+
+/// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function
+/// or a simulated kernel: the first guard of every operation that does not
+/// go through [`submit`] (host waits, allocations, releases).
+#[inline(always)]
+pub(crate) fn refuse(op: &'static str) -> Result<()> {
+    crate::ffi::refuse(op)
+}
+
+/// [`crate::Error::Capturing`] if this thread captures a graph (for the
+/// calls the driver forbids a capturing thread: `cuMemHostAlloc`,
+/// `cuMemAlloc`, `cuCtxSynchronize`, …).
+pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
+    capture::thread::refuse_on_capturing_thread(op)
+}
+
+/// Whether this thread is capturing a graph.
+pub(crate) fn thread_is_capturing() -> bool {
+    capture::thread::thread_is_capturing()
+}
+
+/// Whether the calling thread runs a host function or a simulated kernel
+/// (no driver call, no lock: drops defer their work).
+#[inline(always)]
+pub(crate) fn inside_host_fn() -> bool {
+    crate::ffi::calls_refused()
+}
+
+/// Runs the work host functions deferred (call with no gpu-sync lock
+/// held; nothing happens inside a host function).
+#[inline]
+pub(crate) fn drain() {
+    capture::host_fn::drain();
+}
+
+/// The one decision "free now or later", for a `Drop` that frees memory or
+/// releases a driver object through the driver: later on an ordinary
+/// thread inside a host function (or a simulated kernel); when the capture
+/// ends if `stream` (the stream the memory is freed on, if any) captures —
+/// decided under its book lock, so the end of that capture, which clears it
+/// under the same lock, runs the free after; when this thread's capture ends
+/// on a capturing thread; else now.
+pub(crate) fn free_now_or_later(stream: Option<&Arc<Timeline>>, free: capture::deferred::Work) {
+    use capture::deferred::{Until, defer};
+    if inside_host_fn() {
+        defer(Until::Ordinary, free);
+        return;
+    }
+    if let Some(s) = stream {
+        let book = s.lock();
+        if s.is_capturing() {
+            defer(Until::StreamCaptureEnds(s.id), free);
+            drop(book);
+            return;
+        }
+    }
+    capture::thread::free_outside_capture(free);
+}
+
+/// Begins a capture of stream `s` (`cuStreamBeginCapture`, thread-local
+/// mode), marks this thread as capturing until the returned handle is
+/// ended, and seals a marker first so waits on earlier work never need a
+/// new record during the capture.
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED` inside a host function (before any lock);
+/// [`crate::Error::Capturing`] if `s` already captures; a driver error.
+pub(crate) fn begin_capture(s: &Arc<Timeline>) -> Result<CaptureHandle> {
+    crate::ffi::refuse("Stream::capture")?;
+    track::captured::begin(s)
+}
+
+/// Ends capture `c` (joining its forks, `cuStreamEndCapture`), runs the
+/// frees it deferred and clears this thread's capture mark; returns the
+/// graph and what it keeps (the allocations it touches and how, the
+/// modules of its launches).
+///
+/// # Errors
+/// The driver's error ending the capture or joining a fork.
+pub(crate) fn end_capture(c: CaptureHandle) -> Result<track::captured::Ended> {
+    track::captured::end(c)
+}
+
+/// Waits, device-side, on `s` for everything submitted so far on `other`
+/// (`Stream::wait_stream`): a graph edge when both take part in one
+/// capture, else a wait on a marker of `other`.
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED` inside a host function (before any lock);
+/// [`crate::Error::Capturing`] between a capture and work outside it; a
+/// driver error.
+pub(crate) fn wait_stream(s: &Arc<Timeline>, other: &Arc<Timeline>) -> Result<()> {
+    crate::ffi::refuse("Stream::wait_stream")?;
+    if Arc::ptr_eq(s, other) {
+        return Ok(());
+    }
+    if (s.capture_hint() || other.capture_hint()) && track::captured::join_in_capture(s, other)? {
+        return Ok(());
+    }
+    let ticket = other.last_ticket();
+    if ticket == 0 {
+        return Ok(());
+    }
+    let dep = Point::new(other.clone(), ticket);
+    submit(
+        s,
+        Op { name: "Stream::wait_stream", uses: NO_USES, kind: Kind::After(&[dep]), keep: None },
+        |_| Ok(()),
+    )
+    .map(drop)
+}
+
+// The facade's own tests use the API above the engine (streams, buffers,
+// the simulator), so they sit in their own file, which the layer test does
+// not scan.
+#[cfg(all(test, feature = "sim"))]
+mod tests;

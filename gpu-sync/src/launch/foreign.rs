@@ -1,0 +1,110 @@
+//! The door for other libraries: a call into foreign GPU code (cuBLAS,
+//! cuFFT, NCCL, a raw launch) on a gpu-sync stream, tracked like a kernel
+//! launch.
+//!
+//! The caller declares the device memory the call reads ([`ForeignUses::input`],
+//! like a kernel's `In<T>`) and writes ([`ForeignUses::output`], like
+//! `Out<T>`), and gets each view's device address; the engine then does for
+//! the call what it does for a launch — device-side waits for conflicting
+//! uses on other streams, the call on the raw stream, the new uses recorded
+//! (so later work on other streams waits for it, and the memory is freed
+//! only after it), or, on a capturing stream, the call joins the capture.
+
+use crate::engine::{self, Access, Kind, Op, Target, Use, same_device};
+use crate::error::Result;
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
+use crate::stream::Stream;
+use bytemuck::Pod;
+use cuda_sys::{BorrowedStream, CUdeviceptr};
+use smallvec::SmallVec;
+
+/// The device memory one foreign call reads and writes, declared before the
+/// call ([`Stream::launch_foreign`]). Each declaration borrows its buffer
+/// (shared for an input, exclusive for an output) until the call is
+/// submitted, and returns the address the foreign code is given.
+#[derive(Default)]
+pub struct ForeignUses<'a> {
+    uses: SmallVec<[Use<'a>; 8]>,
+}
+
+impl<'a> ForeignUses<'a> {
+    /// No memory declared yet.
+    pub fn new() -> ForeignUses<'a> {
+        ForeignUses::default()
+    }
+
+    /// Declares that the call reads `buf` (a kernel's `In<T>`); returns the
+    /// device address of its first element.
+    pub fn input<T: Pod, S: AsDeviceSlice<T> + ?Sized>(&mut self, buf: &'a S) -> CUdeviceptr {
+        let v = buf.view();
+        self.uses.push((Target::Device(v.alloc), Access::Read));
+        v.ptr()
+    }
+
+    /// Declares that the call may read and write `buf` (a kernel's
+    /// `Out<T>`); returns the device address of its first element.
+    pub fn output<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(&mut self, buf: &'a mut D) -> CUdeviceptr {
+        let v = buf.view();
+        self.uses.push((Target::Device(v.alloc), Access::Write));
+        v.ptr()
+    }
+}
+
+impl Stream {
+    /// Runs `call`, which submits foreign work (a cuBLAS or cuFFT call, an
+    /// NCCL collective, a raw `cuLaunchKernel`) on this stream's raw handle,
+    /// as one tracked operation over the memory declared in `uses`: it is
+    /// ordered after the conflicting uses on other streams (device-side
+    /// waits), later uses on other streams wait for it, and the memory is
+    /// not freed before it. On a capturing stream it joins the capture, as
+    /// a launch does. `name` names the operation in errors.
+    ///
+    /// `call` runs at once, with the stream's device context current and
+    /// gpu-sync's bookkeeping locked: a gpu-sync call inside it fails with
+    /// `CUDA_ERROR_NOT_PERMITTED` (and what it drops is released later).
+    ///
+    /// # Errors
+    /// [`crate::Error::DeviceMismatch`] for declared memory of another
+    /// device; [`crate::Error::Capturing`] when a capture cannot hold the
+    /// call; `call`'s error; a driver error of the waits.
+    ///
+    /// # Safety
+    /// The caller promises, of the work `call` submits:
+    /// 1. **Stream.** It is submitted only on the stream `call` is given,
+    ///    and only while `call` runs; it never waits for work submitted
+    ///    after it (so the stream's order is the order gpu-sync records).
+    /// 2. **Memory.** The device memory it accesses is inside the views
+    ///    declared in `uses`: it only reads those declared with
+    ///    [`ForeignUses::input`], and reads or writes those declared with
+    ///    [`ForeignUses::output`]; it touches no other memory gpu-sync owns
+    ///    (other buffers, pinned host buffers). Memory the foreign library
+    ///    owns itself (workspaces, handles) is its own to keep alive.
+    /// 3. **Failure.** If `call` returns an error, it submitted nothing.
+    /// 4. **Stream and context left as found.** `call` does not destroy,
+    ///    synchronize, begin or end a capture on, or change the flags of
+    ///    the stream, and leaves the calling thread's current context as it
+    ///    found it.
+    /// 5. **Capture.** On a capturing stream (see [`Stream::is_capturing`];
+    ///    the call is then recorded into the graph, not run) the work is of
+    ///    a kind CUDA can capture.
+    pub unsafe fn launch_foreign<R>(
+        &self,
+        name: &'static str,
+        uses: ForeignUses<'_>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<R> {
+        for (t, _) in &uses.uses {
+            if let Target::Device(alloc) = t {
+                same_device(&self.inner, alloc, "memory declared for a foreign call")?;
+            }
+        }
+        let op = Op { name, uses: uses.uses.as_slice(), kind: Kind::Async, keep: None };
+        let (r, _) = engine::submit(&self.inner, op, |raw| {
+            // gpu-sync's bookkeeping is locked while `call` runs: every
+            // gpu-sync call inside it refuses before any lock.
+            let _inside = engine::Inside::enter();
+            call(raw)
+        })?;
+        Ok(r)
+    }
+}
