@@ -16,6 +16,8 @@
 //!   methods over gpu-sync buffers that check lengths and alignment — the
 //!   only way to launch them (no typed kernel is handed out: several are
 //!   sound only for the launches these methods make).
+//! - [`RooflineKernels`] (`roofline`): the roofline's probes — HBM
+//!   variants, FMA chains, the cache sweep, shared memory, intensity.
 //! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
 //!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with
@@ -32,6 +34,7 @@ pub mod cost;
 mod fatbins;
 mod launch;
 pub mod reference;
+mod roofline;
 #[cfg(feature = "sim")]
 mod sim;
 mod spec;
@@ -41,6 +44,7 @@ pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
+pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_VARIANTS, RooflineKernels, hbm_variant_name};
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{
