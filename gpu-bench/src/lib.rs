@@ -51,6 +51,7 @@ pub mod info;
 pub mod instruments;
 pub mod record;
 pub mod render;
+pub mod roofline;
 pub mod settings;
 pub mod stats;
 pub mod stop;
