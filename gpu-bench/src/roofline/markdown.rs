@@ -289,6 +289,15 @@ pub fn render(r: &RooflineReport) -> String {
         &["kernel", "FLOP/byte", "achieved", "roof", "% of roof", "bound", "ridge (FLOP/byte)"],
         &rows,
     ));
+    if !r.tuning.is_empty() {
+        s.push_str("\n## Tuning search\n\n");
+        let rows: Vec<Vec<String>> = r
+            .tuning
+            .iter()
+            .map(|t| vec![t.probe.clone(), t.config.clone(), format!("{}B/s", si(t.value))])
+            .collect();
+        s.push_str(&table(&["probe", "configuration", "measured"], &rows));
+    }
     if !r.notes.is_empty() {
         s.push_str("\n## Notes\n\n");
         for n in &r.notes {

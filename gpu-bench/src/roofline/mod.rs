@@ -41,7 +41,7 @@ mod svg;
 pub use markdown::{TargetRow, render as markdown, targets};
 pub use model::{
     Bound, Ceiling, CeilingKind, MemoryLevel, Peer, Phase, Placement, Plateau, RooflineReport, SCHEMA,
-    SCHEMA_VERSION, Sweep, SweepPoint,
+    SCHEMA_VERSION, Sweep, SweepPoint, TuneRow,
 };
 pub use place::{
     ABOVE_ROOF_TOLERANCE, PlaceRequest, fma_lanes_per_sm_clock, fma_peak, log_sizes, place, plateaus, ridge,

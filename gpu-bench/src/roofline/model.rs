@@ -175,6 +175,17 @@ pub struct Peer {
     pub unit: String,
 }
 
+/// One configuration of a tuning search (`gpu-bench roofline --tune`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneRow {
+    /// The probe (`"HBM copy"`).
+    pub probe: String,
+    /// The configuration in words (variant, grid).
+    pub config: String,
+    /// The measured rate.
+    pub value: f64,
+}
+
 /// How long a phase of the run took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
@@ -215,6 +226,9 @@ pub struct RooflineReport {
     pub peers: Vec<Peer>,
     /// Phases and their wall time.
     pub phases: Vec<Phase>,
+    /// Tuning searches, when the run made them.
+    #[serde(default)]
+    pub tuning: Vec<TuneRow>,
     /// Notes.
     pub notes: Vec<String>,
 }
@@ -236,6 +250,7 @@ impl RooflineReport {
             placements: Vec::new(),
             peers: Vec::new(),
             phases: Vec::new(),
+            tuning: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -206,8 +206,10 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
                     color.stroke_width(2),
                 ))
                 .map_err(render_err)?;
-            let lx = x0 * 1.6;
-            labels.push((format!("{} {}B/s", c.name, si(c.value)), lx, c.value * lx, color));
+            // Anchor the label halfway along the visible line (in log space).
+            let start = (y_lo / c.value).max(x0);
+            let lx = (start * ridge).sqrt() / (1.0 + i as f64);
+            labels.push((format!("{} {}B/s", c.name, si(c.value)), lx.max(x0), c.value * lx.max(x0), color));
         }
         // Measured compute roofs, from the HBM ridge to the right edge.
         let best_mem = memory.iter().map(|c| c.value).fold(0.0, f64::max);
