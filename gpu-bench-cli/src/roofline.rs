@@ -29,7 +29,10 @@ use gpu_bench::roofline::{
 use gpu_bench::{Bench, Mode, Settings};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{FmaOut, FmaPrecision, Grid, HBM_VARIANTS, RooflineKernels, cost, hbm_variant_name, reference};
+use kernels::{
+    FmaOut, FmaPrecision, Grid, HBM_VARIANTS, RooflineKernels, TensorKernels, cost, hbm_variant_name,
+    reference,
+};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -57,12 +60,19 @@ pub struct Args {
 
 /// The tuned defaults of the HBM probes: (variant, blocks per SM, threads).
 /// Chosen by `--tune` on an H100/H200 (docs/results/).
-const READ_CONFIG: (u32, u32, u32) = (4, 6, 256);
-const COPY_CONFIG: (u32, u32, u32) = (1, 4, 256);
-const TRIAD_CONFIG: (u32, u32, u32) = (1, 3, 256);
+/// On an H100 (docs/results/2026-11-25-h100-roofline-call1): read best with
+/// 4 loads in block tiles, 2 blocks of 512 a SM; copy and triad with 8 loads
+/// in tiles and many blocks (32 and 8 a SM): write traffic prefers short
+/// blocks that the scheduler refills.
+const READ_CONFIG: (u32, u32, u32) = (7, 2, 512);
+const COPY_CONFIG: (u32, u32, u32) = (8, 32, 256);
+const TRIAD_CONFIG: (u32, u32, u32) = (8, 8, 256);
 
 /// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
-const FMA_ITERS: u32 = 2048;
+const FMA_ITERS: u32 = 512;
+/// Iterations of the 16-bit tensor probes (about 2.5 ms on an H100; FP8
+/// runs half as many).
+const TC_ITERS: u32 = 4000;
 /// Loads of each cache-sweep point (2 GiB of traffic).
 const CACHE_LOADS: u64 = 1 << 27;
 
@@ -111,6 +121,8 @@ struct Sizes {
     fmas: Vec<u32>,
     /// Bytes of each intensity-sweep array.
     intensity_array: usize,
+    /// Iterations of the 16-bit tensor probes.
+    tc_iters: u32,
 }
 
 impl Sizes {
@@ -126,6 +138,7 @@ impl Sizes {
                 smem_iters: 16,
                 fmas: vec![0, 1, 4, 16, 64, 256, 512],
                 intensity_array: 64 << 10,
+                tc_iters: 4,
             });
         }
         let array = array_mib
@@ -144,6 +157,7 @@ impl Sizes {
             smem_iters: 1000,
             fmas,
             intensity_array: 256 << 20,
+            tc_iters: TC_ITERS,
         })
     }
 }
@@ -313,7 +327,10 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
     phases.next(ctx, "HBM", "FMA");
     let r = fma(ctx, &mut timer, &stream, &probes, sms, &sizes, &mut report);
     outcome(r, &mut report)?;
-    phases.next(ctx, "FMA", "caches");
+    phases.next(ctx, "FMA", "tensor");
+    let r = tensor(ctx, &mut timer, &stream, sms, &sizes, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "tensor", "caches");
     let r = caches(ctx, &mut timer, &stream, &probes, sms, &sizes, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "caches", "intensity sweep");
@@ -501,7 +518,7 @@ fn hbm(
         let bytes = cost::triad_f32(words as u64).bytes() as f64;
         let mut best = (TRIAD_CONFIG, 0.0);
         for v in 0..HBM_VARIANTS {
-            for per_sm in [TRIAD_CONFIG.1, 8] {
+            for per_sm in [3, 8, 32, 128] {
                 let cfg = (v, per_sm, 256);
                 let (t, _) = time(ctx, timer, "HBM triad", |s| {
                     probes.hbm_triad(s, grid(sms, cfg), v, &mut a, &b, &cc, scalar)
@@ -655,6 +672,97 @@ fn fma(
         // Only FP32 is drawn as a roof with FP64: the 16-bit FMA roofs sit
         // above FP32 and the tensor roofs far above; all are in the table.
         ce.roof = matches!(prec, FmaPrecision::F32 | FmaPrecision::F64);
+        report.ceilings.push(ce);
+    }
+    Ok(())
+}
+
+fn tensor(
+    ctx: &Ctx,
+    timer: &mut gpu_bench::Timer,
+    stream: &Stream,
+    sms: u32,
+    sizes: &Sizes,
+    report: &mut RooflineReport,
+) -> Result<(), Failure> {
+    use reference::probes::TcFormat;
+    let probes = match TensorKernels::load(&ctx.device) {
+        Ok(p) => p,
+        Err(e) => {
+            report
+                .notes
+                .push(format!("tensor ceilings not measured: the sm_90a module does not load here ({e})"));
+            return Ok(());
+        }
+    };
+    let words = |bytes: &[u8]| -> Vec<u32> {
+        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    };
+    let mut clk = DeviceBuffer::<u64>::zeroed(stream, 2)?;
+    let mut out = DeviceBuffer::<f32>::alloc(stream, cost::TC_OUT_ELEMS as usize)?;
+    for (i, (format, prec, k)) in
+        [(TcFormat::Bf16, "BF16", 16u64), (TcFormat::F16, "FP16", 16), (TcFormat::E4m3, "FP8", 32)]
+            .into_iter()
+            .enumerate()
+    {
+        let name = format!("{prec} tensor");
+        let seed = 0x7e45_0000 + i as u32 * 2 + std::process::id() % 1024 * 8;
+        let (ha, hb) = (format.random(64, seed), format.random(256, seed + 1));
+        let a = DeviceBuffer::from_slice(stream, &words(&ha))?;
+        let b = DeviceBuffer::from_slice(stream, &words(&hb))?;
+        // The check: two iterations from one block, against the CPU.
+        stream.fill_bytes(&mut out, 0xff)?;
+        probes.probe(
+            stream,
+            Grid { blocks: 1, threads: 128 },
+            format,
+            &a,
+            &b,
+            2,
+            true,
+            &mut out,
+            &mut clk,
+        )?;
+        let got = stream.to_vec(&out)?;
+        let want = reference::probes::tensor(format, &ha, &hb, 2);
+        let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (g - w).abs())
+            .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
+        if worst.is_nan() || worst > 1e-3 * scale {
+            return Err(Failure::Check(format!(
+                "{name}: max |error| {worst} against the CPU reference's max {scale}"
+            )));
+        }
+        let g = Grid { blocks: sms, threads: 256 };
+        let iters = if k == 32 { sizes.tc_iters / 2 } else { sizes.tc_iters }.max(1);
+        let (t, noise) = time(ctx, timer, &name, |s| {
+            probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk)
+        })?;
+        let v = stream.to_vec(&clk)?;
+        let clock_mhz = if v[1] > 0 { Some(v[0] as f64 / v[1] as f64 * 1e3) } else { None };
+        let flops = cost::tensor_probe(u64::from(sms), 2, u64::from(iters), k).flops as f64;
+        let mut ce = ceiling(
+            &name,
+            CeilingKind::Compute,
+            flops / t,
+            noise,
+            match format {
+                TcFormat::Bf16 => "tc_bf16_probe",
+                TcFormat::F16 => "tc_f16_probe",
+                TcFormat::E4m3 => "tc_e4m3_probe",
+            },
+            format!(
+                "wgmma m64n256k{k}, A and B in shared memory, random operands, {sms} blocks x 2 warpgroups x {iters} x 4"
+            ),
+            format!("64x256 result within 1e-3 of the CPU reference ({worst:.2e} of {scale:.3})"),
+        );
+        ce.sm_clock_mhz = clock_mhz;
+        ce.peak_at_clock = clock_mhz.and_then(|m| rl::tensor_peak(&report.device, prec, m));
+        ce.datasheet = rl::tensor_peak(&report.device, prec, report.device.sm_clock_mhz);
+        ce.roof = format != TcFormat::F16;
         report.ceilings.push(ce);
     }
     Ok(())

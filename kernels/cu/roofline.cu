@@ -211,7 +211,7 @@ extern "C" __global__ void hbm_triad(uint4* __restrict__ a,
 // while the probe ran.
 
 #define RL_CHAINS 8
-#define RL_INNER 16
+#define RL_INNER 64
 
 __device__ __forceinline__ unsigned long long rl_globaltimer() {
     unsigned long long t;

@@ -21,6 +21,7 @@ static PATTERN: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/pattern.f
 static ELEMENTWISE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/elementwise.fatbin"));
 static BENCH: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/bench.fatbin"));
 static ROOFLINE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/roofline.fatbin"));
+static TENSOR: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/tensor.fatbin"));
 
 /// The fatbin image of `module`, 8-byte aligned.
 pub fn fatbin(module: ModuleId) -> &'static [u8] {
@@ -31,6 +32,7 @@ pub fn fatbin(module: ModuleId) -> &'static [u8] {
         ModuleId::Elementwise => &ELEMENTWISE.0,
         ModuleId::Bench => &BENCH.0,
         ModuleId::Roofline => &ROOFLINE.0,
+        ModuleId::Tensor => &TENSOR.0,
     }
 }
 

@@ -18,6 +18,7 @@
 //!   sound only for the launches these methods make).
 //! - [`RooflineKernels`] (`roofline`): the roofline's probes — HBM
 //!   variants, FMA chains, the cache sweep, shared memory, intensity.
+//! - [`TensorKernels`] (`tensor`): the tensor-core probes (`wgmma`, sm_90a).
 //! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
 //!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with
@@ -39,6 +40,7 @@ mod roofline;
 mod sim;
 mod spec;
 mod table;
+mod tensor;
 
 pub use bench::BenchKernels;
 pub use cost::Cost;
@@ -55,3 +57,4 @@ pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
     ReadSumSig, ScaleSig, SpinGateSig, SpinSig, TriadSig,
 };
+pub use tensor::TensorKernels;

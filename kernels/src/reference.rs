@@ -241,6 +241,101 @@ pub mod probes {
         }
     }
 
+    /// The operand format of a tensor probe (`tensor.cu`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum TcFormat {
+        /// bfloat16 (`tc_bf16_probe`).
+        Bf16,
+        /// IEEE half (`tc_f16_probe`).
+        F16,
+        /// FP8 e4m3 (`tc_e4m3_probe`).
+        E4m3,
+    }
+
+    impl TcFormat {
+        /// Values per 128-byte row: the K of one launch's four slices.
+        pub const fn k(self) -> usize {
+            match self {
+                TcFormat::Bf16 | TcFormat::F16 => 64,
+                TcFormat::E4m3 => 128,
+            }
+        }
+
+        /// Value `i` of a row-major tile of this format.
+        pub fn decode(self, bytes: &[u8], i: usize) -> f64 {
+            match self {
+                TcFormat::Bf16 => {
+                    let h = u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+                    f64::from(f32::from_bits(u32::from(h) << 16))
+                }
+                TcFormat::F16 => {
+                    let h = u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+                    let (s, e, m) = (h >> 15, i32::from((h >> 10) & 31), f64::from(h & 1023));
+                    let v = match e {
+                        0 => m * 2f64.powi(-24),
+                        31 => f64::NAN,
+                        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+                    };
+                    if s == 1 { -v } else { v }
+                }
+                TcFormat::E4m3 => {
+                    let b = bytes[i];
+                    let (s, e, m) = (b >> 7, i32::from((b >> 3) & 15), f64::from(b & 7));
+                    let v = match (e, b & 7) {
+                        (15, 7) => f64::NAN,
+                        (0, _) => m / 8.0 * 2f64.powi(-6),
+                        _ => (1.0 + m / 8.0) * 2f64.powi(e - 7),
+                    };
+                    if s == 1 { -v } else { v }
+                }
+            }
+        }
+
+        /// `rows` x 128 bytes of random normal values of magnitude 2^-5 to
+        /// 2 (no zeros, no NaN), from `seed`.
+        pub fn random(self, rows: usize, seed: u32) -> Vec<u8> {
+            let mut out = vec![0u8; rows * 128];
+            let word = |i: u64| super::pattern(seed, i);
+            match self {
+                TcFormat::Bf16 | TcFormat::F16 => {
+                    for (i, pair) in (0u64..).zip(out.chunks_exact_mut(2)) {
+                        let r = word(i);
+                        let sign = (r >> 31) as u16;
+                        let exp = (r >> 24) as u16 % 6;
+                        let h = match self {
+                            TcFormat::Bf16 => (sign << 15) | ((122 + exp) << 7) | (r as u16 & 0x7f),
+                            _ => (sign << 15) | ((10 + exp) << 10) | (r as u16 & 0x3ff),
+                        };
+                        pair.copy_from_slice(&h.to_le_bytes());
+                    }
+                }
+                TcFormat::E4m3 => {
+                    for (i, b) in (0u64..).zip(out.iter_mut()) {
+                        let r = word(i);
+                        *b = (((r >> 31) as u8) << 7) | ((2 + (r >> 24) as u8 % 6) << 3) | (r as u8 & 7);
+                    }
+                }
+            }
+            out
+        }
+    }
+
+    /// A tensor probe's result: `iters * A . B^T` (64 x 256, row-major),
+    /// `a` 64 rows and `b` 256 rows of 128 bytes, summed in f64.
+    pub fn tensor(format: TcFormat, a: &[u8], b: &[u8], iters: u32) -> Vec<f32> {
+        let k = format.k();
+        let av: Vec<f64> = (0..64 * k).map(|i| format.decode(a, i)).collect();
+        let bv: Vec<f64> = (0..256 * k).map(|i| format.decode(b, i)).collect();
+        let mut out = vec![0f32; 64 * 256];
+        for m in 0..64 {
+            for n in 0..256 {
+                let dot: f64 = (0..k).map(|j| av[m * k + j] * bv[n * k + j]).sum();
+                out[m * 256 + n] = (dot * f64::from(iters)) as f32;
+            }
+        }
+        out
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -256,6 +351,30 @@ pub mod probes {
             assert_eq!(Half::F16.round(-0.9375), -0.9375);
             // Subnormal f16: quantum 2^-24.
             assert_eq!(Half::F16.round(3.0 * 2f64.powi(-26)), 2f64.powi(-24));
+        }
+
+        #[test]
+        fn tensor_formats_decode() {
+            assert_eq!(TcFormat::Bf16.decode(&[0x80, 0x3f], 0), 1.0);
+            assert_eq!(TcFormat::F16.decode(&[0x00, 0x3c], 0), 1.0);
+            assert_eq!(TcFormat::F16.decode(&[0x00, 0xc0], 0), -2.0);
+            assert_eq!(TcFormat::E4m3.decode(&[0x38], 0), 1.0);
+            assert_eq!(TcFormat::E4m3.decode(&[0xc4], 0), -3.0);
+            assert!(TcFormat::E4m3.decode(&[0x7f], 0).is_nan());
+            for f in [TcFormat::Bf16, TcFormat::F16, TcFormat::E4m3] {
+                let t = f.random(2, 9);
+                assert_eq!(t.len(), 256);
+                for i in 0..2 * f.k() {
+                    let v = f.decode(&t, i).abs();
+                    assert!((1.0 / 64.0..=2.0).contains(&v), "{f:?} {i}: {v}");
+                }
+            }
+            // One row of ones against one row of ones: K.
+            let ones = [0x80u8, 0x3f].repeat(64);
+            let a = ones.repeat(64);
+            let b = ones.repeat(256);
+            let d = tensor(TcFormat::Bf16, &a, &b, 3);
+            assert!(d.iter().all(|&v| v == 192.0));
         }
 
         #[test]

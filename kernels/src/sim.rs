@@ -30,6 +30,9 @@ const SIM_CACHE_BYTES_PER_NS: f64 = 10_000.0;
 /// Simulated nanoseconds per iteration of `smem_read` (its thread count is
 /// not a parameter).
 const SIM_SMEM_NS_PER_ITER: f64 = 4.0;
+/// Simulated nanoseconds per iteration of a tensor probe (its grid is not a
+/// parameter).
+const SIM_TENSOR_NS_PER_ITER: f64 = 600.0;
 /// Simulated length of a spin gate that found its flag open, ns.
 const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
@@ -117,6 +120,9 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
             Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
         }
         KernelId::SmemRead => Some(f64::from(call.scalar::<u32>(0).ok()?) * SIM_SMEM_NS_PER_ITER),
+        KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
+            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
+        }
         KernelId::IntensityF32 => {
             let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
@@ -409,6 +415,45 @@ pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelF
     let mut out = vec![0.0f32; n];
     reference::probes::intensity_f32(&input, &mut out, fmas);
     call.write(1, &out)
+}
+
+/// The tensor probes: with `store != 0`, the reference result; always the
+/// simulator's clock.
+fn run_tensor(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    format: reference::probes::TcFormat,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let iters = call.scalar::<u32>(2)?;
+    let store = call.scalar::<u32>(3)?;
+    if store != 0 {
+        let a: Vec<u8> = call
+            .read::<u32>(0, (cost::TC_A_BYTES / 4) as usize)?
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let b: Vec<u8> = call
+            .read::<u32>(1, (cost::TC_B_BYTES / 4) as usize)?
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        call.write(4, &reference::probes::tensor(format, &a, &b, iters))?;
+    }
+    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
+    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+pub(crate) fn run_tc_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcBf16, reference::probes::TcFormat::Bf16)
+}
+
+pub(crate) fn run_tc_f16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcF16, reference::probes::TcFormat::F16)
+}
+
+pub(crate) fn run_tc_e4m3_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcE4m3, reference::probes::TcFormat::E4m3)
 }
 
 #[cfg(test)]

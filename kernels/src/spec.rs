@@ -30,17 +30,20 @@ pub enum ModuleId {
     /// `roofline.cu`: the roofline's probes (HBM variants, FMA chains, the
     /// cache sweep, shared memory, the intensity sweep).
     Roofline,
+    /// `tensor.cu`: the tensor-core probes (`wgmma`, sm_90a only).
+    Tensor,
 }
 
 impl ModuleId {
     /// Every module.
-    pub const ALL: [ModuleId; 6] = [
+    pub const ALL: [ModuleId; 7] = [
         ModuleId::Stream,
         ModuleId::Spin,
         ModuleId::Pattern,
         ModuleId::Elementwise,
         ModuleId::Bench,
         ModuleId::Roofline,
+        ModuleId::Tensor,
     ];
 
     /// The source's file stem (`"stream"`).
@@ -52,6 +55,7 @@ impl ModuleId {
             ModuleId::Elementwise => "elementwise",
             ModuleId::Bench => "bench",
             ModuleId::Roofline => "roofline",
+            ModuleId::Tensor => "tensor",
         }
     }
 

@@ -611,6 +611,60 @@ kernel_table! {
     sim: run_intensity_f32,
     contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: f32 views, four \
                floats at a time.";
+
+    /// `tc_bf16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: BF16 `wgmma` m64n256k16 with both operands in shared memory.
+    TcBf16 = "tc_bf16_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcBf16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_bf16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
+
+    /// `tc_f16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP16 `wgmma` m64n256k16.
+    TcF16 = "tc_f16_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcF16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_f16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
+
+    /// `tc_e4m3_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP8 (e4m3) `wgmma` m64n256k32.
+    TcE4m3 = "tc_e4m3_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcE4m3Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_e4m3_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
 }
 
 #[cfg(test)]
