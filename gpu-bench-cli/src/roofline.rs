@@ -64,9 +64,9 @@ pub struct Args {
 /// 4 loads in block tiles, 2 blocks of 512 a SM; copy and triad with 8 loads
 /// in tiles and many blocks (32 and 8 a SM): write traffic prefers short
 /// blocks that the scheduler refills.
-const READ_CONFIG: (u32, u32, u32) = (7, 2, 512);
-const COPY_CONFIG: (u32, u32, u32) = (8, 32, 256);
-const TRIAD_CONFIG: (u32, u32, u32) = (8, 8, 256);
+const READ_CONFIG: (u32, u32, u32) = (10, 2, 512);
+const COPY_CONFIG: (u32, u32, u32) = (11, 32, 256);
+const TRIAD_CONFIG: (u32, u32, u32) = (11, 8, 256);
 
 /// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
 const FMA_ITERS: u32 = 512;

@@ -19,10 +19,16 @@
 // HINT 0: a plain load (the compiler picks LDG.E.128[.CONSTANT]).
 // HINT 1: ld.global.nc.L1::no_allocate: read-only path, no L1 allocation.
 // HINT 2: ld.global.cg: cached in L2 only (the L2 sweep).
+// HINT 3: ld.global.nc.L1::no_allocate.L2::256B: as 1, with a 256-byte L2
+// prefetch of the surrounding sector group.
 template <int HINT>
 __device__ __forceinline__ uint4 rl_load(const uint4* p) {
     uint4 v;
-    if (HINT == 1) {
+    if (HINT == 3) {
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (HINT == 1) {
         asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                      : "l"(p));
@@ -36,10 +42,10 @@ __device__ __forceinline__ uint4 rl_load(const uint4* p) {
     return v;
 }
 
-// HINT 0: a plain store. HINT 1: st.global.cs (streaming, evict first).
+// HINT 0: a plain store. HINT 1 and 3: st.global.cs (streaming, evict first).
 template <int HINT>
 __device__ __forceinline__ void rl_store(uint4* p, uint4 v) {
-    if (HINT == 1) {
+    if (HINT == 1 || HINT == 3) {
         asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"
                      :
                      : "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
@@ -156,8 +162,10 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
     }
 }
 
-// The variant number: U = {2, 4, 8}[v % 3], HINT = (v / 3) % 2, LAYOUT = v / 6.
-// Variants past 11 run variant 0.
+// The variant number: U = {2, 4, 8}[v % 3]; loads and stores (v / 3) % 3:
+// 0 plain, 1 ld.nc.L1::no_allocate + st.cs, 2 as 1 with the L2::256B
+// prefetch on loads; LAYOUT = v / 9 (0 grid-stride, 1 block tiles).
+// Variants past 17 run variant 0.
 #define RL_VARIANTS(OP, ...)                                           \
     switch (variant) {                                                 \
         case 1: rl_stream<OP, 4, 0, 0>(__VA_ARGS__); break;            \
@@ -165,12 +173,18 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
         case 3: rl_stream<OP, 2, 1, 0>(__VA_ARGS__); break;            \
         case 4: rl_stream<OP, 4, 1, 0>(__VA_ARGS__); break;            \
         case 5: rl_stream<OP, 8, 1, 0>(__VA_ARGS__); break;            \
-        case 6: rl_stream<OP, 2, 0, 1>(__VA_ARGS__); break;            \
-        case 7: rl_stream<OP, 4, 0, 1>(__VA_ARGS__); break;            \
-        case 8: rl_stream<OP, 8, 0, 1>(__VA_ARGS__); break;            \
-        case 9: rl_stream<OP, 2, 1, 1>(__VA_ARGS__); break;            \
-        case 10: rl_stream<OP, 4, 1, 1>(__VA_ARGS__); break;           \
-        case 11: rl_stream<OP, 8, 1, 1>(__VA_ARGS__); break;           \
+        case 6: rl_stream<OP, 2, 3, 0>(__VA_ARGS__); break;            \
+        case 7: rl_stream<OP, 4, 3, 0>(__VA_ARGS__); break;            \
+        case 8: rl_stream<OP, 8, 3, 0>(__VA_ARGS__); break;            \
+        case 9: rl_stream<OP, 2, 0, 1>(__VA_ARGS__); break;            \
+        case 10: rl_stream<OP, 4, 0, 1>(__VA_ARGS__); break;           \
+        case 11: rl_stream<OP, 8, 0, 1>(__VA_ARGS__); break;           \
+        case 12: rl_stream<OP, 2, 1, 1>(__VA_ARGS__); break;           \
+        case 13: rl_stream<OP, 4, 1, 1>(__VA_ARGS__); break;           \
+        case 14: rl_stream<OP, 8, 1, 1>(__VA_ARGS__); break;           \
+        case 15: rl_stream<OP, 2, 3, 1>(__VA_ARGS__); break;           \
+        case 16: rl_stream<OP, 4, 3, 1>(__VA_ARGS__); break;           \
+        case 17: rl_stream<OP, 8, 3, 1>(__VA_ARGS__); break;           \
         default: rl_stream<OP, 2, 0, 0>(__VA_ARGS__); break;           \
     }
 

@@ -22,9 +22,10 @@ use gpu_sync::{
 
 /// Number of tuning variants of the HBM probes: variant `v` keeps
 /// `[2, 4, 8][v % 3]` 16-byte loads in flight per thread and pointer, uses
-/// plain loads and stores (`v / 3 % 2 == 0`) or `ld.global.nc.L1::no_allocate`
-/// with `st.global.cs`, and a grid-stride (`v < 6`) or block-tile layout.
-pub const HBM_VARIANTS: u32 = 12;
+/// plain loads and stores (`v / 3 % 3 == 0`), `ld.global.nc.L1::no_allocate`
+/// with `st.global.cs` (1), or those with the `L2::256B` prefetch (2), and a
+/// grid-stride (`v < 9`) or block-tile layout.
+pub const HBM_VARIANTS: u32 = 18;
 
 /// What HBM variant `v` is, in words (`"8 loads, nc/cs, tiles"`).
 pub fn hbm_variant_name(v: u32) -> String {
@@ -32,8 +33,8 @@ pub fn hbm_variant_name(v: u32) -> String {
     format!(
         "{} loads, {}, {}",
         [2, 4, 8][(v % 3) as usize],
-        if (v / 3).is_multiple_of(2) { "plain" } else { "nc/cs" },
-        if v < 6 { "grid-stride" } else { "tiles" }
+        ["plain", "nc/cs", "nc.L2::256B/cs"][((v / 3) % 3) as usize],
+        if v < 9 { "grid-stride" } else { "tiles" }
     )
 }
 
@@ -441,7 +442,9 @@ mod tests {
     fn variant_names() {
         assert_eq!(hbm_variant_name(0), "2 loads, plain, grid-stride");
         assert_eq!(hbm_variant_name(5), "8 loads, nc/cs, grid-stride");
-        assert_eq!(hbm_variant_name(10), "4 loads, nc/cs, tiles");
+        assert_eq!(hbm_variant_name(7), "4 loads, nc.L2::256B/cs, grid-stride");
+        assert_eq!(hbm_variant_name(13), "4 loads, nc/cs, tiles");
+        assert_eq!(hbm_variant_name(11), "8 loads, plain, tiles");
     }
 
     #[test]

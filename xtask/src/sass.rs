@@ -109,11 +109,15 @@ fn lines_for(
         if !arch.starts_with("sm_90") {
             continue;
         }
+        // `LDG.E.128` and `STG.E.128` stand for every 16-byte global access
+        // (`LDG.E.NA.LTC256B.128.CONSTANT` too).
+        let matches = |op: &str, prefix: &str| match prefix {
+            "LDG.E.128" | "STG.E.128" => op.starts_with(&prefix[..3]) && op.contains(".128"),
+            p => op.starts_with(p.trim_end()),
+        };
         let count = |prefix: &str, exclude: &str| -> usize {
             ops.iter()
-                .filter(|(op, _)| {
-                    op.starts_with(prefix.trim_end()) && (exclude.is_empty() || !op.contains(exclude))
-                })
+                .filter(|(op, _)| matches(op, prefix) && (exclude.is_empty() || !op.contains(exclude)))
                 .filter(|(op, _)| !prefix.ends_with(' ') || op.as_str() == prefix.trim_end())
                 .map(|(_, n)| n)
                 .sum()
@@ -180,6 +184,7 @@ code version = [1,8]
         Function : hbm_read
         /*0100*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;
         /*0110*/                   LDG.E R4, desc[UR4][R2.64] ;
+        /*0120*/                   LDG.E.NA.LTC256B.128.CONSTANT R4, desc[UR4][R2.64] ;
 ";
 
     #[test]
@@ -193,6 +198,6 @@ code version = [1,8]
         let mut ok = p.clone();
         ok.remove(&("sm_90".to_owned(), "fma_f16x2".to_owned()));
         let lines = lines_for(&ok, "roofline").unwrap();
-        assert!(lines.iter().any(|l| l.starts_with("sm_90 hbm_read: LDG.E.128 x1, LDG.E x1")), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("sm_90 hbm_read: LDG.E.128 x2, LDG.E x1")), "{lines:?}");
     }
 }

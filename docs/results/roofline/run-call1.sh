@@ -30,6 +30,13 @@ for f in "$B"/fatbin/*.fatbin; do
     "$(grep -c 'LDG.E.128' "$W/sass-$n.txt")" "$(grep -c ' FFMA ' "$W/sass-$n.txt")" \
     "$(grep -c ' DFMA ' "$W/sass-$n.txt")" "$(grep -c 'HFMA2' "$W/sass-$n.txt")" "$(grep -c 'HGMMA' "$W/sass-$n.txt")"
 done | tee "$W/sass-summary.txt"
+echo "=== wgmma experiment (tc/tensor.cu, built here with nvcc for sm_90a)"
+for v in "" "-DTC_SWAP"; do
+  nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a $v -I "$B/tc" -o "$W/tc_host$v" "$B/tc/tc_host.cu" > "$W/tc-build$v.txt" 2>&1 || cat "$W/tc-build$v.txt"
+  echo "--- layout ${v:-(LBO 128, SBO 256)}"
+  timeout 60 "$W/tc_host$v" 2>&1 | tee "$W/tc$v.txt"
+done
+cuobjdump -sass "$W/tc_host" | grep -cE "HGMMA|QGMMA"
 tar czf "$OUT/roofline-call1.tgz" -C "$W" .
 cp "$W/tune/report.md" "$OUT/report.md" 2>/dev/null
 sed -n '/## Ceilings/,/## Peers/p' "$W/tune/report.md" 2>/dev/null
