@@ -64,9 +64,15 @@ pub struct Args {
 /// 4 loads in block tiles, 2 blocks of 512 a SM; copy and triad with 8 loads
 /// in tiles and many blocks (32 and 8 a SM): write traffic prefers short
 /// blocks that the scheduler refills.
-const READ_CONFIG: (u32, u32, u32) = (10, 2, 512);
-const COPY_CONFIG: (u32, u32, u32) = (11, 32, 256);
-const TRIAD_CONFIG: (u32, u32, u32) = (11, 8, 256);
+/// The main job measures each probe in its candidates and keeps the best
+/// (both rows are in the report's tuning table). Call 2 on the H100 found
+/// triad best at 128 blocks a SM (3.01 TB/s against 2.93 at 8).
+const READ_CONFIGS: [(u32, u32, u32); 2] = [(10, 2, 512), (10, 4, 256)];
+const COPY_CONFIGS: [(u32, u32, u32); 2] = [(11, 32, 256), (11, 128, 256)];
+const TRIAD_CONFIGS: [(u32, u32, u32); 2] = [(11, 128, 256), (11, 32, 256)];
+const READ_CONFIG: (u32, u32, u32) = READ_CONFIGS[0];
+const COPY_CONFIG: (u32, u32, u32) = COPY_CONFIGS[0];
+const TRIAD_CONFIG: (u32, u32, u32) = TRIAD_CONFIGS[0];
 
 /// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
 const FMA_ITERS: u32 = 512;
@@ -384,7 +390,7 @@ fn hbm(
 
     // The tuning search: every variant at the default grid, then grids for
     // the best variant.
-    let mut configs = (READ_CONFIG, COPY_CONFIG);
+    let configs;
     if tune {
         let mut search = |probe: &str,
                           default: (u32, u32, u32),
@@ -407,9 +413,19 @@ fn hbm(
                 }
             }
             let v = best.0.0;
-            for (per_sm, threads) in
-                [(1, 256), (2, 256), (2, 512), (4, 256), (8, 256), (16, 256), (32, 256), (1, 1024)]
-            {
+            for (per_sm, threads) in [
+                (1, 256),
+                (2, 256),
+                (2, 512),
+                (4, 256),
+                (8, 256),
+                (16, 256),
+                (32, 256),
+                (64, 256),
+                (128, 256),
+                (256, 256),
+                (1, 1024),
+            ] {
                 let cfg = (v, per_sm, threads);
                 if cfg == best.0 {
                     continue;
@@ -442,6 +458,30 @@ fn hbm(
             &mut |s, g, v| probes.hbm_copy(s, g, v, &src, &mut dst),
             bytes,
             timer,
+        )?;
+        configs = (read, copy);
+    } else {
+        let bytes = cost::read_sum_u32x4(n4).bytes() as f64;
+        let read = pick(
+            ctx,
+            timer,
+            sms,
+            "HBM read",
+            &READ_CONFIGS,
+            bytes,
+            &mut |s, g, v| probes.hbm_read(s, g, v, &src, &mut sum),
+            report,
+        )?;
+        let bytes = cost::copy_u32x4(n4).bytes() as f64;
+        let copy = pick(
+            ctx,
+            timer,
+            sms,
+            "HBM copy",
+            &COPY_CONFIGS,
+            bytes,
+            &mut |s, g, v| probes.hbm_copy(s, g, v, &src, &mut dst),
+            report,
         )?;
         configs = (read, copy);
     }
@@ -513,7 +553,7 @@ fn hbm(
     let cc = DeviceBuffer::from_slice(stream, &host_c)?;
     let mut a = DeviceBuffer::<f32>::alloc(stream, words)?;
     let scalar = 3.0f32;
-    let mut triad_cfg = TRIAD_CONFIG;
+    let triad_cfg;
     if tune {
         let bytes = cost::triad_f32(words as u64).bytes() as f64;
         let mut best = (TRIAD_CONFIG, 0.0);
@@ -534,6 +574,18 @@ fn hbm(
             }
         }
         triad_cfg = best.0;
+    } else {
+        let bytes = cost::triad_f32(words as u64).bytes() as f64;
+        triad_cfg = pick(
+            ctx,
+            timer,
+            sms,
+            "HBM triad",
+            &TRIAD_CONFIGS,
+            bytes,
+            &mut |s, g, v| probes.hbm_triad(s, g, v, &mut a, &b, &cc, scalar),
+            report,
+        )?;
     }
     stream.fill_bytes(&mut a, 0xff)?;
     let cfg = triad_cfg;
@@ -562,6 +614,34 @@ fn hbm(
     ce.datasheet = Some(datasheet);
     report.ceilings.push(ce);
     Ok(())
+}
+
+/// Times `run` in each candidate configuration (variant, blocks a SM,
+/// threads), records each in the report's tuning table, returns the best.
+#[allow(clippy::too_many_arguments)]
+fn pick(
+    ctx: &Ctx,
+    timer: &mut gpu_bench::Timer,
+    sms: u32,
+    probe: &str,
+    candidates: &[(u32, u32, u32)],
+    bytes: f64,
+    run: &mut dyn FnMut(&Stream, Grid, u32) -> gpu_sync::Result<()>,
+    report: &mut RooflineReport,
+) -> Result<(u32, u32, u32), Failure> {
+    let mut best = (candidates[0], 0.0);
+    for &cfg in candidates {
+        let (t, _) = time(ctx, timer, probe, |s| run(s, grid(sms, cfg), cfg.0))?;
+        report.tuning.push(TuneRow {
+            probe: format!("{probe} (main job's candidates)"),
+            config: format!("{}, {} blocks/SM of {}", hbm_variant_name(cfg.0), cfg.1, cfg.2),
+            value: bytes / t,
+        });
+        if bytes / t > best.1 {
+            best = (cfg, bytes / t);
+        }
+    }
+    Ok(best.0)
 }
 
 fn check_pattern(
@@ -731,7 +811,9 @@ fn tensor(
             .zip(&want)
             .map(|(g, w)| (g - w).abs())
             .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
-        if worst.is_nan() || worst > 1e-3 * scale {
+        // FP8 wgmma accumulates with fewer bits than f32: a wider band.
+        let tolerance = if format == TcFormat::E4m3 { 5e-3 } else { 1e-3 };
+        if worst.is_nan() || worst > tolerance * scale {
             return Err(Failure::Check(format!(
                 "{name}: max |error| {worst} against the CPU reference's max {scale}"
             )));
@@ -757,7 +839,7 @@ fn tensor(
             format!(
                 "wgmma m64n256k{k}, A and B in shared memory, random operands, {sms} blocks x 2 warpgroups x {iters} x 4"
             ),
-            format!("64x256 result within 1e-3 of the CPU reference ({worst:.2e} of {scale:.3})"),
+            format!("64x256 result within {tolerance:e} of the CPU reference ({worst:.2e} of {scale:.3})"),
         );
         ce.sm_clock_mhz = clock_mhz;
         ce.peak_at_clock = clock_mhz.and_then(|m| rl::tensor_peak(&report.device, prec, m));
@@ -825,6 +907,26 @@ fn caches(
             format!("{} loads, {range}", if l2_only { "ld.global.cg" } else { "plain" }),
             "every point's sum = CPU reference".into(),
         ));
+        // The L2 over whole working sets: the widest plateau above 1 MB that
+        // ends within the L2 (the first plateau is the small-set one).
+        let l2_size = report.device.l2_bytes.max(0) as f64;
+        let whole = plateaus
+            .iter()
+            .filter(|p| l2_only && p.to_x <= l2_size && p.from_x > 1.0e6)
+            .max_by(|a, b| (a.to_x / a.from_x).total_cmp(&(b.to_x / b.from_x)));
+        if let Some(p) = whole {
+            let mut c = ceiling(
+                "L2 (whole working sets)",
+                CeilingKind::Memory(MemoryLevel::L2),
+                p.value,
+                0.0,
+                "cache_read",
+                format!("ld.global.cg loads, plateau {} B to {} B", p.from_x, p.to_x),
+                "every point's sum = CPU reference".into(),
+            );
+            c.roof = false;
+            report.ceilings.push(c);
+        }
         report.sweeps.push(Sweep {
             name: format!(
                 "{name} working-set sweep ({} loads)",
