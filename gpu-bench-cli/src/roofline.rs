@@ -68,8 +68,8 @@ pub struct Args {
 /// (both rows are in the report's tuning table). Call 2 on the H100 found
 /// triad best at 128 blocks a SM (3.01 TB/s against 2.93 at 8).
 const READ_CONFIGS: [(u32, u32, u32); 2] = [(10, 2, 512), (10, 4, 256)];
-const COPY_CONFIGS: [(u32, u32, u32); 2] = [(11, 32, 256), (11, 128, 256)];
-const TRIAD_CONFIGS: [(u32, u32, u32); 2] = [(11, 128, 256), (11, 32, 256)];
+const COPY_CONFIGS: [(u32, u32, u32); 3] = [(11, 32, 256), (11, 128, 256), (11, 256, 256)];
+const TRIAD_CONFIGS: [(u32, u32, u32); 3] = [(11, 128, 256), (11, 32, 256), (11, 256, 256)];
 const READ_CONFIG: (u32, u32, u32) = READ_CONFIGS[0];
 const COPY_CONFIG: (u32, u32, u32) = COPY_CONFIGS[0];
 const TRIAD_CONFIG: (u32, u32, u32) = TRIAD_CONFIGS[0];
