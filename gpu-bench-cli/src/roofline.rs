@@ -1110,6 +1110,20 @@ fn place_kernels(
     place(report, format!("elementwise mix_u32 ({mib} MiB arrays)"), cost::mix_u32(n as u64), t)?;
     let (t, _) = time(ctx, timer, "bump_u32", |s| k.bump(s, &mut c, 1))?;
     place(report, format!("elementwise bump_u32 ({mib} MiB)"), cost::bump_u32(n as u64), t)?;
+    // The floors of part 1: what a tiny kernel can never beat.
+    let small = DeviceBuffer::<f32>::zeroed(stream, 1024)?;
+    let mut small_out = DeviceBuffer::<f32>::zeroed(stream, 1024)?;
+    let r = Bench::new("launch floor")
+        .modes(&[Mode::Hot, Mode::Batch])
+        .settings(probe_settings(&ctx.settings))
+        .run_on(timer, None, |s| k.scale(s, &small, &mut small_out, 2.0))?;
+    let us = |m: Mode| r.mode(m).map_or("–".to_owned(), |x| format!("{:.2} µs", x.median() * 1e6));
+    report.notes.push(format!(
+        "floors: a 1024-element scale_f32 takes {} a launch back to back (hot) and {} queued behind the spin \
+         gate (batch): no kernel runs faster than this, however little it does",
+        us(Mode::Hot),
+        us(Mode::Batch)
+    ));
     report.notes.push(
         "placed kernels: each result checked against its CPU reference (mix_u32 on every 97th element; \
          check_pattern_u32, read_sum_u32x4 and bump_u32 run after the kernels they check, unchecked themselves)"

@@ -46,8 +46,8 @@ fn quick_roofline_on_the_simulator() {
 
 #[test]
 fn replay_of_the_committed_h100_result() {
-    let json = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/results/2026-11-25-h100-roofline/results.json");
+    let json =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/2026-11-25-h100-roofline/results.json");
     let dir = out_dir("replay");
     let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
         .args(["roofline", "--replay"])
