@@ -188,16 +188,24 @@ fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), K
     call.write(param, &[new])
 }
 
-pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::ReadSumU32x4)?;
-    let n4 = call.scalar::<u64>(1)?;
+/// `*out += sum of the 4*n4 words of in`, `n4` the scalar at `n4_param`,
+/// `out` the pointer at `out_param`, `in` the pointer at 0.
+fn read_sum(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    n4_param: usize,
+    out_param: usize,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let n4 = call.scalar::<u64>(n4_param)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let data = call.read::<u32>(0, words)?;
-    accumulate(call, 2, reference::read_sum_u32(&data))
+    accumulate(call, out_param, reference::read_sum_u32(&data))
 }
 
-pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CopyU32x4)?;
+/// `dst = src` over `4*n4` words: `(src, dst, n4, ..)`.
+fn copy_quads(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
     let n4 = call.scalar::<u64>(2)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let src = call.read::<u32>(0, words)?;
@@ -206,15 +214,29 @@ pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFaul
     call.write(1, &dst)
 }
 
-pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::TriadF32)?;
+/// `a = fma(scalar, c, b)` over `n` floats: `(a, b, c, scalar, ..)`.
+fn triad(call: &mut KernelCall<'_>, kernel: KernelId, n: Option<u64>) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
     let scalar = call.scalar::<f32>(3)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
+    let n = count(call, 0, n, 4)?;
     let b = call.read::<f32>(1, n)?;
     let c = call.read::<f32>(2, n)?;
     let mut a = vec![0.0f32; n];
     reference::triad_f32(&mut a, &b, &c, scalar);
     call.write(0, &a)
+}
+
+pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    read_sum(call, KernelId::ReadSumU32x4, 1, 2)
+}
+
+pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    copy_quads(call, KernelId::CopyU32x4)
+}
+
+pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let n = call.scalar::<u64>(4)?;
+    triad(call, KernelId::TriadF32, Some(n))
 }
 
 pub(crate) fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -295,43 +317,20 @@ pub(crate) fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault
 }
 
 pub(crate) fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CopyMappedU32x4)?;
-    let n4 = call.scalar::<u64>(2)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let src = call.read::<u32>(0, words)?;
-    let mut dst = vec![0u32; words];
-    reference::copy_u32(&src, &mut dst);
-    call.write(1, &dst)
+    copy_quads(call, KernelId::CopyMappedU32x4)
 }
 
 pub(crate) fn run_hbm_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::HbmRead)?;
-    let n4 = call.scalar::<u64>(1)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let data = call.read::<u32>(0, words)?;
-    accumulate(call, 3, reference::read_sum_u32(&data))
+    read_sum(call, KernelId::HbmRead, 1, 3)
 }
 
 pub(crate) fn run_hbm_copy(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::HbmCopy)?;
-    let n4 = call.scalar::<u64>(2)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let src = call.read::<u32>(0, words)?;
-    let mut dst = vec![0u32; words];
-    reference::copy_u32(&src, &mut dst);
-    call.write(1, &dst)
+    copy_quads(call, KernelId::HbmCopy)
 }
 
 pub(crate) fn run_hbm_triad(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::HbmTriad)?;
-    let scalar = call.scalar::<f32>(3)?;
     let n4 = call.scalar::<u64>(4)?;
-    let n = count(call, 0, n4.checked_mul(4), 4)?;
-    let b = call.read::<f32>(1, n)?;
-    let c = call.read::<f32>(2, n)?;
-    let mut a = vec![0.0f32; n];
-    reference::triad_f32(&mut a, &b, &c, scalar);
-    call.write(0, &a)
+    triad(call, KernelId::HbmTriad, n4.checked_mul(4))
 }
 
 /// The FMA probes' common part: writes the results when `store != 0` and

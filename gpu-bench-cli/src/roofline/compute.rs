@@ -2,17 +2,9 @@
 //! ceilings, each against the peak at the SM clock measured in the probe.
 
 use super::*;
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn fma(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    probes: &RooflineKernels,
-    sms: u32,
-    sizes: &Sizes,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn fma(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
     let g = Grid { blocks: sms * 8, threads: 256 };
     let slots = g.total() as usize;
     let mut clk = DeviceBuffer::<u64>::zeroed(stream, 2)?;
@@ -100,14 +92,9 @@ pub(super) fn fma(
     Ok(())
 }
 
-pub(super) fn tensor(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    sms: u32,
-    sizes: &Sizes,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, sms, sizes, .. } = run;
+    let (ctx, timer, stream, sms, sizes) = (*ctx, timer, &*stream, *sms, &*sizes);
     use reference::probes::TcFormat;
     let probes = match TensorKernels::load(&ctx.device) {
         Ok(p) => p,

@@ -1,11 +1,11 @@
 //! Phase 1: the HBM ceilings (read, copy, triad with `roofline.cu`'s
 //! 16-byte-load variants) and the driver's D2D copy as a reference line.
 
-use super::{Sizes, ceiling, check_pattern, pattern_sum, time};
+use super::{Run, ceiling, check_pattern, pattern_sum, time};
 use crate::common::{Ctx, Failure};
 use gpu_bench::roofline::{CeilingKind, MemoryLevel, RooflineReport, TuneRow};
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{Grid, HBM_VARIANTS, RooflineKernels, cost, hbm_variant_name, reference};
+use kernels::{Grid, HBM_VARIANTS, cost, hbm_variant_name, reference};
 
 /// An HBM probe's configuration: (variant, blocks per SM, threads a block).
 type Config = (u32, u32, u32);
@@ -93,17 +93,10 @@ fn search(
 /// # Errors
 /// [`Failure::Check`] when a probe's result differs from the CPU
 /// reference; a driver error.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    probes: &RooflineKernels,
-    sms: u32,
-    sizes: &Sizes,
-    tune: bool,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, tune, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes, tune) =
+        (*ctx, timer, &*stream, &*probes, *sms, &*sizes, *tune);
     let words = sizes.array / 16 * 4;
     let n4 = words as u64 / 4;
     let seed = 0x5eed_2026u32;

@@ -1,17 +1,9 @@
 //! Phase 4: the L2 and L1 working-set sweeps and shared memory.
 
 use super::*;
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    probes: &RooflineKernels,
-    sms: u32,
-    sizes: &Sizes,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
     let seed = 0x00c0_ffeeu32;
     let largest = sizes.l2_sweep.iter().chain(&sizes.l1_sweep).copied().max().unwrap_or(1 << 20);
     let words = (largest / 16 * 4) as usize;

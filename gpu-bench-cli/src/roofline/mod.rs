@@ -95,6 +95,17 @@ fn rl_err(e: rl::RooflineError) -> Failure {
     }
 }
 
+/// What every phase works with.
+struct Run<'a> {
+    ctx: &'a Ctx,
+    timer: gpu_bench::Timer,
+    stream: Stream,
+    probes: RooflineKernels,
+    sms: u32,
+    sizes: Sizes,
+    tune: bool,
+}
+
 /// Sizes of one run.
 struct Sizes {
     /// Bytes of each HBM array.
@@ -289,9 +300,8 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
         ctx.device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
     let sizes = Sizes::new(ctx, args.array_mib, report.device.l2_bytes.max(0) as u64)?;
     let stream = Stream::new(&ctx.device)?;
-    let mut timer = ctx.timer(&stream)?;
+    let timer = ctx.timer(&stream)?;
     let probes = RooflineKernels::load(&ctx.device)?;
-    let mut phases = Phases::start(ctx, "HBM");
 
     // The SM clock before the probes (the clock kernel of part 1).
     {
@@ -303,6 +313,8 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             report.idle_clock_mhz = Some(v[0] as f64 / v[1] as f64 * 1e3);
         }
     }
+    let mut run = Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune };
+    let mut phases = Phases::start(ctx, "HBM");
 
     let mut failed = None;
     let mut outcome = |r: Result<(), Failure>, report: &mut RooflineReport| -> Result<(), Failure> {
@@ -316,22 +328,22 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             other => other,
         }
     };
-    let r = hbm::run(ctx, &mut timer, &stream, &probes, sms, &sizes, args.tune, &mut report);
+    let r = hbm::run(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "HBM", "FMA");
-    let r = compute::fma(ctx, &mut timer, &stream, &probes, sms, &sizes, &mut report);
+    let r = compute::fma(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "FMA", "tensor");
-    let r = compute::tensor(ctx, &mut timer, &stream, sms, &sizes, &mut report);
+    let r = compute::tensor(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "tensor", "caches");
-    let r = memory::run(ctx, &mut timer, &stream, &probes, sms, &sizes, &mut report);
+    let r = memory::run(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "caches", "intensity sweep");
-    let r = sweep::run(ctx, &mut timer, &stream, &probes, sms, &sizes, &mut report);
+    let r = sweep::run(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "intensity sweep", "placement");
-    let r = place::run(ctx, &mut timer, &stream, &sizes, &mut report);
+    let r = place::run(&mut run, &mut report);
     outcome(r, &mut report)?;
     phases.next(ctx, "placement", "report");
     report.phases = phases.list;
@@ -339,7 +351,7 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
         report.notes.push(format!(
             "sizes scaled down ({}): HBM arrays {} KiB — figures are not ceilings",
             if ctx.sim { "simulator" } else { "--quick" },
-            sizes.array >> 10
+            run.sizes.array >> 10
         ));
     }
     ctx.progress.finish();

@@ -3,13 +3,9 @@
 
 use super::*;
 
-pub(super) fn run(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    sizes: &Sizes,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, sizes, .. } = run;
+    let (ctx, timer, stream, sizes) = (*ctx, timer, &*stream, &*sizes);
     let k = &ctx.kernels;
     let n = sizes.place / 4 / 4 * 4;
     let mib = sizes.place >> 20;

@@ -1,17 +1,9 @@
 //! Phase 5: the intensity sweep (mixbench-style, FP32) and its ridge.
 
 use super::*;
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run(
-    ctx: &Ctx,
-    timer: &mut gpu_bench::Timer,
-    stream: &Stream,
-    probes: &RooflineKernels,
-    sms: u32,
-    sizes: &Sizes,
-    report: &mut RooflineReport,
-) -> Result<(), Failure> {
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
     let n = sizes.intensity_array / 4 / 4 * 4;
     let host: Vec<f32> = (0..n).map(|i| ((i % 997) as f32) / 997.0 - 0.25).collect();
     let input = DeviceBuffer::from_slice(stream, &host)?;

@@ -90,10 +90,10 @@ impl std::fmt::Display for RooflineError {
 
 impl std::error::Error for RooflineError {}
 
-/// A small report (two HBM ceilings, FP32, an L2 ceiling) as JSON, for
-/// examples and tests: its figures are made up, and it says so.
-pub fn example_report_json() -> String {
-    let device = crate::info::DeviceInfo {
+/// The facts of an H100-like device named "Example GPU (made-up figures)",
+/// for examples and tests.
+pub(crate) fn example_device(simulated: bool) -> crate::info::DeviceInfo {
+    crate::info::DeviceInfo {
         ordinal: 0,
         name: "Example GPU (made-up figures)".into(),
         compute_capability: (9, 0),
@@ -105,10 +105,16 @@ pub fn example_report_json() -> String {
         total_memory_bytes: 80 << 30,
         driver_cuda_version: "13.0".into(),
         driver_origin: "example".into(),
-        simulated: true,
+        simulated,
         theoretical_bandwidth_gbs: 3352.0,
         pcie: None,
-    };
+    }
+}
+
+/// A small report (two HBM ceilings, FP32, an L2 ceiling) as JSON, for
+/// examples and tests: its figures are made up, and it says so.
+pub fn example_report_json() -> String {
+    let device = example_device(true);
     let mut r = RooflineReport::new(device, "example".into(), "example".into());
     let c = |name: &str, kind, value| Ceiling {
         name: name.into(),

@@ -187,22 +187,7 @@ mod tests {
     use crate::roofline::model::{Ceiling, CeilingKind};
 
     pub(crate) fn device(simulated: bool) -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: "Test GPU".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            sm_clock_mhz: 1980.0,
-            memory_clock_mhz: 2619.0,
-            memory_bus_bits: 5120,
-            l2_bytes: 50 << 20,
-            total_memory_bytes: 80 << 30,
-            driver_cuda_version: "13.0".into(),
-            driver_origin: "test".into(),
-            simulated,
-            theoretical_bandwidth_gbs: 3352.0,
-            pcie: None,
-        }
+        crate::roofline::example_device(simulated)
     }
 
     fn ceiling(name: &str, kind: CeilingKind, value: f64) -> Ceiling {

@@ -1,4 +1,11 @@
-// Standalone check and timing of tensor.cu's probes (device call 1 of issue 17).
+// Standalone check and timing of kernels/cu/tensor.cu's probes (device call 1
+// of issue 17), built on the GPU machine with its nvcc:
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I kernels/cu \
+//        -o tc_host docs/results/roofline/tc/tc_host.cu
+// Call 1 ran it against tensor.cu as it was then, with a TC_SWAP switch that
+// swapped the descriptors' leading and stride byte offsets: the swapped pair
+// failed the check (../../2026-11-25-h100-roofline-call1/tc-DTC_SWAP.txt),
+// the kept pair (LBO 128, SBO 256) passed (tc.txt).
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>

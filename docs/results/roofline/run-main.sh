@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Device call 3 of the roofline work (issue 17): PyTorch peers, the HBM
-# tuning search (`--tune`), then the main job timed on its own — all in one
-# call, so every figure and its peers come from the same GPU.
+# The roofline's main device call (issue 17): PyTorch peers, the HBM tuning
+# search (`--tune`), then the main job timed on its own — all in one call,
+# so every figure and its peers come from the same GPU. Calls 2 and 3 of
+# 2026-11-25 ran it (as run-call2.sh / run-call3.sh, the tarball named
+# after the call). Usage: bash run-main.sh [TAG]; the bundle (gpu-bench,
+# peers.py) in target/roofline-bundle/.
 set -u
 B=target/roofline-bundle
 W=/tmp/rlw
@@ -21,7 +24,7 @@ echo "rc=$?"; grep -E "^roofline:|^real" "$W/tune.log"
 echo "=== gpu-bench roofline (the main job)"
 ( time timeout 100 "$B/gpu-bench" roofline --peers "$W/peers.json" --out "$W/main" ) > "$W/main.log" 2>&1
 echo "rc=$?"; grep -E "^roofline:|^real|failed" "$W/main.log"
-tar czf "$OUT/roofline-call3.tgz" -C "$W" .
+tar czf "$OUT/roofline-${1:-main}.tgz" -C "$W" .
 cp "$W/main/report.md" "$OUT/report.md" 2>/dev/null
 sed -n '/## Ceilings/,/## Peers/p' "$W/main/report.md" 2>/dev/null
 grep -E "^\| HBM (read|copy|triad) \|" "$W/tune/report.md"
