@@ -359,6 +359,8 @@ kernel_table! {
     contract: "2: `src` is `const unsigned*` (In), `mismatches` only `atomicAdd`ed (Out).";
 
     /// `scale_f32(const float* in, float* out, float a, u64 n)`: `out = a*in`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     ScaleF32 = "scale_f32" in Elementwise,
     launch: Linear, accumulates: false,
     sig ScaleSig(
@@ -372,6 +374,8 @@ kernel_table! {
     contract: "2: `in` is `const float*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `add_f32(const float* x, const float* y, float* out, u64 n)`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     AddF32 = "add_f32" in Elementwise,
     launch: Linear, accumulates: false,
     sig AddSig(
@@ -385,6 +389,8 @@ kernel_table! {
     contract: "2: `x`, `y` are `const float*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     MixU32 = "mix_u32" in Elementwise,
     launch: Linear, accumulates: false,
     sig MixSig(
@@ -399,6 +405,8 @@ kernel_table! {
     contract: "2: `a`, `b` are `const unsigned*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `bump_u32(unsigned* x, unsigned add, u64 n)`: `x += add` in place.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     BumpU32 = "bump_u32" in Elementwise,
     launch: Linear, accumulates: false,
     sig BumpSig(
