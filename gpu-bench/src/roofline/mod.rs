@@ -176,6 +176,24 @@ mod tests {
         assert!(s.contains("HBM read 3.20 TB/s"));
         assert!(s.contains("saxpy"));
         assert!(s.contains("SIMULATED"));
+        // A kernel that moves no bytes: infinite intensity survives JSON.
+        let p = place(
+            &r,
+            &PlaceRequest {
+                name: "registers only",
+                flops: 1 << 30,
+                bytes: 0,
+                seconds: 1e-3,
+                level: MemoryLevel::Hbm,
+                compute: "FP32 FMA",
+            },
+        )
+        .unwrap();
+        assert_eq!(p.intensity, f64::INFINITY);
+        r.placements.push(p);
+        let back = RooflineReport::from_json(&r.to_json().unwrap()).unwrap();
+        assert_eq!(back.placements.last().map(|p| p.intensity), Some(f64::INFINITY));
+        assert!(svg(&back).is_ok());
         r.ceilings.clear();
         assert!(matches!(svg(&r), Err(RooflineError::Render(_))));
     }

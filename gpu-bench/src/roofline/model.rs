@@ -146,7 +146,9 @@ pub struct Placement {
     pub level: MemoryLevel,
     /// The compute ceiling it is held against.
     pub compute: String,
-    /// FLOPs per byte.
+    /// FLOPs per byte (infinite for a kernel that moves no bytes; JSON has
+    /// no infinity, so it is written as `null` and read back as infinite).
+    #[serde(deserialize_with = "null_is_infinite")]
     pub intensity: f64,
     /// FLOP/s achieved.
     pub achieved_flops: f64,
@@ -161,7 +163,14 @@ pub struct Placement {
     /// Which roof is the lower at its intensity.
     pub bound: Bound,
     /// The ridge point of the two roofs, FLOP/byte.
+    #[serde(deserialize_with = "null_is_infinite")]
     pub ridge: f64,
+}
+
+/// Reads a number, or `null` (how serde_json writes a non-finite float) as
+/// positive infinity.
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// A peer's figure measured in the same device call (PyTorch).
