@@ -37,6 +37,7 @@ fn quick_roofline_on_the_simulator() {
     assert!(report.sweeps.iter().any(|s| s.on_roofline && s.points.len() >= 5));
     let svg = read(&dir, "roofline.svg");
     assert!(svg.contains("<svg") && svg.contains("SIMULATED"));
+    assert!(read(&dir, "cache.svg").contains("Working-set sweeps"));
     // Phases are reported on stderr.
     let err = String::from_utf8_lossy(&out.stderr);
     for phase in ["HBM", "FMA", "tensor", "caches", "intensity sweep", "placement"] {

@@ -263,6 +263,10 @@ fn emit(report: &RooflineReport, out: Option<&PathBuf>) -> Result<(), Failure> {
         write_text(&dir.join("report.md"), &md).map_err(Failure::Io)?;
         write_text(&dir.join("results.json"), &json).map_err(Failure::Io)?;
         write_text(&dir.join("roofline.svg"), &svg).map_err(Failure::Io)?;
+        // The working-set sweeps, where the report has them.
+        if let Ok(cache) = rl::cache_svg(report) {
+            write_text(&dir.join("cache.svg"), &cache).map_err(Failure::Io)?;
+        }
         eprintln!("roofline: wrote {0}/report.md, {0}/results.json, {0}/roofline.svg", dir.display());
     }
     Ok(())

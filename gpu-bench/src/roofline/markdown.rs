@@ -310,5 +310,8 @@ pub fn render(r: &RooflineReport) -> String {
         }
     }
     s.push_str("\n![roofline](roofline.svg)\n");
+    if r.sweeps.iter().any(|s| !s.on_roofline && !s.points.is_empty()) {
+        s.push_str("\n![working-set sweeps](cache.svg)\n");
+    }
     s
 }

@@ -47,7 +47,7 @@ pub use place::{
     ABOVE_ROOF_TOLERANCE, PlaceRequest, fma_lanes_per_sm_clock, fma_peak, log_sizes, place, plateaus, ridge,
     roof, tensor_flops_per_sm_clock, tensor_peak,
 };
-pub use svg::{render as svg, si};
+pub use svg::{render as svg, render_cache as cache_svg, si};
 
 /// Why a roofline operation failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +176,8 @@ mod tests {
         assert!(s.contains("HBM read 3.20 TB/s"));
         assert!(s.contains("saxpy"));
         assert!(s.contains("SIMULATED"));
+        // No working-set sweep in the example: the cache chart says so.
+        assert!(matches!(cache_svg(&r), Err(RooflineError::Render(_))));
         // A kernel that moves no bytes: infinite intensity survives JSON.
         let p = place(
             &r,

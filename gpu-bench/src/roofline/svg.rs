@@ -278,3 +278,88 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
     }
     Ok(svg)
 }
+
+/// Renders the working-set sweeps (bytes/s over working-set bytes, log-log)
+/// with their plateaus and the L2 size marked, as an SVG document.
+///
+/// # Errors
+/// [`RooflineError::Render`] when the report has no working-set sweep or
+/// the backend fails.
+pub fn render_cache(report: &RooflineReport) -> Result<String, RooflineError> {
+    let sweeps: Vec<_> = report.sweeps.iter().filter(|s| !s.on_roofline && !s.points.is_empty()).collect();
+    let xs = sweeps.iter().flat_map(|s| s.points.iter().map(|p| p.x)).filter(|x| *x > 0.0);
+    let ys = sweeps.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|y| *y > 0.0);
+    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    let (y0, y1) = ys.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    if !(x0 < x1 && y0 <= y1 && y1 > 0.0) {
+        return Err(RooflineError::Render("no working-set sweep to draw".into()));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(render_err)?;
+        let sim = if report.simulated() { " — SIMULATED (cuda-sim), not a measurement" } else { "" };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("Working-set sweeps: {}{sim}", report.device.name), (FONT, 20))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(90)
+            .build_cartesian_2d((x0 / 1.2..x1 * 1.2).log_scale(), (y0 / 1.5..y1 * 1.5).log_scale())
+            .map_err(render_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("working set (bytes)")
+            .y_desc("bytes/s")
+            .x_label_formatter(&|v| format!("{}B", si(*v)))
+            .y_label_formatter(&|v| format!("{}B/s", si(*v)))
+            .label_style((FONT, 14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(render_err)?;
+        let l2 = report.device.l2_bytes as f64;
+        if l2 > x0 && l2 < x1 {
+            let grey = RGBColor(150, 150, 150);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(l2, y0 / 1.4), (l2, y1 * 1.4)],
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(render_err)?
+                .label(format!("L2 size {}B", si(l2)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+        }
+        let colors = [RGBColor(23, 190, 207), RGBColor(140, 86, 75), RGBColor(31, 119, 180)];
+        for (i, s) in sweeps.iter().enumerate() {
+            let c = colors[i % colors.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.x, p.y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(render_err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(render_err)?;
+            for p in &s.plateaus {
+                let mid = (p.from_x * p.to_x).sqrt();
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{}B/s", si(p.value)),
+                        (mid, p.value * 1.12),
+                        (FONT, 13).into_font().color(&c),
+                    )))
+                    .map_err(render_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .border_style(RGBColor(200, 200, 200))
+            .background_style(WHITE)
+            .label_font((FONT, 13))
+            .position(SeriesLabelPosition::LowerLeft)
+            .draw()
+            .map_err(render_err)?;
+        root.present().map_err(render_err)?;
+    }
+    Ok(svg)
+}
