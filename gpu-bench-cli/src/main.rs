@@ -160,12 +160,9 @@ enum Command {
         #[arg(long, default_value_t = 2.0, value_parser = args::pct)]
         threshold_pct: f64,
     },
-    /// Memory ceilings: HBM read, copy and triad bandwidth, results checked.
-    Roofline {
-        /// Size of each array in MiB (use several times the L2).
-        #[arg(long, default_value_t = 1024)]
-        array_mib: usize,
-    },
+    /// The roofline: every ceiling (HBM, L2, L1/shared, FMA per precision),
+    /// the sweeps, the kernels placed; report.md, results.json, roofline.svg.
+    Roofline(roofline::Args),
     /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff;
     /// batches queued behind a spin gate unless --free-running.
     Overhead {
@@ -315,6 +312,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     if let Some(dir) = &cli.out {
         args::out_writable(dir)?;
     }
+    if let Command::Roofline(args @ roofline::Args { replay: Some(file), .. }) = &cli.command {
+        return roofline::replay(args, file, cli.out.as_ref());
+    }
     let choice = match cli.driver {
         Some(DriverKind::Cuda) => DriverChoice::Cuda,
         Some(DriverKind::Sim) => DriverChoice::Sim,
@@ -349,7 +349,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             return Ok(0);
         }
         Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
-        Command::Roofline { array_mib } => roofline::run(&ctx, array_mib)?,
+        Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {

@@ -54,6 +54,7 @@ pub mod instruments;
 mod method;
 pub mod record;
 pub mod render;
+pub mod roofline;
 pub mod settings;
 pub mod stats;
 pub mod stop;

@@ -116,6 +116,82 @@ pub const fn copy_mapped_u32x4(n4: u64) -> Cost {
     copy_u32x4(n4)
 }
 
+/// Independent chains per slot of the FMA probes (`RL_CHAINS` in
+/// `roofline.cu`).
+pub const FMA_CHAINS: u64 = 8;
+/// FMA steps per chain per iteration of the FMA probes (`RL_INNER`).
+pub const FMA_INNER: u64 = 64;
+/// Loads per thread per iteration of `smem_read`.
+pub const SMEM_UNROLL: u64 = 8;
+
+/// The FMA probes' table model: the stores of a checking launch
+/// (`store != 0`), `n` elements of `elem_bytes`; FLOPs need the iteration
+/// count, see [`fma_probe`].
+pub const fn fma_store(n: u64, elem_bytes: u64) -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: bytes(n, elem_bytes) }
+}
+
+/// One launch of an FMA probe over `n` slots and `iters` iterations, with
+/// `lanes` values per FMA instruction (2 for the packed 16-bit types): each
+/// FMA counts 2 FLOPs per lane. No memory traffic while timing
+/// (`store == 0`).
+pub const fn fma_probe(n: u64, iters: u64, lanes: u64) -> Cost {
+    let fmas = n.saturating_mul(FMA_CHAINS).saturating_mul(FMA_INNER).saturating_mul(iters);
+    Cost { flops: fmas.saturating_mul(2).saturating_mul(lanes), bytes_read: 0, bytes_written: 0 }
+}
+
+/// `cache_read` with `n` loads: `16*n` bytes through the cache level its
+/// working set lives in.
+pub const fn cache_read(n: u64) -> Cost {
+    Cost { flops: 0, bytes_read: bytes(n, 16).saturating_add(8), bytes_written: 8 }
+}
+
+/// `smem_read`'s table model: the two result words.
+pub const fn smem_read() -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: 8 }
+}
+
+/// `smem_read` over `threads` threads with `iters` iterations: `16` bytes of
+/// shared memory per load, [`SMEM_UNROLL`] loads per iteration.
+pub const fn smem_traffic(threads: u64, iters: u64) -> u64 {
+    threads.saturating_mul(iters).saturating_mul(SMEM_UNROLL).saturating_mul(16)
+}
+
+/// `intensity_f32` over `n4` float4 with `fmas` FMAs per float: `8*fmas`
+/// FLOPs per 32 bytes moved.
+pub const fn intensity_f32(n4: u64, fmas: u64) -> Cost {
+    Cost {
+        flops: n4.saturating_mul(4).saturating_mul(fmas).saturating_mul(2),
+        bytes_read: bytes(n4, 16),
+        bytes_written: bytes(n4, 16),
+    }
+}
+
+/// Bytes of a tensor probe's A tile in global memory (64 rows x 128 bytes).
+pub const TC_A_BYTES: u64 = 64 * 128;
+/// Bytes of its B tile (256 rows x 128 bytes).
+pub const TC_B_BYTES: u64 = 256 * 128;
+/// Elements of its result (64 x 256 f32).
+pub const TC_OUT_ELEMS: u64 = 64 * 256;
+
+/// The tensor probes' table model: the tiles read once and the result
+/// stored (a checking launch).
+pub const fn tensor_store() -> Cost {
+    Cost { flops: 0, bytes_read: TC_A_BYTES + TC_B_BYTES, bytes_written: TC_OUT_ELEMS * 4 }
+}
+
+/// One launch of a tensor probe: `blocks` blocks of `warpgroups`
+/// warpgroups, `iters` iterations of four `wgmma` m64n256 of depth `k`
+/// (16 for the 16-bit types, 32 for FP8).
+pub const fn tensor_probe(blocks: u64, warpgroups: u64, iters: u64, k: u64) -> Cost {
+    let per = 2 * 64 * 256 * k * 4;
+    Cost {
+        flops: blocks.saturating_mul(warpgroups).saturating_mul(iters).saturating_mul(per),
+        bytes_read: 0,
+        bytes_written: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,12 +228,37 @@ mod tests {
         for k in KernelId::ALL {
             // Every kernel but spin has a size argument, and its cost grows with it.
             let has_size = k.info().size_param().is_some();
-            let sizeless = matches!(k, KernelId::SpinCycles | KernelId::ClockProbe | KernelId::SpinGate);
+            let sizeless = matches!(
+                k,
+                KernelId::SpinCycles
+                    | KernelId::ClockProbe
+                    | KernelId::SpinGate
+                    | KernelId::SmemRead
+                    | KernelId::TcBf16
+                    | KernelId::TcF16
+                    | KernelId::TcE4m3
+            );
             assert_eq!(has_size, !sizeless, "{}", k.name());
             if has_size {
                 assert!(for_kernel(k, 2).bytes() > for_kernel(k, 1).bytes(), "{}", k.name());
             }
         }
+    }
+
+    #[test]
+    fn probe_counts() {
+        // 10 slots x 8 chains x 64 steps x 3 iterations = 15360 FMAs.
+        assert_eq!(fma_probe(10, 3, 1).flops, 30720);
+        assert_eq!(fma_probe(10, 3, 2).flops, 61440);
+        assert_eq!(fma_probe(10, 3, 1).bytes(), 0);
+        // 1024 FLOPs per element at fmas = 512: intensity 1024 / 8 = 128.
+        assert!((intensity_f32(100, 512).intensity() - 128.0).abs() < 1e-12);
+        assert_eq!(intensity_f32(100, 0).flops, 0);
+        assert_eq!(smem_traffic(256, 10), 256 * 10 * 8 * 16);
+        assert_eq!(cache_read(4).bytes_read, 72);
+        // One m64n256k16 is 524288 FLOPs; four a iteration.
+        assert_eq!(tensor_probe(1, 1, 1, 16).flops, 4 * 524_288);
+        assert_eq!(tensor_probe(132, 2, 10, 32).flops, 132 * 2 * 10 * 4 * 1_048_576);
     }
 
     #[test]

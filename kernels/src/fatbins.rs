@@ -20,6 +20,8 @@ static SPIN: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/spin.fatbin"
 static PATTERN: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/pattern.fatbin"));
 static ELEMENTWISE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/elementwise.fatbin"));
 static BENCH: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/bench.fatbin"));
+static ROOFLINE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/roofline.fatbin"));
+static TENSOR: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/tensor.fatbin"));
 
 /// The fatbin image of `module`, 8-byte aligned.
 pub fn fatbin(module: ModuleId) -> &'static [u8] {
@@ -29,6 +31,8 @@ pub fn fatbin(module: ModuleId) -> &'static [u8] {
         ModuleId::Pattern => &PATTERN.0,
         ModuleId::Elementwise => &ELEMENTWISE.0,
         ModuleId::Bench => &BENCH.0,
+        ModuleId::Roofline => &ROOFLINE.0,
+        ModuleId::Tensor => &TENSOR.0,
     }
 }
 

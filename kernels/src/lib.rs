@@ -16,6 +16,9 @@
 //!   methods over gpu-sync buffers that check lengths and alignment — the
 //!   only way to launch them (no typed kernel is handed out: several are
 //!   sound only for the launches these methods make).
+//! - [`RooflineKernels`] (`roofline`): the roofline's probes — HBM
+//!   variants, FMA chains, the cache sweep, shared memory, intensity.
+//! - [`TensorKernels`] (`tensor`): the tensor-core probes (`wgmma`, sm_90a).
 //! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
 //!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with
@@ -32,15 +35,18 @@ pub mod cost;
 mod fatbins;
 mod launch;
 pub mod reference;
+mod roofline;
 #[cfg(feature = "sim")]
 mod sim;
 mod spec;
 mod table;
+mod tensor;
 
 pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
+pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_VARIANTS, RooflineKernels, hbm_variant_name};
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{
@@ -51,3 +57,4 @@ pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
     ReadSumSig, ScaleSig, SpinGateSig, SpinSig, TriadSig,
 };
+pub use tensor::TensorKernels;

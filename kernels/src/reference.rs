@@ -104,6 +104,312 @@ pub fn bump_u32(x: &mut [u32], add: u32) {
     }
 }
 
+/// The roofline's probes (`roofline.cu`), for their result checks and the
+/// simulator.
+pub mod probes {
+    use crate::cost::{FMA_CHAINS, FMA_INNER, SMEM_UNROLL};
+
+    /// Words of shared memory per block of `smem_read`, in uint4 (`RL_SMEM`).
+    pub const SMEM_ELEMS: u64 = 2048;
+    /// The FMA probes' multiplier.
+    const M: f64 = -0.9375;
+    /// The FMA probes' addend.
+    const K: f64 = 0.5;
+    /// The step between slot starting values, 2^-20.
+    const STEP: f32 = 1.0 / 1_048_576.0;
+
+    /// `cache_read`: the wrapping `u64` sum of the words of `in[j % ws]` for
+    /// `j < n` (`ws = in.len() / 4` uint4).
+    pub fn cache_read(words: &[u32], n: u64) -> u64 {
+        let ws = (words.len() / 4) as u64;
+        if ws == 0 {
+            return 0;
+        }
+        let sum = |k: u64| super::read_sum_u32(&words[..(k * 4) as usize]);
+        let (full, rem) = (n / ws, n % ws);
+        sum(ws).wrapping_mul(full).wrapping_add(sum(rem))
+    }
+
+    /// `smem_read`: what thread 0 sums (wrapping `u32`) over its
+    /// `8 * iters` loads of element `k % 2048`, word `w` of element `e`
+    /// being `pattern(seed, 4e + w)`.
+    pub fn smem_read(iters: u32, seed: u32) -> u32 {
+        let elem = |e: u64| (0..4).fold(0u32, |a, w| a.wrapping_add(super::pattern(seed, 4 * e + w)));
+        let loads = u64::from(iters) * SMEM_UNROLL;
+        let all = (0..SMEM_ELEMS).fold(0u32, |a, e| a.wrapping_add(elem(e)));
+        let full = (loads / SMEM_ELEMS) as u32;
+        let rem = (0..loads % SMEM_ELEMS).fold(0u32, |a, e| a.wrapping_add(elem(e)));
+        all.wrapping_mul(full).wrapping_add(rem)
+    }
+
+    /// `intensity_f32`: each float after `fmas` steps of
+    /// `x = fmaf(x, -0.9375, 0.5)`.
+    pub fn intensity_f32(input: &[f32], out: &mut [f32], fmas: u32) {
+        for (o, x) in out.iter_mut().zip(input) {
+            let mut v = *x;
+            for _ in 0..fmas {
+                v = v.mul_add(-0.9375, 0.5);
+            }
+            *o = v;
+        }
+    }
+
+    /// The starting value of chain `c` of slot `i` (`seed + j * 2^-20`,
+    /// `j = 8i + c` rounded to f32, as the kernel computes it).
+    fn start_f32(seed: f32, j: u64) -> f32 {
+        (j as f32).mul_add(STEP, seed)
+    }
+
+    /// `fma_f32`: `out[i]` for `i < out.len()`.
+    pub fn fma_f32(seed: f32, iters: u32, out: &mut [f32]) {
+        for (i, o) in (0u64..).zip(out.iter_mut()) {
+            let mut acc = 0.0f32;
+            for c in 0..FMA_CHAINS {
+                let mut x = start_f32(seed, i * FMA_CHAINS + c);
+                for _ in 0..u64::from(iters) * FMA_INNER {
+                    x = x.mul_add(M as f32, K as f32);
+                }
+                acc += x;
+            }
+            *o = acc;
+        }
+    }
+
+    /// `fma_f64`: `out[i]` for `i < out.len()`.
+    pub fn fma_f64(seed: f64, iters: u32, out: &mut [f64]) {
+        for (i, o) in (0u64..).zip(out.iter_mut()) {
+            let mut acc = 0.0f64;
+            for c in 0..FMA_CHAINS {
+                let mut x = ((i * FMA_CHAINS + c) as f64).mul_add(f64::from(STEP), seed);
+                for _ in 0..u64::from(iters) * FMA_INNER {
+                    x = x.mul_add(M, K);
+                }
+                acc += x;
+            }
+            *o = acc;
+        }
+    }
+
+    /// A 16-bit float format, by its stored mantissa bits and smallest
+    /// normal exponent.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Half {
+        /// IEEE binary16 (`fma.rn.f16x2`).
+        F16,
+        /// bfloat16 (`fma.rn.bf16x2`).
+        Bf16,
+    }
+
+    impl Half {
+        /// `v` rounded to this format, to nearest even (the value, in f64).
+        /// Overflow gives an infinity.
+        pub fn round(self, v: f64) -> f64 {
+            let (mant, min_exp, max) = match self {
+                Half::F16 => (10, -14, 65504.0),
+                Half::Bf16 => (7, -126, 3.389_531_389_251_535_5e38),
+            };
+            if v == 0.0 || !v.is_finite() {
+                return v;
+            }
+            let exp = (((v.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(min_exp);
+            let quantum = 2f64.powi(exp - mant);
+            let r = (v / quantum).round_ties_even() * quantum;
+            if r.abs() > max { f64::INFINITY.copysign(r) } else { r }
+        }
+    }
+
+    /// `fma_f16x2` / `fma_bf16x2`: `out[i]` for `i < out.len()`. Each step's
+    /// product and sum are exact in f64 for these magnitudes, so one
+    /// rounding to the format gives the hardware's correctly rounded FMA.
+    pub fn fma_half2(format: Half, seed: f32, iters: u32, out: &mut [f32]) {
+        let (m, k) = (format.round(M), format.round(K));
+        for (i, o) in (0u64..).zip(out.iter_mut()) {
+            let mut acc = 0.0f32;
+            for c in 0..FMA_CHAINS {
+                let j = i * FMA_CHAINS + c;
+                let lo = (j as f32).mul_add(STEP, seed);
+                let hi = ((j as f32) + 0.5).mul_add(STEP, seed);
+                let mut x = [format.round(f64::from(lo)), format.round(f64::from(hi))];
+                for _ in 0..u64::from(iters) * FMA_INNER {
+                    for v in &mut x {
+                        *v = format.round(v.mul_add(m, k));
+                    }
+                }
+                acc = acc + x[0] as f32 + x[1] as f32;
+            }
+            *o = acc;
+        }
+    }
+
+    /// The operand format of a tensor probe (`tensor.cu`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum TcFormat {
+        /// bfloat16 (`tc_bf16_probe`).
+        Bf16,
+        /// IEEE half (`tc_f16_probe`).
+        F16,
+        /// FP8 e4m3 (`tc_e4m3_probe`).
+        E4m3,
+    }
+
+    impl TcFormat {
+        /// Values per 128-byte row: the K of one launch's four slices.
+        pub const fn k(self) -> usize {
+            match self {
+                TcFormat::Bf16 | TcFormat::F16 => 64,
+                TcFormat::E4m3 => 128,
+            }
+        }
+
+        /// Value `i` of a row-major tile of this format.
+        pub fn decode(self, bytes: &[u8], i: usize) -> f64 {
+            match self {
+                TcFormat::Bf16 => {
+                    let h = u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+                    f64::from(f32::from_bits(u32::from(h) << 16))
+                }
+                TcFormat::F16 => {
+                    let h = u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+                    let (s, e, m) = (h >> 15, i32::from((h >> 10) & 31), f64::from(h & 1023));
+                    let v = match e {
+                        0 => m * 2f64.powi(-24),
+                        31 => f64::NAN,
+                        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+                    };
+                    if s == 1 { -v } else { v }
+                }
+                TcFormat::E4m3 => {
+                    let b = bytes[i];
+                    let (s, e, m) = (b >> 7, i32::from((b >> 3) & 15), f64::from(b & 7));
+                    let v = match (e, b & 7) {
+                        (15, 7) => f64::NAN,
+                        (0, _) => m / 8.0 * 2f64.powi(-6),
+                        _ => (1.0 + m / 8.0) * 2f64.powi(e - 7),
+                    };
+                    if s == 1 { -v } else { v }
+                }
+            }
+        }
+
+        /// `rows` x 128 bytes of random normal values of magnitude 2^-5 to
+        /// 2 (no zeros, no NaN), from `seed`.
+        pub fn random(self, rows: usize, seed: u32) -> Vec<u8> {
+            let mut out = vec![0u8; rows * 128];
+            let word = |i: u64| super::pattern(seed, i);
+            match self {
+                TcFormat::Bf16 | TcFormat::F16 => {
+                    for (i, pair) in (0u64..).zip(out.chunks_exact_mut(2)) {
+                        let r = word(i);
+                        let sign = (r >> 31) as u16;
+                        let exp = (r >> 24) as u16 % 6;
+                        let h = match self {
+                            TcFormat::Bf16 => (sign << 15) | ((122 + exp) << 7) | (r as u16 & 0x7f),
+                            _ => (sign << 15) | ((10 + exp) << 10) | (r as u16 & 0x3ff),
+                        };
+                        pair.copy_from_slice(&h.to_le_bytes());
+                    }
+                }
+                TcFormat::E4m3 => {
+                    for (i, b) in (0u64..).zip(out.iter_mut()) {
+                        let r = word(i);
+                        *b = (((r >> 31) as u8) << 7) | ((2 + (r >> 24) as u8 % 6) << 3) | (r as u8 & 7);
+                    }
+                }
+            }
+            out
+        }
+    }
+
+    /// A tensor probe's result: `iters * A . B^T` (64 x 256, row-major),
+    /// `a` 64 rows and `b` 256 rows of 128 bytes, summed in f64.
+    pub fn tensor(format: TcFormat, a: &[u8], b: &[u8], iters: u32) -> Vec<f32> {
+        let k = format.k();
+        let av: Vec<f64> = (0..64 * k).map(|i| format.decode(a, i)).collect();
+        let bv: Vec<f64> = (0..256 * k).map(|i| format.decode(b, i)).collect();
+        let mut out = vec![0f32; 64 * 256];
+        for m in 0..64 {
+            for n in 0..256 {
+                let dot: f64 = (0..k).map(|j| av[m * k + j] * bv[n * k + j]).sum();
+                out[m * 256 + n] = (dot * f64::from(iters)) as f32;
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn half_rounding() {
+            assert_eq!(Half::F16.round(1.0), 1.0);
+            // 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even is 1.
+            assert_eq!(Half::F16.round(1.0 + 2f64.powi(-11)), 1.0);
+            assert_eq!(Half::F16.round(1.0 + 3.0 * 2f64.powi(-11)), 1.0 + 2.0 * 2f64.powi(-10));
+            assert_eq!(Half::Bf16.round(1.0 + 2f64.powi(-9)), 1.0);
+            assert_eq!(Half::F16.round(1e6), f64::INFINITY);
+            assert_eq!(Half::F16.round(-0.9375), -0.9375);
+            // Subnormal f16: quantum 2^-24.
+            assert_eq!(Half::F16.round(3.0 * 2f64.powi(-26)), 2f64.powi(-24));
+        }
+
+        #[test]
+        fn tensor_formats_decode() {
+            assert_eq!(TcFormat::Bf16.decode(&[0x80, 0x3f], 0), 1.0);
+            assert_eq!(TcFormat::F16.decode(&[0x00, 0x3c], 0), 1.0);
+            assert_eq!(TcFormat::F16.decode(&[0x00, 0xc0], 0), -2.0);
+            assert_eq!(TcFormat::E4m3.decode(&[0x38], 0), 1.0);
+            assert_eq!(TcFormat::E4m3.decode(&[0xc4], 0), -3.0);
+            assert!(TcFormat::E4m3.decode(&[0x7f], 0).is_nan());
+            for f in [TcFormat::Bf16, TcFormat::F16, TcFormat::E4m3] {
+                let t = f.random(2, 9);
+                assert_eq!(t.len(), 256);
+                for i in 0..2 * f.k() {
+                    let v = f.decode(&t, i).abs();
+                    assert!((1.0 / 64.0..=2.0).contains(&v), "{f:?} {i}: {v}");
+                }
+            }
+            // One row of ones against one row of ones: K.
+            let ones = [0x80u8, 0x3f].repeat(64);
+            let a = ones.repeat(64);
+            let b = ones.repeat(256);
+            let d = tensor(TcFormat::Bf16, &a, &b, 3);
+            assert!(d.iter().all(|&v| v == 192.0));
+        }
+
+        #[test]
+        fn fma_chains_depend_on_seed_and_iterations() {
+            let mut a = [0f32; 4];
+            let mut b = [0f32; 4];
+            fma_f32(0.25, 1, &mut a);
+            fma_f32(0.5, 1, &mut b);
+            assert_ne!(a, b);
+            let mut c = [0f32; 4];
+            fma_f32(0.25, 2, &mut c);
+            assert_ne!(a, c);
+            let mut h = [0f32; 2];
+            fma_half2(Half::F16, 0.25, 1, &mut h);
+            assert!(h.iter().all(|v| v.is_finite() && *v != 0.0));
+        }
+
+        #[test]
+        fn cache_and_smem_sums() {
+            let words: Vec<u32> = (1..=8).collect(); // two uint4: sums 10 and 26
+            assert_eq!(cache_read(&words, 0), 0);
+            assert_eq!(cache_read(&words, 1), 10);
+            assert_eq!(cache_read(&words, 5), 3 * 36 - 26);
+            let one = smem_read(1, 7);
+            let direct = (0..8u64)
+                .flat_map(|e| (0..4).map(move |w| (e, w)))
+                .fold(0u32, |a, (e, w)| a.wrapping_add(crate::reference::pattern(7, 4 * e + w)));
+            assert_eq!(one, direct);
+            let mut out = [0f32; 1];
+            intensity_f32(&[1.0], &mut out, 2);
+            assert_eq!(out[0], 1f32.mul_add(-0.9375, 0.5).mul_add(-0.9375, 0.5));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,18 @@ const SIM_BYTES_PER_NS: f64 = 3000.0;
 /// Modelled bandwidth of an SM copy from mapped host memory, bytes per ns
 /// (25 GB/s, a PCIe 4.0 x16 link).
 const SIM_MAPPED_BYTES_PER_NS: f64 = 25.0;
+/// Modelled FP32 rate in FLOPs per nanosecond (60 TFLOP/s), for the FMA
+/// probes and the intensity sweep.
+const SIM_FLOPS_PER_NS: f64 = 60_000.0;
+/// Modelled cache bandwidth in bytes per nanosecond (10 TB/s), for
+/// `cache_read`.
+const SIM_CACHE_BYTES_PER_NS: f64 = 10_000.0;
+/// Simulated nanoseconds per iteration of `smem_read` (its thread count is
+/// not a parameter).
+const SIM_SMEM_NS_PER_ITER: f64 = 4.0;
+/// Simulated nanoseconds per iteration of a tensor probe (its grid is not a
+/// parameter).
+const SIM_TENSOR_NS_PER_ITER: f64 = 600.0;
 /// Simulated length of a spin gate that found its flag open, ns.
 const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
@@ -77,6 +89,8 @@ fn duration(call: &KernelCall<'_>) -> u64 {
         // The simulator runs queued work only when the host waits, by which
         // time a well-behaved program has opened the gate.
         return SIM_GATE_NS;
+    } else if let Some(ns) = probe_duration(call, kernel) {
+        ns
     } else if kernel == KernelId::CopyMappedU32x4 {
         let n4 = call.scalar::<u64>(2).unwrap_or(0);
         cost::copy_mapped_u32x4(n4).bytes_read as f64 / SIM_MAPPED_BYTES_PER_NS
@@ -89,6 +103,32 @@ fn duration(call: &KernelCall<'_>) -> u64 {
     };
     // Saturating float-to-int conversion; at least 1 ns so time moves.
     (ns.ceil() as u64).max(1)
+}
+
+/// The simulated duration of a roofline probe whose cost is not its table
+/// model's bytes (FLOPs, cache traffic), or `None` for other kernels.
+fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
+    let fma = |lanes: u64| -> Option<f64> {
+        let iters = call.scalar::<u32>(1).ok()?;
+        let n = call.scalar::<u64>(4).ok()?;
+        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / SIM_FLOPS_PER_NS)
+    };
+    match kernel {
+        KernelId::FmaF64 | KernelId::FmaF32 => fma(1),
+        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2),
+        KernelId::CacheRead => {
+            Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
+        }
+        KernelId::SmemRead => Some(f64::from(call.scalar::<u32>(0).ok()?) * SIM_SMEM_NS_PER_ITER),
+        KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
+            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
+        }
+        KernelId::IntensityF32 => {
+            let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
+        }
+        _ => None,
+    }
 }
 
 fn fault_bad(call: &KernelCall<'_>, param: usize, what: String) -> KernelFault {
@@ -148,16 +188,24 @@ fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), K
     call.write(param, &[new])
 }
 
-pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::ReadSumU32x4)?;
-    let n4 = call.scalar::<u64>(1)?;
+/// `*out += sum of the 4*n4 words of in`, `n4` the scalar at `n4_param`,
+/// `out` the pointer at `out_param`, `in` the pointer at 0.
+fn read_sum(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    n4_param: usize,
+    out_param: usize,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let n4 = call.scalar::<u64>(n4_param)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let data = call.read::<u32>(0, words)?;
-    accumulate(call, 2, reference::read_sum_u32(&data))
+    accumulate(call, out_param, reference::read_sum_u32(&data))
 }
 
-pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CopyU32x4)?;
+/// `dst = src` over `4*n4` words: `(src, dst, n4, ..)`.
+fn copy_quads(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
     let n4 = call.scalar::<u64>(2)?;
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let src = call.read::<u32>(0, words)?;
@@ -166,15 +214,29 @@ pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFaul
     call.write(1, &dst)
 }
 
-pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::TriadF32)?;
+/// `a = fma(scalar, c, b)` over `n` floats: `(a, b, c, scalar, ..)`.
+fn triad(call: &mut KernelCall<'_>, kernel: KernelId, n: Option<u64>) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
     let scalar = call.scalar::<f32>(3)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
+    let n = count(call, 0, n, 4)?;
     let b = call.read::<f32>(1, n)?;
     let c = call.read::<f32>(2, n)?;
     let mut a = vec![0.0f32; n];
     reference::triad_f32(&mut a, &b, &c, scalar);
     call.write(0, &a)
+}
+
+pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    read_sum(call, KernelId::ReadSumU32x4, 1, 2)
+}
+
+pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    copy_quads(call, KernelId::CopyU32x4)
+}
+
+pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let n = call.scalar::<u64>(4)?;
+    triad(call, KernelId::TriadF32, Some(n))
 }
 
 pub(crate) fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -255,13 +317,142 @@ pub(crate) fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault
 }
 
 pub(crate) fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CopyMappedU32x4)?;
-    let n4 = call.scalar::<u64>(2)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let src = call.read::<u32>(0, words)?;
-    let mut dst = vec![0u32; words];
-    reference::copy_u32(&src, &mut dst);
-    call.write(1, &dst)
+    copy_quads(call, KernelId::CopyMappedU32x4)
+}
+
+pub(crate) fn run_hbm_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    read_sum(call, KernelId::HbmRead, 1, 3)
+}
+
+pub(crate) fn run_hbm_copy(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    copy_quads(call, KernelId::HbmCopy)
+}
+
+pub(crate) fn run_hbm_triad(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let n4 = call.scalar::<u64>(4)?;
+    triad(call, KernelId::HbmTriad, n4.checked_mul(4))
+}
+
+/// The FMA probes' common part: writes the results when `store != 0` and
+/// the simulator's clock to `clk`.
+fn run_fma<T: bytemuck::Pod + Default>(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    compute: impl FnOnce(u32, &mut [T]) -> Result<(), KernelFault>,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let iters = call.scalar::<u32>(1)?;
+    let store = call.scalar::<u32>(2)?;
+    let n = count(call, 3, Some(call.scalar::<u64>(4)?), size_of::<T>() as u64)?;
+    if store != 0 {
+        let mut out = vec![T::default(); n];
+        compute(iters, &mut out)?;
+        call.write(3, &out)?;
+    }
+    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
+    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+pub(crate) fn run_fma_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let seed = call.scalar::<f64>(0)?;
+    run_fma(call, KernelId::FmaF64, |iters, out: &mut [f64]| {
+        reference::probes::fma_f64(seed, iters, out);
+        Ok(())
+    })
+}
+
+pub(crate) fn run_fma_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let seed = call.scalar::<f32>(0)?;
+    run_fma(call, KernelId::FmaF32, |iters, out: &mut [f32]| {
+        reference::probes::fma_f32(seed, iters, out);
+        Ok(())
+    })
+}
+
+pub(crate) fn run_fma_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let seed = call.scalar::<f32>(0)?;
+    run_fma(call, KernelId::FmaF16x2, |iters, out: &mut [f32]| {
+        reference::probes::fma_half2(reference::probes::Half::F16, seed, iters, out);
+        Ok(())
+    })
+}
+
+pub(crate) fn run_fma_bf16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let seed = call.scalar::<f32>(0)?;
+    run_fma(call, KernelId::FmaBf16x2, |iters, out: &mut [f32]| {
+        reference::probes::fma_half2(reference::probes::Half::Bf16, seed, iters, out);
+        Ok(())
+    })
+}
+
+pub(crate) fn run_cache_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::CacheRead)?;
+    let ws4 = call.scalar::<u64>(1)?;
+    let n = call.scalar::<u64>(2)?;
+    let words = count(call, 0, ws4.checked_mul(4), 4)?;
+    let data = call.read::<u32>(0, words)?;
+    accumulate(call, 4, reference::probes::cache_read(&data, n))
+}
+
+pub(crate) fn run_smem_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::SmemRead)?;
+    let iters = call.scalar::<u32>(0)?;
+    let seed = call.scalar::<u32>(1)?;
+    let magic = call.scalar::<u32>(2)?;
+    let total = reference::probes::smem_read(iters, seed);
+    let old = call.read::<u32>(3, 2)?;
+    let second = if total == magic { total } else { old.get(1).copied().unwrap_or(0) };
+    call.write(3, &[total, second])
+}
+
+pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF32)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(4), 4)?;
+    let input = call.read::<f32>(0, n)?;
+    let mut out = vec![0.0f32; n];
+    reference::probes::intensity_f32(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
+/// The tensor probes: with `store != 0`, the reference result; always the
+/// simulator's clock.
+fn run_tensor(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    format: reference::probes::TcFormat,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let iters = call.scalar::<u32>(2)?;
+    let store = call.scalar::<u32>(3)?;
+    if store != 0 {
+        let a: Vec<u8> = call
+            .read::<u32>(0, (cost::TC_A_BYTES / 4) as usize)?
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let b: Vec<u8> = call
+            .read::<u32>(1, (cost::TC_B_BYTES / 4) as usize)?
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        call.write(4, &reference::probes::tensor(format, &a, &b, iters))?;
+    }
+    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
+    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+pub(crate) fn run_tc_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcBf16, reference::probes::TcFormat::Bf16)
+}
+
+pub(crate) fn run_tc_f16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcF16, reference::probes::TcFormat::F16)
+}
+
+pub(crate) fn run_tc_e4m3_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_tensor(call, KernelId::TcE4m3, reference::probes::TcFormat::E4m3)
 }
 
 #[cfg(test)]

@@ -27,12 +27,24 @@ pub enum ModuleId {
     /// `bench.cu`: gpu-bench's instruments (clock probe, spin gate, SM copy
     /// from mapped host memory).
     Bench,
+    /// `roofline.cu`: the roofline's probes (HBM variants, FMA chains, the
+    /// cache sweep, shared memory, the intensity sweep).
+    Roofline,
+    /// `tensor.cu`: the tensor-core probes (`wgmma`, sm_90a only).
+    Tensor,
 }
 
 impl ModuleId {
     /// Every module.
-    pub const ALL: [ModuleId; 5] =
-        [ModuleId::Stream, ModuleId::Spin, ModuleId::Pattern, ModuleId::Elementwise, ModuleId::Bench];
+    pub const ALL: [ModuleId; 7] = [
+        ModuleId::Stream,
+        ModuleId::Spin,
+        ModuleId::Pattern,
+        ModuleId::Elementwise,
+        ModuleId::Bench,
+        ModuleId::Roofline,
+        ModuleId::Tensor,
+    ];
 
     /// The source's file stem (`"stream"`).
     pub const fn name(self) -> &'static str {
@@ -42,6 +54,8 @@ impl ModuleId {
             ModuleId::Pattern => "pattern",
             ModuleId::Elementwise => "elementwise",
             ModuleId::Bench => "bench",
+            ModuleId::Roofline => "roofline",
+            ModuleId::Tensor => "tensor",
         }
     }
 
@@ -66,6 +80,8 @@ pub enum Ty {
     U64,
     /// `float`.
     F32,
+    /// `double`.
+    F64,
     /// `uint4`: four `unsigned int`, 16 bytes, 16-byte aligned.
     U32x4,
 }
@@ -75,7 +91,7 @@ impl Ty {
     pub const fn size(self) -> usize {
         match self {
             Ty::U32 | Ty::F32 => 4,
-            Ty::U64 => 8,
+            Ty::U64 | Ty::F64 => 8,
             Ty::U32x4 => 16,
         }
     }
@@ -91,6 +107,7 @@ impl Ty {
             Ty::U32 => "unsigned int",
             Ty::U64 => "unsigned long long",
             Ty::F32 => "float",
+            Ty::F64 => "double",
             Ty::U32x4 => "uint4",
         }
     }

@@ -61,6 +61,9 @@ impl SigParam for u64 {
 impl SigParam for f32 {
     const KIND: SigKind = SigKind::Scalar(Ty::F32);
 }
+impl SigParam for f64 {
+    const KIND: SigKind = SigKind::Scalar(Ty::F64);
+}
 
 const fn same_ty(a: Ty, b: Ty) -> bool {
     a as u8 == b as u8
@@ -356,6 +359,8 @@ kernel_table! {
     contract: "2: `src` is `const unsigned*` (In), `mismatches` only `atomicAdd`ed (Out).";
 
     /// `scale_f32(const float* in, float* out, float a, u64 n)`: `out = a*in`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     ScaleF32 = "scale_f32" in Elementwise,
     launch: Linear, accumulates: false,
     sig ScaleSig(
@@ -369,6 +374,8 @@ kernel_table! {
     contract: "2: `in` is `const float*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `add_f32(const float* x, const float* y, float* out, u64 n)`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     AddF32 = "add_f32" in Elementwise,
     launch: Linear, accumulates: false,
     sig AddSig(
@@ -382,6 +389,8 @@ kernel_table! {
     contract: "2: `x`, `y` are `const float*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `mix_u32(const unsigned* a, const unsigned* b, unsigned* out, unsigned salt, u64 n)`.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     MixU32 = "mix_u32" in Elementwise,
     launch: Linear, accumulates: false,
     sig MixSig(
@@ -396,6 +405,8 @@ kernel_table! {
     contract: "2: `a`, `b` are `const unsigned*` (In), `out` only stored to (Out). 1: `n` is a `Len`.";
 
     /// `bump_u32(unsigned* x, unsigned add, u64 n)`: `x += add` in place.
+    /// 16-byte vectors when its pointers agree modulo 16; blocks of at most
+    /// 256 threads (its launch bounds: 8 blocks an SM at 32 registers).
     BumpU32 = "bump_u32" in Elementwise,
     launch: Linear, accumulates: false,
     sig BumpSig(
@@ -450,6 +461,218 @@ kernel_table! {
     contract: "2: `dst` only stored to (Out), four words at a time. 4: it reads host memory \
                through the `src` address: `BenchKernels::copy_mapped` is an `unsafe fn` whose \
                caller keeps that memory alive and unwritten until the launch completes.";
+
+    /// `hbm_read(const uint4* in, u64 n4, unsigned variant, u64* out)`: as
+    /// `read_sum_u32x4`, in one of the roofline's tuning variants.
+    HbmRead = "hbm_read" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig HbmReadSig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "n4": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(n4) = cost::read_sum_u32x4(n4),
+    sim: run_hbm_read,
+    contract: "2: `in` is `const uint4*` (In), `out` only `atomicAdd`ed (Out). 1: u32 views read \
+               four words at a time (`RooflineKernels::hbm_read` passes `4 * n4` words, 16-byte \
+               aligned).";
+
+    /// `hbm_copy(const uint4* src, uint4* dst, u64 n4, unsigned variant)`.
+    HbmCopy = "hbm_copy" in Roofline,
+    launch: Linear, accumulates: false,
+    sig HbmCopySig(
+        "src": In<u32> = read(Ty::U32x4, 16, by(2)),
+        "dst": Out<u32> = write(Ty::U32x4, 16, by(2)),
+        "n4": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+    ),
+    cost(n4) = cost::copy_u32x4(n4),
+    sim: run_hbm_copy,
+    contract: "2: `src` is `const uint4*` (In), `dst` only stored to (Out). 1: u32 views, four \
+               words at a time.";
+
+    /// `hbm_triad(uint4* a, const uint4* b, const uint4* c, float scalar, u64 n4,
+    /// unsigned variant)`: `a = fma(scalar, c, b)` on the `4*n4` floats.
+    HbmTriad = "hbm_triad" in Roofline,
+    launch: Linear, accumulates: false,
+    sig HbmTriadSig(
+        "a": Out<f32> = write(Ty::U32x4, 16, by(4)),
+        "b": In<f32> = read(Ty::U32x4, 16, by(4)),
+        "c": In<f32> = read(Ty::U32x4, 16, by(4)),
+        "scalar": f32 = scalar(Ty::F32),
+        "n4": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+    ),
+    cost(n4) = cost::triad_f32(n4.saturating_mul(4)),
+    sim: run_hbm_triad,
+    contract: "2: `a` only stored to (Out), `b` and `c` are `const uint4*` (In). 1: f32 views \
+               read and written four floats at a time.";
+
+    /// `fma_f64(double seed, unsigned iters, unsigned store, double* out, u64 n,
+    /// u64* clk)`: the FP64 FMA probe (`cost::fma_probe` has its FLOPs).
+    FmaF64 = "fma_f64" in Roofline,
+    launch: Linear, accumulates: false,
+    sig FmaF64Sig(
+        "seed": f64 = scalar(Ty::F64),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f64> = read_write(Ty::F64, 8, by(4)),
+        "n": u64 = scalar(Ty::U64),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(n) = cost::fma_store(n, 8),
+    sim: run_fma_f64,
+    contract: "2: `out` is stored to only when `store != 0` (read-write keeps the tracker \
+               conservative: Out), `clk` only stored to, `clk[0..2]` by one thread (Out).";
+
+    /// `fma_f32(float seed, unsigned iters, unsigned store, float* out, u64 n, u64* clk)`.
+    FmaF32 = "fma_f32" in Roofline,
+    launch: Linear, accumulates: false,
+    sig FmaF32Sig(
+        "seed": f32 = scalar(Ty::F32),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, by(4)),
+        "n": u64 = scalar(Ty::U64),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(n) = cost::fma_store(n, 4),
+    sim: run_fma_f32,
+    contract: "2: `out` stored to only when `store != 0` (Out), `clk[0..2]` by one thread (Out).";
+
+    /// `fma_f16x2(float seed, unsigned iters, unsigned store, float* out, u64 n, u64* clk)`:
+    /// packed half-precision pairs (`fma.rn.f16x2`).
+    FmaF16x2 = "fma_f16x2" in Roofline,
+    launch: Linear, accumulates: false,
+    sig FmaF16x2Sig(
+        "seed": f32 = scalar(Ty::F32),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, by(4)),
+        "n": u64 = scalar(Ty::U64),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(n) = cost::fma_store(n, 4),
+    sim: run_fma_f16x2,
+    contract: "2: `out` stored to only when `store != 0` (Out), `clk[0..2]` by one thread (Out).";
+
+    /// `fma_bf16x2(float seed, unsigned iters, unsigned store, float* out, u64 n, u64* clk)`:
+    /// packed bfloat16 pairs (`fma.rn.bf16x2`).
+    FmaBf16x2 = "fma_bf16x2" in Roofline,
+    launch: Linear, accumulates: false,
+    sig FmaBf16x2Sig(
+        "seed": f32 = scalar(Ty::F32),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, by(4)),
+        "n": u64 = scalar(Ty::U64),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(n) = cost::fma_store(n, 4),
+    sim: run_fma_bf16x2,
+    contract: "2: `out` stored to only when `store != 0` (Out), `clk[0..2]` by one thread (Out).";
+
+    /// `cache_read(const uint4* in, u64 ws4, u64 n, unsigned hint, u64* out)`:
+    /// `n` loads wrapped over a working set of `ws4` uint4.
+    CacheRead = "cache_read" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig CacheReadSig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "ws4": u64 = scalar(Ty::U64),
+        "n": u64 = scalar(Ty::U64),
+        "hint": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(ws4) = cost::read_sum_u32x4(ws4),
+    sim: run_cache_read,
+    contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped); `out` only \
+               `atomicAdd`ed (Out).";
+
+    /// `smem_read(unsigned iters, unsigned seed, unsigned magic, unsigned* out)`:
+    /// the shared-memory bandwidth probe.
+    SmemRead = "smem_read" in Roofline,
+    launch: LinearFullWarps, accumulates: false,
+    sig SmemReadSig(
+        "iters": u32 = scalar(Ty::U32),
+        "seed": u32 = scalar(Ty::U32),
+        "magic": u32 = scalar(Ty::U32),
+        "out": Out<u32> = read_write(Ty::U32, 4, fixed(2)),
+    ),
+    cost(_n) = cost::smem_read(),
+    sim: run_smem_read,
+    contract: "2: `out` is stored to only (`out[0]` by one thread, `out[1]` by threads whose sum \
+               equals `magic`, all the same value): Out. Its static `__shared__` array is the \
+               block's own.";
+
+    /// `intensity_f32(const uint4* in, uint4* out, unsigned fmas, u64 n4)`: the
+    /// intensity sweep, `fmas` dependent FMAs per float.
+    IntensityF32 = "intensity_f32" in Roofline,
+    launch: Linear, accumulates: false,
+    sig IntensitySig(
+        "in": In<f32> = read(Ty::U32x4, 16, by(3)),
+        "out": Out<f32> = write(Ty::U32x4, 16, by(3)),
+        "fmas": u32 = scalar(Ty::U32),
+        "n4": u64 = scalar(Ty::U64),
+    ),
+    cost(n4) = cost::intensity_f32(n4, 0),
+    sim: run_intensity_f32,
+    contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: f32 views, four \
+               floats at a time.";
+
+    /// `tc_bf16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: BF16 `wgmma` m64n256k16 with both operands in shared memory.
+    TcBf16 = "tc_bf16_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcBf16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_bf16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
+
+    /// `tc_f16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP16 `wgmma` m64n256k16.
+    TcF16 = "tc_f16_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcF16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_f16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
+
+    /// `tc_e4m3_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP8 (e4m3) `wgmma` m64n256k32.
+    TcE4m3 = "tc_e4m3_probe" in Tensor,
+    launch: Linear, accumulates: false,
+    sig TcE4m3Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::TC_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::TC_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::tensor_store(),
+    sim: run_tc_e4m3_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
+               stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
+               by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
 }
 
 #[cfg(test)]

@@ -414,6 +414,81 @@ fn fatbins_on_the_gpu_match_the_references() {
     println!("misaligned copy_u32x4 (src + 4 bytes): {}", check(r).unwrap_err());
 }
 
+/// The element-wise kernels take views at any element offset: pointers
+/// that agree modulo 16 run a scalar head, 16-byte vectors, a scalar tail;
+/// pointers that disagree run scalar throughout. Every case against the
+/// references, bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn elementwise_kernels_at_every_offset() {
+    let gpu = Gpu::new();
+    let block = kernels::DEFAULT_BLOCK;
+    let n: usize = 100_003;
+    let (x, y) = (floats(8, n + 8), floats(9, n + 8));
+    let (ua, ub) = (words(10, n + 8), words(11, n + 8));
+    let (dx, dy, dua, dub) = (gpu.upload(&x), gpu.upload(&y), gpu.upload(&ua), gpu.upload(&ub));
+    let dout = gpu.alloc(4 * (n + 8));
+    let at = |p: CUdeviceptr, off: usize| p + 4 * off as u64;
+    // (x or a, y or b, out) offsets in elements: equal (head of 0..3), and
+    // unequal modulo 4 (the scalar path).
+    for (ox, oy, oo) in [(0, 0, 0), (1, 1, 1), (2, 2, 2), (3, 3, 3), (0, 1, 0), (1, 0, 2), (3, 3, 1)] {
+        for grid in grids(n as u64) {
+            let what = format!("offsets ({ox}, {oy}, {oo}), grid {grid}");
+            let mut want = vec![0.0f32; n];
+            reference::scale_f32(&x[ox..ox + n], &mut want, 1.25);
+            gpu.zero(dout, 4 * (n + 8));
+            gpu.launch(
+                KernelId::ScaleF32,
+                grid,
+                block,
+                &[Arg::Ptr(at(dx, ox)), Arg::Ptr(at(dout, oo)), Arg::F32(1.25), Arg::U64(n as u64)],
+            );
+            let got = gpu.download::<f32>(at(dout, oo), n);
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "scale {what}");
+
+            reference::add_f32(&x[ox..ox + n], &y[oy..oy + n], &mut want);
+            gpu.launch(
+                KernelId::AddF32,
+                grid,
+                block,
+                &[Arg::Ptr(at(dx, ox)), Arg::Ptr(at(dy, oy)), Arg::Ptr(at(dout, oo)), Arg::U64(n as u64)],
+            );
+            let got = gpu.download::<f32>(at(dout, oo), n);
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "add {what}");
+
+            let mut want = vec![0u32; n];
+            reference::mix_u32(&ua[ox..ox + n], &ub[oy..oy + n], &mut want, 7);
+            gpu.launch(
+                KernelId::MixU32,
+                grid,
+                block,
+                &[
+                    Arg::Ptr(at(dua, ox)),
+                    Arg::Ptr(at(dub, oy)),
+                    Arg::Ptr(at(dout, oo)),
+                    Arg::U32(7),
+                    Arg::U64(n as u64),
+                ],
+            );
+            assert!(gpu.download::<u32>(at(dout, oo), n) == want, "mix {what}");
+
+            // bump in place at offset `oo`; the words around stay as they were.
+            let whole = words(12, n + 8);
+            let p = gpu.upload(&whole);
+            gpu.launch(
+                KernelId::BumpU32,
+                grid,
+                block,
+                &[Arg::Ptr(at(p, oo)), Arg::U32(3), Arg::U64(n as u64)],
+            );
+            let mut want = whole.clone();
+            reference::bump_u32(&mut want[oo..oo + n], 3);
+            assert!(gpu.download::<u32>(p, n + 8) == want, "bump {what}");
+            gpu.free(p);
+        }
+    }
+}
+
 #[test]
 fn float_inputs_are_finite() {
     assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));

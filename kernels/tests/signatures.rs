@@ -34,9 +34,23 @@ fn strip_comments(src: &str) -> String {
     out
 }
 
+/// Removes `__launch_bounds__(…)` annotations (they sit between `void` and
+/// the kernel's name).
+fn strip_launch_bounds(src: &str) -> String {
+    let mut out = String::new();
+    let mut rest = src;
+    while let Some(at) = rest.find("__launch_bounds__(") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        rest = after.find(')').map_or("", |i| &after[i + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Every `extern "C" __global__ void name(params)` in a source.
 fn kernels_in(src: &str) -> Vec<(String, Vec<CParam>)> {
-    let src = strip_comments(src);
+    let src = strip_launch_bounds(&strip_comments(src));
     let mut out = Vec::new();
     for (at, _) in src.match_indices("extern \"C\"") {
         let rest = &src[at + "extern \"C\"".len()..];

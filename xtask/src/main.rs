@@ -8,6 +8,7 @@ mod bindgen;
 mod gpu_bundle;
 mod kernels;
 mod roofline;
+mod sass;
 mod util;
 mod wheels;
 

@@ -1,6 +1,10 @@
 //! `cargo xtask roofline`: the main job. Builds gpu-bench in release and runs
-//! its `roofline` command, writing `target/roofline/report.md` and
-//! `target/roofline/results.json`.
+//! its `roofline` command, writing `target/roofline/report.md`,
+//! `target/roofline/results.json` and `target/roofline/roofline.svg`.
+//! Arguments go through: `cargo xtask roofline --replay FILE` re-renders a
+//! saved results.json with no GPU, `--quick --driver sim` runs on the
+//! simulator, `--tune` adds the HBM tuning search, `--peers FILE` merges
+//! PyTorch figures.
 
 use crate::util::{build_gpu_bench, root};
 use anyhow::{Context, Result};
@@ -23,6 +27,6 @@ pub fn run(args: &[String]) -> Result<()> {
         log::debug!("gpu-bench roofline exited with {status}");
         std::process::exit(status.code().unwrap_or(1));
     }
-    eprintln!("roofline written to {}/report.md and results.json", out.display());
+    eprintln!("roofline written to {0}/report.md, {0}/results.json and {0}/roofline.svg", out.display());
     Ok(())
 }

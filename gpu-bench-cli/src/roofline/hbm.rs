@@ -1,0 +1,232 @@
+//! Phase 1: the HBM ceilings (read, copy, triad with `roofline.cu`'s
+//! 16-byte-load variants) and the driver's D2D copy as a reference line.
+
+use super::{Run, ceiling, check_pattern, pattern_sum, time};
+use crate::common::{Ctx, Failure};
+use gpu_bench::roofline::{CeilingKind, MemoryLevel, RooflineReport, TuneRow};
+use gpu_sync::{DeviceBuffer, Stream};
+use kernels::{Grid, HBM_VARIANTS, cost, hbm_variant_name, reference};
+
+/// An HBM probe's configuration: (variant, blocks per SM, threads a block).
+type Config = (u32, u32, u32);
+
+/// The main job measures each probe in its candidates and keeps the best
+/// (all rows are in the report's tuning table); `--tune` starts from the
+/// first. From the H100 searches (docs/results/2026-11-25-h100-roofline):
+/// read is best with 4 loads in block tiles and 2 blocks of 512 a SM; copy
+/// and triad with 8 loads in tiles and many short blocks (one 32 KiB tile a
+/// block at 256 a SM), which the scheduler refills as they finish.
+const READ_CONFIGS: [Config; 2] = [(10, 2, 512), (10, 4, 256)];
+const COPY_CONFIGS: [Config; 3] = [(11, 256, 256), (11, 128, 256), (11, 32, 256)];
+const TRIAD_CONFIGS: [Config; 2] = [(11, 256, 256), (11, 128, 256)];
+
+/// The grids `--tune` tries for the best variant: (blocks per SM, threads).
+const TUNE_GRIDS: [(u32, u32); 11] = [
+    (1, 256),
+    (2, 256),
+    (2, 512),
+    (4, 256),
+    (8, 256),
+    (16, 256),
+    (32, 256),
+    (64, 256),
+    (128, 256),
+    (256, 256),
+    (1, 1024),
+];
+
+fn grid(sms: u32, (_, per_sm, threads): Config) -> Grid {
+    Grid { blocks: sms.saturating_mul(per_sm).max(1), threads }
+}
+
+fn describe((v, per_sm, threads): Config) -> String {
+    format!("{}, {per_sm} blocks/SM of {threads}", hbm_variant_name(v))
+}
+
+/// Times `run` (which moves `bytes`) in each configuration to try and
+/// returns the fastest, each recorded in the report's tuning table. Without
+/// `tune`: the candidates. With it: every variant at the first candidate's
+/// grid, then every grid of [`TUNE_GRIDS`] for the best variant.
+#[allow(clippy::too_many_arguments)]
+fn search(
+    ctx: &Ctx,
+    timer: &mut gpu_bench::Timer,
+    sms: u32,
+    probe: &str,
+    candidates: &[Config],
+    tune: bool,
+    bytes: f64,
+    run: &mut dyn FnMut(&Stream, Grid, u32) -> gpu_sync::Result<()>,
+    report: &mut RooflineReport,
+) -> Result<Config, Failure> {
+    let mut best = (candidates[0], 0.0);
+    let mut try_one = |cfg: Config, report: &mut RooflineReport, best: &mut (Config, f64)| {
+        let (t, _) = time(ctx, timer, probe, |s| run(s, grid(sms, cfg), cfg.0))?;
+        let label = if tune { probe.to_owned() } else { format!("{probe} (main job's candidates)") };
+        report.tuning.push(TuneRow { probe: label, config: describe(cfg), value: bytes / t });
+        if bytes / t > best.1 {
+            *best = (cfg, bytes / t);
+        }
+        Ok::<(), Failure>(())
+    };
+    if tune {
+        let (_, per_sm, threads) = candidates[0];
+        for v in 0..HBM_VARIANTS {
+            try_one((v, per_sm, threads), report, &mut best)?;
+        }
+        let v = best.0.0;
+        for (per_sm, threads) in TUNE_GRIDS {
+            if (v, per_sm, threads) != best.0 {
+                try_one((v, per_sm, threads), report, &mut best)?;
+            }
+        }
+    } else {
+        for &cfg in candidates {
+            try_one(cfg, report, &mut best)?;
+        }
+    }
+    Ok(best.0)
+}
+
+/// Runs the phase.
+///
+/// # Errors
+/// [`Failure::Check`] when a probe's result differs from the CPU
+/// reference; a driver error.
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, tune, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes, tune) =
+        (*ctx, timer, &*stream, &*probes, *sms, &*sizes, *tune);
+    let words = sizes.array / 16 * 4;
+    let n4 = words as u64 / 4;
+    let seed = 0x5eed_2026u32;
+    let datasheet = report.device.theoretical_bandwidth_gbs * 1e9;
+    let mut src = DeviceBuffer::<u32>::alloc(stream, words)?;
+    ctx.kernels.fill_pattern(stream, &mut src, seed)?;
+    let mut dst = DeviceBuffer::<u32>::alloc(stream, words)?;
+    let mut sum = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+    let expected = pattern_sum(seed, words as u64);
+    let push = |report: &mut RooflineReport,
+                name: &str,
+                value: f64,
+                noise: f64,
+                kernel: &str,
+                config: String,
+                check: String| {
+        let mut ce =
+            ceiling(name, CeilingKind::Memory(MemoryLevel::Hbm), value, noise, kernel, config, check);
+        ce.datasheet = Some(datasheet);
+        ce.roof = kernel != "cuMemcpyDtoDAsync";
+        report.ceilings.push(ce);
+    };
+
+    // read
+    let c = cost::read_sum_u32x4(n4);
+    let read = |s: &Stream, g: Grid, v: u32, sum: &mut DeviceBuffer<u64>| probes.hbm_read(s, g, v, &src, sum);
+    let cfg = search(
+        ctx,
+        timer,
+        sms,
+        "HBM read",
+        &READ_CONFIGS,
+        tune,
+        c.bytes() as f64,
+        &mut |s, g, v| read(s, g, v, &mut sum),
+        report,
+    )?;
+    let (t, noise) = time(ctx, timer, "HBM read", |s| read(s, grid(sms, cfg), cfg.0, &mut sum))?;
+    stream.fill_bytes(&mut sum, 0)?;
+    read(stream, grid(sms, cfg), cfg.0, &mut sum)?;
+    let got = stream.to_vec(&sum)?[0];
+    if got != expected {
+        return Err(Failure::Check(format!("HBM read: device sum {got:#x}, CPU reference {expected:#x}")));
+    }
+    let config = format!("{}, {} MiB", describe(cfg), sizes.array >> 20);
+    push(
+        report,
+        "HBM read",
+        c.bytes() as f64 / t,
+        noise,
+        "hbm_read",
+        config,
+        format!("sum = CPU reference {expected:#x}"),
+    );
+
+    // copy
+    let c = cost::copy_u32x4(n4);
+    let cfg = search(
+        ctx,
+        timer,
+        sms,
+        "HBM copy",
+        &COPY_CONFIGS,
+        tune,
+        c.bytes() as f64,
+        &mut |s, g, v| probes.hbm_copy(s, g, v, &src, &mut dst),
+        report,
+    )?;
+    stream.fill_bytes(&mut dst, 0xff)?;
+    let (t, noise) =
+        time(ctx, timer, "HBM copy", |s| probes.hbm_copy(s, grid(sms, cfg), cfg.0, &src, &mut dst))?;
+    check_pattern(ctx, stream, &dst, seed, "HBM copy")?;
+    let check = "every word matches the pattern (poisoned before)";
+    push(report, "HBM copy", c.bytes() as f64 / t, noise, "hbm_copy", describe(cfg), check.into());
+
+    // The driver's D2D copy: a reference line, not a roof of ours.
+    stream.fill_bytes(&mut dst, 0xff)?;
+    let (t, noise) = time(ctx, timer, "driver D2D copy", |s| s.copy(&src, &mut dst))?;
+    check_pattern(ctx, stream, &dst, seed, "driver D2D copy")?;
+    push(
+        report,
+        "driver D2D copy",
+        c.bytes() as f64 / t,
+        noise,
+        "cuMemcpyDtoDAsync",
+        "the driver's own copy".into(),
+        check.into(),
+    );
+    drop((src, dst, sum));
+
+    // triad, on floats
+    let host_b: Vec<f32> = (0..words).map(|i| (i % 1021) as f32 * 0.25).collect();
+    let host_c: Vec<f32> = (0..words).map(|i| ((i * 7) % 1009) as f32 - 500.0).collect();
+    let b = DeviceBuffer::from_slice(stream, &host_b)?;
+    let cc = DeviceBuffer::from_slice(stream, &host_c)?;
+    let mut a = DeviceBuffer::<f32>::alloc(stream, words)?;
+    let scalar = 3.0f32;
+    let c = cost::triad_f32(words as u64);
+    let cfg = search(
+        ctx,
+        timer,
+        sms,
+        "HBM triad",
+        &TRIAD_CONFIGS,
+        tune,
+        c.bytes() as f64,
+        &mut |s, g, v| probes.hbm_triad(s, g, v, &mut a, &b, &cc, scalar),
+        report,
+    )?;
+    stream.fill_bytes(&mut a, 0xff)?;
+    let (t, noise) = time(ctx, timer, "HBM triad", |s| {
+        probes.hbm_triad(s, grid(sms, cfg), cfg.0, &mut a, &b, &cc, scalar)
+    })?;
+    let got = stream.to_vec(&a)?;
+    let mut want = vec![0f32; words];
+    reference::triad_f32(&mut want, &host_b, &host_c, scalar);
+    if let Some(i) = (0..words).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        return Err(Failure::Check(format!(
+            "HBM triad: a[{i}] = {} but the reference gives {}",
+            got[i], want[i]
+        )));
+    }
+    push(
+        report,
+        "HBM triad",
+        c.bytes() as f64 / t,
+        noise,
+        "hbm_triad",
+        describe(cfg),
+        "every result bit-equal to the CPU reference".into(),
+    );
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Phase 4: the L2 and L1 working-set sweeps and shared memory.
+
+use super::*;
+pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
+    let seed = 0x00c0_ffeeu32;
+    let largest = sizes.l2_sweep.iter().chain(&sizes.l1_sweep).copied().max().unwrap_or(1 << 20);
+    let words = (largest / 16 * 4) as usize;
+    let mut buf = DeviceBuffer::<u32>::alloc(stream, words)?;
+    ctx.kernels.fill_pattern(stream, &mut buf, seed)?;
+    let mut sum = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+    let g = Grid { blocks: sms * 8, threads: 256 };
+    for (l2_only, sweep, name) in [(true, &sizes.l2_sweep, "L2"), (false, &sizes.l1_sweep, "L1")] {
+        let mut points = Vec::new();
+        for &ws in sweep.iter() {
+            let ws_words = (ws / 16 * 4) as usize;
+            let ws4 = (ws_words / 4) as u64;
+            let n = sizes.cache_loads.div_ceil(ws4) * ws4;
+            let view = buf.slice(..ws_words)?;
+            let (t, _) = time(ctx, timer, &format!("{name} sweep"), |s| {
+                probes.cache_read(s, g, &view, n, l2_only, &mut sum)
+            })?;
+            // The check: one more launch from zero, against the reference.
+            stream.fill_bytes(&mut sum, 0)?;
+            probes.cache_read(stream, g, &view, n, l2_only, &mut sum)?;
+            let got = stream.to_vec(&sum)?[0];
+            let want = pattern_sum(seed, ws_words as u64).wrapping_mul(n / ws4);
+            if got != want {
+                return Err(Failure::Check(format!(
+                    "{name} sweep at {ws} B: sum {got:#x}, CPU reference {want:#x}"
+                )));
+            }
+            points.push(SweepPoint { x: ws as f64, y: cost::cache_read(n).bytes_read as f64 / t, y2: None });
+        }
+        let plateaus = rl::plateaus(&points, 0.1, 3);
+        // The level's ceiling: the first plateau (smallest working sets),
+        // else the best point.
+        let value = plateaus
+            .first()
+            .map(|p| p.value)
+            .unwrap_or_else(|| points.iter().map(|p| p.y).fold(0.0, f64::max));
+        let range =
+            plateaus.first().map_or(String::new(), |p| format!("plateau {} B to {} B", p.from_x, p.to_x));
+        report.ceilings.push(ceiling(
+            name,
+            CeilingKind::Memory(if l2_only { MemoryLevel::L2 } else { MemoryLevel::L1 }),
+            value,
+            0.0,
+            "cache_read",
+            format!("{} loads, {range}", if l2_only { "ld.global.cg" } else { "plain" }),
+            "every point's sum = CPU reference".into(),
+        ));
+        // The L2 over whole working sets: the widest plateau above 1 MB that
+        // ends within the L2 (the first plateau is the small-set one).
+        let l2_size = report.device.l2_bytes.max(0) as f64;
+        let whole = plateaus
+            .iter()
+            .filter(|p| l2_only && p.to_x <= l2_size && p.from_x > 1.0e6)
+            .max_by(|a, b| (a.to_x / a.from_x).total_cmp(&(b.to_x / b.from_x)));
+        if let Some(p) = whole {
+            let mut c = ceiling(
+                "L2 (whole working sets)",
+                CeilingKind::Memory(MemoryLevel::L2),
+                p.value,
+                0.0,
+                "cache_read",
+                format!("ld.global.cg loads, plateau {} B to {} B", p.from_x, p.to_x),
+                "every point's sum = CPU reference".into(),
+            );
+            c.roof = false;
+            report.ceilings.push(c);
+        }
+        report.sweeps.push(Sweep {
+            name: format!(
+                "{name} working-set sweep ({} loads)",
+                if l2_only { "ld.global.cg" } else { "plain" }
+            ),
+            x_label: "working set (bytes)".into(),
+            y_label: "bytes/s".into(),
+            points,
+            plateaus,
+            on_roofline: false,
+        });
+    }
+    drop((buf, sum));
+
+    // Shared memory: two blocks of 1024 threads per SM (64 KiB of the SM's
+    // shared memory).
+    let g = Grid { blocks: sms * 2, threads: 1024 };
+    let iters = sizes.smem_iters;
+    let want = reference::probes::smem_read(iters, seed);
+    let mut out = DeviceBuffer::<u32>::zeroed(stream, 2)?;
+    let magic = want.wrapping_add(1);
+    let (t, noise) = time(ctx, timer, "shared", |s| probes.smem_read(s, g, iters, seed, magic, &mut out))?;
+    let got = stream.to_vec(&out)?[0];
+    if got != want {
+        return Err(Failure::Check(format!("shared: thread 0 summed {got:#x}, CPU reference {want:#x}")));
+    }
+    let bytes = cost::smem_traffic(g.total(), u64::from(iters)) as f64;
+    report.ceilings.push(ceiling(
+        "shared",
+        CeilingKind::Memory(MemoryLevel::Shared),
+        bytes / t,
+        noise,
+        "smem_read",
+        format!("LDS.128 conflict-free, {} blocks of {}", g.blocks, g.threads),
+        "thread 0's sum = CPU reference".into(),
+    ));
+    Ok(())
+}

@@ -1,0 +1,383 @@
+//! `gpu-bench roofline`: every ceiling measured on the GPU in hand, the
+//! working-set and intensity sweeps, and every kernel of the `kernels` crate
+//! placed under the roofs; written as `report.md`, `results.json`
+//! (`gpu_bench::roofline`'s versioned schema) and `roofline.svg`.
+//!
+//! Phases, one file each (each reported on stderr with its wall time):
+//! 1. `hbm`: read, copy and triad (`roofline.cu`'s variants, 16-byte
+//!    loads) and the driver's D2D copy as a reference line;
+//! 2. `compute`: FP64, FP32, FP16x2, BF16x2 FMA chains, and the tensor
+//!    cores (`wgmma`, sm_90a), each against the peak at the SM clock
+//!    measured inside the probe;
+//! 3. `memory`: the L2 working-set sweep (256 KiB to 4× L2, log-spaced,
+//!    `.cg` loads), the L1 sweep (plain loads) and shared memory;
+//! 4. `sweep`: the intensity sweep (0…1024 FLOPs per element, FP32);
+//! 5. `place`: the `kernels` crate's kernels placed, and the launch floors.
+//!
+//! Every probe's result is checked against its CPU reference before its
+//! figure is kept. `--tune` adds the tuning search of the HBM probes
+//! (variants × grids); `--replay FILE` re-renders a saved `results.json`
+//! with no GPU; `--peers FILE` merges PyTorch figures measured in the same
+//! device call. Under `--quick` or the simulator, sizes are scaled down and
+//! the report says so.
+
+mod compute;
+mod hbm;
+mod memory;
+mod place;
+mod sweep;
+
+use crate::common::{Ctx, Failure};
+use gpu_bench::render::{utc_date, write_text};
+use gpu_bench::roofline::{
+    self as rl, Ceiling, CeilingKind, MemoryLevel, Peer, Phase, PlaceRequest, RooflineReport, Sweep,
+    SweepPoint,
+};
+use gpu_bench::{Bench, Mode, Settings};
+use gpu_sync::cuda_sys::CUdevice_attribute;
+use gpu_sync::{DeviceBuffer, Stream};
+use kernels::{FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `gpu-bench roofline`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Size of each HBM array in MiB (use several times the L2).
+    #[arg(long, default_value_t = 1024)]
+    pub array_mib: usize,
+    /// Also run the tuning search of the HBM probes (variants × grids).
+    #[arg(long)]
+    pub tune: bool,
+    /// Re-render a saved results.json (no GPU needed).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// PyTorch figures from the same device call (JSON list of
+    /// {name, value, unit}) to show beside ours.
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// On a failed result check, note it and go on with the next phase
+    /// (the exit status is still 4).
+    #[arg(long)]
+    pub keep_going: bool,
+}
+
+/// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
+const FMA_ITERS: u32 = 512;
+/// Iterations of the 16-bit tensor probes (about 2.5 ms on an H100; FP8
+/// runs half as many).
+const TC_ITERS: u32 = 4000;
+/// Loads of each cache-sweep point (2 GiB of traffic).
+const CACHE_LOADS: u64 = 1 << 27;
+
+/// Sum of `pattern(seed, i)` for `i < n`, wrapping, computed on all cores.
+pub fn pattern_sum(seed: u32, n: u64) -> u64 {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(64) as u64;
+    let chunk = n.div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let (lo, hi) = ((t * chunk).min(n), ((t + 1) * chunk).min(n));
+                    (lo..hi).fold(0u64, |acc, i| acc.wrapping_add(u64::from(reference::pattern(seed, i))))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).fold(0u64, u64::wrapping_add)
+    })
+}
+
+fn rl_err(e: rl::RooflineError) -> Failure {
+    match e {
+        rl::RooflineError::AboveRoof { .. } => Failure::Check(e.to_string()),
+        rl::RooflineError::Json(_) => Failure::Usage(e.to_string()),
+        _ => Failure::Io(e.to_string()),
+    }
+}
+
+/// What every phase works with.
+struct Run<'a> {
+    ctx: &'a Ctx,
+    timer: gpu_bench::Timer,
+    stream: Stream,
+    probes: RooflineKernels,
+    sms: u32,
+    sizes: Sizes,
+    tune: bool,
+}
+
+/// Sizes of one run.
+struct Sizes {
+    /// Bytes of each HBM array.
+    array: usize,
+    /// Bytes of each placement array (at least 64 MiB on a GPU).
+    place: usize,
+    /// Working sets of the L2 sweep, bytes.
+    l2_sweep: Vec<u64>,
+    /// Working sets of the L1 sweep, bytes.
+    l1_sweep: Vec<u64>,
+    /// Loads per cache-sweep point (rounded up to whole working sets).
+    cache_loads: u64,
+    /// FMA iterations.
+    fma_iters: u32,
+    /// `smem_read` iterations.
+    smem_iters: u32,
+    /// FMAs per float of the intensity sweep.
+    fmas: Vec<u32>,
+    /// Bytes of each intensity-sweep array.
+    intensity_array: usize,
+    /// Iterations of the 16-bit tensor probes.
+    tc_iters: u32,
+}
+
+impl Sizes {
+    fn new(ctx: &Ctx, array_mib: usize, l2: u64) -> Result<Sizes, Failure> {
+        if ctx.quick || ctx.sim {
+            return Ok(Sizes {
+                array: 4 << 20,
+                place: 1 << 20,
+                l2_sweep: rl::log_sizes(16 << 10, 4 << 20, 6, 4096),
+                l1_sweep: rl::log_sizes(8 << 10, 64 << 10, 3, 4096),
+                cache_loads: 1 << 16,
+                fma_iters: 4,
+                smem_iters: 16,
+                fmas: vec![0, 1, 4, 16, 64, 256, 512],
+                intensity_array: 64 << 10,
+                tc_iters: 4,
+            });
+        }
+        let array = array_mib
+            .checked_mul(1 << 20)
+            .filter(|b| *b >= 16)
+            .ok_or_else(|| Failure::Usage(format!("--array-mib {array_mib}: out of range")))?;
+        let mut fmas = vec![0u32];
+        fmas.extend((0..10).map(|i| 1u32 << i));
+        Ok(Sizes {
+            array,
+            place: 256 << 20,
+            l2_sweep: rl::log_sizes(256 << 10, 4 * l2.max(1 << 20), 24, 4096),
+            l1_sweep: rl::log_sizes(8 << 10, 1 << 20, 8, 4096),
+            cache_loads: CACHE_LOADS,
+            fma_iters: FMA_ITERS,
+            smem_iters: 1000,
+            fmas,
+            intensity_array: 256 << 20,
+            tc_iters: TC_ITERS,
+        })
+    }
+}
+
+/// The engine's settings for long, steady kernels: the caller's, with at
+/// most 0.2 s of measured time and 5 s per mode.
+fn probe_settings(s: &Settings) -> Settings {
+    let mut p = *s;
+    p.min_time_s = p.min_time_s.min(0.2);
+    p.timeout_s = p.timeout_s.min(5.0);
+    p
+}
+
+/// Median seconds and its relative noise of `work`, hot mode.
+fn time(
+    ctx: &Ctx,
+    timer: &mut gpu_bench::Timer,
+    name: &str,
+    work: impl FnMut(&Stream) -> gpu_sync::Result<()>,
+) -> Result<(f64, f64), Failure> {
+    let r = Bench::new(name)
+        .modes(&[Mode::Hot])
+        .settings(probe_settings(&ctx.settings))
+        .run_on(timer, None, work)?;
+    let m = r.mode(Mode::Hot).ok_or_else(|| Failure::Io(format!("{name}: no hot-mode result")))?;
+    Ok((m.median(), m.summary.median_noise()))
+}
+
+fn ceiling(
+    name: &str,
+    kind: CeilingKind,
+    value: f64,
+    noise: f64,
+    kernel: &str,
+    config: String,
+    check: String,
+) -> Ceiling {
+    Ceiling {
+        name: name.into(),
+        kind,
+        value,
+        noise,
+        datasheet: None,
+        sm_clock_mhz: None,
+        peak_at_clock: None,
+        kernel: kernel.into(),
+        config,
+        check,
+        roof: true,
+    }
+}
+
+/// The phase timer: logs each phase on stderr and keeps its wall time.
+struct Phases {
+    list: Vec<Phase>,
+    at: Instant,
+}
+
+impl Phases {
+    fn start(ctx: &Ctx, name: &str) -> Phases {
+        ctx.progress.step(format!("roofline: {name}"));
+        Phases { list: Vec::new(), at: Instant::now() }
+    }
+
+    fn next(&mut self, ctx: &Ctx, done: &str, next: &str) {
+        let s = self.at.elapsed().as_secs_f64();
+        eprintln!("roofline: {done} done in {s:.1} s");
+        self.list.push(Phase { name: done.into(), seconds: s });
+        ctx.progress.step(format!("roofline: {next}"));
+        self.at = Instant::now();
+    }
+}
+
+/// The kernel driver's version line (`/proc/driver/nvidia/version`).
+fn driver_version() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    let line = text.lines().next()?;
+    let v = line
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))?;
+    Some(format!("NVIDIA driver {v}"))
+}
+
+fn read_peers(path: &Path) -> Result<Vec<Peer>, Failure> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))
+}
+
+/// Writes report.md, results.json and roofline.svg into `out` (if given)
+/// and prints the markdown.
+fn emit(report: &RooflineReport, out: Option<&PathBuf>) -> Result<(), Failure> {
+    let md = rl::markdown(report);
+    let svg = rl::svg(report).map_err(rl_err)?;
+    let json = report.to_json().map_err(rl_err)?;
+    print!("{md}");
+    if let Some(dir) = out {
+        write_text(&dir.join("report.md"), &md).map_err(Failure::Io)?;
+        write_text(&dir.join("results.json"), &json).map_err(Failure::Io)?;
+        write_text(&dir.join("roofline.svg"), &svg).map_err(Failure::Io)?;
+        // The working-set sweeps, where the report has them.
+        if let Ok(cache) = rl::cache_svg(report) {
+            write_text(&dir.join("cache.svg"), &cache).map_err(Failure::Io)?;
+        }
+        eprintln!("roofline: wrote {0}/report.md, {0}/results.json, {0}/roofline.svg", dir.display());
+    }
+    Ok(())
+}
+
+/// `--replay FILE`: re-renders a saved report (merging `--peers`), no GPU.
+///
+/// # Errors
+/// [`Failure::Usage`] for an unreadable or foreign file; I/O errors.
+pub fn replay(args: &Args, file: &Path, out: Option<&PathBuf>) -> Result<i32, Failure> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
+    let mut report = RooflineReport::from_json(&text).map_err(rl_err)?;
+    if let Some(p) = &args.peers {
+        report.peers = read_peers(p)?;
+    }
+    emit(&report, out)?;
+    Ok(0)
+}
+
+/// Runs every phase and writes the outputs.
+///
+/// # Errors
+/// [`Failure::Check`] when a probe's result is wrong or a kernel lands above
+/// its roof; a driver error.
+pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure> {
+    let device = gpu_bench::device_info(&ctx.device)?;
+    let mut report = RooflineReport::new(device, gpu_bench::render::command_line(), utc_date());
+    report.driver_version = driver_version();
+    report.scaled_down = ctx.quick || ctx.sim;
+    if let Some(p) = &args.peers {
+        report.peers = read_peers(p)?;
+    }
+    let sms =
+        ctx.device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
+    let sizes = Sizes::new(ctx, args.array_mib, report.device.l2_bytes.max(0) as u64)?;
+    let stream = Stream::new(&ctx.device)?;
+    let timer = ctx.timer(&stream)?;
+    let probes = RooflineKernels::load(&ctx.device)?;
+
+    // The SM clock before the probes (the clock kernel of part 1).
+    {
+        let mut clk = DeviceBuffer::<u64>::zeroed(&stream, 2)?;
+        let cycles = Ctx::cycles(0.002, report.device.sm_clock_mhz.max(1.0));
+        ctx.bench.clock_probe(&stream, cycles, &mut clk)?;
+        let v = stream.to_vec(&clk)?;
+        if v[1] > 0 {
+            report.idle_clock_mhz = Some(v[0] as f64 / v[1] as f64 * 1e3);
+        }
+    }
+    let mut run = Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune };
+    let mut phases = Phases::start(ctx, "HBM");
+
+    let mut failed = None;
+    let mut outcome = |r: Result<(), Failure>, report: &mut RooflineReport| -> Result<(), Failure> {
+        match r {
+            Err(Failure::Check(m)) if args.keep_going => {
+                eprintln!("roofline: result check failed: {m}");
+                report.notes.push(format!("RESULT CHECK FAILED: {m}"));
+                failed = Some(m);
+                Ok(())
+            }
+            other => other,
+        }
+    };
+    let r = hbm::run(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "HBM", "FMA");
+    let r = compute::fma(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "FMA", "tensor");
+    let r = compute::tensor(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "tensor", "caches");
+    let r = memory::run(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "caches", "intensity sweep");
+    let r = sweep::run(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "intensity sweep", "placement");
+    let r = place::run(&mut run, &mut report);
+    outcome(r, &mut report)?;
+    phases.next(ctx, "placement", "report");
+    report.phases = phases.list;
+    if report.scaled_down {
+        report.notes.push(format!(
+            "sizes scaled down ({}): HBM arrays {} KiB — figures are not ceilings",
+            if ctx.sim { "simulator" } else { "--quick" },
+            run.sizes.array >> 10
+        ));
+    }
+    ctx.progress.finish();
+    emit(&report, out)?;
+    match failed {
+        Some(m) => Err(Failure::Check(m)),
+        None => Ok(0),
+    }
+}
+
+pub(super) fn check_pattern(
+    ctx: &Ctx,
+    stream: &Stream,
+    buf: &DeviceBuffer<u32>,
+    seed: u32,
+    what: &str,
+) -> Result<(), Failure> {
+    let mut bad = DeviceBuffer::<u64>::zeroed(stream, 1)?;
+    ctx.kernels.check_pattern(stream, buf, seed, &mut bad)?;
+    let mismatches = stream.to_vec(&bad)?[0];
+    if mismatches != 0 {
+        return Err(Failure::Check(format!("{what}: {mismatches} words differ from the source")));
+    }
+    Ok(())
+}

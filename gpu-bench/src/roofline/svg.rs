@@ -1,0 +1,365 @@
+//! The roofline chart as SVG (plotters' SVG backend): log-log axes (FLOP/s
+//! over FLOP/byte), every measured roof as a labelled solid line, the
+//! datasheet roofs as dashed grey lines, the intensity sweep as a curve and
+//! every placed kernel as a labelled point. Labels are placed greedily in
+//! pixel space so that none overlaps another label or a point.
+
+use super::RooflineError;
+use super::model::{CeilingKind, MemoryLevel, RooflineReport};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+const WIDTH: u32 = 1200;
+const HEIGHT: u32 = 780;
+const FONT: &str = "sans-serif";
+const LABEL_PX: f64 = 13.0;
+
+fn render_err<E: std::fmt::Display>(e: E) -> RooflineError {
+    RooflineError::Render(e.to_string())
+}
+
+/// A number with an SI prefix (`1.2 T`).
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (d, p) = if a >= 1e15 {
+        (1e15, "P")
+    } else if a >= 1e12 {
+        (1e12, "T")
+    } else if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    let x = v / d;
+    if x >= 100.0 {
+        format!("{x:.0} {p}")
+    } else if x >= 10.0 {
+        format!("{x:.1} {p}")
+    } else {
+        format!("{x:.2} {p}")
+    }
+}
+
+/// Pixel boxes already taken, for label placement.
+struct Boxes {
+    taken: Vec<(f64, f64, f64, f64)>,
+    area: (f64, f64, f64, f64),
+}
+
+impl Boxes {
+    fn free(&self, b: (f64, f64, f64, f64)) -> bool {
+        let (ax0, ay0, ax1, ay1) = self.area;
+        if b.0 < ax0 || b.1 < ay0 || b.2 > ax1 || b.3 > ay1 {
+            return false;
+        }
+        self.taken.iter().all(|t| b.2 <= t.0 || b.0 >= t.2 || b.3 <= t.1 || b.1 >= t.3)
+    }
+
+    /// The first free box for a `w`×`h` label near (`x`, `y`), taken; or the
+    /// first candidate when all collide.
+    fn place(&mut self, x: f64, y: f64, w: f64, h: f64) -> (f64, f64) {
+        let mut candidates = Vec::new();
+        for ring in 0..6 {
+            let d = 6.0 + 14.0 * ring as f64;
+            candidates.extend([
+                (x + 6.0, y - d - h / 2.0),
+                (x + 6.0, y + d - h / 2.0),
+                (x - 6.0 - w, y - d - h / 2.0),
+                (x - 6.0 - w, y + d - h / 2.0),
+                (x + 8.0 + d, y - h / 2.0),
+                (x - 8.0 - d - w, y - h / 2.0),
+            ]);
+        }
+        let pick = candidates
+            .iter()
+            .copied()
+            .find(|&(lx, ly)| self.free((lx, ly, lx + w, ly + h)))
+            .unwrap_or(candidates[0]);
+        self.taken.push((pick.0, pick.1, pick.0 + w, pick.1 + h));
+        pick
+    }
+}
+
+fn text_width(s: &str) -> f64 {
+    0.56 * LABEL_PX * s.chars().count() as f64
+}
+
+/// Renders `report`'s roofline chart as an SVG document.
+///
+/// # Errors
+/// [`RooflineError::Render`] when the report has no roof to draw or the
+/// backend fails.
+pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
+    let memory: Vec<_> = report
+        .ceilings
+        .iter()
+        .filter(|c| c.roof && matches!(c.kind, CeilingKind::Memory(_)) && c.value > 0.0)
+        .collect();
+    let compute: Vec<_> = report
+        .ceilings
+        .iter()
+        .filter(|c| c.roof && c.kind == CeilingKind::Compute && c.value > 0.0)
+        .collect();
+    let top = compute.iter().map(|c| c.value).fold(0.0, f64::max);
+    if memory.is_empty() || top <= 0.0 {
+        return Err(RooflineError::Render("no memory and compute ceilings to draw".into()));
+    }
+    let hbm = report.memory_roof(MemoryLevel::Hbm).map(|c| c.value);
+    let datasheet_top = compute.iter().filter_map(|c| c.datasheet).fold(0.0, f64::max);
+    let low_mem = memory.iter().map(|c| c.value).fold(f64::INFINITY, f64::min);
+    let (x0, x1) = (1.0 / 64.0, 4096.0);
+    let y_hi = top.max(datasheet_top) * 2.5;
+    let y_lo = (low_mem * x0 / 2.0).min(
+        report.placements.iter().map(|p| p.achieved_flops).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min)
+            / 2.0,
+    );
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(render_err)?;
+        let sim = if report.simulated() { " — SIMULATED (cuda-sim), not a measurement" } else { "" };
+        let title = format!("Roofline: {}{}", report.device.name, sim);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(90)
+            .build_cartesian_2d((x0..x1).log_scale(), (y_lo..y_hi).log_scale())
+            .map_err(render_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("arithmetic intensity (FLOP / byte)")
+            .y_desc("FLOP/s")
+            .x_label_formatter(&|v| if *v >= 1.0 { format!("{v:.0}") } else { format!("1/{:.0}", 1.0 / v) })
+            .y_label_formatter(&|v| si(*v))
+            .label_style((FONT, 14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(render_err)?;
+
+        let plot = chart.plotting_area();
+        let (px, py) = plot.get_pixel_range();
+        // The chart's log-log mapping, in root pixels (as plotters maps).
+        let (pxa, pxb, pya, pyb) =
+            (f64::from(px.start), f64::from(px.end), f64::from(py.start), f64::from(py.end));
+        let to_px = move |x: f64, y: f64| -> (f64, f64) {
+            let fx = (x.ln() - x0.ln()) / (x1.ln() - x0.ln());
+            let fy = (y.ln() - y_lo.ln()) / (y_hi.ln() - y_lo.ln());
+            (pxa + fx * (pxb - pxa), pyb - fy * (pyb - pya))
+        };
+        let mut boxes = Boxes {
+            taken: Vec::new(),
+            area: (f64::from(px.start), f64::from(py.start), f64::from(px.end), f64::from(py.end)),
+        };
+        let palette = [
+            RGBColor(31, 119, 180),
+            RGBColor(44, 160, 44),
+            RGBColor(148, 103, 189),
+            RGBColor(23, 190, 207),
+            RGBColor(140, 86, 75),
+        ];
+        let compute_colors =
+            [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(188, 189, 34), RGBColor(227, 119, 194)];
+        let mut labels: Vec<(String, f64, f64, RGBColor)> = Vec::new();
+
+        // Datasheet roofs: dashed grey.
+        let grey = RGBColor(150, 150, 150);
+        if let Some(ds) = memory.iter().find_map(|c| c.datasheet) {
+            let ridge = datasheet_top.max(top) / ds;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, ds * x0), (ridge.min(x1), ds * ridge.min(x1))],
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(render_err)?;
+            let lx = (ridge / 8.0).max(x0 * 2.0);
+            labels.push((format!("HBM datasheet {}B/s", si(ds)), lx, ds * lx, grey));
+        }
+        for c in &compute {
+            if let Some(ds) = c.datasheet {
+                let from = hbm.map_or(x0, |b| ds / b).max(x0);
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        vec![(from, ds), (x1, ds)],
+                        6,
+                        4,
+                        grey.stroke_width(1),
+                    ))
+                    .map_err(render_err)?;
+            }
+        }
+
+        // Measured memory roofs, each up to the highest compute roof.
+        for (i, c) in memory.iter().enumerate() {
+            let color = palette[i % palette.len()];
+            let ridge = (top / c.value).min(x1);
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(x0, c.value * x0), (ridge, c.value * ridge)],
+                    color.stroke_width(2),
+                ))
+                .map_err(render_err)?;
+            // Anchor the label halfway along the visible line (in log space).
+            let start = (y_lo / c.value).max(x0);
+            let lx = (start * ridge).sqrt() / (1.0 + i as f64);
+            labels.push((format!("{} {}B/s", c.name, si(c.value)), lx.max(x0), c.value * lx.max(x0), color));
+        }
+        // Measured compute roofs, from the HBM ridge to the right edge.
+        let best_mem = memory.iter().map(|c| c.value).fold(0.0, f64::max);
+        for (i, c) in compute.iter().enumerate() {
+            let color = compute_colors[i % compute_colors.len()];
+            let from = (c.value / best_mem).max(x0);
+            chart
+                .draw_series(LineSeries::new(vec![(from, c.value), (x1, c.value)], color.stroke_width(2)))
+                .map_err(render_err)?;
+            let mut name = format!("{} {}FLOP/s", c.name, si(c.value));
+            if let Some(ds) = c.datasheet {
+                name.push_str(&format!(" (datasheet {})", si(ds)));
+            }
+            labels.push((name, x1 / 1.3, c.value, color));
+        }
+
+        // The intensity sweep: a curve with small markers.
+        for s in report.sweeps.iter().filter(|s| s.on_roofline) {
+            let pts: Vec<(f64, f64)> =
+                s.points.iter().filter(|p| p.x >= x0 && p.x <= x1 && p.y > 0.0).map(|p| (p.x, p.y)).collect();
+            let c = RGBColor(90, 90, 90);
+            chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1))).map_err(render_err)?;
+            chart
+                .draw_series(pts.iter().map(|&(x, y)| Cross::new((x, y), 3, c.stroke_width(1))))
+                .map_err(render_err)?;
+            if let Some(&(x, y)) = pts.get(pts.len() / 2) {
+                labels.push((s.name.clone(), x, y, c));
+            }
+        }
+
+        // Placed kernels: points; their boxes are taken before any label.
+        let black = RGBColor(20, 20, 20);
+        let placed: Vec<_> = report
+            .placements
+            .iter()
+            .filter(|p| {
+                p.intensity.is_finite() && p.intensity >= x0 && p.intensity <= x1 && p.achieved_flops > 0.0
+            })
+            .collect();
+        for p in &placed {
+            let (x, y) = to_px(p.intensity, p.achieved_flops);
+            boxes.taken.push((x - 4.0, y - 4.0, x + 4.0, y + 4.0));
+        }
+        chart
+            .draw_series(
+                placed.iter().map(|p| Circle::new((p.intensity, p.achieved_flops), 4, black.filled())),
+            )
+            .map_err(render_err)?;
+        let mut all: Vec<(String, f64, f64, RGBColor)> = placed
+            .iter()
+            .map(|p| {
+                (format!("{} {:.0}%", p.name, 100.0 * p.pct_of_roof), p.intensity, p.achieved_flops, black)
+            })
+            .collect();
+        all.extend(labels);
+        for (text, x, y, color) in all {
+            let (px, py) = to_px(x, y);
+            let w = text_width(&text);
+            let (lx, ly) = boxes.place(px, py, w, LABEL_PX + 2.0);
+            let style = TextStyle::from((FONT, LABEL_PX).into_font())
+                .color(&color)
+                .pos(Pos::new(HPos::Left, VPos::Top));
+            root.draw_text(&text, &style, (lx as i32, ly as i32)).map_err(render_err)?;
+        }
+        root.present().map_err(render_err)?;
+    }
+    Ok(svg)
+}
+
+/// Renders the working-set sweeps (bytes/s over working-set bytes, log-log)
+/// with their plateaus and the L2 size marked, as an SVG document.
+///
+/// # Errors
+/// [`RooflineError::Render`] when the report has no working-set sweep or
+/// the backend fails.
+pub fn render_cache(report: &RooflineReport) -> Result<String, RooflineError> {
+    let sweeps: Vec<_> = report.sweeps.iter().filter(|s| !s.on_roofline && !s.points.is_empty()).collect();
+    let xs = sweeps.iter().flat_map(|s| s.points.iter().map(|p| p.x)).filter(|x| *x > 0.0);
+    let ys = sweeps.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|y| *y > 0.0);
+    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    let (y0, y1) = ys.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    if !(x0 < x1 && y0 <= y1 && y1 > 0.0) {
+        return Err(RooflineError::Render("no working-set sweep to draw".into()));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(render_err)?;
+        let sim = if report.simulated() { " — SIMULATED (cuda-sim), not a measurement" } else { "" };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("Working-set sweeps: {}{sim}", report.device.name), (FONT, 20))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(90)
+            .build_cartesian_2d((x0 / 1.2..x1 * 1.2).log_scale(), (y0 / 1.5..y1 * 1.5).log_scale())
+            .map_err(render_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("working set (bytes)")
+            .y_desc("bytes/s")
+            .x_label_formatter(&|v| format!("{}B", si(*v)))
+            .y_label_formatter(&|v| format!("{}B/s", si(*v)))
+            .label_style((FONT, 14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(render_err)?;
+        let l2 = report.device.l2_bytes as f64;
+        if l2 > x0 && l2 < x1 {
+            let grey = RGBColor(150, 150, 150);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(l2, y0 / 1.4), (l2, y1 * 1.4)],
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(render_err)?
+                .label(format!("L2 size {}B", si(l2)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+        }
+        let colors = [RGBColor(23, 190, 207), RGBColor(140, 86, 75), RGBColor(31, 119, 180)];
+        for (i, s) in sweeps.iter().enumerate() {
+            let c = colors[i % colors.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.x, p.y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(render_err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(render_err)?;
+            for p in &s.plateaus {
+                let mid = (p.from_x * p.to_x).sqrt();
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{}B/s", si(p.value)),
+                        (mid, p.value * 1.12),
+                        (FONT, 13).into_font().color(&c),
+                    )))
+                    .map_err(render_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .border_style(RGBColor(200, 200, 200))
+            .background_style(WHITE)
+            .label_font((FONT, 13))
+            .position(SeriesLabelPosition::LowerLeft)
+            .draw()
+            .map_err(render_err)?;
+        root.present().map_err(render_err)?;
+    }
+    Ok(svg)
+}

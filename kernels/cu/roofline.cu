@@ -1,0 +1,528 @@
+// The roofline's probes: every ceiling gpu-bench measures (HBM read, copy and
+// triad with tuned variants; FP64/FP32/FP16x2/BF16x2 FMA; the L1/L2
+// working-set sweep; shared memory; the intensity sweep).
+//
+// Each probe's result is checked against a CPU reference
+// (kernels/src/reference.rs), so nothing is optimized away unseen:
+// - the stream probes compute what read_sum_u32x4 / copy_u32x4 / triad_f32 do;
+// - the FMA probes store each slot's chains under a run-time flag (`store`);
+// - the cache and shared-memory probes sum every word they load.
+//
+// Alignment: every uint4 / float4 pointer must be 16-byte aligned (the
+// wrappers check it). Launch: 1-D grid and block, blockDim.x a multiple of 32.
+
+#include "common.cuh"
+
+// ---------------------------------------------------------------------------
+// Loads and stores with a cache policy.
+
+// HINT 0: a plain load (the compiler picks LDG.E.128[.CONSTANT]).
+// HINT 1: ld.global.nc.L1::no_allocate: read-only path, no L1 allocation.
+// HINT 2: ld.global.cg: cached in L2 only (the L2 sweep).
+// HINT 3: ld.global.nc.L1::no_allocate.L2::256B: as 1, with a 256-byte L2
+// prefetch of the surrounding sector group.
+template <int HINT>
+__device__ __forceinline__ uint4 rl_load(const uint4* p) {
+    uint4 v;
+    if (HINT == 3) {
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (HINT == 1) {
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (HINT == 2) {
+        asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else {
+        v = *p;
+    }
+    return v;
+}
+
+// HINT 0: a plain store. HINT 1 and 3: st.global.cs (streaming, evict first).
+template <int HINT>
+__device__ __forceinline__ void rl_store(uint4* p, uint4 v) {
+    if (HINT == 1 || HINT == 3) {
+        asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};"
+                     :
+                     : "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                     : "memory");
+    } else {
+        *p = v;
+    }
+}
+
+__device__ __forceinline__ unsigned long long rl_words(uint4 v) {
+    return (unsigned long long)v.x + v.y + v.z + v.w;
+}
+
+__device__ __forceinline__ uint4 rl_triad(uint4 b, uint4 c, float s) {
+    uint4 r;
+    r.x = __float_as_uint(fmaf(s, __uint_as_float(c.x), __uint_as_float(b.x)));
+    r.y = __float_as_uint(fmaf(s, __uint_as_float(c.y), __uint_as_float(b.y)));
+    r.z = __float_as_uint(fmaf(s, __uint_as_float(c.z), __uint_as_float(b.z)));
+    r.w = __float_as_uint(fmaf(s, __uint_as_float(c.w), __uint_as_float(b.w)));
+    return r;
+}
+
+// Block-wide sum into *out (one atomicAdd per warp).
+__device__ __forceinline__ void rl_add_out(unsigned long long acc, unsigned long long* out) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        acc += __shfl_down_sync(0xffffffffu, acc, offset);
+    }
+    if ((threadIdx.x & 31u) == 0) {
+        atomicAdd(out, acc);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stream probes. OP 0: read (sum every word of a into *out); OP 1: copy a to
+// c; OP 2: triad c = fmaf(s, b, a) as floats... see rl_stream_op.
+// U: 16-byte loads in flight per thread per pointer. LAYOUT 0: grid-stride
+// (load u at i + u*stride); LAYOUT 1: block tiles (a block's U loads cover
+// U*blockDim consecutive uint4, tiles strided over the grid).
+
+template <int OP, int U, int HINT, int LAYOUT>
+__device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
+                                          const uint4* __restrict__ b,
+                                          uint4* __restrict__ c,
+                                          float s,
+                                          unsigned long long n4,
+                                          unsigned long long* out) {
+    unsigned long long acc = 0;
+    const unsigned long long stride = gs_stride();
+    unsigned long long tail;  // first index the bulk did not cover
+    if (LAYOUT == 0) {
+        unsigned long long i = gs_first();
+        const unsigned long long groups = n4 / (U * stride);
+        const unsigned long long bulk_end = groups * U * stride;
+        for (; i < bulk_end; i += U * stride) {
+            uint4 va[U], vb[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                va[u] = rl_load<HINT>(a + i + u * stride);
+                if (OP == 2) {
+                    vb[u] = rl_load<HINT>(b + i + u * stride);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (OP == 0) {
+                    acc += rl_words(va[u]);
+                } else if (OP == 1) {
+                    rl_store<HINT>(c + i + u * stride, va[u]);
+                } else {
+                    rl_store<HINT>(c + i + u * stride, rl_triad(vb[u], va[u], s));
+                }
+            }
+        }
+        tail = bulk_end;
+    } else {
+        const unsigned long long tile = (unsigned long long)U * blockDim.x;
+        const unsigned long long tiles = n4 / tile;
+        for (unsigned long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const unsigned long long base = t * tile + threadIdx.x;
+            uint4 va[U], vb[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                va[u] = rl_load<HINT>(a + base + u * blockDim.x);
+                if (OP == 2) {
+                    vb[u] = rl_load<HINT>(b + base + u * blockDim.x);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (OP == 0) {
+                    acc += rl_words(va[u]);
+                } else if (OP == 1) {
+                    rl_store<HINT>(c + base + u * blockDim.x, va[u]);
+                } else {
+                    rl_store<HINT>(c + base + u * blockDim.x, rl_triad(vb[u], va[u], s));
+                }
+            }
+        }
+        tail = tiles * tile;
+    }
+    for (unsigned long long i = tail + gs_first(); i < n4; i += stride) {
+        const uint4 va = rl_load<HINT>(a + i);
+        if (OP == 0) {
+            acc += rl_words(va);
+        } else if (OP == 1) {
+            rl_store<HINT>(c + i, va);
+        } else {
+            rl_store<HINT>(c + i, rl_triad(rl_load<HINT>(b + i), va, s));
+        }
+    }
+    if (OP == 0) {
+        rl_add_out(acc, out);
+    }
+}
+
+// The variant number: U = {2, 4, 8}[v % 3]; loads and stores (v / 3) % 3:
+// 0 plain, 1 ld.nc.L1::no_allocate + st.cs, 2 as 1 with the L2::256B
+// prefetch on loads; LAYOUT = v / 9 (0 grid-stride, 1 block tiles).
+// Variants past 17 run variant 0.
+#define RL_VARIANTS(OP, ...)                                           \
+    switch (variant) {                                                 \
+        case 1: rl_stream<OP, 4, 0, 0>(__VA_ARGS__); break;            \
+        case 2: rl_stream<OP, 8, 0, 0>(__VA_ARGS__); break;            \
+        case 3: rl_stream<OP, 2, 1, 0>(__VA_ARGS__); break;            \
+        case 4: rl_stream<OP, 4, 1, 0>(__VA_ARGS__); break;            \
+        case 5: rl_stream<OP, 8, 1, 0>(__VA_ARGS__); break;            \
+        case 6: rl_stream<OP, 2, 3, 0>(__VA_ARGS__); break;            \
+        case 7: rl_stream<OP, 4, 3, 0>(__VA_ARGS__); break;            \
+        case 8: rl_stream<OP, 8, 3, 0>(__VA_ARGS__); break;            \
+        case 9: rl_stream<OP, 2, 0, 1>(__VA_ARGS__); break;            \
+        case 10: rl_stream<OP, 4, 0, 1>(__VA_ARGS__); break;           \
+        case 11: rl_stream<OP, 8, 0, 1>(__VA_ARGS__); break;           \
+        case 12: rl_stream<OP, 2, 1, 1>(__VA_ARGS__); break;           \
+        case 13: rl_stream<OP, 4, 1, 1>(__VA_ARGS__); break;           \
+        case 14: rl_stream<OP, 8, 1, 1>(__VA_ARGS__); break;           \
+        case 15: rl_stream<OP, 2, 3, 1>(__VA_ARGS__); break;           \
+        case 16: rl_stream<OP, 4, 3, 1>(__VA_ARGS__); break;           \
+        case 17: rl_stream<OP, 8, 3, 1>(__VA_ARGS__); break;           \
+        default: rl_stream<OP, 2, 0, 0>(__VA_ARGS__); break;           \
+    }
+
+// *out += wrapping u64 sum of the 4*n4 u32 words of in[0..n4] (as
+// read_sum_u32x4). One atomicAdd per warp; the caller zeroes *out.
+extern "C" __global__ void hbm_read(const uint4* __restrict__ in,
+                                    unsigned long long n4,
+                                    unsigned int variant,
+                                    unsigned long long* out) {
+    RL_VARIANTS(0, in, in, nullptr, 0.0f, n4, out)
+}
+
+// dst[0..n4] = src[0..n4].
+extern "C" __global__ void hbm_copy(const uint4* __restrict__ src,
+                                    uint4* __restrict__ dst,
+                                    unsigned long long n4,
+                                    unsigned int variant) {
+    RL_VARIANTS(1, src, src, dst, 0.0f, n4, nullptr)
+}
+
+// a[i] = fmaf(scalar, c[i], b[i]) for the 4*n4 floats (as triad_f32).
+extern "C" __global__ void hbm_triad(uint4* __restrict__ a,
+                                     const uint4* __restrict__ b,
+                                     const uint4* __restrict__ c,
+                                     float scalar,
+                                     unsigned long long n4,
+                                     unsigned int variant) {
+    RL_VARIANTS(2, c, b, a, scalar, n4, nullptr)
+}
+
+// ---------------------------------------------------------------------------
+// FMA probes. Slot i (grid-stride over n) runs RL_CHAINS independent chains
+// x = fma(x, m, k) for iters * RL_INNER steps, from x_c = seed + (i*CHAINS+c)
+// * 2^-20 (in the probe's type), m = -0.9375, k = 0.5; then, if store != 0,
+// out[i] = the chains' sum, in chain order (f32 for the 16-bit types, of the
+// low and high halves in that order). Thread 0 of block 0 writes clk[0] =
+// SM cycles and clk[1] = %globaltimer ns over its own loop: the SM clock
+// while the probe ran.
+
+#define RL_CHAINS 8
+#define RL_INNER 64
+
+__device__ __forceinline__ unsigned long long rl_globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+template <class T>
+struct RlFma;
+
+template <>
+struct RlFma<float> {
+    typedef float V;
+    static __device__ __forceinline__ V start(float seed, unsigned long long j) {
+        return seed + (float)j * 9.5367431640625e-07f;
+    }
+    static __device__ __forceinline__ V m() { return -0.9375f; }
+    static __device__ __forceinline__ V k() { return 0.5f; }
+    static __device__ __forceinline__ V fma(V x, V m, V k) { return fmaf(x, m, k); }
+    static __device__ __forceinline__ float sum(float acc, V x) { return acc + x; }
+};
+
+template <>
+struct RlFma<double> {
+    typedef double V;
+    static __device__ __forceinline__ V start(double seed, unsigned long long j) {
+        return seed + (double)j * 9.5367431640625e-07;
+    }
+    static __device__ __forceinline__ V m() { return -0.9375; }
+    static __device__ __forceinline__ V k() { return 0.5; }
+    static __device__ __forceinline__ V fma(V x, V m, V k) { return ::fma(x, m, k); }
+    static __device__ __forceinline__ double sum(double acc, V x) { return acc + x; }
+};
+
+// The 16-bit types as packed pairs in a u32 (low half first), through PTX:
+// the wheels' headers carry no cuda_fp16.h dependencies (nv/target).
+struct RlHalf2 {};
+struct RlBf162 {};
+
+__device__ __forceinline__ unsigned int rl_pack_f16(float lo, float hi) {
+    unsigned int r;
+    asm("{ .reg .b16 l, h; cvt.rn.f16.f32 l, %1; cvt.rn.f16.f32 h, %2; mov.b32 %0, {l, h}; }"
+        : "=r"(r)
+        : "f"(lo), "f"(hi));
+    return r;
+}
+
+__device__ __forceinline__ float rl_f16_to_f32(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ unsigned int rl_pack_bf16(float lo, float hi) {
+    unsigned int r;
+    asm("{ .reg .b16 l, h; cvt.rn.bf16.f32 l, %1; cvt.rn.bf16.f32 h, %2; mov.b32 %0, {l, h}; }"
+        : "=r"(r)
+        : "f"(lo), "f"(hi));
+    return r;
+}
+
+template <>
+struct RlFma<RlHalf2> {
+    typedef unsigned int V;
+    // Low half from slot value j, high half from j + 0.5 (of the step).
+    static __device__ __forceinline__ V start(float seed, unsigned long long j) {
+        const float lo = seed + (float)j * 9.5367431640625e-07f;
+        const float hi = seed + ((float)j + 0.5f) * 9.5367431640625e-07f;
+        return rl_pack_f16(lo, hi);
+    }
+    static __device__ __forceinline__ V m() { return rl_pack_f16(-0.9375f, -0.9375f); }
+    static __device__ __forceinline__ V k() { return rl_pack_f16(0.5f, 0.5f); }
+    static __device__ __forceinline__ V fma(V x, V m, V k) {
+        V r;
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(m), "r"(k));
+        return r;
+    }
+    static __device__ __forceinline__ float sum(float acc, V x) {
+        return acc + rl_f16_to_f32((unsigned short)(x & 0xffffu)) + rl_f16_to_f32((unsigned short)(x >> 16));
+    }
+};
+
+template <>
+struct RlFma<RlBf162> {
+    typedef unsigned int V;
+    static __device__ __forceinline__ V start(float seed, unsigned long long j) {
+        const float lo = seed + (float)j * 9.5367431640625e-07f;
+        const float hi = seed + ((float)j + 0.5f) * 9.5367431640625e-07f;
+        return rl_pack_bf16(lo, hi);
+    }
+    static __device__ __forceinline__ V m() { return rl_pack_bf16(-0.9375f, -0.9375f); }
+    static __device__ __forceinline__ V k() { return rl_pack_bf16(0.5f, 0.5f); }
+    static __device__ __forceinline__ V fma(V x, V m, V k) {
+        V r;
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(m), "r"(k));
+        return r;
+    }
+    // A bf16 is the high 16 bits of the f32 with the same value.
+    static __device__ __forceinline__ float sum(float acc, V x) {
+        return acc + __uint_as_float(x << 16) + __uint_as_float(x & 0xffff0000u);
+    }
+};
+
+template <class T, class S, class O>
+__device__ __forceinline__ void rl_fma(S seed,
+                                       unsigned int iters,
+                                       unsigned int store,
+                                       O* out,
+                                       unsigned long long n,
+                                       unsigned long long* clk) {
+    typedef RlFma<T> F;
+    const bool timer = gs_first() == 0;
+    unsigned long long t0 = 0;
+    long long c0 = 0;
+    if (timer) {
+        t0 = rl_globaltimer();
+        c0 = clock64();
+    }
+    // The multiplier and addend come through a volatile-free run-time
+    // path (iters is a parameter), so the compiler cannot fold the chains.
+    const typename F::V m = F::m();
+    const typename F::V k = F::k();
+    for (unsigned long long i = gs_first(); i < n; i += gs_stride()) {
+        typename F::V x[RL_CHAINS];
+#pragma unroll
+        for (int c = 0; c < RL_CHAINS; ++c) {
+            x[c] = F::start(seed, i * RL_CHAINS + c);
+        }
+        for (unsigned int it = 0; it < iters; ++it) {
+#pragma unroll
+            for (int s = 0; s < RL_INNER; ++s) {
+#pragma unroll
+                for (int c = 0; c < RL_CHAINS; ++c) {
+                    x[c] = F::fma(x[c], m, k);
+                }
+            }
+        }
+        O acc = 0;
+#pragma unroll
+        for (int c = 0; c < RL_CHAINS; ++c) {
+            acc = F::sum(acc, x[c]);
+        }
+        if (store != 0u) {
+            out[i] = acc;
+        }
+    }
+    if (timer) {
+        const long long c1 = clock64();
+        const unsigned long long t1 = rl_globaltimer();
+        clk[0] = (unsigned long long)(c1 - c0);
+        clk[1] = t1 - t0;
+    }
+}
+
+extern "C" __global__ void fma_f64(double seed, unsigned int iters, unsigned int store, double* out,
+                                   unsigned long long n, unsigned long long* clk) {
+    rl_fma<double, double, double>(seed, iters, store, out, n, clk);
+}
+
+extern "C" __global__ void fma_f32(float seed, unsigned int iters, unsigned int store, float* out,
+                                   unsigned long long n, unsigned long long* clk) {
+    rl_fma<float, float, float>(seed, iters, store, out, n, clk);
+}
+
+extern "C" __global__ void fma_f16x2(float seed, unsigned int iters, unsigned int store, float* out,
+                                     unsigned long long n, unsigned long long* clk) {
+    rl_fma<RlHalf2, float, float>(seed, iters, store, out, n, clk);
+}
+
+extern "C" __global__ void fma_bf16x2(float seed, unsigned int iters, unsigned int store, float* out,
+                                      unsigned long long n, unsigned long long* clk) {
+    rl_fma<RlBf162, float, float>(seed, iters, store, out, n, clk);
+}
+
+// ---------------------------------------------------------------------------
+// Cache sweep: load j (grid-stride, j < n) reads in[j % ws4], a working set
+// of ws4 uint4 however large n is; *out += the wrapping u64 sum of every word
+// loaded. hint 0: plain loads (L1 and L2); hint 1: ld.global.cg (L2 only).
+// Four independent loads in flight per thread. The index wraps by a
+// conditional subtract of the stride taken modulo ws4 (no division in the
+// loop); ws4 < 2^32.
+
+template <int HINT>
+__device__ __forceinline__ void rl_cache(const uint4* __restrict__ in,
+                                         unsigned long long ws4,
+                                         unsigned long long n,
+                                         unsigned long long* out) {
+    const unsigned long long stride = gs_stride();
+    const unsigned int w = (unsigned int)ws4;
+    const unsigned int step = (unsigned int)(stride % ws4);
+    unsigned long long i = gs_first();
+    unsigned int j = (unsigned int)(i % ws4);
+    unsigned long long acc = 0;
+    auto next = [&](unsigned int x) {
+        x += step;
+        return x >= w ? x - w : x;
+    };
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const unsigned int j1 = next(j);
+        const unsigned int j2 = next(j1);
+        const unsigned int j3 = next(j2);
+        const uint4 v0 = rl_load<HINT>(in + j);
+        const uint4 v1 = rl_load<HINT>(in + j1);
+        const uint4 v2 = rl_load<HINT>(in + j2);
+        const uint4 v3 = rl_load<HINT>(in + j3);
+        acc += rl_words(v0) + rl_words(v1) + rl_words(v2) + rl_words(v3);
+        j = next(j3);
+    }
+    for (; i < n; i += stride) {
+        acc += rl_words(rl_load<HINT>(in + j));
+        j = next(j);
+    }
+    rl_add_out(acc, out);
+}
+
+extern "C" __global__ void cache_read(const uint4* __restrict__ in,
+                                      unsigned long long ws4,
+                                      unsigned long long n,
+                                      unsigned int hint,
+                                      unsigned long long* out) {
+    if (hint == 1u) {
+        rl_cache<2>(in, ws4, n, out);
+    } else {
+        rl_cache<0>(in, ws4, n, out);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared memory: each block fills RL_SMEM uint4 with word w of element e =
+// gs_pattern(seed, 4e + w); thread t then loads element (t + k) % RL_SMEM for
+// k < 8 * iters (a warp reads 512 consecutive bytes: no bank conflicts) and
+// sums the words (wrapping u32). Thread 0 of block 0 writes its sum to
+// out[0]; any thread whose sum equals `magic` writes it to out[1] (the
+// run-time flag that keeps every thread's loads alive).
+
+#define RL_SMEM 2048
+
+extern "C" __global__ void smem_read(unsigned int iters, unsigned int seed, unsigned int magic,
+                                     unsigned int* out) {
+    __shared__ uint4 buf[RL_SMEM];
+    for (unsigned int e = threadIdx.x; e < RL_SMEM; e += blockDim.x) {
+        buf[e] = make_uint4(gs_pattern(seed, 4ull * e), gs_pattern(seed, 4ull * e + 1),
+                            gs_pattern(seed, 4ull * e + 2), gs_pattern(seed, 4ull * e + 3));
+    }
+    __syncthreads();
+    uint4 acc = make_uint4(0u, 0u, 0u, 0u);
+    unsigned int j = threadIdx.x % RL_SMEM;
+    for (unsigned int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            const uint4 v = buf[(j + u) & (RL_SMEM - 1)];
+            acc.x += v.x;
+            acc.y += v.y;
+            acc.z += v.z;
+            acc.w += v.w;
+        }
+        j = (j + 8) & (RL_SMEM - 1);
+    }
+    const unsigned int total = acc.x + acc.y + acc.z + acc.w;
+    if (gs_first() == 0) {
+        out[0] = total;
+    }
+    if (total == magic) {
+        out[1] = total;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Intensity sweep (mixbench-style): out[i] = in[i] after `fmas` steps of
+// x = fmaf(x, -0.9375f, 0.5f) on each of its four floats: 2*fmas*4 FLOPs per
+// 32 bytes moved. Two float4 in flight per thread.
+
+__device__ __forceinline__ uint4 rl_chain4(uint4 v, unsigned int fmas) {
+    float x = __uint_as_float(v.x), y = __uint_as_float(v.y);
+    float z = __uint_as_float(v.z), w = __uint_as_float(v.w);
+    for (unsigned int f = 0; f < fmas; ++f) {
+        x = fmaf(x, -0.9375f, 0.5f);
+        y = fmaf(y, -0.9375f, 0.5f);
+        z = fmaf(z, -0.9375f, 0.5f);
+        w = fmaf(w, -0.9375f, 0.5f);
+    }
+    return make_uint4(__float_as_uint(x), __float_as_uint(y), __float_as_uint(z), __float_as_uint(w));
+}
+
+extern "C" __global__ void intensity_f32(const uint4* __restrict__ in,
+                                         uint4* __restrict__ out,
+                                         unsigned int fmas,
+                                         unsigned long long n4) {
+    const unsigned long long stride = gs_stride();
+    unsigned long long i = gs_first();
+    for (; i + stride < n4; i += 2 * stride) {
+        const uint4 v0 = in[i];
+        const uint4 v1 = in[i + stride];
+        out[i] = rl_chain4(v0, fmas);
+        out[i + stride] = rl_chain4(v1, fmas);
+    }
+    for (; i < n4; i += stride) {
+        out[i] = rl_chain4(in[i], fmas);
+    }
+}

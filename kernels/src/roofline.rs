@@ -1,0 +1,461 @@
+//! The roofline's probes (`kernels/cu/roofline.cu`) as typed wrappers that
+//! check lengths, alignment and the launch shape: HBM read/copy/triad in
+//! tuning variants, FMA chains per precision, the cache working-set sweep,
+//! shared memory and the intensity sweep.
+//!
+//! Every probe takes its launch shape ([`Grid`]) from the caller, because
+//! choosing it is part of what the roofline tunes; the shape is checked
+//! (1-D, whole warps, at most 1024 threads a block).
+//!
+//! Unsafe code: none. The kernels are declared (and their contracts argued)
+//! in the kernel table (`table.rs`); each launch here argues the part of the
+//! contract that holds only for that launch (`SAFETY (launch)`).
+
+use crate::spec::{KernelId, ModuleId};
+use crate::table::{
+    CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
+    IntensitySig, SmemReadSig, declare,
+};
+use gpu_sync::{
+    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
+};
+
+/// Number of tuning variants of the HBM probes: variant `v` keeps
+/// `[2, 4, 8][v % 3]` 16-byte loads in flight per thread and pointer, uses
+/// plain loads and stores (`v / 3 % 3 == 0`), `ld.global.nc.L1::no_allocate`
+/// with `st.global.cs` (1), or those with the `L2::256B` prefetch (2), and a
+/// grid-stride (`v < 9`) or block-tile layout.
+pub const HBM_VARIANTS: u32 = 18;
+
+/// What HBM variant `v` is, in words (`"8 loads, nc/cs, tiles"`).
+pub fn hbm_variant_name(v: u32) -> String {
+    let v = v % HBM_VARIANTS;
+    format!(
+        "{} loads, {}, {}",
+        [2, 4, 8][(v % 3) as usize],
+        ["plain", "nc/cs", "nc.L2::256B/cs"][((v / 3) % 3) as usize],
+        if v < 9 { "grid-stride" } else { "tiles" }
+    )
+}
+
+/// A 1-D launch shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Blocks.
+    pub blocks: u32,
+    /// Threads per block: a multiple of 32, at most 1024.
+    pub threads: u32,
+}
+
+impl Grid {
+    /// Total threads.
+    pub fn total(&self) -> u64 {
+        u64::from(self.blocks) * u64::from(self.threads)
+    }
+
+    fn config(self, kernel: KernelId) -> Result<LaunchConfig> {
+        if self.blocks == 0 || self.threads == 0 || self.threads > 1024 || !self.threads.is_multiple_of(32) {
+            return Err(invalid(
+                kernel,
+                format!(
+                    "{} blocks of {} threads: needs at least one block of whole warps, at most 1024 threads",
+                    self.blocks, self.threads
+                ),
+            ));
+        }
+        Ok(LaunchConfig::new(self.blocks, self.threads))
+    }
+}
+
+/// The precision of an FMA probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FmaPrecision {
+    /// `double`, DFMA.
+    F64,
+    /// `float`, FFMA.
+    F32,
+    /// Packed half pairs, HFMA2.
+    F16x2,
+    /// Packed bfloat16 pairs, HFMA2.BF16.
+    Bf16x2,
+}
+
+impl FmaPrecision {
+    /// Every precision.
+    pub const ALL: [FmaPrecision; 4] =
+        [FmaPrecision::F64, FmaPrecision::F32, FmaPrecision::F16x2, FmaPrecision::Bf16x2];
+
+    /// Values per FMA instruction (2 for the packed types).
+    pub const fn lanes(self) -> u64 {
+        match self {
+            FmaPrecision::F64 | FmaPrecision::F32 => 1,
+            FmaPrecision::F16x2 | FmaPrecision::Bf16x2 => 2,
+        }
+    }
+
+    /// A short name (`"FP32"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            FmaPrecision::F64 => "FP64",
+            FmaPrecision::F32 => "FP32",
+            FmaPrecision::F16x2 => "FP16",
+            FmaPrecision::Bf16x2 => "BF16",
+        }
+    }
+
+    /// The probe kernel.
+    pub const fn kernel(self) -> KernelId {
+        match self {
+            FmaPrecision::F64 => KernelId::FmaF64,
+            FmaPrecision::F32 => KernelId::FmaF32,
+            FmaPrecision::F16x2 => KernelId::FmaF16x2,
+            FmaPrecision::Bf16x2 => KernelId::FmaBf16x2,
+        }
+    }
+}
+
+/// The probes of `roofline.cu`, loaded into one device.
+pub struct RooflineKernels {
+    device: Device,
+    hbm_read: Typed<HbmReadSig>,
+    hbm_copy: Typed<HbmCopySig>,
+    hbm_triad: Typed<HbmTriadSig>,
+    fma_f64: Typed<FmaF64Sig>,
+    fma_f32: Typed<FmaF32Sig>,
+    fma_f16x2: Typed<FmaF16x2Sig>,
+    fma_bf16x2: Typed<FmaBf16x2Sig>,
+    cache_read: Typed<CacheReadSig>,
+    smem_read: Typed<SmemReadSig>,
+    intensity: Typed<IntensitySig>,
+}
+
+fn invalid(kernel: KernelId, what: String) -> Error {
+    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
+}
+
+fn aligned16(kernel: KernelId, name: &str, ptr: u64) -> Result<()> {
+    if ptr.is_multiple_of(16) {
+        Ok(())
+    } else {
+        Err(invalid(kernel, format!("`{name}` at {ptr:#x} is not 16-byte aligned (16-byte loads)")))
+    }
+}
+
+/// `len` elements of 4 bytes as whole uint4: the count of uint4.
+fn quads(kernel: KernelId, name: &str, len: usize) -> Result<u64> {
+    if len.is_multiple_of(4) {
+        Ok((len / 4) as u64)
+    } else {
+        Err(invalid(kernel, format!("`{name}` has {len} elements, not a multiple of 4")))
+    }
+}
+
+fn same(kernel: KernelId, what: &str, a: usize, b: usize) -> Result<()> {
+    if a == b { Ok(()) } else { Err(invalid(kernel, format!("{what}: {a} vs {b}"))) }
+}
+
+impl RooflineKernels {
+    /// Loads `roofline.fatbin` into `device` (`cuModuleLoadData`) and takes
+    /// every probe with its checked signature.
+    ///
+    /// # Errors
+    /// A driver error; [`Error::KernelSignature`] if the fatbin and this
+    /// crate disagree.
+    pub fn load(device: &Device) -> Result<RooflineKernels> {
+        let m = gpu_sync::Module::load(device, ModuleId::Roofline.fatbin())?;
+        Ok(RooflineKernels {
+            device: device.clone(),
+            hbm_read: declare::HbmRead(&m)?,
+            hbm_copy: declare::HbmCopy(&m)?,
+            hbm_triad: declare::HbmTriad(&m)?,
+            fma_f64: declare::FmaF64(&m)?,
+            fma_f32: declare::FmaF32(&m)?,
+            fma_f16x2: declare::FmaF16x2(&m)?,
+            fma_bf16x2: declare::FmaBf16x2(&m)?,
+            cache_read: declare::CacheRead(&m)?,
+            smem_read: declare::SmemRead(&m)?,
+            intensity: declare::IntensityF32(&m)?,
+        })
+    }
+
+    /// The device they are loaded into.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// `out[0] +=` the wrapping sum of every word of `input` (`hbm_read`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `input` holds whole uint4 from a
+    /// 16-byte aligned start, `out` has one element and `grid` is valid; a
+    /// launch error.
+    pub fn hbm_read<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        variant: u32,
+        input: &I,
+        out: &mut O,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        let k = KernelId::HbmRead;
+        let n4 = quads(k, "in", input.device_len())?;
+        aligned16(k, "in", input.device_ptr())?;
+        same(k, "out must have one element", out.device_len(), 1)?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): indices `< n4` only (every variant's bulk stops
+        // at a whole number of groups and the tail loop at `n4`), words
+        // `4i..4i+4` of `input`, which has exactly `4 * n4` words, 16-byte
+        // aligned (checked above); the warp-level `atomicAdd`s hit `out[0]`,
+        // its only element; the shuffles need whole warps (checked by
+        // `Grid::config`).
+        self.hbm_read.launch(stream, cfg, (input, n4, variant, out))
+    }
+
+    /// `dst = src` (`hbm_copy`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole uint4
+    /// from 16-byte aligned starts and `grid` is valid; a launch error.
+    pub fn hbm_copy<S, D>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        variant: u32,
+        src: &S,
+        dst: &mut D,
+    ) -> Result<()>
+    where
+        S: AsDeviceSlice<u32> + ?Sized,
+        D: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::HbmCopy;
+        same(k, "lengths", src.device_len(), dst.device_len())?;
+        let n4 = quads(k, "src", src.device_len())?;
+        aligned16(k, "src", src.device_ptr())?;
+        aligned16(k, "dst", dst.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, which have
+        // exactly `4 * n4` words and 16-byte aligned starts (checked above);
+        // every index is covered by one thread (1-D grid).
+        self.hbm_copy.launch(stream, cfg, (src, dst, n4, variant))
+    }
+
+    /// `a = fma(scalar, c, b)` (`hbm_triad`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the three have one length of whole
+    /// float4 from 16-byte aligned starts and `grid` is valid; a launch error.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hbm_triad<A, B, C>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        variant: u32,
+        a: &mut A,
+        b: &B,
+        c: &C,
+        scalar: f32,
+    ) -> Result<()>
+    where
+        A: AsDeviceSliceMut<f32> + ?Sized,
+        B: AsDeviceSlice<f32> + ?Sized,
+        C: AsDeviceSlice<f32> + ?Sized,
+    {
+        let k = KernelId::HbmTriad;
+        same(k, "lengths of a and b", a.device_len(), b.device_len())?;
+        same(k, "lengths of a and c", a.device_len(), c.device_len())?;
+        let n4 = quads(k, "a", a.device_len())?;
+        aligned16(k, "a", a.device_ptr())?;
+        aligned16(k, "b", b.device_ptr())?;
+        aligned16(k, "c", c.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): float4 indices `< n4` of the three views, each
+        // exactly `4 * n4` floats from a 16-byte aligned start (checked
+        // above); one thread per index.
+        self.hbm_triad.launch(stream, cfg, (a, b, c, scalar, n4, variant))
+    }
+
+    /// One FMA probe of `prec` over `out.len()` slots and `iters`
+    /// iterations; stores the results in `out` only if `store`; `clk =
+    /// [SM cycles, ns]` of block 0's thread 0 over its loop: the SM clock
+    /// while the probe ran. `out` is [`FmaOut::F64`] for
+    /// [`FmaPrecision::F64`] and [`FmaOut::F32`] for the others.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `out` is of the wrong type for `prec`,
+    /// `clk` does not have 2 elements or `grid` is invalid; a launch error.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fma<C>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        prec: FmaPrecision,
+        seed: f64,
+        iters: u32,
+        store: bool,
+        out: FmaOut<'_>,
+        clk: &mut C,
+    ) -> Result<()>
+    where
+        C: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        let k = prec.kernel();
+        same(k, "clk must have 2 elements", clk.device_len(), 2)?;
+        let cfg = grid.config(k)?;
+        let store = u32::from(store);
+        // SAFETY (launch), every arm: slot `i < n` writes `out[i]` only
+        // (grid-stride, one thread per slot), `n` being `out`'s length;
+        // `clk[0..2]` is written by one thread and has 2 elements (checked
+        // above).
+        match (prec, out) {
+            (FmaPrecision::F64, FmaOut::F64(out)) => {
+                let n = out.device_len() as u64;
+                self.fma_f64.launch(stream, cfg, (seed, iters, store, out, n, clk))
+            }
+            (FmaPrecision::F32, FmaOut::F32(out)) => {
+                let n = out.device_len() as u64;
+                self.fma_f32.launch(stream, cfg, (seed as f32, iters, store, out, n, clk))
+            }
+            (FmaPrecision::F16x2, FmaOut::F32(out)) => {
+                let n = out.device_len() as u64;
+                self.fma_f16x2.launch(stream, cfg, (seed as f32, iters, store, out, n, clk))
+            }
+            (FmaPrecision::Bf16x2, FmaOut::F32(out)) => {
+                let n = out.device_len() as u64;
+                self.fma_bf16x2.launch(stream, cfg, (seed as f32, iters, store, out, n, clk))
+            }
+            _ => Err(invalid(k, "FP64 stores f64 results, the others f32".into())),
+        }
+    }
+
+    /// `out[0] +=` the wrapping sum of the words of `n` loads wrapped over
+    /// `input` (`cache_read`); `l2_only` loads with `ld.global.cg`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `input` holds whole uint4 (fewer
+    /// than 2^32, at least one) from a 16-byte aligned start, `out` has one
+    /// element and `grid` is valid; a launch error.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cache_read<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        n: u64,
+        l2_only: bool,
+        out: &mut O,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        let k = KernelId::CacheRead;
+        let ws4 = quads(k, "in", input.device_len())?;
+        if ws4 == 0 || ws4 >= 1 << 32 {
+            return Err(invalid(k, format!("a working set of {ws4} uint4: needs 1 to 2^32 - 1")));
+        }
+        aligned16(k, "in", input.device_ptr())?;
+        same(k, "out must have one element", out.device_len(), 1)?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): every load is at an index `< ws4` (the wrapped
+        // index starts at `i % ws4` and steps by `stride % ws4` with one
+        // conditional subtract, so it stays below `ws4`), words `4j..4j+4`
+        // of `input`, which has `4 * ws4` words, 16-byte aligned (checked
+        // above); `atomicAdd`s hit `out[0]`; whole warps for the shuffles.
+        self.cache_read.launch(stream, cfg, (input, ws4, n, u32::from(l2_only), out))
+    }
+
+    /// The shared-memory probe (`smem_read`): `out[0]` = block 0's thread
+    /// 0's sum; `out[1]` is written only by a thread whose sum is `magic`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `out` has 2 elements and `grid` is
+    /// valid; a launch error.
+    pub fn smem_read<O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        iters: u32,
+        seed: u32,
+        magic: u32,
+        out: &mut O,
+    ) -> Result<()>
+    where
+        O: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::SmemRead;
+        same(k, "out must have 2 elements", out.device_len(), 2)?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): `out[0]` and `out[1]` only, of its 2 elements
+        // (checked above); shared-memory indices are masked to the static
+        // array's 2048 elements.
+        self.smem_read.launch(stream, cfg, (iters, seed, magic, out))
+    }
+
+    /// `out = input` after `fmas` FMAs per float (`intensity_f32`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole
+    /// float4 from 16-byte aligned starts and `grid` is valid; a launch error.
+    pub fn intensity<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<f32> + ?Sized,
+        O: AsDeviceSliceMut<f32> + ?Sized,
+    {
+        let k = KernelId::IntensityF32;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let n4 = quads(k, "in", input.device_len())?;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): float4 indices `< n4` of both views, exactly
+        // `4 * n4` floats each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity.launch(stream, cfg, (input, out, fmas, n4))
+    }
+}
+
+/// The result buffer of an FMA probe: `f64` for FP64, `f32` for the others.
+pub enum FmaOut<'a> {
+    /// FP64 results.
+    F64(&'a mut gpu_sync::DeviceBuffer<f64>),
+    /// FP32, FP16x2 and BF16x2 results (the 16-bit sums are taken in f32).
+    F32(&'a mut gpu_sync::DeviceBuffer<f32>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names() {
+        assert_eq!(hbm_variant_name(0), "2 loads, plain, grid-stride");
+        assert_eq!(hbm_variant_name(5), "8 loads, nc/cs, grid-stride");
+        assert_eq!(hbm_variant_name(7), "4 loads, nc.L2::256B/cs, grid-stride");
+        assert_eq!(hbm_variant_name(13), "4 loads, nc/cs, tiles");
+        assert_eq!(hbm_variant_name(11), "8 loads, plain, tiles");
+    }
+
+    #[test]
+    fn grid_shapes_are_checked() {
+        let ok = Grid { blocks: 4, threads: 256 };
+        assert!(ok.config(KernelId::HbmRead).is_ok());
+        assert_eq!(ok.total(), 1024);
+        for bad in [(0, 256), (1, 0), (1, 48), (1, 2048)] {
+            let g = Grid { blocks: bad.0, threads: bad.1 };
+            assert!(matches!(g.config(KernelId::HbmRead), Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+        assert_eq!(FmaPrecision::F16x2.lanes(), 2);
+    }
+}
