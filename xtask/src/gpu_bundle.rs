@@ -8,9 +8,25 @@ use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// Test targets that cannot run on the GPU machine (they need cargo, or
-/// read the sources from the build tree).
-const SKIP: &[&str] = &["compile_fail", "signatures", "cli"];
+/// Test targets left out of the bundle: those that cannot run on the GPU
+/// machine (they need cargo, the `gpu-bench` binary of the build tree, or
+/// read the sources), and those that install the simulator whatever the
+/// driver (they would test nothing more there, and the bundle must stay
+/// under the device tool's 64 MiB).
+const SKIP: &[&str] = &[
+    "compile_fail",
+    "signatures",
+    "cli",
+    "bad_input",
+    "roofline",
+    "docs_links",
+    "examples",
+    "miri",
+    "oracle",
+    "faults",
+    "sim_api",
+    "engine",
+];
 
 /// Packages whose tests never touch a GPU (the simulator's own): left out,
 /// they would only spend device time.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The session's final verification on one warm GPU machine, from the
 # repository root, with the bundle in target/gpu-bundle (cargo xtask
-# gpu-bundle, plus bin/gpu-bench-before built from c7632f7). Everything goes
+# gpu-bundle, plus bin/gpu-bench-before built from c7632f7: the commit
+# before this session). Everything goes
 # to /tmp/o and comes back as $OUT/results.tgz with the log beside it.
 #   stage a: every test (--include-ignored), overhead before/after,
 #            memcheck + synccheck over the GPU-facing binaries, racecheck over
@@ -50,7 +51,11 @@ b)
   OUT=$O/truth BUNDLE=$here/bin bash gpu-bench-cli/peer/truth_run.sh > "$O/truth.log" 2>&1
   echo "truth: exit $? (t=$((SECONDS-start)) s)"
   tail -5 "$O/truth.log"
-  ROOFLINE_CMD
+  python3 docs/results/roofline/peers.py "$O/roofline-peers.json" > "$O/roofline-peers.log" 2>&1
+  echo "roofline peers: exit $? (t=$((SECONDS-start)) s)"
+  timeout 240 "$here/bin/gpu-bench" roofline --peers "$O/roofline-peers.json" --out "$O/roofline" > "$O/roofline.log" 2>&1
+  echo "roofline: exit $? (t=$((SECONDS-start)) s)"
+  grep -iE "ceiling|TB/s|TFLOP|target" "$O/roofline/report.md" | head -40
   pack b
   ;;
 esac
