@@ -7,7 +7,15 @@ use cuda_sys::{CuError, LoadError};
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in gpu-sync.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `Debug` prints the variant and the same message as `Display`, cause and
+/// hint included, so `fn main() -> Result<(), gpu_sync::Error>` (which
+/// prints the `Debug` form) tells a person what to do:
+/// ```
+/// let e = gpu_sync::Error::InvalidArgument("n is 0".into());
+/// assert_eq!(format!("{e:?}"), format!("InvalidArgument: {e}"));
+/// ```
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The driver could not be loaded (no libcuda, no GPU, `cuInit` failed).
@@ -171,6 +179,41 @@ pub enum Error {
 }
 
 impl Error {
+    /// The variant's name (`InvalidArgument`).
+    fn variant(&self) -> &'static str {
+        match self {
+            Error::Load(..) => "Load",
+            Error::Driver { .. } => "Driver",
+            Error::ContextLost { .. } => "ContextLost",
+            Error::Unsupported { .. } => "Unsupported",
+            Error::DriverSelection(..) => "DriverSelection",
+            Error::NvrtcLoad(..) => "NvrtcLoad",
+            Error::Nvrtc { .. } => "Nvrtc",
+            Error::InvalidArgument(..) => "InvalidArgument",
+            Error::Internal(..) => "Internal",
+            Error::LengthMismatch { .. } => "LengthMismatch",
+            Error::OutOfRange { .. } => "OutOfRange",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::KernelSignature { .. } => "KernelSignature",
+            Error::LaunchConfig { .. } => "LaunchConfig",
+            Error::LaunchArgument { .. } => "LaunchArgument",
+            Error::EventNotRecorded => "EventNotRecorded",
+            Error::EventNotComplete => "EventNotComplete",
+            Error::Capturing { .. } => "Capturing",
+            Error::NotCovered { .. } => "NotCovered",
+        }
+    }
+}
+
+impl std::fmt::Debug for Error {
+    /// The variant and the `Display` message: the cause and its hint survive
+    /// where `Debug` is what gets printed (an error returned from `main`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.variant())
+    }
+}
+
+impl Error {
     /// The error for driver call `call` returning `error`: a lost context for
     /// sticky errors, else [`Error::Driver`].
     pub(crate) fn driver(call: &'static str, error: CuError) -> Error {
@@ -238,5 +281,24 @@ mod driver_error_tests {
         assert_eq!(e.to_string(), "cuFuncGetParamInfo needs a CUDA 12.4 driver; this driver is CUDA 12.2");
         let e: Error = DriverError::Refused { call: "cuStreamWaitEvent", reason: "two tables" }.into();
         assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("cuStreamWaitEvent")), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_keeps_the_cause_and_the_hint_that_display_gives() {
+        let e = Error::Load(LoadError::LibraryNotFound {
+            tried: vec![("libcuda.so.1".into(), "cannot open shared object file".into())],
+        });
+        let (d, s) = (format!("{e:?}"), e.to_string());
+        assert_eq!(d, format!("Load: {s}"));
+        assert!(d.contains("libcuda.so.1") && d.contains("cannot open shared object file"), "{d}");
+        assert_eq!(
+            format!("{:?}", Error::EventNotRecorded),
+            format!("EventNotRecorded: {}", Error::EventNotRecorded)
+        );
     }
 }
