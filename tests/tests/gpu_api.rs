@@ -336,7 +336,17 @@ fn launches_are_checked_before_the_driver_sees_them() {
         other => panic!("expected a size mismatch on parameter 3, got {other:?}"),
     }
     // SAFETY: no such kernel: nothing comes back.
-    assert!(matches!(unsafe { m.kernel::<()>("no_such_kernel") }, Err(Error::KernelSignature { .. })));
+    match unsafe { m.kernel::<()>("no_such_kernel") } {
+        // On the simulator the error says how a kernel comes to exist there;
+        // on a GPU, that a C++ name needs extern "C".
+        Err(Error::KernelSignature { problem, .. }) => {
+            assert!(problem.contains("no such kernel") && problem.contains("extern \"C\""), "{problem}");
+            if t.sim() {
+                assert!(problem.contains("gpu_sync::sim::register"), "{problem}");
+            }
+        }
+        other => panic!("expected no such kernel, got {other:?}"),
+    }
     // SAFETY: add_f32(const float* x, const float* y, float* out, u64 n) in
     // kernels/cu/elementwise.cu: reads x and y, stores to out, at indices
     // i < n only, n a `Len` that gpu-sync checks against each view; it

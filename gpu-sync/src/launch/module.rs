@@ -230,9 +230,21 @@ impl Module {
         let r = dev.call("cuModuleGetFunction", || cu::module::get_function(module, &cname));
         match r {
             Err(Error::Driver { error, .. }) if error.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
+                // The simulator runs no device code: it finds a kernel only
+                // once its CPU version is registered under that name.
+                let on_sim = cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
                 Err(Error::KernelSignature {
                     kernel: name.to_owned(),
-                    problem: "no such kernel in the module".into(),
+                    problem: if on_sim {
+                        "no such kernel in the module: on the simulator a kernel exists only once its CPU \
+                         version is registered under this name (gpu_sync::sim::register), and a CUDA C++ \
+                         kernel needs extern \"C\" for its name to be this one"
+                            .into()
+                    } else {
+                        "no such kernel in the module (a CUDA C++ kernel needs extern \"C\" to be found by \
+                         its plain name)"
+                            .into()
+                    },
                 })
             }
             other => other,
