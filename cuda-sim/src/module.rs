@@ -17,6 +17,29 @@ pub(crate) struct Module {
     pub(crate) device: i32,
     /// Functions handed out, by name.
     pub(crate) functions: HashMap<&'static str, u64>,
+    /// For a PTX image that declares kernels: their `.entry` names. A
+    /// registered kernel is found in such a module only under one of them,
+    /// as on a GPU (a C++ kernel without `extern "C"` has a mangled entry
+    /// name, and asking for the plain one fails there too).
+    pub(crate) entries: Option<std::collections::HashSet<String>>,
+}
+
+/// The `.entry` names a PTX text declares; `None` when it declares none (a
+/// stand-in image, as the simulator's own tests load).
+pub(crate) fn ptx_entries(ptx: &str) -> Option<std::collections::HashSet<String>> {
+    let names: std::collections::HashSet<String> = ptx
+        .split(".entry")
+        .skip(1)
+        .filter_map(|rest| {
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.'))
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// A function of a module.

@@ -528,3 +528,25 @@ fn a_re_record_supersedes_for_later_waits_and_timestamps() {
     stream::destroy(b).unwrap();
     teardown(e);
 }
+
+#[test]
+fn a_ptx_module_has_only_the_kernels_its_entries_name() {
+    let _serial = serial();
+    let e = env(77);
+    // A C++ kernel compiled without extern "C": its entry name is mangled,
+    // so the plain name is not found (as on a GPU), though a CPU kernel of
+    // that name is registered.
+    let mangled = b".version 8.0\n.target sm_90\n.visible .entry _Z12sim_fill_u32Pjjy(\n)\n{\n}\n\0";
+    // SAFETY: a NUL-terminated PTX text.
+    let m = unsafe { module::load_data(d(), mangled.as_ptr().cast()) }.expect("cuModuleLoadData");
+    let name = std::ffi::CString::new("sim_fill_u32").unwrap();
+    assert_eq!(code(module::get_function(m.as_borrowed(), &name)), CUresult::CUDA_ERROR_NOT_FOUND);
+    module::unload(m).expect("unload");
+    // With extern "C" the entry is the plain name: found.
+    let plain = b".version 8.0\n.target sm_90\n.visible .entry sim_fill_u32(\n)\n{\n}\n\0";
+    // SAFETY: as above.
+    let m = unsafe { module::load_data(d(), plain.as_ptr().cast()) }.expect("cuModuleLoadData");
+    assert!(module::get_function(m.as_borrowed(), &name).is_ok());
+    module::unload(m).expect("unload");
+    teardown(e);
+}

@@ -4,7 +4,8 @@
 
 /// Examples whose `main` is run by a `#[test]` in the example itself
 /// (`[[example]] test = true` in Cargo.toml).
-const SELF_TESTED: &[&str] = &["vector_add_own_kernel", "pinned_overlap", "wait_scopes", "foreign_call"];
+const SELF_TESTED: &[&str] =
+    &["vector_add_own_kernel", "pinned_overlap", "wait_scopes", "foreign_call", "nvrtc_kernel"];
 
 /// The first ```rust block after the README's "Quick start" heading.
 fn readme_quick_start(readme: &str) -> Option<&str> {

@@ -25,6 +25,29 @@ const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 /// # Safety
 /// `image` must be non-null and point to a module image as CUDA defines it:
 /// at least 4 readable bytes for a binary, or a NUL-terminated string.
+/// The text of a PTX image (not a fatbin or ELF), if it is one.
+///
+/// # Safety
+/// `image` is a valid module image: a binary one starts with its 4-byte
+/// magic, a PTX one is a NUL-terminated string.
+unsafe fn ptx_text<'a>(image: *const u8) -> Option<&'a str> {
+    // The magic check reads byte by byte and stops at a NUL.
+    let mut head = [0u8; 4];
+    for (k, slot) in head.iter_mut().enumerate() {
+        // SAFETY: as above.
+        let b = unsafe { image.add(k).read() };
+        if b == 0 {
+            break;
+        }
+        *slot = b;
+    }
+    if u32::from_le_bytes(head) == FATBIN_MAGIC || head == *b"\x7fELF" {
+        return None;
+    }
+    // SAFETY: a PTX image is a NUL-terminated string (the caller's promise).
+    unsafe { std::ffi::CStr::from_ptr(image.cast()) }.to_str().ok()
+}
+
 unsafe fn valid_image(image: *const u8) -> bool {
     // Read the first 4 bytes one at a time, stopping at a NUL, so a short
     // PTX string is never read past its end (the binary magics contain no
@@ -75,8 +98,11 @@ pub(super) unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *
         if !unsafe { valid_image(image.cast::<u8>()) } {
             return Err(INVALID_IMAGE);
         }
+        // SAFETY: `image` is a valid module image (checked above); for PTX,
+        // a NUL-terminated text by CUDA's contract.
+        let entries = unsafe { ptx_text(image.cast::<u8>()) }.and_then(crate::module::ptx_entries);
         let h = st.new_handle();
-        st.modules.insert(h, Module { session: caller.session, device, functions: HashMap::new() });
+        st.modules.insert(h, Module { session: caller.session, device, functions: HashMap::new(), entries });
         st.session_mut(caller.session).live.modules += 1;
         // SAFETY: output slot from the caller.
         unsafe { put(module, handle(h)) }
@@ -109,6 +135,16 @@ pub(super) unsafe extern "C" fn cuModuleGetFunction(
         // SAFETY: `name` is a non-null NUL-terminated string (CUDA's contract).
         let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| NOT_FOUND)?;
         let module = st.modules.get(&m).ok_or(INVALID_HANDLE)?;
+        if let Some(entries) = &module.entries
+            && !entries.contains(name)
+        {
+            log::warn!(
+                "cuda-sim: cuModuleGetFunction({name:?}): the PTX declares no .entry {name} (it declares {:?}); \
+                 a CUDA C++ kernel needs extern \"C\" to keep its plain name",
+                entries.iter().collect::<Vec<_>>()
+            );
+            return Err(NOT_FOUND);
+        }
         let device = module.device;
         let spec = lookup_kernel(name).ok_or(NOT_FOUND)?;
         let f = match module.functions.get(spec.name) {

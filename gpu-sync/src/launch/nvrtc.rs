@@ -98,8 +98,11 @@ pub struct Program;
 impl Program {
     /// Compiles `source` for `target` with NVRTC (`nvrtcCreateProgram`,
     /// `nvrtcCompileProgram`, `nvrtcGetPTX`/`nvrtcGetCUBIN`). `options` are
-    /// NVRTC options (`-O3`, `--use_fast_math`, `-DN=4`); the architecture
-    /// option comes from `target`. A source compiled before with the same
+    /// NVRTC options (`--use_fast_math`, `-DN=4`, `-lineinfo`; NVRTC
+    /// optimizes by default and rejects nvcc's `-O3`); the architecture
+    /// option comes from `target`. A kernel is found in the loaded module by
+    /// its plain name only when the source declares it `extern "C"` (else
+    /// its name is mangled C++). A source compiled before with the same
     /// options and target is returned from the process's cache.
     ///
     /// # Errors
@@ -119,12 +122,19 @@ impl Program {
     }
 
     /// The target for `device`: a cubin for its own architecture
-    /// (`cuDeviceGetAttribute` compute capability), which needs no JIT.
+    /// (`cuDeviceGetAttribute` compute capability), which needs no JIT. On
+    /// the simulator, PTX for that architecture: the simulator runs no
+    /// device code, but it reads PTX's `.entry` names, so asking for a
+    /// kernel the source did not declare `extern "C"` fails there as on a
+    /// GPU.
     ///
     /// # Errors
     /// A driver error reading the compute capability.
     pub fn target_for(device: &Device) -> Result<Target> {
         let (major, minor) = device.compute_capability()?;
+        if cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim") {
+            return Ok(Target::Ptx { major, minor });
+        }
         Ok(Target::Cubin { major, minor })
     }
 
