@@ -24,8 +24,10 @@ type Saxpy = (f32, In<f32>, Out<f32>, Len);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if gpu_sync::select_driver()?.is_sim() {
-        sim::register::<Saxpy>("saxpy", |(a, x, y, n)| {
-            for i in 0..n as usize {
+        // One thread's work, run for every thread of the grid.
+        sim::register_per_thread::<Saxpy>("saxpy", |t, (a, x, y, n)| {
+            let i = t.global_x() as usize;
+            if (i as u64) < n {
                 y[i] += a * x[i];
             }
         });

@@ -12,10 +12,13 @@ const VADD_PTX: &str = concat!(include_str!("kernels/vadd.ptx"), "\0");
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if gpu_sync::select_driver()?.is_sim() {
-        // The CPU version: slices for the pointers, reads and writes for the
-        // race oracle follow from `Vadd`.
-        sim::register::<Vadd>("vadd", |(x, y, out, n)| {
-            for i in 0..n as usize {
+        // The CPU version of one thread, run for every thread of the grid
+        // as the GPU does (so a grid too small for `n` fails here too):
+        // slices for the pointers, reads and writes for the race oracle
+        // follow from `Vadd`.
+        sim::register_per_thread::<Vadd>("vadd", |t, (x, y, out, n)| {
+            let i = t.global_x() as usize;
+            if (i as u64) < n {
                 out[i] = x[i] + y[i];
             }
         });

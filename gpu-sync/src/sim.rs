@@ -391,7 +391,9 @@ fn trampoline(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 /// [`Module::kernel`](crate::Module::kernel). On the simulator every module
 /// then has a kernel `name` whose parameter sizes, and whose reads and writes
 /// for the race oracle, follow from `S`; a launch runs `f` once for the
-/// whole grid with one view per parameter (see [`SimParam`]).
+/// whole grid with one view per parameter (see [`SimParam`]). A kernel whose
+/// threads each do their own part is better registered with
+/// [`register_per_thread`], which runs it once per thread, as the GPU does.
 ///
 /// `f` runs inside the simulator and may not call the driver: a gpu-sync
 /// call inside it fails with `CUDA_ERROR_NOT_PERMITTED` (before any lock),
@@ -410,18 +412,107 @@ fn trampoline(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 /// });
 /// ```
 pub fn register<S: SimSignature>(name: &str, f: impl for<'a> Fn(S::Views<'a>) + Send + Sync + 'static) {
-    let run: RunFn = Arc::new(move |call: &mut KernelCall<'_>| {
-        let mut staged = S::load(call)?;
-        // The simulator runs `f` holding its global lock, maybe inside a
-        // driver call gpu-sync made under one of its own locks: while `f`
-        // runs, every gpu-sync call refuses before any lock
-        // (`CUDA_ERROR_NOT_PERMITTED`) and drops are deferred, exactly as
-        // in a host function.
-        let inside = crate::engine::Inside::enter();
-        f(S::views(&mut staged));
-        drop(inside);
-        S::store(call, staged)
-    });
+    register_run::<S>(
+        name,
+        Arc::new(move |call: &mut KernelCall<'_>| {
+            let mut staged = S::load(call)?;
+            // The simulator runs `f` holding its global lock, maybe inside a
+            // driver call gpu-sync made under one of its own locks: while `f`
+            // runs, every gpu-sync call refuses before any lock
+            // (`CUDA_ERROR_NOT_PERMITTED`) and drops are deferred, exactly as
+            // in a host function.
+            let inside = crate::engine::Inside::enter();
+            f(S::views(&mut staged));
+            drop(inside);
+            S::store(call, staged)
+        }),
+    );
+}
+
+/// One GPU thread of a launch, as a per-thread CPU version sees it
+/// ([`register_per_thread`]): CUDA's `blockIdx`, `threadIdx`, `gridDim` and
+/// `blockDim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thread {
+    /// `blockIdx`.
+    pub block_idx: [u32; 3],
+    /// `threadIdx`.
+    pub thread_idx: [u32; 3],
+    /// `gridDim`.
+    pub grid_dim: [u32; 3],
+    /// `blockDim`.
+    pub block_dim: [u32; 3],
+}
+
+impl Thread {
+    /// `blockIdx.x * blockDim.x + threadIdx.x`, the usual 1-D index.
+    pub fn global_x(&self) -> u64 {
+        u64::from(self.block_idx[0]) * u64::from(self.block_dim[0]) + u64::from(self.thread_idx[0])
+    }
+
+    /// `gridDim.x * blockDim.x`, the stride of a 1-D grid-stride loop.
+    pub fn stride_x(&self) -> u64 {
+        u64::from(self.grid_dim[0]) * u64::from(self.block_dim[0])
+    }
+}
+
+/// As [`register`], but `f` is the kernel's body for one thread, and a
+/// launch runs it once per thread of its grid, with that thread's indices
+/// ([`Thread`]), as the GPU does: a grid too small for the data then leaves
+/// the same elements unwritten on the simulator as on a GPU, where a
+/// whole-range CPU version would hide the bug. For kernels whose threads
+/// do not cooperate (no shared memory, no `__syncthreads`, no atomics whose
+/// order matters): element-wise and grid-stride kernels.
+///
+/// ```
+/// use gpu_sync::{sim, In, Len, Out};
+/// // vadd(const float* x, const float* y, float* out, u64 n), one element a
+/// // thread: `if (i < n) out[i] = x[i] + y[i];`
+/// sim::register_per_thread::<(In<f32>, In<f32>, Out<f32>, Len)>("vadd_per_thread", |t, (x, y, out, n)| {
+///     let i = t.global_x() as usize;
+///     if (i as u64) < n {
+///         out[i] = x[i] + y[i];
+///     }
+/// });
+/// ```
+pub fn register_per_thread<S: SimSignature>(
+    name: &str,
+    f: impl for<'a> Fn(Thread, S::Views<'a>) + Send + Sync + 'static,
+) {
+    register_run::<S>(
+        name,
+        Arc::new(move |call: &mut KernelCall<'_>| {
+            let mut staged = S::load(call)?;
+            let (grid_dim, block_dim) = (call.grid(), call.block());
+            let inside = crate::engine::Inside::enter();
+            for bz in 0..grid_dim[2] {
+                for by in 0..grid_dim[1] {
+                    for bx in 0..grid_dim[0] {
+                        for tz in 0..block_dim[2] {
+                            for ty in 0..block_dim[1] {
+                                for tx in 0..block_dim[0] {
+                                    let t = Thread {
+                                        block_idx: [bx, by, bz],
+                                        thread_idx: [tx, ty, tz],
+                                        grid_dim,
+                                        block_dim,
+                                    };
+                                    f(t, S::views(&mut staged));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            drop(inside);
+            S::store(call, staged)
+        }),
+    );
+}
+
+/// Registers `run` as kernel `name` with `S`'s parameters (both
+/// registrations).
+fn register_run<S: SimSignature>(name: &str, run: RunFn) {
     let specs = S::specs();
     let spec = {
         let mut map = closures().lock().unwrap_or_else(|p| p.into_inner());
