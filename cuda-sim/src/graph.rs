@@ -194,7 +194,7 @@ pub(crate) fn add_node(st: &mut State, sid: u64, work: Work) -> Res {
         return Err(CAPTURE_INVALIDATED);
     }
     let index = c.nodes.len();
-    let duration = duration(&work);
+    let duration = duration(&work, &work.declared(&st.mem));
     c.nodes.push(Node { work, deps: std::mem::take(&mut sc.tail), duration });
     sc.tail = vec![index];
     Ok(())

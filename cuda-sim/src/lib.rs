@@ -23,9 +23,11 @@
 //!   FIFO order, event waits and the legacy default stream's implicit
 //!   ordering. Pinned copies touch host memory when they execute; pageable
 //!   H2D copies stage at call time and pageable D2H copies block.
-//! - **Timing**: simulated nanoseconds from fixed costs (kernels from their
-//!   registration, copies from PCIe/HBM bandwidths), so
-//!   `cuEventElapsedTime` is exact and reproducible.
+//! - **Timing**: simulated nanoseconds from one device model ([`model`]:
+//!   the simulated device's own HBM bandwidth and FP32 rate, a PCIe link, a
+//!   1 µs shortest kernel) — kernels from their registration or from the
+//!   bytes they may touch, copies and memsets from the bandwidths — so
+//!   `cuEventElapsedTime` and CUPTI's records are exact and reproducible.
 //! - **Race oracle** (PyTorch CSAN's rules): vector clocks per stream and
 //!   per session host; every device access (kernel parameters as
 //!   registered, copies, memsets, stream-ordered allocation and free) and
@@ -113,6 +115,7 @@ mod faults;
 mod graph;
 mod host;
 mod memory;
+pub mod model;
 mod module;
 mod ops;
 mod oracle;

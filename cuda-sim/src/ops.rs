@@ -229,20 +229,18 @@ impl crate::registry::DeviceMemory for NoMemory {
     }
 }
 
-/// Fixed cost of a host-device copy (ns).
-const PCIE_LATENCY_NS: u64 = 2000;
-/// Host-device bandwidth: 25 GB/s = 25 bytes per ns.
-const PCIE_BYTES_PER_NS: u64 = 25;
-/// Device memory bandwidth: 2 TB/s = 2000 bytes per ns.
-const HBM_BYTES_PER_NS: u64 = 2000;
-/// Kernel duration when the registration gives none.
-pub(crate) const DEFAULT_KERNEL_NS: u64 = 2000;
 /// Duration of a host function.
 const HOST_FN_NS: u64 = 1000;
 
-/// Simulated duration of a kernel launch (ns), from its registration.
-pub(crate) fn kernel_duration(l: &Launch) -> u64 {
-    let Some(f) = l.spec.duration else { return DEFAULT_KERNEL_NS };
+/// Simulated duration of a kernel launch (ns): its registration's, else the
+/// device model's for the bytes its parameters may touch (`declared`: each
+/// pointer to the end of its allocation, an upper bound, so a simulated
+/// bandwidth never exceeds the model's).
+pub(crate) fn kernel_duration(l: &Launch, declared: &[Declared]) -> u64 {
+    let Some(f) = l.spec.duration else {
+        let bytes: u64 = declared.iter().filter(|d| !d.free).map(|d| d.end.saturating_sub(d.start)).sum();
+        return crate::model::kernel_ns(bytes, 0);
+    };
     let mut mem = NoMemory;
     let call = KernelCall {
         spec: &l.spec,
@@ -253,23 +251,21 @@ pub(crate) fn kernel_duration(l: &Launch) -> u64 {
         memory: &mut mem,
         touched: Vec::new(),
     };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&call))).unwrap_or(DEFAULT_KERNEL_NS)
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&call))).unwrap_or(crate::model::MIN_KERNEL_NS)
 }
 
-/// Simulated duration of `work` (ns).
-pub(crate) fn duration(work: &Work) -> u64 {
+/// Simulated duration of `work` (ns), from the device model
+/// ([`crate::model`]); `declared` is the work's declared accesses.
+pub(crate) fn duration(work: &Work, declared: &[Declared]) -> u64 {
+    use crate::model::{memory_ns, pcie_ns};
     match work {
         Work::Marker | Work::AllocAsync { .. } | Work::FreeAsync { .. } => 0,
         Work::HostFn { .. } => HOST_FN_NS,
-        Work::Kernel(l) => kernel_duration(l),
-        Work::Memset { count, elem, .. } => (count * u64::from(*elem)).div_ceil(HBM_BYTES_PER_NS),
+        Work::Kernel(l) => kernel_duration(l, declared),
+        Work::Memset { count, elem, .. } => memory_ns(count * u64::from(*elem)),
         Work::Copy { dst, src, len, .. } => {
             let host = |l: &Loc| !matches!(l, Loc::Device(_));
-            if host(dst) || host(src) {
-                PCIE_LATENCY_NS + len.div_ceil(PCIE_BYTES_PER_NS)
-            } else {
-                (len * 2).div_ceil(HBM_BYTES_PER_NS)
-            }
+            if host(dst) || host(src) { pcie_ns(*len) } else { memory_ns(len * 2) }
         }
         Work::Graph(g) => g.duration,
     }

@@ -333,7 +333,8 @@ pub struct KernelSpec {
     pub params: &'static [ParamSpec],
     /// The reference implementation.
     pub run: KernelFn,
-    /// Its simulated duration; `None` means a fixed 2 µs.
+    /// Its simulated duration; `None`: the device model's (`model::kernel_ns`) for the
+    /// bytes its pointer parameters may touch.
     pub duration: Option<DurationFn>,
 }
 

@@ -31,8 +31,8 @@ fn activity_records_carry_the_simulated_times_of_each_operation() {
             let ActivityOp::Kernel { name, grid, block, graph_id } = &r.op else { panic!("{r:?}") };
             assert_eq!(&**name, "sim_fill_u32");
             assert_eq!((*grid, *block, *graph_id), ([1, 1, 1], [1, 1, 1], 0));
-            // The simulator's default kernel duration.
-            assert_eq!(r.duration_ns(), 2000, "{r:?}");
+            // A fill of 4 KiB: the device model's shortest kernel.
+            assert_eq!(r.duration_ns(), cuda_sim::model::MIN_KERNEL_NS, "{r:?}");
         }
         // One after the other on one stream.
         assert!(recs.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{recs:?}");

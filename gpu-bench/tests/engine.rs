@@ -231,8 +231,8 @@ fn kernel_mode_reads_the_devices_own_time_of_each_run() {
     let (_device, stream, k) = setup();
     let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
     let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 1 << 20).unwrap();
-    // Two operations per run: a memset (4 MiB at the simulated 2 TB/s,
-    // 2,098 ns) and a 30 µs spin; the span covers both.
+    // Two operations per run: a memset (4 MiB at the device model's
+    // 3352 GB/s) and a 30 µs spin; the span covers both.
     let r = Bench::new("memset + spin")
         .modes(&[Mode::Hot, Mode::Kernel])
         .settings(Settings::quick())
@@ -242,7 +242,7 @@ fn kernel_mode_reads_the_devices_own_time_of_each_run() {
         })
         .unwrap();
     let kernel = r.mode(Mode::Kernel).unwrap();
-    let memset = (4u64 << 20).div_ceil(2000) as f64 * 1e-9;
+    let memset = cuda_sim::model::memory_ns(4 << 20) as f64 * 1e-9;
     assert!((kernel.median() - (30e-6 + memset)).abs() < 1e-9, "{}", kernel.median());
     let sum = kernel.counters.iter().find(|c| c.name == "device-op sum").unwrap();
     assert!((sum.value - (30e-6 + memset)).abs() < 1e-9, "{}", sum.value);

@@ -400,7 +400,10 @@ fn trampoline(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 /// as does a driver call through `cuda_sys`, and what it drops is released
 /// later on an ordinary thread, as in a host function. A panic in it fails
 /// the launch with `CUDA_ERROR_LAUNCH_FAILED`. The
-/// simulated duration is a fixed 2 µs.
+/// simulated duration is the simulator's device model's
+/// (`cuda_sim::model::kernel_ns`) for the bytes its buffers may hold (each
+/// pointer to the end of its allocation): at least 1 µs, never faster than
+/// the simulated device's 3352 GB/s.
 ///
 /// ```
 /// use gpu_sync::{sim, In, Out};

@@ -15,15 +15,16 @@ use cuda_sim::{DurationFn, KernelCall, KernelFault, KernelSpec, ParamSpec, regis
 use std::sync::OnceLock;
 
 /// The SM clock the simulator reports, in cycles per nanosecond (1980 MHz).
-const SIM_CLOCK_GHZ: f64 = 1.98;
-/// Modelled device-memory bandwidth in bytes per nanosecond (3.0e12 B/s).
-const SIM_BYTES_PER_NS: f64 = 3000.0;
+const SIM_CLOCK_GHZ: f64 = cuda_sim::model::SM_CLOCK_KHZ as f64 / 1e6;
+/// Device-memory bandwidth in bytes per nanosecond: the simulator's one
+/// device model (3352 GB/s, what the simulated device reports).
+const SIM_BYTES_PER_NS: f64 = cuda_sim::model::HBM_BYTES_PER_NS;
 /// Modelled bandwidth of an SM copy from mapped host memory, bytes per ns
 /// (25 GB/s, a PCIe 4.0 x16 link).
 const SIM_MAPPED_BYTES_PER_NS: f64 = 25.0;
-/// Modelled FP32 rate in FLOPs per nanosecond (60 TFLOP/s), for the FMA
-/// probes and the intensity sweep.
-const SIM_FLOPS_PER_NS: f64 = 60_000.0;
+/// FP32 rate in FLOPs per nanosecond, the device model's (66.9 TFLOP/s),
+/// for the FMA probes and the intensity sweep.
+const SIM_FLOPS_PER_NS: f64 = cuda_sim::model::FP32_FLOPS_PER_NS;
 /// Modelled cache bandwidth in bytes per nanosecond (10 TB/s), for
 /// `cache_read`.
 const SIM_CACHE_BYTES_PER_NS: f64 = 10_000.0;
@@ -44,7 +45,7 @@ const FALLBACK_NS: u64 = 2000;
 ///
 /// Simulated durations: `spin_cycles` takes `cycles / 1.98` ns (the
 /// simulator's 1980 MHz clock); the other kernels take their
-/// [`cost`](crate::cost) model's bytes at 3.0e12 B/s, at least 1 ns.
+/// [`cost`](crate::cost) model's bytes at the simulator's device model (cuda_sim::model, 3352 GB/s), at least 1 ns.
 pub fn register_sim_kernels() {
     for kernel in KernelId::ALL {
         register_kernel(KernelSpec {

@@ -1,0 +1,64 @@
+//! The simulated device's one speed model: every simulated duration (copies,
+//! memsets, kernels without a duration of their own, the `kernels` crate's
+//! CPU versions) comes from these figures, and they agree with what the
+//! simulated device reports (its memory clock and bus width give
+//! [`HBM_BYTES_PER_NS`], its SM count and clock [`FP32_FLOPS_PER_NS`]). The
+//! figures are an H100 SXM's datasheet numbers, not measurements: every time
+//! the simulator gives is simulated, and gpu-bench's reports say so.
+
+/// Memory clock the simulated device reports, kHz (`CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE`).
+pub const MEMORY_CLOCK_KHZ: i32 = 2_619_000;
+/// Memory bus width the simulated device reports, bits.
+pub const MEMORY_BUS_BITS: i32 = 5120;
+/// SM clock the simulated device reports, kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`).
+pub const SM_CLOCK_KHZ: i32 = 1_980_000;
+/// SMs of the simulated device.
+pub const SMS: i32 = 132;
+
+/// Device-memory bandwidth, bytes per ns: double data rate × bus width
+/// (3352 GB/s).
+pub const HBM_BYTES_PER_NS: f64 = 2.0 * MEMORY_CLOCK_KHZ as f64 * 1e3 * (MEMORY_BUS_BITS as f64 / 8.0) / 1e9;
+/// FP32 FMA rate, FLOPs per ns: SMs × 128 lanes × 2 FLOPs × clock
+/// (66.9 TFLOP/s).
+pub const FP32_FLOPS_PER_NS: f64 = SMS as f64 * 128.0 * 2.0 * SM_CLOCK_KHZ as f64 * 1e3 / 1e9;
+/// Host-device link bandwidth, bytes per ns (25 GB/s).
+pub const PCIE_BYTES_PER_NS: f64 = 25.0;
+/// Fixed cost of a host-device copy, ns.
+pub const PCIE_LATENCY_NS: u64 = 2000;
+/// The shortest a kernel runs, ns (an empty kernel's own duration as CUPTI
+/// reads it on an H100: 0.99 µs, docs/results/2026-11-25-h100).
+pub const MIN_KERNEL_NS: u64 = 1000;
+
+/// A kernel that moves `bytes` of device memory and performs `flops`: the
+/// longer of the two at the rates above, at least [`MIN_KERNEL_NS`].
+pub fn kernel_ns(bytes: u64, flops: u64) -> u64 {
+    let t = (bytes as f64 / HBM_BYTES_PER_NS).max(flops as f64 / FP32_FLOPS_PER_NS);
+    (t.ceil() as u64).max(MIN_KERNEL_NS)
+}
+
+/// Moving `bytes` within device memory (a memset writes them, a device copy
+/// reads and writes: pass both), ns, at least 1.
+pub fn memory_ns(bytes: u64) -> u64 {
+    ((bytes as f64 / HBM_BYTES_PER_NS).ceil() as u64).max(1)
+}
+
+/// A host-device copy of `bytes`, ns.
+pub fn pcie_ns(bytes: u64) -> u64 {
+    PCIE_LATENCY_NS + (bytes as f64 / PCIE_BYTES_PER_NS).ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rates_are_the_devices_own() {
+        assert!((HBM_BYTES_PER_NS - 3352.32).abs() < 0.01, "{HBM_BYTES_PER_NS}");
+        assert!((FP32_FLOPS_PER_NS - 66_908.16).abs() < 0.01, "{FP32_FLOPS_PER_NS}");
+        assert_eq!(kernel_ns(0, 0), MIN_KERNEL_NS);
+        // 1 GiB read and written at 3352 GB/s: 640.6 µs.
+        assert_eq!(kernel_ns(2 << 30, 0), 640_597);
+        assert_eq!(memory_ns(3353), 2);
+        assert_eq!(pcie_ns(25), 2001);
+    }
+}
