@@ -2,11 +2,13 @@
 //! driver `cuda-sim` (feature `sim`), chosen by the program or by the
 //! `GPU_SYNC_DRIVER` environment variable.
 //!
-//! gpu-sync loads the real driver (`libcuda.so.1`) on first use. A program
-//! that should also run where there is no GPU — an example, a CI job, a
-//! first look on a laptop — calls [`select_driver`] once at start-up: it
-//! honours `GPU_SYNC_DRIVER` (`sim`, `cuda`, or `auto`/unset: the GPU when
-//! the driver loads, else the simulator).
+//! gpu-sync loads the real driver (`libcuda.so.1`) on first use, unless
+//! `GPU_SYNC_DRIVER` is set: then the first device use picks the driver it
+//! names, as [`select_driver`] would. A program that should also run where
+//! there is no GPU — an example, a CI job, a first look on a laptop — calls
+//! [`select_driver`] once at start-up: it honours `GPU_SYNC_DRIVER` (`sim`,
+//! `cuda`, or `auto`/unset: the GPU when the driver loads, else the
+//! simulator).
 
 use crate::error::{Error, Result};
 
@@ -101,6 +103,25 @@ pub fn select_driver() -> Result<Backend> {
     select_driver_with(DriverChoice::from_env()?)
 }
 
+/// At the first device use, a program that set `GPU_SYNC_DRIVER` but never
+/// called [`select_driver`] gets the driver it named; without the variable
+/// nothing changes (the real driver loads, as before). Decided once per
+/// process.
+///
+/// # Errors
+/// [`select_driver`]'s, when the variable names a driver that cannot be had
+/// (the error says which variable asked for it).
+pub(crate) fn honour_env_on_first_use() -> Result<()> {
+    static DONE: std::sync::OnceLock<Result<()>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        if cuda_sys::installed().is_some() || std::env::var_os(DRIVER_ENV).is_none_or(|v| v.is_empty()) {
+            return Ok(());
+        }
+        select_driver().map(|b| log::info!("{DRIVER_ENV} chose the {b:?} driver at the first device use"))
+    })
+    .clone()
+}
+
 /// Picks the process's driver: loads the real one (`cuda_sys::driver`,
 /// which runs `cuInit`) or installs the simulator (`cuda_sim::install`).
 /// When a driver is already in place it is kept and returned if it is what
@@ -143,7 +164,12 @@ pub fn select_driver_with(choice: DriverChoice) -> Result<Backend> {
 
 #[cfg(feature = "sim")]
 fn install_sim() -> Result<Backend> {
-    crate::sim::install().map(|()| Backend::Sim)
+    // `sim::install` is this call; made here so the driver door, below the
+    // simulator's API in the layers, can choose it at first use.
+    match cuda_sim::install() {
+        Ok(_) => Ok(Backend::Sim),
+        Err(e) => Err(Error::DriverSelection(format!("cannot install the simulator cuda-sim: {e}"))),
+    }
 }
 
 #[cfg(not(feature = "sim"))]

@@ -52,6 +52,7 @@ pub(crate) fn refuse(op: &'static str) -> Result<()> {
 /// by other means (a software driver) arrives uninitialized.
 pub(crate) fn driver() -> Result<&'static Driver> {
     static INIT: std::sync::OnceLock<Result<()>> = std::sync::OnceLock::new();
+    crate::backend::honour_env_on_first_use()?;
     let drv = cuda_sys::driver()?;
     INIT.get_or_init(|| call("cuInit", || cuda_sys::result::init::init(drv, 0))).clone()?;
     Ok(drv)

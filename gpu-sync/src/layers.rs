@@ -14,9 +14,10 @@ use std::path::Path;
 /// The layers, bottom-up: a module may import those of its own layer and
 /// below.
 const LAYERS: &[&[&str]] = &[
-    // The driver door (the one path to cuda-sys's per-call layer), errors,
-    // and the proofs host waits return.
-    &["error", "ffi", "safety", "scope"],
+    // The driver door (the one path to cuda-sys's per-call layer) and the
+    // choice of driver it honours at first use, errors, and the proofs host
+    // waits return.
+    &["error", "ffi", "backend", "safety", "scope"],
     // Devices and their primary contexts.
     &["device"],
     // The engine (private inside; its facade is all the layers above see,
@@ -31,8 +32,8 @@ const LAYERS: &[&[&str]] = &[
     &["memory"],
     // Kernels, modules, images, NVRTC; graphs.
     &["launch", "graph"],
-    // Choosing and installing a driver.
-    &["backend", "sim"],
+    // The simulator's API (installing it, sessions, CPU kernels).
+    &["sim"],
 ];
 
 /// Imports that point up the layers today: (from, to, the knot). Each is to
