@@ -209,6 +209,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "100,000 accesses: hours under Miri; the logic is the same as the small tests")]
     fn a_stream_that_reads_and_writes_one_range_keeps_two_records() {
         // One stream alternates reads and writes of a buffer 100,000 times:
         // its history stays at its last write and the reads since.
@@ -223,6 +224,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "100,000 accesses: hours under Miri; the logic is the same as the small tests")]
     fn a_race_planted_after_100_000_accesses_is_caught_at_byte_range_precision() {
         // Stream 1 reads 1,000 disjoint views of one allocation 100 times each
         // (100,000 accesses, each view kept once), then stream 2 writes view
