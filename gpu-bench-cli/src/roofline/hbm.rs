@@ -15,11 +15,12 @@ type Config = (u32, u32, u32);
 /// The main job measures each probe in its candidates and keeps the best
 /// (all rows are in the report's tuning table); `--tune` starts from the
 /// first. From the H100 searches of 2026-11-25 (docs/results/
-/// 2026-11-25-h100-roofline): read is flat at 3.10–3.11 TB/s over every
-/// variant with 4+ loads in flight (the bulk copy engine included) at 2
-/// blocks of 512 or 4 of 256 a SM; copy and triad gain with shorter blocks,
-/// best with one 16 KiB tile a block (4 loads of 256 threads), which the
-/// scheduler refills as they finish.
+/// 2026-11-25-h100-roofline, "Second pass"): read is flat at 3.10–3.11
+/// TB/s over 1 GiB across every variant with 4+ loads in flight (the bulk
+/// copy engine included) at 2 blocks of 512 or 4 of 256 a SM, 3.13 over
+/// 4 GiB; copy and triad gain with shorter blocks, best with one block per
+/// tile (copy: 2 loads of 256 threads, an 8 KiB tile; triad: 4 loads), which
+/// the scheduler refills as they finish.
 const READ_CONFIGS: [Config; 2] = [(10, 4, 256), (HBM_BULK, 2, 512)];
 const COPY_CONFIGS: [Config; 3] = [(13, 0, 256), (12, 0, 256), (11, 0, 256)];
 const TRIAD_CONFIGS: [Config; 2] = [(10, 0, 256), (13, 0, 256)];
