@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The roofline's second pass (issue 17, 2026-11-25): one device call with
 # the FP16/BF16 pipe experiment (pipe/pipe.cu, built on the build machine),
-# PyTorch peers, the HBM + FMA tuning search (`--tune --tune-only`: the new
+# PyTorch peers, the HBM + FMA tuning search (`--tune --only-hbm-fma`; call 1
+# of 2026-11-25 ran it under the flag's first name, `--tune-only`: the new
 # segment and bulk-copy-engine variants beside the old, the driver's D2D
 # copy in the same run), then the main job with its candidates. Usage:
 # bash run-pass2.sh [TAG]; the bundle (gpu-bench, pipe, peers.py) in
-# target/roofline-bundle/.
+# target/roofline-bundle/. The main job ran over 1 GiB arrays, then the
+# default (`--array-mib 1024` here keeps both runs as they were).
 set -u
 B=target/roofline-bundle
 W=/tmp/rlw
@@ -22,11 +24,11 @@ timeout 20 "$B/pipe" 2>&1 | tee "$W/pipe.txt"
 echo "=== peers"
 PYTHONUNBUFFERED=1 timeout 45 python3 "$B/peers.py" "$W/peers.json" > "$W/peers.log" 2>&1
 echo "rc=$?"; tail -12 "$W/peers.log"
-echo "=== gpu-bench roofline --tune --tune-only"
-( time timeout 85 "$B/gpu-bench" roofline --tune --tune-only --keep-going --peers "$W/peers.json" --out "$W/tune" ) > "$W/tune.log" 2>&1
+echo "=== gpu-bench roofline --tune --only-hbm-fma"
+( time timeout 85 "$B/gpu-bench" roofline --tune --only-hbm-fma --array-mib 1024 --keep-going --peers "$W/peers.json" --out "$W/tune" ) > "$W/tune.log" 2>&1
 echo "rc=$?"; grep -E "^roofline:|^real|FAILED" "$W/tune.log"
 echo "=== gpu-bench roofline (the main job)"
-( time timeout 60 "$B/gpu-bench" roofline --peers "$W/peers.json" --out "$W/main" ) > "$W/main.log" 2>&1
+( time timeout 60 "$B/gpu-bench" roofline --array-mib 1024 --peers "$W/peers.json" --out "$W/main" ) > "$W/main.log" 2>&1
 echo "rc=$?"; grep -E "^roofline:|^real|FAILED" "$W/main.log"
 tar czf "$OUT/roofline-${1:-pass2}.tgz" -C "$W" .
 grep -E "^\| (HBM|driver|FP16 FMA|BF16 FMA|FP32 FMA)" "$W/tune/report.md" | cut -c1-160 | head -12
