@@ -124,7 +124,16 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
     } else {
         const unsigned long long tile = (unsigned long long)U * blockDim.x;
         const unsigned long long tiles = n4 / tile;
-        for (unsigned long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        // LAYOUT 1: tile t, t + grid, ...; LAYOUT 2: one contiguous run of
+        // tiles per block (block b takes tiles [b*tiles/grid, (b+1)*tiles/grid)).
+        unsigned long long t = blockIdx.x, t_end = tiles, t_step = gridDim.x;
+        if (LAYOUT == 2) {
+            t = tiles * blockIdx.x / gridDim.x;
+            t_end = tiles * (blockIdx.x + 1ull) / gridDim.x;
+            t_step = 1;
+        }
+#pragma unroll 1
+        for (; t < t_end; t += t_step) {
             const unsigned long long base = t * tile + threadIdx.x;
             uint4 va[U], vb[U];
 #pragma unroll
@@ -162,10 +171,133 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
     }
 }
 
+// Variant RL_BULK (sm_90; read and copy): the bulk copy engine. Each block
+// streams chunks of RL_CHUNK bytes (chunk j, j + grid, ...) through
+// RL_STAGES shared-memory stages (dynamic shared memory, RL_STAGES *
+// RL_CHUNK bytes; the wrapper sets it): thread 0 issues cp.async.bulk
+// global -> shared completing on the stage's mbarrier; for copy, thread 0
+// then writes the stage back with cp.async.bulk shared -> global (bulk
+// groups, the stage reused once its store has read it); for read, every
+// thread sums its words of the stage, then a barrier frees it. The chunks'
+// remainder (n4 not a multiple of a chunk) goes through plain loads.
+#define RL_BULK 24
+#define RL_STAGES 4
+#define RL_CHUNK 8192u
+
+__device__ __forceinline__ unsigned int rl_smem_addr(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+
+template <int OP>
+__device__ __forceinline__ void rl_bulk(const uint4* __restrict__ a,
+                                        uint4* __restrict__ c,
+                                        unsigned long long n4,
+                                        unsigned long long* out) {
+    unsigned long long acc = 0;
+    const unsigned long long per = RL_CHUNK / 16u;  // uint4 per chunk
+    const unsigned long long chunks = n4 / per;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) uint4 rl_stage[];
+    __shared__ __align__(8) unsigned long long rl_bar[RL_STAGES];
+    // This block's chunks: blockIdx.x + q * gridDim.x for q < mine.
+    const unsigned long long mine =
+        chunks > blockIdx.x ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    auto issue = [&](unsigned long long q) {
+        const unsigned int s = (unsigned int)(q % RL_STAGES);
+        const unsigned int bar = rl_smem_addr(&rl_bar[s]);
+        const unsigned int dst = rl_smem_addr(rl_stage + s * per);
+        const uint4* src = a + (blockIdx.x + q * gridDim.x) * per;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(RL_CHUNK)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+            "l"(src), "r"(RL_CHUNK), "r"(bar)
+            : "memory");
+    };
+    auto wait = [&](unsigned long long q) {
+        const unsigned int bar = rl_smem_addr(&rl_bar[q % RL_STAGES]);
+        const unsigned int parity = (unsigned int)((q / RL_STAGES) & 1u);
+        unsigned int done = 0;
+        while (!done) {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(parity)
+                : "memory");
+        }
+    };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < RL_STAGES; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(rl_smem_addr(&rl_bar[s])) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (unsigned long long q = 0; q < mine && q < RL_STAGES; ++q) {
+            issue(q);
+        }
+    }
+    __syncthreads();
+    if (OP == 1) {
+        if (threadIdx.x == 0) {
+            for (unsigned long long q = 0; q < mine; ++q) {
+                wait(q);
+                const unsigned int s = (unsigned int)(q % RL_STAGES);
+                uint4* dst = c + (blockIdx.x + q * gridDim.x) * per;
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
+                             "r"(rl_smem_addr(rl_stage + s * per)), "r"(RL_CHUNK)
+                             : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+                // Refill the previous stage once its store has read it
+                // (every group but the newest).
+                if (q >= 1 && q - 1 + RL_STAGES < mine) {
+                    asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+                    issue(q - 1 + RL_STAGES);
+                }
+            }
+            asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        }
+    } else {
+        for (unsigned long long q = 0; q < mine; ++q) {
+            wait(q);
+            const uint4* st = rl_stage + (q % RL_STAGES) * per;
+            for (unsigned int e = threadIdx.x; e < per; e += blockDim.x) {
+                acc += rl_words(st[e]);
+            }
+            __syncthreads();  // every thread is done with the stage
+            if (threadIdx.x == 0 && q + RL_STAGES < mine) {
+                issue(q + RL_STAGES);
+            }
+        }
+    }
+#else
+    for (unsigned long long i = gs_first(); i < chunks * per; i += gs_stride()) {
+        if (OP == 0) {
+            acc += rl_words(a[i]);
+        } else {
+            c[i] = a[i];
+        }
+    }
+#endif
+    for (unsigned long long i = chunks * per + gs_first(); i < n4; i += gs_stride()) {
+        if (OP == 0) {
+            acc += rl_words(a[i]);
+        } else {
+            c[i] = a[i];
+        }
+    }
+    if (OP == 0) {
+        rl_add_out(acc, out);
+    }
+}
+
 // The variant number: U = {2, 4, 8}[v % 3]; loads and stores (v / 3) % 3:
 // 0 plain, 1 ld.nc.L1::no_allocate + st.cs, 2 as 1 with the L2::256B
 // prefetch on loads; LAYOUT = v / 9 (0 grid-stride, 1 block tiles).
-// Variants past 17 run variant 0.
+// 18-23 (second pass): one contiguous run of tiles per block
+// ("segments"), 2 / 2 / 4 / 8 / 4 / 8 loads, plain / nc+cs / plain / plain /
+// nc+cs / nc+cs (16 loads per thread were tried: they raise every
+// variant's register count, since a kernel's allocation is its largest
+// variant's). RL_BULK (24): the bulk copy engine (read and copy; triad runs 8
+// loads in tiles). Variants past 24 run variant 0.
 #define RL_VARIANTS(OP, ...)                                           \
     switch (variant) {                                                 \
         case 1: rl_stream<OP, 4, 0, 0>(__VA_ARGS__); break;            \
@@ -185,6 +317,12 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
         case 15: rl_stream<OP, 2, 3, 1>(__VA_ARGS__); break;           \
         case 16: rl_stream<OP, 4, 3, 1>(__VA_ARGS__); break;           \
         case 17: rl_stream<OP, 8, 3, 1>(__VA_ARGS__); break;           \
+        case 18: rl_stream<OP, 2, 0, 2>(__VA_ARGS__); break;           \
+        case 19: rl_stream<OP, 2, 1, 2>(__VA_ARGS__); break;           \
+        case 20: rl_stream<OP, 4, 0, 2>(__VA_ARGS__); break;           \
+        case 21: rl_stream<OP, 8, 0, 2>(__VA_ARGS__); break;           \
+        case 22: rl_stream<OP, 4, 1, 2>(__VA_ARGS__); break;           \
+        case 23: rl_stream<OP, 8, 1, 2>(__VA_ARGS__); break;           \
         default: rl_stream<OP, 2, 0, 0>(__VA_ARGS__); break;           \
     }
 
@@ -194,14 +332,22 @@ extern "C" __global__ void hbm_read(const uint4* __restrict__ in,
                                     unsigned long long n4,
                                     unsigned int variant,
                                     unsigned long long* out) {
+    if (variant == RL_BULK) {
+        rl_bulk<0>(in, nullptr, n4, out);
+        return;
+    }
     RL_VARIANTS(0, in, in, nullptr, 0.0f, n4, out)
 }
 
 // dst[0..n4] = src[0..n4].
-extern "C" __global__ void hbm_copy(const uint4* __restrict__ src,
+extern "C" __global__ void __launch_bounds__(1024) hbm_copy(const uint4* __restrict__ src,
                                     uint4* __restrict__ dst,
                                     unsigned long long n4,
                                     unsigned int variant) {
+    if (variant == RL_BULK) {
+        rl_bulk<1>(src, dst, n4, nullptr);
+        return;
+    }
     RL_VARIANTS(1, src, src, dst, 0.0f, n4, nullptr)
 }
 
@@ -212,6 +358,9 @@ extern "C" __global__ void hbm_triad(uint4* __restrict__ a,
                                      float scalar,
                                      unsigned long long n4,
                                      unsigned int variant) {
+    if (variant == RL_BULK) {
+        variant = 11;
+    }
     RL_VARIANTS(2, c, b, a, scalar, n4, nullptr)
 }
 
@@ -246,6 +395,7 @@ struct RlFma<float> {
     static __device__ __forceinline__ V k() { return 0.5f; }
     static __device__ __forceinline__ V fma(V x, V m, V k) { return fmaf(x, m, k); }
     static __device__ __forceinline__ float sum(float acc, V x) { return acc + x; }
+    static __device__ __forceinline__ void hide(V&, V&, float) {}
 };
 
 template <>
@@ -258,7 +408,23 @@ struct RlFma<double> {
     static __device__ __forceinline__ V k() { return 0.5; }
     static __device__ __forceinline__ V fma(V x, V m, V k) { return ::fma(x, m, k); }
     static __device__ __forceinline__ double sum(double acc, V x) { return acc + x; }
+    static __device__ __forceinline__ void hide(V&, V&, double) {}
 };
+
+// The 16-bit probes keep m and k in registers the compiler cannot prove
+// constant: with compile-time m and k, ptxas folds them into HFMA2's 32-bit
+// immediate form, which issues on the FMA pipe alone (half the FFMA
+// instruction rate, so 50 % of the 2x-FP32 datasheet rate, measured
+// 2026-11-25); with register operands it alternates HFMA2 (FMA pipe) and
+// HFMA2.MMA (the MMA pipe's FP16 path), the two together at the full rate
+// (docs/results/2026-11-25-h100-roofline, "Second pass"). The select is
+// taken only for a NaN seed, whose chains are NaN either way.
+__device__ __forceinline__ void rl_hide16(unsigned int& m, unsigned int& k, float seed) {
+    if (seed != seed) {
+        m = __float_as_uint(seed);
+        k = m;
+    }
+}
 
 // The 16-bit types as packed pairs in a u32 (low half first), through PTX:
 // the wheels' headers carry no cuda_fp16.h dependencies (nv/target).
@@ -306,6 +472,7 @@ struct RlFma<RlHalf2> {
     static __device__ __forceinline__ float sum(float acc, V x) {
         return acc + rl_f16_to_f32((unsigned short)(x & 0xffffu)) + rl_f16_to_f32((unsigned short)(x >> 16));
     }
+    static __device__ __forceinline__ void hide(V& m, V& k, float seed) { rl_hide16(m, k, seed); }
 };
 
 template <>
@@ -327,6 +494,7 @@ struct RlFma<RlBf162> {
     static __device__ __forceinline__ float sum(float acc, V x) {
         return acc + __uint_as_float(x << 16) + __uint_as_float(x & 0xffff0000u);
     }
+    static __device__ __forceinline__ void hide(V& m, V& k, float seed) { rl_hide16(m, k, seed); }
 };
 
 template <class T, class S, class O>
@@ -344,10 +512,11 @@ __device__ __forceinline__ void rl_fma(S seed,
         t0 = rl_globaltimer();
         c0 = clock64();
     }
-    // The multiplier and addend come through a volatile-free run-time
-    // path (iters is a parameter), so the compiler cannot fold the chains.
-    const typename F::V m = F::m();
-    const typename F::V k = F::k();
+    // The chains start from the run-time seed, so the compiler cannot fold
+    // them; the 16-bit probes also hide m and k (see rl_hide16).
+    typename F::V m = F::m();
+    typename F::V k = F::k();
+    F::hide(m, k, seed);
     for (unsigned long long i = gs_first(); i < n; i += gs_stride()) {
         typename F::V x[RL_CHAINS];
 #pragma unroll

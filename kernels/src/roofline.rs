@@ -20,16 +20,36 @@ use gpu_sync::{
     AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
 };
 
-/// Number of tuning variants of the HBM probes: variant `v` keeps
+/// Number of tuning variants of the HBM probes: variant `v < 18` keeps
 /// `[2, 4, 8][v % 3]` 16-byte loads in flight per thread and pointer, uses
 /// plain loads and stores (`v / 3 % 3 == 0`), `ld.global.nc.L1::no_allocate`
 /// with `st.global.cs` (1), or those with the `L2::256B` prefetch (2), and a
-/// grid-stride (`v < 9`) or block-tile layout.
-pub const HBM_VARIANTS: u32 = 18;
+/// grid-stride (`v < 9`) or block-tile layout. Variants 18 to 23 take one
+/// contiguous run of tiles per block ("segments"): 2, 2, 4, 8, 4, 8 loads,
+/// plain, nc/cs, plain, plain, nc/cs, nc/cs. Variant [`HBM_BULK`] moves
+/// 8 KiB chunks through 4 shared-memory stages with the bulk copy engine
+/// (`cp.async.bulk`, sm_90; read and copy; triad runs variant 11).
+pub const HBM_VARIANTS: u32 = 25;
+
+/// The bulk-copy-engine variant of [`RooflineKernels::hbm_read`] and
+/// [`RooflineKernels::hbm_copy`]: 32 KiB of dynamic shared memory a block.
+pub const HBM_BULK: u32 = 24;
+
+/// Dynamic shared memory of the [`HBM_BULK`] variant: 4 stages of 8 KiB.
+const HBM_BULK_SMEM: u32 = 4 * 8192;
 
 /// What HBM variant `v` is, in words (`"8 loads, nc/cs, tiles"`).
 pub fn hbm_variant_name(v: u32) -> String {
     let v = v % HBM_VARIANTS;
+    if v == HBM_BULK {
+        return "bulk copy engine, 4 x 8 KiB stages".to_owned();
+    }
+    if v >= 18 {
+        let (loads, hints) =
+            [(2, "plain"), (2, "nc/cs"), (4, "plain"), (8, "plain"), (4, "nc/cs"), (8, "nc/cs")]
+                [(v - 18) as usize];
+        return format!("{loads} loads, {hints}, segments");
+    }
     format!(
         "{} loads, {}, {}",
         [2, 4, 8][(v % 3) as usize],
@@ -205,13 +225,15 @@ impl RooflineKernels {
         let n4 = quads(k, "in", input.device_len())?;
         aligned16(k, "in", input.device_ptr())?;
         same(k, "out must have one element", out.device_len(), 1)?;
-        let cfg = grid.config(k)?;
+        let cfg = grid.config(k)?.with_shared_mem(if variant == HBM_BULK { HBM_BULK_SMEM } else { 0 });
         // SAFETY (launch): indices `< n4` only (every variant's bulk stops
         // at a whole number of groups and the tail loop at `n4`), words
         // `4i..4i+4` of `input`, which has exactly `4 * n4` words, 16-byte
         // aligned (checked above); the warp-level `atomicAdd`s hit `out[0]`,
         // its only element; the shuffles need whole warps (checked by
-        // `Grid::config`).
+        // `Grid::config`). The bulk variant reads whole 8 KiB chunks below
+        // `n4` (16-byte aligned, as `cp.async.bulk` needs) into the 32 KiB
+        // of dynamic shared memory set here, the kernel's 4 stages of 8 KiB.
         self.hbm_read.launch(stream, cfg, (input, n4, variant, out))
     }
 
@@ -237,10 +259,13 @@ impl RooflineKernels {
         let n4 = quads(k, "src", src.device_len())?;
         aligned16(k, "src", src.device_ptr())?;
         aligned16(k, "dst", dst.device_ptr())?;
-        let cfg = grid.config(k)?;
+        let cfg = grid.config(k)?.with_shared_mem(if variant == HBM_BULK { HBM_BULK_SMEM } else { 0 });
         // SAFETY (launch): uint4 indices `< n4` of both views, which have
         // exactly `4 * n4` words and 16-byte aligned starts (checked above);
-        // every index is covered by one thread (1-D grid).
+        // every index is covered by one thread (1-D grid). The bulk variant
+        // moves whole 8 KiB chunks below `n4` (16-byte aligned, as
+        // `cp.async.bulk` needs) through the 32 KiB of dynamic shared memory
+        // set here, the kernel's 4 stages of 8 KiB; each chunk by one block.
         self.hbm_copy.launch(stream, cfg, (src, dst, n4, variant))
     }
 

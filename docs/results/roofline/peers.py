@@ -5,6 +5,7 @@ targets table looks for) to argv[1]. Random data (never zeros), CUDA events,
 median of 20 timed runs after 5 warm-up runs.
 """
 import json
+import os
 import sys
 
 import torch
@@ -35,16 +36,24 @@ def main(out_path):
         peers.append({"name": name, "value": value, "unit": unit})
         print(f"{name:28s} {value / 1e12:10.3f} T{unit}", flush=True)
 
-    n = (1 << 30) // 4  # 1 GiB of f32
+    # Each array's size: PEERS_MIB (default 1024), to match `gpu-bench
+    # roofline --array-mib` in the same call.
+    size = int(os.environ.get("PEERS_MIB", "1024")) << 20
+    n = size // 4
     x = torch.randn(n, device=dev)
     y = torch.randn(n, device=dev)
     z = torch.empty(n, device=dev)
-    gib = float(1 << 30)
+    gib = float(size)
+    print(f"arrays of {size >> 20} MiB", flush=True)
     add("torch copy_", 2 * gib / median_seconds(lambda: z.copy_(x)), "B/s")
     add("torch sum", gib / median_seconds(lambda: x.sum()), "B/s")
     add("torch add", 3 * gib / median_seconds(lambda: torch.add(x, y, alpha=2, out=z)), "B/s")
     del x, y, z
     torch.cuda.empty_cache()
+    if os.environ.get("PEERS_MEM_ONLY") == "1":  # the memory peers alone
+        with open(out_path, "w") as f:
+            json.dump(peers, f, indent=1)
+        return
 
     m = 8192
     flops = 2.0 * m * m * m

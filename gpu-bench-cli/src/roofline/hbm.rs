@@ -5,42 +5,72 @@ use super::{Run, ceiling, check_pattern, pattern_sum, time};
 use crate::common::{Ctx, Failure};
 use gpu_bench::roofline::{CeilingKind, MemoryLevel, RooflineReport, TuneRow};
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{Grid, HBM_VARIANTS, cost, hbm_variant_name, reference};
+use kernels::{Grid, HBM_BULK, HBM_VARIANTS, cost, hbm_variant_name, reference};
 
-/// An HBM probe's configuration: (variant, blocks per SM, threads a block).
+/// An HBM probe's configuration: (variant, blocks per SM, threads a block);
+/// 0 blocks per SM: one block per tile (per bulk chunk), however large the
+/// array.
 type Config = (u32, u32, u32);
 
 /// The main job measures each probe in its candidates and keeps the best
 /// (all rows are in the report's tuning table); `--tune` starts from the
-/// first. From the H100 searches (docs/results/2026-11-25-h100-roofline):
-/// read is best with 4 loads in block tiles and 2 blocks of 512 a SM; copy
-/// and triad with 8 loads in tiles and many short blocks (one 32 KiB tile a
-/// block at 256 a SM), which the scheduler refills as they finish.
-const READ_CONFIGS: [Config; 2] = [(10, 2, 512), (10, 4, 256)];
-const COPY_CONFIGS: [Config; 3] = [(11, 256, 256), (11, 128, 256), (11, 32, 256)];
-const TRIAD_CONFIGS: [Config; 2] = [(11, 256, 256), (11, 128, 256)];
+/// first. From the H100 searches of 2026-11-25 (docs/results/
+/// 2026-11-25-h100-roofline, "Second pass"): read is flat at 3.10–3.11
+/// TB/s over 1 GiB across every variant with 4+ loads in flight (the bulk
+/// copy engine included) at 2 blocks of 512 or 4 of 256 a SM, 3.13 over
+/// 4 GiB; copy and triad gain with shorter blocks, best with one block per
+/// tile (copy: 2 loads of 256 threads, an 8 KiB tile; triad: 4 loads), which
+/// the scheduler refills as they finish.
+const READ_CONFIGS: [Config; 2] = [(10, 4, 256), (HBM_BULK, 2, 512)];
+const COPY_CONFIGS: [Config; 3] = [(13, 0, 256), (12, 0, 256), (11, 0, 256)];
+const TRIAD_CONFIGS: [Config; 2] = [(10, 0, 256), (13, 0, 256)];
 
-/// The grids `--tune` tries for the best variant: (blocks per SM, threads).
-const TUNE_GRIDS: [(u32, u32); 11] = [
+/// The grids `--tune` tries for the best variant and for [`HBM_BULK`]:
+/// (blocks per SM, threads).
+const TUNE_GRIDS: [(u32, u32); 16] = [
     (1, 256),
     (2, 256),
     (2, 512),
+    (4, 128),
     (4, 256),
+    (6, 128),
     (8, 256),
     (16, 256),
     (32, 256),
     (64, 256),
     (128, 256),
     (256, 256),
+    (512, 256),
+    (512, 128),
+    (0, 256),
     (1, 1024),
 ];
 
-fn grid(sms: u32, (_, per_sm, threads): Config) -> Grid {
-    Grid { blocks: sms.saturating_mul(per_sm).max(1), threads }
+/// uint4 a block moves per tile in variant `v` (a bulk chunk: 512).
+fn tile_quads(v: u32, threads: u32) -> u64 {
+    let loads: u64 = match v {
+        HBM_BULK => return 512,
+        18..=23 => [2, 2, 4, 8, 4, 8][(v - 18) as usize],
+        _ => [2, 4, 8][(v % 3) as usize],
+    };
+    loads * u64::from(threads)
+}
+
+fn grid(sms: u32, (v, per_sm, threads): Config, n4: u64) -> Grid {
+    let blocks = if per_sm == 0 {
+        u32::try_from(n4.div_ceil(tile_quads(v, threads))).unwrap_or(u32::MAX >> 1)
+    } else {
+        sms.saturating_mul(per_sm)
+    };
+    Grid { blocks: blocks.max(1), threads }
 }
 
 fn describe((v, per_sm, threads): Config) -> String {
-    format!("{}, {per_sm} blocks/SM of {threads}", hbm_variant_name(v))
+    if per_sm == 0 {
+        format!("{}, one block of {threads} per tile", hbm_variant_name(v))
+    } else {
+        format!("{}, {per_sm} blocks/SM of {threads}", hbm_variant_name(v))
+    }
 }
 
 /// Times `run` (which moves `bytes`) in each configuration to try and
@@ -52,6 +82,7 @@ fn search(
     ctx: &Ctx,
     timer: &mut gpu_bench::Timer,
     sms: u32,
+    n4: u64,
     probe: &str,
     candidates: &[Config],
     tune: bool,
@@ -61,7 +92,7 @@ fn search(
 ) -> Result<Config, Failure> {
     let mut best = (candidates[0], 0.0);
     let mut try_one = |cfg: Config, report: &mut RooflineReport, best: &mut (Config, f64)| {
-        let (t, _) = time(ctx, timer, probe, |s| run(s, grid(sms, cfg), cfg.0))?;
+        let (t, _) = time(ctx, timer, probe, |s| run(s, grid(sms, cfg, n4), cfg.0))?;
         let label = if tune { probe.to_owned() } else { format!("{probe} (main job's candidates)") };
         report.tuning.push(TuneRow { probe: label, config: describe(cfg), value: bytes / t });
         if bytes / t > best.1 {
@@ -75,9 +106,13 @@ fn search(
             try_one((v, per_sm, threads), report, &mut best)?;
         }
         let v = best.0.0;
-        for (per_sm, threads) in TUNE_GRIDS {
-            if (v, per_sm, threads) != best.0 {
-                try_one((v, per_sm, threads), report, &mut best)?;
+        let first = best.0;
+        for w in if v == HBM_BULK || probe == "HBM triad" { vec![v] } else { vec![v, HBM_BULK] } {
+            for (per_sm, threads) in TUNE_GRIDS {
+                // hbm_triad's 80 registers a thread do not fit 1024 threads.
+                if (w, per_sm, threads) != first && !(probe == "HBM triad" && threads > 512) {
+                    try_one((w, per_sm, threads), report, &mut best)?;
+                }
             }
         }
     } else {
@@ -127,6 +162,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         ctx,
         timer,
         sms,
+        n4,
         "HBM read",
         &READ_CONFIGS,
         tune,
@@ -134,9 +170,9 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         &mut |s, g, v| read(s, g, v, &mut sum),
         report,
     )?;
-    let (t, noise) = time(ctx, timer, "HBM read", |s| read(s, grid(sms, cfg), cfg.0, &mut sum))?;
+    let (t, noise) = time(ctx, timer, "HBM read", |s| read(s, grid(sms, cfg, n4), cfg.0, &mut sum))?;
     stream.fill_bytes(&mut sum, 0)?;
-    read(stream, grid(sms, cfg), cfg.0, &mut sum)?;
+    read(stream, grid(sms, cfg, n4), cfg.0, &mut sum)?;
     let got = stream.to_vec(&sum)?[0];
     if got != expected {
         return Err(Failure::Check(format!("HBM read: device sum {got:#x}, CPU reference {expected:#x}")));
@@ -158,6 +194,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         ctx,
         timer,
         sms,
+        n4,
         "HBM copy",
         &COPY_CONFIGS,
         tune,
@@ -167,7 +204,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
     )?;
     stream.fill_bytes(&mut dst, 0xff)?;
     let (t, noise) =
-        time(ctx, timer, "HBM copy", |s| probes.hbm_copy(s, grid(sms, cfg), cfg.0, &src, &mut dst))?;
+        time(ctx, timer, "HBM copy", |s| probes.hbm_copy(s, grid(sms, cfg, n4), cfg.0, &src, &mut dst))?;
     check_pattern(ctx, stream, &dst, seed, "HBM copy")?;
     let check = "every word matches the pattern (poisoned before)";
     push(report, "HBM copy", c.bytes() as f64 / t, noise, "hbm_copy", describe(cfg), check.into());
@@ -199,6 +236,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         ctx,
         timer,
         sms,
+        n4,
         "HBM triad",
         &TRIAD_CONFIGS,
         tune,
@@ -208,7 +246,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
     )?;
     stream.fill_bytes(&mut a, 0xff)?;
     let (t, noise) = time(ctx, timer, "HBM triad", |s| {
-        probes.hbm_triad(s, grid(sms, cfg), cfg.0, &mut a, &b, &cc, scalar)
+        probes.hbm_triad(s, grid(sms, cfg, n4), cfg.0, &mut a, &b, &cc, scalar)
     })?;
     let got = stream.to_vec(&a)?;
     let mut want = vec![0f32; words];

@@ -40,6 +40,9 @@ pub struct TargetRow {
     pub peer: String,
     /// Whether it is met (`None`: not measured).
     pub met: Option<bool>,
+    /// Where a target is not met, the measured reason, if the report holds
+    /// one (the clock in the probe, the spread of the tuning search).
+    pub why: Option<String>,
 }
 
 /// The targets, checked against the report's ceilings and peers.
@@ -62,6 +65,7 @@ pub fn targets(r: &RooflineReport) -> Vec<TargetRow> {
                 (Some(a), Some(b)) => Some(a >= b),
                 _ => None,
             },
+            why: None,
         });
     };
     let ds = r.device.theoretical_bandwidth_gbs * 1e9;
@@ -119,9 +123,45 @@ pub fn targets(r: &RooflineReport) -> Vec<TargetRow> {
             target: "≥ 90 % of the HBM copy ceiling".into(),
             peer: "–".into(),
             met: copy.map(|c| p.achieved_bytes >= 0.9 * c),
+            why: None,
         });
     }
+    for t in rows.iter_mut().filter(|t| t.met == Some(false)) {
+        t.why = why_not(r, &t.what);
+    }
     rows
+}
+
+/// The measured reason a target is missed, where the report holds one:
+/// the BF16 tensor peak at the clock measured in the probe below 900
+/// TFLOP/s; an HBM read flat across the tuning search.
+fn why_not(r: &RooflineReport, what: &str) -> Option<String> {
+    match what {
+        "BF16 tensor" => {
+            let c = r.ceiling(what)?;
+            let (mhz, peak) = (c.sm_clock_mhz?, c.peak_at_clock?);
+            (peak < 900e12).then(|| {
+                format!(
+                    "not reachable at the {mhz:.0} MHz measured in the probe: the peak there is {:.1} TFLOP/s",
+                    peak / 1e12
+                )
+            })
+        }
+        "HBM read" => {
+            let rows: Vec<f64> =
+                r.tuning.iter().filter(|t| t.probe.starts_with("HBM read")).map(|t| t.value).collect();
+            let best = rows.iter().copied().fold(0.0, f64::max);
+            let near = rows.iter().filter(|&&v| v >= 0.99 * best).count();
+            (rows.len() >= 2).then(|| {
+                format!(
+                    "{near} of the {} configurations tried lie within 1 % of the best ({}B/s)",
+                    rows.len(),
+                    si(best)
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The whole report.
@@ -227,10 +267,11 @@ pub fn render(r: &RooflineReport) -> String {
                 t.achieved,
                 t.target,
                 t.peer,
-                match t.met {
-                    Some(true) => "met".into(),
-                    Some(false) => "**not met**".into(),
-                    None => "–".into(),
+                match (t.met, &t.why) {
+                    (Some(true), _) => "met".into(),
+                    (Some(false), Some(why)) => format!("**not met**: {why}"),
+                    (Some(false), None) => "**not met**".into(),
+                    (None, _) => "–".into(),
                 },
             ]
         })
