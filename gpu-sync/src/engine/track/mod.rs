@@ -251,17 +251,23 @@ fn run_tracked_admitted<R, U: Uses + ?Sized>(
         // a second pass over the trackers finds it (no point cloned).
         s.refuse_if_capturing(op_name)?;
         let (trackers, streams) = book.split();
-        let mut waited = Ok(());
+        // The first error is kept; assigned only on that cold path, so the
+        // hot path never drops a `Result` (an out-of-line call per wait).
+        let mut waited: Option<Error> = None;
         uses.each(|t, a| {
             if let Some(tr) = trackers.get(t.res().slot as usize) {
                 tr.0.deps(s.id, a, |p| {
-                    if waited.is_ok() {
-                        waited = s.wait_same_device(streams, p);
+                    if waited.is_none()
+                        && let Err(e) = s.wait_same_device(streams, p)
+                    {
+                        waited = Some(e);
                     }
                 });
             }
         });
-        waited?;
+        if let Some(e) = waited {
+            return Err(e);
+        }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
     uses.each(|t, a| {
