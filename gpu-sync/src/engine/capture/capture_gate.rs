@@ -185,7 +185,7 @@ mod model {
             }
         }
 
-        /// `run_tracked`: joins the capture or runs tracked; `Err` when a
+        /// `engine::submit` (`Kind::Async`): joins the capture or runs tracked; `Err` when a
         /// capture began under it (`Error::Capturing`).
         fn launch(&self, op: u32) -> Result<(), ()> {
             submit(
@@ -339,7 +339,7 @@ mod funnel {
             self.host_fn_done.store(true, Ordering::Release);
         }
 
-        /// `run_tracked_idle`: the check under the book, the call without it.
+        /// `flavor::blocking::run_idle`: the check under the book, the call without it.
         fn blocking_copy(&self) {
             let _b = self.blocking.lock().unwrap();
             let st = self.book.lock().unwrap();
@@ -363,7 +363,7 @@ mod funnel {
             st.1 += 1;
         }
 
-        /// `track::captured::begin`.
+        /// `flavor::captured::begin`.
         fn begin_capture(&self) {
             let _b = self.blocking.lock().unwrap();
             let mut st = self.book.lock().unwrap();
