@@ -114,7 +114,7 @@ const MARKERS_KEEP: usize = 4;
 
 impl StreamState {
     #[inline(always)]
-    fn known_for(&self, stream: u64) -> u64 {
+    pub(in crate::engine) fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
 
