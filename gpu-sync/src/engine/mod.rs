@@ -18,12 +18,17 @@
 //!   [`host_wait_device`]) and the capture's begin and end
 //!   ([`begin_capture`], [`end_capture`]);
 //! - "now or later" for frees and releases, in one place
-//!   ([`free_now_or_later`]; driver handles through [`Held`]).
+//!   ([`free_now_or_later`]; driver handles through [`Held`]);
+//! - calls on no stream that a capturing thread must not make
+//!   ([`off_stream`]: pinned alloc and free) and the close of a buffer
+//!   ([`close_allocation`]): their guards are the engine's too.
 //!
 //! Inside: `capture/` (the capture gate, loom-checked; the thread's capture
 //! state; host functions; the one deferred-work queue), `timeline/` (a
 //! stream's timeline, points, markers, the per-device book, the conflict
-//! rules, `Pending`), `track/` (resources, eager and captured submission),
+//! rules, events' record state, `Pending`), `track/` (resources and the uses
+//! an operation declares; a device allocation's life), `flavor/` (eager,
+//! across, blocking and captured submission, chosen in [`submit`] only),
 //! `release` (driver handles released with their context bound).
 
 mod capture;

@@ -2,8 +2,8 @@
 //! loaded module; their configuration is `config`'s, their signatures
 //! `signature`'s.
 //!
-//! A kernel's signature is a tuple of parameter types: [`In<T>`] (a device
-//! buffer the kernel reads), [`Out<T>`] (one it writes, and may read),
+//! A kernel's signature is a tuple of parameter types: [`In<T>`](crate::In) (a device
+//! buffer the kernel reads), [`Out<T>`](crate::Out) (one it writes, and may read),
 //! [`Len`](crate::Len) (an element count checked against every buffer of the launch) and
 //! plain scalars (`u32`, `f32`, …). Declaring a typed kernel is `unsafe`
 //! ([`Module::kernel`](crate::Module::kernel)): sizes from the driver cannot
