@@ -94,7 +94,8 @@
 //!    Lock order: a stream's `blocking` lock, then the capture lock, then
 //!    the capture's stream list, then a device's book; a book before
 //!    `GraphExec`'s launch lock (taken inside `submit`'s closure, and held
-//!    past it only to store the launch's point, taking nothing); an event's
+//!    past it only to store the launch's point, taking nothing; modelled
+//!    in `capture_gate::funnel`, loom); an event's
 //!    record lock before a book (`Stream::wait`, `SyncEvent::record`);
 //!    books in ordinal order.
 //! 8. **The context is the device's.** Every driver call that needs a
