@@ -67,3 +67,13 @@ pub(crate) fn call<T>(name: &'static str, f: impl FnOnce() -> cuda_sys::result::
     refuse(name)?;
     Ok(f()?)
 }
+
+/// [`call`] without its refusal, for the driver call an operation makes
+/// inside the closure it gives `engine::submit`: the engine's first guard
+/// refused inside a host function on this thread, and the closure runs on
+/// the same thread within that call (before it returns), so the answer
+/// cannot have changed. Use it nowhere else.
+#[inline(always)]
+pub(crate) fn call_admitted<T>(f: impl FnOnce() -> cuda_sys::result::Result<T>) -> Result<T> {
+    Ok(f()?)
+}

@@ -203,8 +203,6 @@ impl GraphExec {
     /// [`Error::DeviceMismatch`]; [`Error::Capturing`] on a capturing stream;
     /// a driver error.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        // Before this exec's lock and the book.
-        engine::refuse("cuGraphLaunch")?;
         if !stream.device().same(&self.device) {
             return Err(Error::DeviceMismatch {
                 what: "the graph",
@@ -213,22 +211,25 @@ impl GraphExec {
             });
         }
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
-        // Held across the driver call: launches of one exec from several
-        // threads are serialized. Lock order: this, then the device's book
-        // (nothing takes this lock while holding a book), and
-        // `cuGraphLaunch` does not wait for the device.
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(exec) = st.exec.as_ref() else {
-            return Err(Error::Internal("a graph exec launched after its release".into()));
-        };
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
         let op = Op { name: "GraphExec::launch", uses: uses.as_slice(), kind: Kind::Uncaptured, keep: None };
-        let ((), ticket) = engine::submit(&stream.inner, op, |raw| {
+        let (mut st, ticket) = engine::submit(&stream.inner, op, |raw| {
+            // The exec's lock, taken inside the funnel (after its refusals,
+            // under the book) and held across the driver call and until the
+            // launch's point is stored: launches of one exec from several
+            // threads are serialized. Lock order: the device's book, then
+            // this (nothing takes a book while holding it), and
+            // `cuGraphLaunch` does not wait for the device.
+            let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(exec) = st.exec.as_ref() else {
+                return Err(Error::Internal("a graph exec launched after its release".into()));
+            };
             // Every buffer the graph touches is kept alive by `accesses` and
             // ordered by the tracking of this launch; no other call on the
             // exec runs meanwhile (the state lock is held).
-            call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))
+            call("cuGraphLaunch", || cu::graph::launch(exec.get(), raw))?;
+            Ok(st)
         })?;
         st.last = Some(Point::new(stream.inner.clone(), ticket));
         Ok(())

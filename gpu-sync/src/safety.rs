@@ -38,7 +38,9 @@
 //!    [`crate::Pending`], so a forgotten `Pending` leaks instead of freeing
 //!    early.
 //! 4. **The tracker sees every submission.** Every stream-ordered operation
-//!    goes through `engine::submit`: the guards in one order before any lock
+//!    (device-side waits on events, `Stream::wait`, included) goes through
+//!    `engine::submit`, which chooses the flavor (`engine/flavor/`) from the
+//!    operation's `Kind`: the guards in one order before any lock
 //!    (refusal inside a host function, deferred work drained, the capture
 //!    routing), then, under the device's book lock (the trackers of its
 //!    resources and the states of its streams; the books of several devices
@@ -52,10 +54,10 @@
 //!    (`Point::host_wait`, `Timeline::synchronize`,
 //!    `engine::host_wait_device`). The one operation that blocks in the
 //!    driver, a copy from or to borrowed host memory, is the blocking
-//!    flavor (`track::run_tracked_idle`): it waits, unlocked, until its
+//!    flavor (`flavor::blocking::run_idle`): it waits, unlocked, until its
 //!    stream is idle and its dependencies complete, checks that under the
 //!    book, and — when the caller's borrow is the only handle to the memory
-//!    (`track::only_borrowed`: no graph holds it) — **releases the book**
+//!    (`flavor::blocking::only_borrowed`: no graph holds it) — **releases the book**
 //!    and makes the call holding only the stream's `blocking` lock (which
 //!    keeps a capture from beginning under it; taken by nothing inside a
 //!    host function), then relocks to draw the ticket and record the uses.
@@ -73,8 +75,9 @@
 //!    asked first by `engine::submit`, by every host wait, by every engine
 //!    entry point that takes a lock (`EventInner`'s record, query and wait,
 //!    `engine::wait_stream`, `engine::begin_capture`), by
-//!    `DeviceInner::call` and by `GraphExec::launch` — refuses before any
-//!    lock with
+//!    `engine::off_stream` (pinned alloc and free, which then refuses on a
+//!    capturing thread), `engine::close_allocation` and
+//!    `DeviceInner::call` — refuses before any lock with
 //!    `CUDA_ERROR_NOT_PERMITTED`, and every `Drop` hands its work to the
 //!    deferred-work queue (`engine::free_now_or_later`, `release::Held`,
 //!    `Resource`'s slot, a timeline's slot). The same mark covers the
@@ -87,10 +90,14 @@
 //!    finds the capture ended and runs as ordinary tracked work — never for
 //!    real and unrecorded. Operations that may not be captured check the
 //!    stream's capture state under its device's book lock, the lock
-//!    `cuStreamBeginCapture` is called under (`track::captured::begin`).
+//!    `cuStreamBeginCapture` is called under (`flavor::captured::begin`).
 //!    Lock order: a stream's `blocking` lock, then the capture lock, then
-//!    the capture's stream list, then a device's book; `GraphExec`'s launch
-//!    lock before a book; books in ordinal order.
+//!    the capture's stream list, then a device's book; a book before
+//!    `GraphExec`'s launch lock (taken inside `submit`'s closure, and held
+//!    past it only to store the launch's point, taking nothing; modelled
+//!    in `capture_gate::funnel`, loom); an event's
+//!    record lock before a book (`Stream::wait`, `SyncEvent::record`);
+//!    books in ordinal order.
 //! 8. **The context is the device's.** Every driver call that needs a
 //!    context binds its device's primary context first
 //!    (`DeviceInner::bind`: in the engine before a submission's waits and

@@ -96,6 +96,44 @@ fn capture_in_a_host_function_during_a_pageable_copy_is_refused() {
     });
 }
 
+// The operations whose guards moved into the engine (branch `engine2`): a
+// graph replay (its exec lock now taken inside `engine::submit`'s closure),
+// `Stream::wait` (now `engine::submit`, `Kind::WaitEvent`) and a pinned
+// allocation (`engine::off_stream`) refuse before any lock too.
+
+#[test]
+fn graph_replay_in_a_host_function_during_a_pageable_copy_is_refused() {
+    host_fn_during_pageable_copy(0xd31, "GraphExec::launch in a host function", |dev| {
+        let c = Stream::new(dev).expect("c");
+        let mut z = DeviceBuffer::<u32>::zeroed(&c, 64).expect("z");
+        let exec = c.capture(|_| c.fill_u32(&mut z, 3)).expect("capture").instantiate().expect("instantiate");
+        c.synchronize().expect("sync c");
+        move || {
+            let r = exec.launch(&c);
+            drop(z);
+            r
+        }
+    });
+}
+
+#[test]
+fn stream_wait_in_a_host_function_during_a_pageable_copy_is_refused() {
+    host_fn_during_pageable_copy(0xd41, "Stream::wait in a host function", |dev| {
+        let (c, d) = (Stream::new(dev).expect("c"), Stream::new(dev).expect("d"));
+        let ev = SyncEvent::new(dev).expect("event");
+        ev.record(&d).expect("record");
+        move || c.wait(&ev)
+    });
+}
+
+#[test]
+fn pinned_alloc_in_a_host_function_during_a_pageable_copy_is_refused() {
+    host_fn_during_pageable_copy(0xd51, "PinnedBuffer::new in a host function", |dev| {
+        let dev = dev.clone();
+        move || PinnedBuffer::<u32>::new(&dev, 16, HostAllocFlags::empty()).map(drop)
+    });
+}
+
 #[test]
 fn a_tracked_operation_in_a_host_function_on_a_stream_being_captured_is_refused() {
     if !on_sim() {

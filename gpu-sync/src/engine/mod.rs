@@ -18,15 +18,21 @@
 //!   [`host_wait_device`]) and the capture's begin and end
 //!   ([`begin_capture`], [`end_capture`]);
 //! - "now or later" for frees and releases, in one place
-//!   ([`free_now_or_later`]; driver handles through [`Held`]).
+//!   ([`free_now_or_later`]; driver handles through [`Held`]);
+//! - calls on no stream that a capturing thread must not make
+//!   ([`off_stream`]: pinned alloc and free) and the close of a buffer
+//!   ([`close_allocation`]): their guards are the engine's too.
 //!
 //! Inside: `capture/` (the capture gate, loom-checked; the thread's capture
 //! state; host functions; the one deferred-work queue), `timeline/` (a
 //! stream's timeline, points, markers, the per-device book, the conflict
-//! rules, `Pending`), `track/` (resources, eager and captured submission),
+//! rules, events' record state, `Pending`), `track/` (resources and the uses
+//! an operation declares; a device allocation's life), `flavor/` (eager,
+//! across, blocking and captured submission, chosen in [`submit`] only),
 //! `release` (driver handles released with their context bound).
 
 mod capture;
+mod flavor;
 mod release;
 mod timeline;
 mod track;
@@ -40,10 +46,10 @@ pub use timeline::conflicts::Access;
 pub use timeline::pending::{NotCovered, Pending, Polled};
 
 pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
+pub(crate) use flavor::captured::{Capture as CaptureHandle, KeepAlive};
 pub(crate) use release::Held;
 pub(crate) use timeline::event::EventInner;
 pub(crate) use timeline::{Point, Timeline};
-pub(crate) use track::captured::{Capture as CaptureHandle, KeepAlive};
 pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};
 
 /// What an operation is: the engine picks the flavor from it.
@@ -68,6 +74,12 @@ pub(crate) enum Kind<'a> {
     /// A host function (`cuLaunchHostFunc`): refused while the stream
     /// captures.
     HostFn,
+    /// A device-side wait on a user event's latest record
+    /// (`Stream::wait`), which covers the point, if the record was made on
+    /// a tracked stream: no device-side wait of the engine's own (the call
+    /// is the wait); afterwards the stream counts the point as waited for.
+    /// Refused while the stream captures.
+    WaitEvent(Option<&'a Point>),
 }
 
 /// One stream-ordered operation.
@@ -108,11 +120,21 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     capture::host_fn::drain();
     match op.kind {
         // 3. The capture routing, then the eager or across flavor.
-        Kind::Async => track::run_tracked(s, op.name, op.uses, op.keep, call),
-        Kind::Uncaptured => track::run_tracked_uncaptured(s, op.name, op.uses, call),
-        Kind::Blocking => track::run_blocking(s, op.name, op.uses, call),
+        // Joins the stream's capture under its gate, or (no capture, or it
+        // ended first) runs as ordinary work: see `capture_gate`.
+        Kind::Async => capture::capture_gate::submit(
+            &**s,
+            call,
+            |cap, inner, call| {
+                flavor::captured::run_captured(s, op.name, op.uses, op.keep, cap, inner, call).map(|r| (r, 0))
+            },
+            |call| flavor::eager::run(s, op.name, op.uses, call),
+        ),
+        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, call),
+        Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, call),
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
+        Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
     }
 }
 
@@ -140,18 +162,52 @@ pub(crate) fn host_wait_device(device: &Device) -> Result<u64> {
 }
 
 /// `Err` (`CUDA_ERROR_NOT_PERMITTED`, naming `op`) inside a host function
-/// or a simulated kernel: the first guard of every operation that does not
-/// go through [`submit`] (host waits, allocations, releases).
+/// or a simulated kernel: the first guard of the engine's own operations
+/// that do not go through [`submit`] (host waits, allocations, releases).
 #[inline(always)]
-pub(crate) fn refuse(op: &'static str) -> Result<()> {
+pub(in crate::engine) fn refuse(op: &'static str) -> Result<()> {
     crate::ffi::refuse(op)
 }
 
 /// [`crate::Error::Capturing`] if this thread captures a graph (for the
 /// calls the driver forbids a capturing thread: `cuMemHostAlloc`,
 /// `cuMemAlloc`, `cuCtxSynchronize`, …).
-pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
+pub(in crate::engine) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
     capture::thread::refuse_on_capturing_thread(op)
+}
+
+/// Runs `call`, an operation on no stream that the driver forbids a
+/// capturing thread (`cuMemHostAlloc`, `cuMemFreeHost`), after the guards
+/// in the funnel's order, before any lock: refusal inside a host function
+/// (`CUDA_ERROR_NOT_PERMITTED`), then on a capturing thread
+/// ([`crate::Error::Capturing`]), both naming `op`. The door of the API
+/// files for such calls: they name no guard themselves.
+///
+/// # Errors
+/// The refusals; `call`'s error.
+pub(crate) fn off_stream<R>(op: &'static str, call: impl FnOnce() -> Result<R>) -> Result<R> {
+    crate::ffi::refuse(op)?;
+    capture::thread::refuse_on_capturing_thread(op)?;
+    call()
+}
+
+/// Closes one handle of a device allocation (`DeviceBuffer::close`): the
+/// memory is freed now if it was the last (waiting for its uses; see
+/// `Allocation::close`), else only the handle goes. Inside a host function
+/// the handle is dropped instead (its free deferred, see
+/// [`free_now_or_later`]) and the refusal reported.
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED` inside a host function; the errors of
+/// `Allocation::close`.
+pub(crate) fn close_allocation(alloc: Arc<Allocation>) -> Result<()> {
+    crate::ffi::refuse("DeviceBuffer::close")?;
+    match Arc::try_unwrap(alloc) {
+        Ok(a) => a.close(),
+        // A graph (or a view's owner) still holds the memory: only this
+        // handle goes.
+        Err(_shared) => Ok(()),
+    }
 }
 
 /// Whether this thread is capturing a graph.
@@ -207,7 +263,7 @@ pub(crate) fn free_now_or_later(stream: Option<&Arc<Timeline>>, free: capture::d
 /// [`crate::Error::Capturing`] if `s` already captures; a driver error.
 pub(crate) fn begin_capture(s: &Arc<Timeline>) -> Result<CaptureHandle> {
     crate::ffi::refuse("Stream::capture")?;
-    track::captured::begin(s)
+    flavor::captured::begin(s)
 }
 
 /// Ends capture `c` (joining its forks, `cuStreamEndCapture`), runs the
@@ -217,8 +273,8 @@ pub(crate) fn begin_capture(s: &Arc<Timeline>) -> Result<CaptureHandle> {
 ///
 /// # Errors
 /// The driver's error ending the capture or joining a fork.
-pub(crate) fn end_capture(c: CaptureHandle) -> Result<track::captured::Ended> {
-    track::captured::end(c)
+pub(crate) fn end_capture(c: CaptureHandle) -> Result<flavor::captured::Ended> {
+    flavor::captured::end(c)
 }
 
 /// Waits, device-side, on `s` for everything submitted so far on `other`
@@ -234,7 +290,7 @@ pub(crate) fn wait_stream(s: &Arc<Timeline>, other: &Arc<Timeline>) -> Result<()
     if Arc::ptr_eq(s, other) {
         return Ok(());
     }
-    if (s.capture_hint() || other.capture_hint()) && track::captured::join_in_capture(s, other)? {
+    if (s.capture_hint() || other.capture_hint()) && flavor::captured::join_in_capture(s, other)? {
         return Ok(());
     }
     let ticket = other.last_ticket();

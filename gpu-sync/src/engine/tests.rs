@@ -52,7 +52,8 @@ fn the_flavor_refuses_what_a_capture_cannot_hold() {
     let mut x = DeviceBuffer::<u32>::zeroed(&s, 16).expect("x");
     let ran = AtomicBool::new(false);
     let g = s.capture(|_| {
-        for kind in [Kind::Blocking, Kind::Uncaptured, Kind::After(&[]), Kind::HostFn] {
+        for kind in [Kind::Blocking, Kind::Uncaptured, Kind::After(&[]), Kind::HostFn, Kind::WaitEvent(None)]
+        {
             let op = Op { name: "refused", uses: NO_USES, kind, keep: None };
             let r = submit(&s.inner, op, |_| {
                 ran.store(true, Ordering::SeqCst);
@@ -81,4 +82,50 @@ fn free_now_or_later_defers_inside_a_host_function_and_runs_at_the_next_drain() 
     }
     drain();
     assert!(ran.load(Ordering::SeqCst), "not run at the next drain on an ordinary thread");
+}
+
+#[test]
+fn off_stream_refuses_in_a_host_function_then_on_a_capturing_thread() {
+    let _session = crate::sim::session(0xe2).expect("session");
+    let device = Device::get(0).expect("device");
+    let s = Stream::new(&device).expect("stream");
+    let ran = AtomicBool::new(false);
+    let call = || {
+        ran.store(true, Ordering::SeqCst);
+        Ok(())
+    };
+    {
+        let _inside = Inside::enter();
+        assert!(not_permitted(&off_stream("test", call)));
+    }
+    let g = s.capture(|_| {
+        let r = off_stream("test", call);
+        assert!(matches!(r, Err(Error::Capturing { op: "test" })), "{r:?}");
+        Ok(())
+    });
+    g.expect("graph");
+    assert!(!ran.load(Ordering::SeqCst), "a refused call ran");
+    off_stream("test", call).expect("an ordinary thread");
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+#[test]
+fn an_event_wait_through_submit_takes_a_ticket_and_knows_the_recorded_point() {
+    let _session = crate::sim::session(0xe3).expect("session");
+    let device = Device::get(0).expect("device");
+    let (a, b) = (Stream::new(&device).expect("a"), Stream::new(&device).expect("b"));
+    let x = DeviceBuffer::<u32>::zeroed(&a, 16).expect("x");
+    let ev = crate::SyncEvent::new(&device).expect("event");
+    ev.record(&a).expect("record");
+    let recorded = a.inner.last_ticket();
+    let before = b.inner.last_ticket();
+    b.wait(&ev).expect("wait");
+    assert!(b.inner.last_ticket() > before, "the wait took no ticket");
+    let mut book = b.inner.lock();
+    assert!(
+        book.stream(&b.inner).known_for(a.inner.id) >= recorded,
+        "the recorded point is not known as waited for"
+    );
+    drop(book);
+    drop(x);
 }

@@ -72,19 +72,16 @@ impl LaunchConfig {
     #[inline]
     pub(crate) fn validate(&self, limits: &Limits, max_dynamic_shared: u32) -> Result<(), String> {
         let (g, b) = (self.grid, self.block);
-        let ok = g.x != 0
-            && g.y != 0
-            && g.z != 0
-            && b.x != 0
-            && b.y != 0
-            && b.z != 0
+        // `within(v, max)` is `v != 0 && v <= max` in one comparison: for
+        // v = 0, `v - 1` wraps to `u32::MAX`, which no `max` exceeds.
+        let within = |v: u32, max: u32| v.wrapping_sub(1) < max;
+        let ok = within(b.x, limits.max_block[0])
+            && within(b.y, limits.max_block[1])
+            && within(b.z, limits.max_block[2])
+            && within(g.x, limits.max_grid[0])
+            && within(g.y, limits.max_grid[1])
+            && within(g.z, limits.max_grid[2])
             && b.volume() <= u64::from(limits.max_threads_per_block)
-            && b.x <= limits.max_block[0]
-            && b.y <= limits.max_block[1]
-            && b.z <= limits.max_block[2]
-            && g.x <= limits.max_grid[0]
-            && g.y <= limits.max_grid[1]
-            && g.z <= limits.max_grid[2]
             && self.shared_mem_bytes <= max_dynamic_shared;
         if ok {
             return Ok(());
@@ -132,5 +129,44 @@ impl LaunchConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-comparison check agrees with the plain one (no zero
+    /// dimension, every limit kept) on every edge: zero, one, the limit,
+    /// one past it, `u32::MAX`, and limits of 0, 1 and `u32::MAX`.
+    #[test]
+    fn validate_agrees_with_the_plain_rule() {
+        let values = [0u32, 1, 2, 7, 8, 9, 1024, 1025, u32::MAX - 1, u32::MAX];
+        for max in [0u32, 1, 8, 1024, u32::MAX] {
+            let limits = Limits {
+                max_threads_per_block: u32::MAX,
+                max_block: [max; 3],
+                max_grid: [max; 3],
+                max_shared_per_block: 0,
+                max_shared_per_block_optin: 0,
+            };
+            for &v in &values {
+                for axis in 0..6 {
+                    let mut d = [1u32; 6];
+                    d[axis] = v;
+                    let cfg = LaunchConfig {
+                        grid: Dim3 { x: d[0], y: d[1], z: d[2] },
+                        block: Dim3 { x: d[3], y: d[4], z: d[5] },
+                        shared_mem_bytes: 0,
+                    };
+                    let plain = d.iter().all(|&x| x != 0 && x <= max);
+                    assert_eq!(
+                        cfg.validate(&limits, 0).is_ok(),
+                        plain,
+                        "value {v} on axis {axis}, limit {max}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! loaded module; their configuration is `config`'s, their signatures
 //! `signature`'s.
 //!
-//! A kernel's signature is a tuple of parameter types: [`In<T>`] (a device
-//! buffer the kernel reads), [`Out<T>`] (one it writes, and may read),
+//! A kernel's signature is a tuple of parameter types: [`In<T>`](crate::In) (a device
+//! buffer the kernel reads), [`Out<T>`](crate::Out) (one it writes, and may read),
 //! [`Len`](crate::Len) (an element count checked against every buffer of the launch) and
 //! plain scalars (`u32`, `f32`, …). Declaring a typed kernel is `unsafe`
 //! ([`Module::kernel`](crate::Module::kernel)): sizes from the driver cannot
@@ -24,7 +24,6 @@
 use crate::device::Device;
 use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses, same_device};
 use crate::error::{Error, Result};
-use crate::ffi::call;
 use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
 use crate::launch::signature::{KernelArgs, MAX_PARAMS, RawArg, Signature};
@@ -40,6 +39,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The arguments of one launch: exactly one [`RawArg`] per parameter.
 struct Args<'s, 'a>(&'s [RawArg<'a>]);
+
+/// Arguments whose count [`KernelCore::launch`] checked against the
+/// kernel's parameters (at most [`MAX_PARAMS`], each at most 8 bytes): made
+/// there only, so [`KernelCore::launch_checked`] cannot be reached without
+/// the check.
+struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 
 /// A launch's uses are its buffer arguments.
 impl Uses for Args<'_, '_> {
@@ -140,16 +145,33 @@ impl KernelCore {
         }
     }
 
+    /// The launch's entry, inlined into each signature's `launch`, where
+    /// `sizes` (the signature's constant) and the length of `args` (an
+    /// array of the signature's arity) are known: the check below then
+    /// folds away, and [`KernelCore::launch_checked`] runs once per launch.
+    #[inline(always)]
     fn launch(&self, stream: &Stream, cfg: LaunchConfig, sizes: &[usize], args: &[RawArg<'_>]) -> Result<()> {
-        self.check(stream, &cfg)?;
         // The sealed traits make these agree; a launch must never hand the
         // driver fewer parameter pointers than the kernel reads.
         if sizes.len() != args.len() || args.len() > MAX_PARAMS || sizes.iter().any(|&s| s > 8) {
-            return Err(Error::KernelSignature {
-                kernel: self.name.clone(),
-                problem: format!("{} arguments for {} parameters", args.len(), sizes.len()),
-            });
+            return Err(self.signature_mismatch(sizes.len(), args.len()));
         }
+        self.launch_checked(stream, cfg, ArgsChecked(args))
+    }
+
+    #[cold]
+    fn signature_mismatch(&self, params: usize, args: usize) -> Error {
+        Error::KernelSignature {
+            kernel: self.name.clone(),
+            problem: format!("{args} arguments for {params} parameters"),
+        }
+    }
+
+    /// [`KernelCore::launch`] once the argument count is checked (the
+    /// proof: `args`, an [`ArgsChecked`], which only `launch` makes).
+    fn launch_checked(&self, stream: &Stream, cfg: LaunchConfig, args: ArgsChecked<'_, '_>) -> Result<()> {
+        let args = args.0;
+        self.check(stream, &cfg)?;
         let mut slots = [0u64; MAX_PARAMS];
         // The shortest view (index, length) and the largest `Len` (index,
         // value): one pass, then one comparison.
@@ -211,7 +233,8 @@ impl KernelCore {
             // types' (checked above). Every buffer is tracked: the kernel runs
             // after conflicting uses on other streams, and the memory
             // outlives it.
-            call("cuLaunchKernel", || unsafe {
+            // No second refusal: `submit` made it (`call_admitted`).
+            crate::ffi::call_admitted(|| unsafe {
                 let f = BorrowedFunction::borrow_raw(drv, f);
                 cu::launch::launch_kernel(
                     f,

@@ -129,15 +129,9 @@ impl<T: Pod> DeviceBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the buffer is dropped, its free deferred).
     pub fn close(self) -> Result<()> {
         // Inside a host function the buffer is dropped instead (its free is
-        // deferred) and the refusal reported.
-        engine::refuse("DeviceBuffer::close")?;
+        // deferred) and the refusal reported: the engine decides.
         let DeviceBuffer { alloc, .. } = self;
-        match Arc::try_unwrap(alloc) {
-            Ok(a) => a.close(),
-            // A graph (or a view's owner) still holds the memory: only this
-            // handle goes.
-            Err(_shared) => Ok(()),
-        }
+        engine::close_allocation(alloc)
     }
 
     /// A read-only view of elements `range`.

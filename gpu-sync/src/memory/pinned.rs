@@ -102,8 +102,13 @@ impl<T: Pod> PinnedBuffer<T> {
                 std::mem::size_of::<T>()
             ))
         })?;
-        engine::refuse_on_capturing_thread("PinnedBuffer::new (cuMemHostAlloc)")?;
-        engine::refuse("PinnedBuffer::new (cuMemHostAlloc)")?;
+        engine::off_stream("PinnedBuffer::new (cuMemHostAlloc)", || Self::alloc(device, len, bytes, flags))
+    }
+
+    /// [`PinnedBuffer::new`] once the engine's guards passed (`bytes` is
+    /// `len` elements of `T`, `T`'s alignment at most `MAX_ALIGN`).
+    fn alloc(device: &Device, len: usize, bytes: usize, flags: HostAllocFlags) -> Result<Self> {
+        let align = std::mem::align_of::<T>();
         let res = Resource::new(device);
         if bytes == 0 {
             return Ok(PinnedBuffer { mem: None, len, flags, device: device.clone(), res, _t: PhantomData });
@@ -190,10 +195,10 @@ impl<T: Pod> PinnedBuffer<T> {
     /// `CUDA_ERROR_NOT_PERMITTED` (the free is deferred); the driver error of
     /// a wait or of the free (the memory is then leaked).
     pub fn close(mut self) -> Result<()> {
-        engine::refuse_on_capturing_thread("PinnedBuffer::close (cuMemFreeHost)")?;
-        engine::refuse("PinnedBuffer::close (cuMemFreeHost)")?;
-        let Some(host) = self.take_memory() else { return Ok(()) };
-        host.try_free()
+        engine::off_stream("PinnedBuffer::close (cuMemFreeHost)", || {
+            let Some(host) = self.take_memory() else { return Ok(()) };
+            host.try_free()
+        })
     }
 
     /// Moves the memory (and its tracked uses) out into a [`HostMemory`]

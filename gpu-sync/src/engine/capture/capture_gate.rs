@@ -185,7 +185,7 @@ mod model {
             }
         }
 
-        /// `run_tracked`: joins the capture or runs tracked; `Err` when a
+        /// `engine::submit` (`Kind::Async`): joins the capture or runs tracked; `Err` when a
         /// capture began under it (`Error::Capturing`).
         fn launch(&self, op: u32) -> Result<(), ()> {
             submit(
@@ -339,7 +339,7 @@ mod funnel {
             self.host_fn_done.store(true, Ordering::Release);
         }
 
-        /// `run_tracked_idle`: the check under the book, the call without it.
+        /// `flavor::blocking::run_idle`: the check under the book, the call without it.
         fn blocking_copy(&self) {
             let _b = self.blocking.lock().unwrap();
             let st = self.book.lock().unwrap();
@@ -363,7 +363,7 @@ mod funnel {
             st.1 += 1;
         }
 
-        /// `track::captured::begin`.
+        /// `flavor::captured::begin`.
         fn begin_capture(&self) {
             let _b = self.blocking.lock().unwrap();
             let mut st = self.book.lock().unwrap();
@@ -410,6 +410,38 @@ mod funnel {
     #[test]
     fn a_blocking_copy_a_capture_a_submission_and_a_host_function_never_deadlock() {
         run(true);
+    }
+
+    /// `GraphExec::launch`: its exec lock is taken inside `submit`'s
+    /// closure, under the book, and held past the book's release only to
+    /// store the launch's point. Two replays of one exec and an eager
+    /// submission never deadlock. (The order that must never appear, a book
+    /// taken while an exec lock is held, makes loom report a deadlock here;
+    /// that run aborts the test binary — loom's panic meets a destructor —
+    /// so it is not kept as a `should_panic` test.)
+    #[test]
+    fn graph_replays_and_a_submission_never_deadlock() {
+        loom::model(|| {
+            let book = Arc::new(Mutex::new(0u64));
+            let exec = Arc::new(Mutex::new(0u64));
+            let replay = |book: Arc<Mutex<u64>>, exec: Arc<Mutex<u64>>| {
+                move || {
+                    let mut b = book.lock().unwrap();
+                    let mut e = exec.lock().unwrap(); // inside the closure
+                    *b += 1; // the ticket
+                    drop(b);
+                    *e += 1; // `st.last`, the book released
+                }
+            };
+            let r1 = loom::thread::spawn(replay(book.clone(), exec.clone()));
+            let b2 = book.clone();
+            let other = loom::thread::spawn(move || *b2.lock().unwrap() += 1);
+            replay(book.clone(), exec.clone())();
+            r1.join().unwrap();
+            other.join().unwrap();
+            assert_eq!(*book.lock().unwrap(), 3);
+            assert_eq!(*exec.lock().unwrap(), 2);
+        });
     }
 
     /// The model is not vacuous: with c7632f7's rules (the book held across

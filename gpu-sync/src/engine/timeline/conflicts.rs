@@ -93,8 +93,12 @@ impl<P: OnStream> Conflicts<P> {
                     r.advance(at);
                 } else {
                     // A new reader stream: drop readers a host wait proved
-                    // complete first, so the list stays short.
-                    self.reads.retain(|p| !p.is_complete());
+                    // complete first, so the list stays short. A reader
+                    // after a write (a handoff's hot path) finds it empty:
+                    // nothing to prune, no call.
+                    if !self.reads.is_empty() {
+                        self.reads.retain(|p| !p.is_complete());
+                    }
                     self.reads.push(new());
                 }
             }

@@ -7,7 +7,9 @@
 use super::{Point, Timeline};
 use crate::device::Device;
 use crate::engine::release::Held;
+use crate::engine::{Kind, NO_USES, Op};
 use crate::error::{Error, Result};
+use crate::ffi::call;
 use crate::scope::EventSynced;
 use cuda_sys::handle::kind::EventKind;
 use cuda_sys::result as cu;
@@ -147,17 +149,25 @@ impl EventInner {
     }
 
     /// Makes stream `s` wait, device-side, for the event's latest record
-    /// (`Stream::wait`), the record lock held so no re-record slips between
-    /// reading its point and the wait.
+    /// (`Stream::wait`) through the one funnel (`engine::submit`,
+    /// `Kind::WaitEvent`), the record lock held so no re-record slips
+    /// between reading its point and the wait. The funnel's refusal is made
+    /// once more before that lock, which a host function must never wait
+    /// for. The deferred work the funnel drains runs under the record lock:
+    /// it frees memory and releases handles (books, markers, driver calls),
+    /// never taking a user event's record lock.
     ///
     /// # Errors
     /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (before any lock);
     /// [`Error::Capturing`]; a driver error.
-    pub(crate) fn wait_on(&self, s: &Timeline) -> Result<()> {
+    pub(crate) fn wait_on(&self, s: &Arc<Timeline>) -> Result<()> {
         crate::ffi::refuse("Stream::wait")?;
         let rec = self.lock_record();
         let point = rec.as_ref().and_then(|r| r.point.as_ref());
-        s.wait_event(self.event(), point)
+        let op = Op { name: "Stream::wait", uses: NO_USES, kind: Kind::WaitEvent(point), keep: None };
+        let ev = self.event();
+        crate::engine::submit(s, op, |raw| call("cuStreamWaitEvent", || cu::stream::wait_event(raw, ev, 0)))
+            .map(drop)
     }
 
     /// Makes a default stream (`raw`, of `device`) wait for the event's

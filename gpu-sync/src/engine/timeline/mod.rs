@@ -104,7 +104,7 @@ pub(crate) struct StreamState {
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
     /// The graph capture this stream takes part in.
-    pub(in crate::engine) capture: Option<Arc<crate::engine::track::captured::CaptureState>>,
+    pub(in crate::engine) capture: Option<Arc<crate::engine::flavor::captured::CaptureState>>,
 }
 
 const KNOWN_KEEP: usize = 32;
@@ -114,7 +114,7 @@ const MARKERS_KEEP: usize = 4;
 
 impl StreamState {
     #[inline(always)]
-    fn known_for(&self, stream: u64) -> u64 {
+    pub(in crate::engine) fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
 
@@ -284,29 +284,34 @@ impl Timeline {
         Ok(Point { timeline: self.clone(), ticket: st.last_ticket })
     }
 
-    /// Makes this stream wait, device-side, for `ev`'s latest record
-    /// (`cuStreamWaitEvent`), which covers `recorded` if it is a point of a
-    /// tracked stream; the wait takes a ticket, so markers covering it cover
-    /// the event. The caller holds the event's record lock. Refused inside a
-    /// host function (before any lock) and on a capturing stream.
+    /// The flavor of `Kind::WaitEvent` (`engine::submit` made the guards
+    /// before any lock): `call` makes this stream wait, device-side, for a
+    /// user event's latest record (`cuStreamWaitEvent`), which covers
+    /// `recorded` if it is a point of a tracked stream; the wait takes a
+    /// ticket, so markers covering it cover the event, and the stream then
+    /// counts `recorded` as waited for. The caller holds the event's record
+    /// lock. Refused on a capturing stream.
     ///
     /// # Errors
-    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
-    pub(crate) fn wait_event(&self, ev: &cuda_sys::OwnedEvent, recorded: Option<&Point>) -> Result<()> {
-        crate::ffi::refuse("Stream::wait")?;
-        let dev = &self.device.inner;
-        dev.bind()?;
+    /// [`Error::Capturing`]; `call`'s error.
+    pub(in crate::engine) fn submit_event_wait<R>(
+        &self,
+        op_name: &'static str,
+        recorded: Option<&Point>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<(R, u64)> {
+        self.device.inner.bind()?;
         let mut book = self.lock();
-        self.refuse_if_capturing("Stream::wait")?;
+        self.refuse_if_capturing(op_name)?;
         let st = book.stream(self);
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        let r = call(self.raw())?;
         if let Some(p) = recorded
             && p.timeline.id != self.id
         {
             st.set_known(p.timeline.id, p.ticket);
         }
-        self.draw_ticket(st);
-        Ok(())
+        let ticket = self.draw_ticket(st);
+        Ok((r, ticket))
     }
 
     /// Draws the next ticket of the device for an operation on this stream

@@ -5,7 +5,6 @@
 //! sequence numbers, each ordering becoming an event recorded and waited
 //! inside the capture (a graph edge).
 
-use super::{Allocation, Target, Uses};
 use crate::device::Device;
 use crate::engine::capture::capture_gate;
 use crate::engine::capture::capture_gate::{CaptureSlot, Captures, Gate};
@@ -14,6 +13,7 @@ use crate::engine::release::Held;
 use crate::engine::timeline::Timeline;
 use crate::engine::timeline::conflicts::{Access, Conflicts, OnStream};
 use crate::engine::timeline::marker::create_event;
+use crate::engine::track::{Allocation, Target, Uses};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use cuda_sys::handle::kind::GraphKind;
@@ -154,7 +154,7 @@ impl CaptureState {
     }
 }
 
-/// The capture path of [`super::run_tracked`]: joins `op` to the capture
+/// The capture path of `engine::submit`: joins `op` to the capture
 /// `cap` that `stream` takes part in, ordered after the capture's
 /// conflicting operations on its other streams (graph edges), and records
 /// its uses in the graph. Called by `capture_gate::submit` with the

@@ -1,0 +1,80 @@
+//! The eager flavor: an operation over resources of its stream's device
+//! only, with its conflicting uses on that device too — the hot path: one
+//! book lock for the stream's state and every tracker. Anything touching
+//! another device goes to [`super::across`].
+
+use super::across;
+use crate::engine::timeline::Timeline;
+use crate::engine::track::Uses;
+use crate::error::{Error, Result};
+use cuda_sys::BorrowedStream;
+use std::sync::Arc;
+
+/// Runs `op` on stream `s` as a tracked operation over `uses`, once the
+/// facade's guards (`engine::submit`) have passed and the capture routing
+/// sent it here: waits for conflicting uses on other streams, submits, and
+/// records the new uses. On a capturing stream it is refused with
+/// [`Error::Capturing`] without running `op` (decided under the book lock,
+/// so a capture beginning meanwhile is seen). Returns `op`'s result and the
+/// operation's ticket.
+#[inline(always)]
+pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    // The stream's context, before its waits and its call (a wait on another
+    // device's stream binds it back).
+    s.device.inner.bind()?;
+    let mut book = s.lock();
+    // One pass: whether any use conflicts (the hot path — the same stream
+    // again — finds none and collects nothing), and whether a resource or a
+    // conflicting use belongs to another device.
+    let (mut conflicts, mut foreign) = (false, false);
+    uses.each(|t, a| {
+        let r = t.res();
+        if !r.is_in(&s.book) {
+            foreign = true;
+        } else if let Some(tr) = book.tracker(r.slot) {
+            tr.deps(s.id, a, |p| {
+                conflicts = true;
+                foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
+            });
+        }
+    });
+    if foreign {
+        drop(book);
+        return across::run(s, op_name, uses, op);
+    }
+    if conflicts {
+        // Refused before any wait is made; then each wait made in place, as
+        // a second pass over the trackers finds it (no point cloned).
+        s.refuse_if_capturing(op_name)?;
+        let (trackers, streams) = book.split();
+        // The first error is kept; assigned only on that cold path, so the
+        // hot path never drops a `Result` (an out-of-line call per wait).
+        let mut waited: Option<Error> = None;
+        uses.each(|t, a| {
+            if let Some(tr) = trackers.get(t.res().slot as usize) {
+                tr.0.deps(s.id, a, |p| {
+                    if waited.is_none()
+                        && let Err(e) = s.wait_same_device(streams, p)
+                    {
+                        waited = Some(e);
+                    }
+                });
+            }
+        });
+        if let Some(e) = waited {
+            return Err(e);
+        }
+    }
+    let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
+    uses.each(|t, a| {
+        if let Some(tr) = book.tracker_mut(t.res().slot) {
+            tr.record_use(s, ticket, a);
+        }
+    });
+    Ok((r, ticket))
+}
