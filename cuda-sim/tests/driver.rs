@@ -551,3 +551,41 @@ fn a_ptx_module_has_only_the_kernels_its_entries_name() {
     module::unload(m).expect("unload");
     teardown(e);
 }
+
+#[test]
+fn a_stream_never_synchronized_does_not_hold_every_operation() {
+    // A GPU runs queued work while the host goes on: 3,000 launches with no
+    // synchronization leave at most about a queue's depth pending, not all
+    // 3,000 (and not every buffer freed behind them).
+    let _serial = serial();
+    let e = env(78);
+    let s = e.stream(0);
+    let buf = e.alloc(64);
+    for i in 0..3000u32 {
+        e.fill(&s, buf, i, 16);
+    }
+    let pending = e.session.pending();
+    assert!(pending <= 1025, "{pending} operations pending after 3,000 launches");
+    stream::synchronize(&s).unwrap();
+    assert_eq!(e.read_u32(buf, 16), [2999; 16]);
+    sim::free(buf).unwrap();
+    drop(s);
+    teardown(e);
+}
+
+#[test]
+fn a_sessions_call_log_keeps_its_last_calls_only() {
+    let _serial = serial();
+    let e = env(79);
+    let s = e.stream(0);
+    let before = e.session.total_calls();
+    for _ in 0..cuda_sim::CALL_LOG + 100 {
+        stream::query(&s).unwrap();
+    }
+    let calls = e.session.calls();
+    assert_eq!(calls.len(), cuda_sim::CALL_LOG);
+    assert_eq!(calls.last(), Some(&"cuStreamQuery"));
+    assert!(e.session.total_calls() >= before + cuda_sim::CALL_LOG as u64 + 100);
+    drop(s);
+    teardown(e);
+}
