@@ -1,0 +1,57 @@
+//! The profiler: named host ranges and every launch, copy and graph replay
+//! of a gpu-sync program on one time axis, per host thread and per stream —
+//! torch.profiler's two views for gpu-sync users.
+//!
+//! - [`Trace`] (`trace`): the model — host ranges, host operations, device
+//!   spans tied back to the operation that enqueued them, device memory,
+//!   dropped counts, clock alignments;
+//! - [`Trace::chrome_json`] (`chrome`): Chrome trace-event JSON for
+//!   Perfetto and chrome://tracing, with launch→span flow arrows and a
+//!   device-memory counter track;
+//! - [`Trace::key_averages`] (`table`): the op table — calls, device total
+//!   and self, average, min/max, % of device time, host time; sorted by
+//!   any [`Column`], grouped by shape; markdown and JSON;
+//! - [`Trace::svg`] (`svg`): the timeline as a picture;
+//! - [`Schedule`] (`schedule`): skip_first / wait / warmup / active /
+//!   repeat, driven by steps.
+
+mod chrome;
+mod schedule;
+mod svg;
+mod table;
+mod trace;
+
+pub use chrome::{DEVICE_PID, HOST_PID};
+pub use schedule::{Action, Schedule};
+pub use svg::colour;
+pub use table::{Column, KeyAverages, Row, RowKind, TABLE_SCHEMA, TABLE_SCHEMA_VERSION};
+pub use trace::{
+    ClockAlignment, CopyDir, DeviceSpan, Dropped, FOREIGN_STREAM, HostMem, HostOp, HostRange, MemorySample,
+    OpKind, Source, StreamTrack, ThreadTrack, Trace,
+};
+
+impl Trace {
+    /// The trace as Chrome trace-event JSON (see the `chrome` module docs):
+    /// what `torch.profiler`'s `export_chrome_trace` writes, for Perfetto.
+    pub fn chrome_json(&self) -> String {
+        chrome::chrome_json(self)
+    }
+
+    /// The same as a JSON value.
+    pub fn chrome_value(&self) -> serde_json::Value {
+        chrome::chrome_value(self)
+    }
+
+    /// The op table, grouped by name and sorted by device total.
+    pub fn key_averages(&self) -> KeyAverages {
+        KeyAverages::new(self)
+    }
+
+    /// The timeline as an SVG document titled `title`.
+    pub fn svg(&self, title: &str) -> String {
+        svg::render(self, title)
+    }
+}
+
+#[cfg(test)]
+mod tests;

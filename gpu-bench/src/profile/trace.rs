@@ -1,0 +1,427 @@
+//! The trace model: what a profiled stretch of a program did, on one time
+//! axis (nanoseconds of `gpu_sync::trace::now_ns()`, the host's monotonic
+//! clock). Data only: the exporters (`chrome`, `table`, `svg`) format it,
+//! the adapter (`adapt`) fills it from a gpu-sync recording and, with the
+//! CUPTI backend, from CUPTI's activity records.
+//!
+//! Three kinds of things are on the axis:
+//! - host ranges ([`HostRange`]): named, nested, per host thread;
+//! - host operations ([`HostOp`]): each stream-ordered driver call the
+//!   program made through gpu-sync (a launch, a copy, a graph replay …),
+//!   with the host time around the call;
+//! - device spans ([`DeviceSpan`]): what ran on a stream and when, each tied
+//!   back to the host operation that enqueued it where that is known (one
+//!   graph replay has one span per kernel inside the graph).
+
+use serde::{Deserialize, Serialize};
+
+/// Where the device spans of a trace came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A pair of timing events around each device operation, mapped to the
+    /// host clock by a per-stream calibration.
+    Events,
+    /// CUPTI's activity records: the GPU's own start and end timestamps,
+    /// mapped to the host clock by sampling both clocks.
+    Cupti,
+    /// Host times only (no device spans).
+    HostOnly,
+}
+
+impl Source {
+    /// Its name in tables and files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Events => "events",
+            Source::Cupti => "cupti",
+            Source::HostOnly => "host only",
+        }
+    }
+}
+
+/// A host thread that recorded something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTrack {
+    /// The thread's id (`gpu_sync::trace::thread_id`).
+    pub id: u64,
+    /// Its name, where it has one.
+    pub name: Option<String>,
+}
+
+/// A stream with device spans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamTrack {
+    /// Device ordinal.
+    pub device: i32,
+    /// The stream's id (`gpu_sync::Stream::id`); for a stream the program
+    /// did not create through gpu-sync (seen only by CUPTI), CUPTI's stream
+    /// id plus [`FOREIGN_STREAM`].
+    pub stream: u64,
+    /// Its priority, where known (lower numbers run first).
+    pub priority: Option<i32>,
+}
+
+/// Stream ids at and above this are CUPTI's ids of streams gpu-sync did not
+/// create (`FOREIGN_STREAM + cupti_stream_id`).
+pub const FOREIGN_STREAM: u64 = 1 << 48;
+
+impl StreamTrack {
+    /// "stream N (priority P)", the track's name in every output.
+    pub fn label(&self) -> String {
+        let id = if self.stream >= FOREIGN_STREAM {
+            format!("cupti stream {}", self.stream - FOREIGN_STREAM)
+        } else {
+            format!("stream {}", self.stream)
+        };
+        match self.priority {
+            Some(p) => format!("{id} (priority {p})"),
+            None => id,
+        }
+    }
+}
+
+/// A named host range (`gpu_sync::trace::range`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostRange {
+    /// Process-unique id.
+    pub id: u64,
+    /// The enclosing range on the same thread.
+    pub parent: Option<u64>,
+    /// Its name.
+    pub name: String,
+    /// The thread it ran on.
+    pub thread: u64,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+}
+
+/// A copy's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CopyDir {
+    /// Host to device.
+    HtoD,
+    /// Device to host.
+    DtoH,
+    /// Device to device.
+    DtoD,
+    /// Anything else (host to host, peer).
+    Other,
+}
+
+impl CopyDir {
+    /// "HtoD", "DtoH", …
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyDir::HtoD => "HtoD",
+            CopyDir::DtoH => "DtoH",
+            CopyDir::DtoD => "DtoD",
+            CopyDir::Other => "other",
+        }
+    }
+}
+
+/// The host side of a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostMem {
+    /// Page-locked host memory (asynchronous copy).
+    Pinned,
+    /// Pageable host memory (the driver's synchronous copy).
+    Pageable,
+    /// No host memory (device to device).
+    Device,
+}
+
+/// What a host operation or a device span was, with its shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// A kernel launch.
+    Kernel {
+        /// Grid dimensions.
+        grid: [u32; 3],
+        /// Block dimensions.
+        block: [u32; 3],
+        /// Dynamic shared memory, bytes.
+        shared_bytes: u32,
+    },
+    /// A copy.
+    Copy {
+        /// Direction.
+        dir: CopyDir,
+        /// Bytes.
+        bytes: u64,
+        /// The host side.
+        host: HostMem,
+    },
+    /// A memset.
+    Memset {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// A host function queued on the stream.
+    HostFn,
+    /// A graph replay.
+    GraphLaunch {
+        /// Nodes of the graph, where known.
+        nodes: usize,
+    },
+    /// A device-side wait on an event.
+    Wait,
+    /// Anything else.
+    Other,
+}
+
+impl OpKind {
+    /// The kind's short name: "kernel", "memcpy", "memset", …
+    pub fn category(&self) -> &'static str {
+        match self {
+            OpKind::Kernel { .. } => "kernel",
+            OpKind::Copy { .. } => "memcpy",
+            OpKind::Memset { .. } => "memset",
+            OpKind::HostFn => "host function",
+            OpKind::GraphLaunch { .. } => "graph launch",
+            OpKind::Wait => "wait",
+            OpKind::Other => "other",
+        }
+    }
+
+    /// The shape that `group_by_shape` groups on: grid and block of a
+    /// kernel, bytes (and host memory) of a copy or memset; `None` where
+    /// there is none.
+    pub fn shape(&self) -> Option<String> {
+        let dim = |d: [u32; 3]| {
+            if d[1] == 1 && d[2] == 1 { format!("{}", d[0]) } else { format!("{}x{}x{}", d[0], d[1], d[2]) }
+        };
+        match self {
+            OpKind::Kernel { grid, block, shared_bytes } => Some(if *shared_bytes > 0 {
+                format!("grid {} block {} smem {shared_bytes}", dim(*grid), dim(*block))
+            } else {
+                format!("grid {} block {}", dim(*grid), dim(*block))
+            }),
+            OpKind::Copy { bytes, host, .. } => Some(match host {
+                HostMem::Pinned => format!("{bytes} B pinned"),
+                HostMem::Pageable => format!("{bytes} B pageable"),
+                HostMem::Device => format!("{bytes} B"),
+            }),
+            OpKind::Memset { bytes } => Some(format!("{bytes} B")),
+            OpKind::GraphLaunch { nodes } if *nodes > 0 => Some(format!("{nodes} nodes")),
+            _ => None,
+        }
+    }
+}
+
+/// One stream-ordered driver call made through gpu-sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostOp {
+    /// Process-unique id (with CUPTI, the external correlation id).
+    pub id: u64,
+    /// Kernel name for launches; "memcpy HtoD", "graph launch", …
+    pub name: String,
+    /// What it was.
+    pub kind: OpKind,
+    /// Device ordinal.
+    pub device: i32,
+    /// The stream's id.
+    pub stream: u64,
+    /// The thread that made the call.
+    pub thread: u64,
+    /// Host time before the driver call, ns.
+    pub host_start_ns: u64,
+    /// Host time after it, ns.
+    pub host_end_ns: u64,
+    /// The innermost host range open on the thread at the call.
+    pub range: Option<u64>,
+    /// Made while its stream captured a graph: it runs only when the graph
+    /// is replayed (its spans then belong to the replay).
+    pub captured: bool,
+}
+
+/// What ran on a stream and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceSpan {
+    /// Kernel name, "memcpy HtoD", "memset", …
+    pub name: String,
+    /// What it was.
+    pub kind: OpKind,
+    /// Device ordinal.
+    pub device: i32,
+    /// The stream's id (see [`StreamTrack::stream`]).
+    pub stream: u64,
+    /// Start on the host clock, ns.
+    pub start_ns: u64,
+    /// End on the host clock, ns.
+    pub end_ns: u64,
+    /// The host operation that enqueued it, where known.
+    pub op: Option<u64>,
+    /// The graph it ran in (CUPTI's graph id), for a kernel of a replay.
+    pub graph: Option<u32>,
+}
+
+impl DeviceSpan {
+    /// Its duration, ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+/// Device memory at one moment (gpu-sync's ledger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySample {
+    /// When, ns.
+    pub t_ns: u64,
+    /// Device ordinal.
+    pub device: i32,
+    /// Bytes allocated by live buffers.
+    pub allocated: u64,
+    /// Bytes the stream-ordered pool holds.
+    pub reserved: u64,
+}
+
+/// How one clock was mapped onto the host clock, and how tightly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockAlignment {
+    /// Which clock: "events, stream N" or "cupti".
+    pub clock: String,
+    /// Half the width of the tightest bracket of host reads around the
+    /// sample the mapping rests on, ns: device times are on the host clock
+    /// within this.
+    pub uncertainty_ns: u64,
+}
+
+/// Records lost, by where they were lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    /// Records gpu-sync's recorder could not keep.
+    pub recorder: u64,
+    /// CUPTI activity records dropped for lack of buffer space during the
+    /// trace.
+    pub cupti: u64,
+    /// CUPTI device records on the traced device that no host operation of
+    /// the trace claimed (another library's work, or work enqueued before
+    /// recording began); kept in `spans` with `op: None`, counted here.
+    pub unclaimed: u64,
+}
+
+/// A profiled stretch of a program (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// Where the device spans came from.
+    pub source: Source,
+    /// Host threads that recorded something.
+    pub threads: Vec<ThreadTrack>,
+    /// Streams with their ids and priorities.
+    pub streams: Vec<StreamTrack>,
+    /// Host ranges.
+    pub ranges: Vec<HostRange>,
+    /// Host operations.
+    pub ops: Vec<HostOp>,
+    /// Device spans.
+    pub spans: Vec<DeviceSpan>,
+    /// Device memory over time.
+    pub memory: Vec<MemorySample>,
+    /// Records lost.
+    pub dropped: Dropped,
+    /// How device clocks were mapped onto the host clock.
+    pub clocks: Vec<ClockAlignment>,
+    /// The profiler steps this trace covers (`first..=last`), with a schedule.
+    pub steps: Option<(u64, u64)>,
+    /// What the reader should know (a backend that fell back, and why).
+    pub notes: Vec<String>,
+}
+
+impl Trace {
+    /// An empty trace of `source`.
+    pub fn new(source: Source) -> Trace {
+        Trace {
+            source,
+            threads: Vec::new(),
+            streams: Vec::new(),
+            ranges: Vec::new(),
+            ops: Vec::new(),
+            spans: Vec::new(),
+            memory: Vec::new(),
+            dropped: Dropped::default(),
+            clocks: Vec::new(),
+            steps: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The earliest and latest time of anything in the trace, ns; `None`
+    /// for an empty trace.
+    pub fn bounds(&self) -> Option<(u64, u64)> {
+        let starts = self
+            .ranges
+            .iter()
+            .map(|r| (r.start_ns, r.end_ns))
+            .chain(self.ops.iter().map(|o| (o.host_start_ns, o.host_end_ns)))
+            .chain(self.spans.iter().map(|s| (s.start_ns, s.end_ns)))
+            .chain(self.memory.iter().map(|m| (m.t_ns, m.t_ns)));
+        starts.fold(None, |acc, (a, b)| match acc {
+            None => Some((a, b.max(a))),
+            Some((lo, hi)) => Some((lo.min(a), hi.max(b).max(a))),
+        })
+    }
+
+    /// The stream track of `stream`, if the trace has it.
+    pub fn stream(&self, stream: u64) -> Option<&StreamTrack> {
+        self.streams.iter().find(|s| s.stream == stream)
+    }
+
+    /// The host operation of `id`.
+    pub fn op(&self, id: u64) -> Option<&HostOp> {
+        self.ops.iter().find(|o| o.id == id)
+    }
+
+    /// Adds a track for every thread and stream that something in the
+    /// trace names and no track describes yet; sorts ranges, ops and spans
+    /// by start (then id) so every exporter sees one order.
+    pub fn normalize(&mut self) {
+        let mut threads: Vec<u64> =
+            self.ranges.iter().map(|r| r.thread).chain(self.ops.iter().map(|o| o.thread)).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        for t in threads {
+            if !self.threads.iter().any(|x| x.id == t) {
+                self.threads.push(ThreadTrack { id: t, name: None });
+            }
+        }
+        self.threads.sort_by_key(|t| t.id);
+        let mut streams: Vec<(i32, u64)> = self
+            .spans
+            .iter()
+            .map(|s| (s.device, s.stream))
+            .chain(self.ops.iter().map(|o| (o.device, o.stream)))
+            .collect();
+        streams.sort_unstable();
+        streams.dedup();
+        for (device, stream) in streams {
+            if !self.streams.iter().any(|x| x.stream == stream) {
+                self.streams.push(StreamTrack { device, stream, priority: None });
+            }
+        }
+        self.streams.sort_by_key(|s| (s.device, s.stream));
+        // Outer ranges first among equal starts (a longer range encloses).
+        self.ranges.sort_by_key(|r| (r.start_ns, std::cmp::Reverse(r.end_ns), r.id));
+        self.ops.sort_by_key(|o| (o.host_start_ns, o.id));
+        self.spans.sort_by_key(|s| (s.start_ns, s.end_ns, s.op));
+        self.memory.sort_by_key(|m| m.t_ns);
+    }
+
+    /// The chain of ranges from `range` up to its outermost ancestor.
+    pub fn ancestors(&self, range: Option<u64>) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut cur = range;
+        while let Some(id) = cur {
+            if out.contains(&id) {
+                break; // a cycle would be a recorder bug; never loop on it
+            }
+            out.push(id);
+            cur = self.ranges.iter().find(|r| r.id == id).and_then(|r| r.parent);
+        }
+        out
+    }
+}
