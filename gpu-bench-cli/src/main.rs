@@ -27,6 +27,7 @@ mod overhead;
 mod overlap;
 mod roofline;
 mod sync_costs;
+mod timeline;
 mod timer;
 mod truth;
 
@@ -211,6 +212,10 @@ enum Command {
         #[arg(long, value_parser = args::count2)]
         chunks: Option<usize>,
     },
+    /// The profiler on a demonstration pipeline (H2D, compute, D2H on three
+    /// streams; pinned, then pageable): trace.json for Perfetto, table.md,
+    /// table.json, timeline.svg and summary.json in --out (default ./timeline).
+    Timeline(timeline::Args),
     /// Compares two results.json files: ratio of medians with a 95% interval,
     /// a verdict, exit status 1 on a regression.
     Compare {
@@ -350,6 +355,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         }
         Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
         Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
+        Command::Timeline(args) => return timeline::run(&ctx, &args, cli.out.as_ref()),
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {

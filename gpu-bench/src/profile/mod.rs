@@ -13,15 +13,29 @@
 //!   any [`Column`], grouped by shape; markdown and JSON;
 //! - [`Trace::svg`] (`svg`): the timeline as a picture;
 //! - [`Schedule`] (`schedule`): skip_first / wait / warmup / active /
-//!   repeat, driven by steps.
+//!   repeat, driven by steps;
+//! - [`Profiler`] (`profiler`): turns gpu-sync's recording
+//!   (`gpu_sync::trace`) on for a device with a [`Backend`] — device events
+//!   everywhere, CUPTI's activity records where libcupti loads (`cupti`:
+//!   clock alignment, the join by external correlation id) — and hands each
+//!   cycle's trace to a callback.
+//!
+//! Host ranges are gpu-sync's: [`range`] (a guard) and [`scope`] (a
+//! closure), re-exported here.
 
+mod adapt;
 mod chrome;
+mod cupti;
+mod profiler;
 mod schedule;
 mod svg;
 mod table;
 mod trace;
 
 pub use chrome::{DEVICE_PID, HOST_PID};
+pub use cupti::Alignment;
+pub use gpu_sync::trace::{range, scope};
+pub use profiler::{Backend, Profiler};
 pub use schedule::{Action, Schedule};
 pub use svg::colour;
 pub use table::{Column, KeyAverages, Row, RowKind, TABLE_SCHEMA, TABLE_SCHEMA_VERSION};

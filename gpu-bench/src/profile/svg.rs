@@ -36,7 +36,7 @@ pub fn colour(kind: &OpKind) -> &'static str {
         OpKind::Memset { .. } => "#9d9d9d",
         OpKind::HostFn => "#e15759",
         OpKind::GraphLaunch { .. } => "#76b7b2",
-        OpKind::Wait | OpKind::Other => "#bab0ac",
+        OpKind::Wait | OpKind::Alloc { .. } | OpKind::Free | OpKind::EventRecord | OpKind::Other => "#bab0ac",
     }
 }
 
@@ -250,14 +250,14 @@ pub fn render(trace: &Trace, title: &str) -> String {
     }
     let height = legend_y + 14.0;
     let mut sub = format!(
-        "source: {}; {} ranges, {} host ops, {} device spans; dropped: recorder {}, cupti {}, unclaimed {}",
+        "source: {}; {} ranges, {} host ops, {} device spans ({} unclaimed); dropped: recorder {}, cupti {}",
         trace.source.name(),
         trace.ranges.len(),
         trace.ops.len(),
         trace.spans.len(),
+        trace.unclaimed(),
         trace.dropped.recorder,
-        trace.dropped.cupti,
-        trace.dropped.unclaimed
+        trace.dropped.cupti
     );
     if let Some(c) = trace.clocks.iter().map(|c| c.uncertainty_ns).max() {
         let _ = write!(sub, "; clock alignment within ±{c} ns");

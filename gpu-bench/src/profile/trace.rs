@@ -170,6 +170,15 @@ pub enum OpKind {
     },
     /// A device-side wait on an event.
     Wait,
+    /// A stream-ordered allocation.
+    Alloc {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// A stream-ordered free.
+    Free,
+    /// An event recorded on the stream.
+    EventRecord,
     /// Anything else.
     Other,
 }
@@ -184,6 +193,9 @@ impl OpKind {
             OpKind::HostFn => "host function",
             OpKind::GraphLaunch { .. } => "graph launch",
             OpKind::Wait => "wait",
+            OpKind::Alloc { .. } => "alloc",
+            OpKind::Free => "free",
+            OpKind::EventRecord => "event record",
             OpKind::Other => "other",
         }
     }
@@ -206,7 +218,7 @@ impl OpKind {
                 HostMem::Pageable => format!("{bytes} B pageable"),
                 HostMem::Device => format!("{bytes} B"),
             }),
-            OpKind::Memset { bytes } => Some(format!("{bytes} B")),
+            OpKind::Memset { bytes } | OpKind::Alloc { bytes } => Some(format!("{bytes} B")),
             OpKind::GraphLaunch { nodes } if *nodes > 0 => Some(format!("{nodes} nodes")),
             _ => None,
         }
@@ -299,10 +311,6 @@ pub struct Dropped {
     /// CUPTI activity records dropped for lack of buffer space during the
     /// trace.
     pub cupti: u64,
-    /// CUPTI device records on the traced device that no host operation of
-    /// the trace claimed (another library's work, or work enqueued before
-    /// recording began); kept in `spans` with `op: None`, counted here.
-    pub unclaimed: u64,
 }
 
 /// A profiled stretch of a program (see the module docs).
@@ -364,6 +372,12 @@ impl Trace {
             None => Some((a, b.max(a))),
             Some((lo, hi)) => Some((lo.min(a), hi.max(b).max(a))),
         })
+    }
+
+    /// Device spans no host operation of the trace claims (with CUPTI:
+    /// another library's work on the device, or the driver's own).
+    pub fn unclaimed(&self) -> usize {
+        self.spans.iter().filter(|s| s.op.is_none()).count()
     }
 
     /// The stream track of `stream`, if the trace has it.

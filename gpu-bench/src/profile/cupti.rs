@@ -1,0 +1,379 @@
+//! The CUPTI backend's consumer side: activity records of kernels, copies
+//! and memsets (with the GPU's own start and end) taken through cuda-sys's
+//! one process-wide subscriber, mapped onto the host clock and joined to
+//! the recorded host operations by the external correlation id gpu-sync
+//! pushes around each driver call.
+//!
+//! - Clock: CUPTI's timestamps (`cuptiGetTimestamp`'s clock) are mapped to
+//!   `gpu_sync::trace::now_ns()` by sampling `(now_ns, timestamp, now_ns)`
+//!   triples and keeping the tightest bracket; its half-width is the
+//!   mapping's uncertainty ([`Alignment`]).
+//! - Join: each external-correlation record ties CUPTI's correlation id of
+//!   an API call to our operation's id; a kernel, copy or memset record
+//!   with that correlation id becomes a device span of that operation (all
+//!   the kernels of a graph replay become spans of the replay). Records of
+//!   operations taken in an earlier trace (late records of a warmup) are
+//!   left out and counted in the notes; records on the device that no
+//!   operation claims are kept, unclaimed, when they fall inside the
+//!   trace's time window.
+
+use super::trace::{CopyDir, DeviceSpan, FOREIGN_STREAM, HostMem, OpKind, Trace};
+use gpu_sync::cuda_sys::cupti::{Activity, ActivityKind, ActivityOp, ActivityRecord, Consumer, CuptiError};
+use std::collections::HashMap;
+
+/// Samples taken for one alignment.
+const SAMPLES: usize = 64;
+
+/// CUPTI's clock on the host clock: `host = cupti - offset_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alignment {
+    /// CUPTI time minus host time, ns.
+    pub offset_ns: i128,
+    /// Half the width of the tightest bracket, ns.
+    pub uncertainty_ns: u64,
+}
+
+impl Alignment {
+    /// Aligns from `samples` triples `(host before, cupti, host after)`:
+    /// the tightest bracket wins.
+    pub fn from_samples(samples: &[(u64, u64, u64)]) -> Option<Alignment> {
+        samples.iter().filter(|(a, _, b)| b >= a).min_by_key(|(a, _, b)| b - a).map(|&(a, c, b)| Alignment {
+            offset_ns: i128::from(c) - (i128::from(a) + i128::from(b)) / 2,
+            uncertainty_ns: (b - a).div_ceil(2),
+        })
+    }
+
+    /// The tighter of two alignments.
+    pub fn tighter(self, other: Alignment) -> Alignment {
+        if other.uncertainty_ns < self.uncertainty_ns { other } else { self }
+    }
+
+    /// A CUPTI timestamp on the host clock.
+    pub fn to_host(&self, cupti_ns: u64) -> u64 {
+        let h = i128::from(cupti_ns) - self.offset_ns;
+        u64::try_from(h.max(0)).unwrap_or(u64::MAX)
+    }
+}
+
+/// Samples CUPTI's clock against the host clock.
+///
+/// # Errors
+/// `cuptiGetTimestamp`'s error.
+pub(crate) fn align(activity: &Activity) -> Result<Alignment, CuptiError> {
+    let mut samples = Vec::with_capacity(SAMPLES);
+    for _ in 0..SAMPLES {
+        let a = gpu_sync::trace::now_ns();
+        let c = activity.timestamp()?;
+        let b = gpu_sync::trace::now_ns();
+        samples.push((a, c, b));
+    }
+    Alignment::from_samples(&samples).ok_or(CuptiError::Call { call: "cuptiGetTimestamp", name: "no sample" })
+}
+
+/// A CUPTI record in the join's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Rec {
+    /// A kernel, copy or memset.
+    Work {
+        name: String,
+        kind: OpKind,
+        device: u32,
+        stream_id: u32,
+        start_ns: u64,
+        end_ns: u64,
+        correlation: u32,
+        graph: u32,
+    },
+    /// CUPTI's correlation id of an API call ↔ our operation id.
+    External { correlation: u32, external: u64 },
+}
+
+/// A copy's direction from CUPTI's `CUpti_ActivityMemcpyKind`.
+fn copy_dir(kind: u8) -> CopyDir {
+    match kind {
+        1 => CopyDir::HtoD,
+        2 => CopyDir::DtoH,
+        8 => CopyDir::DtoD,
+        _ => CopyDir::Other,
+    }
+}
+
+/// One cuda-sys record in the join's terms (`None`: not used).
+pub(crate) fn from_activity(r: &ActivityRecord) -> Option<Rec> {
+    let work = |name: String, kind: OpKind, graph: u32| Rec::Work {
+        name,
+        kind,
+        device: r.device_id,
+        stream_id: r.stream_id,
+        start_ns: r.start_ns,
+        end_ns: r.end_ns,
+        correlation: r.correlation_id,
+        graph,
+    };
+    match &r.op {
+        ActivityOp::Kernel { name, grid, block, graph_id, .. } => {
+            let u = |v: [i32; 3]| v.map(|x| x.max(0) as u32);
+            Some(work(
+                name.to_string(),
+                OpKind::Kernel { grid: u(*grid), block: u(*block), shared_bytes: 0 },
+                *graph_id,
+            ))
+        }
+        ActivityOp::Memcpy { bytes, copy_kind } => {
+            let dir = copy_dir(*copy_kind);
+            let host = if dir == CopyDir::DtoD { HostMem::Device } else { HostMem::Pinned };
+            Some(work(format!("memcpy {}", dir.name()), OpKind::Copy { dir, bytes: *bytes, host }, 0))
+        }
+        ActivityOp::Memset { bytes, .. } => Some(work("memset".into(), OpKind::Memset { bytes: *bytes }, 0)),
+    }
+}
+
+/// What a join did, for the trace's notes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Joined {
+    /// Spans tied to an operation of the trace.
+    pub claimed: usize,
+    /// Spans kept without an operation.
+    pub unclaimed: usize,
+    /// Records of operations of an earlier trace, left out.
+    pub earlier: usize,
+    /// Records on other devices or outside the window, left out.
+    pub outside: usize,
+}
+
+/// Joins `recs` into `trace` (see the module docs): `streams` maps CUPTI's
+/// stream ids to ours, `window` is the trace's host-time window.
+pub(crate) fn join(
+    trace: &mut Trace,
+    recs: &[Rec],
+    align: &Alignment,
+    device: i32,
+    streams: &HashMap<u32, u64>,
+    window: (u64, u64),
+) -> Joined {
+    let ext: HashMap<u32, u64> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Rec::External { correlation, external } => Some((*correlation, *external)),
+            Rec::Work { .. } => None,
+        })
+        .collect();
+    let ops: HashMap<u64, (u64, HostMem)> = trace
+        .ops
+        .iter()
+        .map(|o| {
+            (o.id, (o.stream, if let OpKind::Copy { host, .. } = o.kind { host } else { HostMem::Device }))
+        })
+        .collect();
+    let mut j = Joined::default();
+    for r in recs {
+        let Rec::Work { name, kind, device: d, stream_id, start_ns, end_ns, correlation, graph } = r else {
+            continue;
+        };
+        if i64::from(*d) != i64::from(device) {
+            j.outside += 1;
+            continue;
+        }
+        let (a, b) = (align.to_host(*start_ns), align.to_host(*end_ns));
+        let mut kind = kind.clone();
+        let (op, stream) = match ext.get(correlation) {
+            Some(id) => match ops.get(id) {
+                Some(&(stream, host)) => {
+                    if let OpKind::Copy { host: h, .. } = &mut kind {
+                        *h = host;
+                    }
+                    j.claimed += 1;
+                    (Some(*id), stream)
+                }
+                None => {
+                    j.earlier += 1;
+                    continue;
+                }
+            },
+            None => {
+                if b < window.0 || a > window.1 {
+                    j.outside += 1;
+                    continue;
+                }
+                j.unclaimed += 1;
+                (None, streams.get(stream_id).copied().unwrap_or(FOREIGN_STREAM + u64::from(*stream_id)))
+            }
+        };
+        trace.spans.push(DeviceSpan {
+            name: name.clone(),
+            kind,
+            device,
+            stream,
+            start_ns: a,
+            end_ns: b.max(a),
+            op,
+            graph: (*graph != 0).then_some(*graph),
+        });
+    }
+    j
+}
+
+/// The CUPTI side of a running profile: the consumer, the alignment, the
+/// dropped count when it began.
+pub(crate) struct CuptiSide {
+    pub(crate) activity: &'static Activity,
+    consumer: Consumer,
+    align: Alignment,
+    dropped_at_start: u64,
+}
+
+impl CuptiSide {
+    /// Subscribes a consumer of kernels, copies and memsets, and aligns the
+    /// clocks.
+    ///
+    /// # Errors
+    /// Why CUPTI cannot be used.
+    pub(crate) fn start(activity: &'static Activity) -> Result<CuptiSide, CuptiError> {
+        let consumer =
+            activity.consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])?;
+        let align = align(activity)?;
+        Ok(CuptiSide { activity, consumer, align, dropped_at_start: activity.dropped() })
+    }
+
+    /// Throws away what arrived so far (a warmup's records).
+    ///
+    /// # Errors
+    /// The flush's error.
+    pub(crate) fn discard(&mut self) -> Result<(), CuptiError> {
+        self.consumer.take()?;
+        self.dropped_at_start = self.activity.dropped();
+        Ok(())
+    }
+
+    /// Takes what arrived, re-aligns the clocks (the tighter bracket kept),
+    /// and joins the records into `trace`, whose operations came from the
+    /// recorder; `raw_streams` are the recording's (stream id, raw CUstream).
+    ///
+    /// # Errors
+    /// A CUPTI call's error.
+    pub(crate) fn collect(
+        &mut self,
+        trace: &mut Trace,
+        device: &gpu_sync::Device,
+        raw_streams: &[(u64, u64)],
+        window: (u64, u64),
+    ) -> Result<Joined, CuptiError> {
+        let records = self.consumer.take()?;
+        self.align = self.align.tighter(align(self.activity)?);
+        let mut streams = HashMap::new();
+        for &(id, raw) in raw_streams {
+            let raw = raw as usize as gpu_sync::cuda_sys::CUstream;
+            if let Ok(cid) = self.activity.stream_id(device.raw_context(), raw) {
+                streams.insert(cid, id);
+            }
+        }
+        let recs: Vec<Rec> = records.iter().filter_map(from_activity).collect();
+        let joined = join(trace, &recs, &self.align, device.ordinal(), &streams, window);
+        let dropped = self.activity.dropped();
+        trace.dropped.cupti += dropped.saturating_sub(self.dropped_at_start);
+        self.dropped_at_start = dropped;
+        trace.clocks.push(super::trace::ClockAlignment {
+            clock: "cupti".into(),
+            uncertainty_ns: self.align.uncertainty_ns,
+        });
+        Ok(joined)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::trace::{HostOp, Source};
+
+    #[test]
+    fn the_tightest_bracket_sets_the_offset_and_its_half_width_the_uncertainty() {
+        let a = Alignment::from_samples(&[(100, 5_000, 300), (1_000, 5_950, 1_020), (2_000, 7_000, 2_500)])
+            .unwrap();
+        assert_eq!(a, Alignment { offset_ns: 5_950 - 1_010, uncertainty_ns: 10 });
+        assert_eq!(a.to_host(5_950), 1_010);
+        let b = Alignment { offset_ns: 0, uncertainty_ns: 3 };
+        assert_eq!(a.tighter(b), b);
+        assert_eq!(b.tighter(a), b);
+        assert!(Alignment::from_samples(&[]).is_none());
+    }
+
+    fn host_op(id: u64, name: &str, kind: OpKind) -> HostOp {
+        HostOp {
+            id,
+            name: name.into(),
+            kind,
+            device: 0,
+            stream: 5,
+            thread: 1,
+            host_start_ns: 1_000,
+            host_end_ns: 1_010,
+            range: None,
+            captured: false,
+        }
+    }
+
+    fn work(name: &str, kind: OpKind, corr: u32, a: u64, b: u64, graph: u32) -> Rec {
+        Rec::Work {
+            name: name.into(),
+            kind,
+            device: 0,
+            stream_id: 77,
+            start_ns: a,
+            end_ns: b,
+            correlation: corr,
+            graph,
+        }
+    }
+
+    #[test]
+    fn records_join_by_external_correlation_including_a_graphs_kernels() {
+        let mut t = Trace::new(Source::Cupti);
+        let k = OpKind::Kernel { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
+        let copy = OpKind::Copy { dir: CopyDir::HtoD, bytes: 64, host: HostMem::Pageable };
+        t.ops.push(host_op(10, "k", k.clone()));
+        t.ops.push(host_op(11, "memcpy HtoD", copy.clone()));
+        t.ops.push(host_op(12, "graph launch", OpKind::GraphLaunch { nodes: 2 }));
+        let cupti_copy = OpKind::Copy { dir: CopyDir::HtoD, bytes: 64, host: HostMem::Pinned };
+        let recs = vec![
+            Rec::External { correlation: 1, external: 10 },
+            Rec::External { correlation: 2, external: 11 },
+            Rec::External { correlation: 3, external: 12 },
+            Rec::External { correlation: 4, external: 3 }, // an op of an earlier trace
+            work("k", k.clone(), 1, 10_100, 10_200, 0),
+            work("memcpy HtoD", cupti_copy, 2, 10_300, 10_400, 0),
+            work("g0", k.clone(), 3, 10_500, 10_600, 9),
+            work("g1", k.clone(), 3, 10_600, 10_650, 9),
+            work("late", k.clone(), 4, 10_700, 10_800, 0),
+            work("foreign", k.clone(), 99, 10_050, 10_060, 0),
+            work("long ago", k.clone(), 98, 10, 20, 0),
+            Rec::Work {
+                name: "other device".into(),
+                kind: k,
+                device: 1,
+                stream_id: 77,
+                start_ns: 10_100,
+                end_ns: 10_200,
+                correlation: 97,
+                graph: 0,
+            },
+        ];
+        let align = Alignment { offset_ns: 9_000, uncertainty_ns: 5 };
+        let streams = HashMap::from([(77u32, 5u64)]);
+        let j = join(&mut t, &recs, &align, 0, &streams, (1_000, 2_000));
+        assert_eq!(j, Joined { claimed: 4, unclaimed: 1, earlier: 1, outside: 2 });
+        let k = t.spans.iter().find(|s| s.name == "k").unwrap();
+        assert_eq!((k.start_ns, k.end_ns, k.op, k.stream), (1_100, 1_200, Some(10), 5));
+        // The copy's host memory is the operation's (CUPTI's kind is not parsed).
+        let c = t.spans.iter().find(|s| s.name == "memcpy HtoD").unwrap();
+        assert!(matches!(c.kind, OpKind::Copy { host: HostMem::Pageable, .. }));
+        let g: Vec<_> = t.spans.iter().filter(|s| s.op == Some(12)).collect();
+        assert_eq!(g.len(), 2);
+        assert!(g.iter().all(|s| s.graph == Some(9)));
+        let f = t.spans.iter().find(|s| s.name == "foreign").unwrap();
+        assert_eq!((f.op, f.stream), (None, 5));
+        assert_eq!(t.unclaimed(), 1);
+        let ka = t.key_averages();
+        let gl = ka.row(crate::profile::RowKind::Op, "graph launch").unwrap();
+        assert!((gl.device_total_s - 150e-9).abs() < 1e-15);
+    }
+}
