@@ -28,7 +28,7 @@ fn activity_records_carry_the_simulated_times_of_each_operation() {
         assert_eq!(recs.len(), 3, "{recs:?}");
         assert!(matches!(recs[0].op, ActivityOp::Memset { bytes: 4096, value: 7 }), "{:?}", recs[0]);
         for r in &recs[1..] {
-            let ActivityOp::Kernel { name, grid, block, graph_id } = &r.op else { panic!("{r:?}") };
+            let ActivityOp::Kernel { name, grid, block, graph_id, .. } = &r.op else { panic!("{r:?}") };
             assert_eq!(&**name, "sim_fill_u32");
             assert_eq!((*grid, *block, *graph_id), ([1, 1, 1], [1, 1, 1], 0));
             // A fill of 4 KiB: the device model's shortest kernel.

@@ -26,8 +26,9 @@
 
 use crate::cupti_bindings as sys;
 use crate::cupti_bindings::{
-    CUpti_Activity, CUpti_ActivityKernel10, CUpti_ActivityKind, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4,
-    CUptiResult,
+    CUpti_Activity, CUpti_ActivityExternalCorrelation, CUpti_ActivityKernel10, CUpti_ActivityKind,
+    CUpti_ActivityMemcpy6, CUpti_ActivityMemset4, CUpti_ActivityOverhead3, CUpti_ActivitySynchronization2,
+    CUpti_ExternalCorrelationKind, CUptiResult,
 };
 use libloading::Library;
 use std::collections::HashMap;
@@ -135,6 +136,8 @@ cupti_table! {
     cuptiActivityFlushAll: PFN_cuptiActivityFlushAll,
     cuptiActivityGetNextRecord: PFN_cuptiActivityGetNextRecord,
     cuptiActivityGetNumDroppedRecords: PFN_cuptiActivityGetNumDroppedRecords,
+    cuptiActivityPushExternalCorrelationId: PFN_cuptiActivityPushExternalCorrelationId,
+    cuptiActivityPopExternalCorrelationId: PFN_cuptiActivityPopExternalCorrelationId,
 }
 
 impl std::fmt::Debug for Cupti {
@@ -179,6 +182,11 @@ pub enum CuptiError {
         /// Its result's name.
         name: &'static str,
     },
+}
+
+unsafe extern "C" {
+    /// The C library's `free`, for the blocks CUPTI hands a consumer.
+    fn free(p: *mut c_void);
 }
 
 /// The name of a `CUptiResult` (`CUPTI_ERROR_NOT_INITIALIZED`), without a
@@ -302,7 +310,10 @@ pub fn cupti() -> Result<&'static Cupti, CuptiError> {
 /// Every function in `table` must behave as CUPTI documents it for the
 /// record layouts of the pinned headers: in particular records handed to
 /// the buffer-completed callback must be `CUpti_ActivityKernel10`,
-/// `CUpti_ActivityMemcpy6` or `CUpti_ActivityMemset4` as their `kind` says,
+/// `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4`,
+/// `CUpti_ActivityExternalCorrelation`, `CUpti_ActivitySynchronization2` or
+/// `CUpti_ActivityOverhead3` as their `kind` says (an overhead record's
+/// `overheadData` null or a `malloc`ed block the consumer frees),
 /// and `cuptiActivityGetNextRecord` must only return pointers inside the
 /// buffer it was given.
 pub unsafe fn install_cupti(table: Cupti) -> &'static Cupti {
@@ -319,14 +330,48 @@ pub enum ActivityKind {
     Memcpy,
     /// Memsets (`CUPTI_ACTIVITY_KIND_MEMSET`).
     Memset,
+    /// External correlation records (`CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`):
+    /// the id pushed with [`Activity::push_external_correlation`] around a
+    /// driver call, paired with that call's correlation id (which its
+    /// kernel, copy or memset record carries). CUPTI writes them before
+    /// the driver API records, so asking for this kind also enables
+    /// `CUPTI_ACTIVITY_KIND_DRIVER` (whose records are not handed out).
+    ExternalCorrelation,
+    /// Host synchronizations (`CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`):
+    /// `cuEventSynchronize`, `cuStreamWaitEvent`, `cuStreamSynchronize`,
+    /// `cuCtxSynchronize`, with their host start and end.
+    Synchronization,
+    /// CUPTI's and the driver's own overhead (`CUPTI_ACTIVITY_KIND_OVERHEAD`):
+    /// buffer flushes, instrumentation, …
+    Overhead,
 }
 
+/// How many [`ActivityKind`]s there are.
+const KINDS: usize = 6;
+
 impl ActivityKind {
-    fn raw(self) -> CUpti_ActivityKind {
+    /// Every kind.
+    pub const ALL: [ActivityKind; KINDS] = [
+        ActivityKind::Kernel,
+        ActivityKind::Memcpy,
+        ActivityKind::Memset,
+        ActivityKind::ExternalCorrelation,
+        ActivityKind::Synchronization,
+        ActivityKind::Overhead,
+    ];
+
+    /// The CUPTI kinds enabled for this kind, in enabling order.
+    fn raw(self) -> &'static [CUpti_ActivityKind] {
         match self {
-            ActivityKind::Kernel => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-            ActivityKind::Memcpy => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
-            ActivityKind::Memset => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+            ActivityKind::Kernel => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL],
+            ActivityKind::Memcpy => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY],
+            ActivityKind::Memset => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET],
+            ActivityKind::ExternalCorrelation => &[
+                CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER,
+            ],
+            ActivityKind::Synchronization => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION],
+            ActivityKind::Overhead => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD],
         }
     }
 
@@ -335,9 +380,56 @@ impl ActivityKind {
             ActivityKind::Kernel => 0,
             ActivityKind::Memcpy => 1,
             ActivityKind::Memset => 2,
+            ActivityKind::ExternalCorrelation => 3,
+            ActivityKind::Synchronization => 4,
+            ActivityKind::Overhead => 5,
         }
     }
 }
+
+/// What a host synchronization record was
+/// (`CUpti_ActivitySynchronizationType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncKind {
+    /// `cuEventSynchronize`.
+    EventSynchronize,
+    /// `cuStreamWaitEvent`.
+    StreamWaitEvent,
+    /// `cuStreamSynchronize`.
+    StreamSynchronize,
+    /// `cuCtxSynchronize`.
+    ContextSynchronize,
+    /// Another value (a newer CUPTI's), as CUPTI wrote it.
+    Other(u32),
+}
+
+impl SyncKind {
+    /// The kind for CUPTI's `CUpti_ActivitySynchronizationType` value.
+    pub fn from_raw(v: u32) -> SyncKind {
+        match v {
+            1 => SyncKind::EventSynchronize,
+            2 => SyncKind::StreamWaitEvent,
+            3 => SyncKind::StreamSynchronize,
+            4 => SyncKind::ContextSynchronize,
+            other => SyncKind::Other(other),
+        }
+    }
+
+    /// CUPTI's value.
+    pub fn raw(self) -> u32 {
+        match self {
+            SyncKind::EventSynchronize => 1,
+            SyncKind::StreamWaitEvent => 2,
+            SyncKind::StreamSynchronize => 3,
+            SyncKind::ContextSynchronize => 4,
+            SyncKind::Other(v) => v,
+        }
+    }
+}
+
+/// The external correlation kind gpu-sync's recorder pushes
+/// (`CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`).
+pub const EXTERNAL_KIND_CUSTOM0: u32 = CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0.0;
 
 /// What a device operation was, with its own fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -352,6 +444,8 @@ pub enum ActivityOp {
         block: [i32; 3],
         /// The graph it ran in (0 when launched directly).
         graph_id: u32,
+        /// Its node in that graph (0 when launched directly).
+        graph_node_id: u64,
     },
     /// A copy.
     Memcpy {
@@ -366,6 +460,34 @@ pub enum ActivityOp {
         bytes: u64,
         /// The value.
         value: u32,
+    },
+    /// An external correlation: the driver call of this record's
+    /// `correlation_id` ran while `external_id` was pushed
+    /// ([`Activity::push_external_correlation`]). Its start, end, device,
+    /// context and stream are 0.
+    ExternalCorrelation {
+        /// `CUpti_ExternalCorrelationKind` ([`EXTERNAL_KIND_CUSTOM0`] for
+        /// gpu-sync's recorder).
+        external_kind: u32,
+        /// The id pushed.
+        external_id: u64,
+    },
+    /// A host synchronization, timed on the host by CUPTI.
+    Synchronization {
+        /// Which call.
+        sync: SyncKind,
+        /// CUPTI's id of the event (`cuEventSynchronize`,
+        /// `cuStreamWaitEvent`), else `u32::MAX`.
+        event_id: u32,
+    },
+    /// Overhead of CUPTI or the driver.
+    Overhead {
+        /// `CUpti_ActivityOverheadKind` (1 driver compiler, 0x10000 CUPTI
+        /// buffer flush, 0x20000 CUPTI instrumentation, 0x40000 resource, …).
+        overhead_kind: u32,
+        /// `CUpti_ActivityObjectKind` of what it belongs to (1 process, 2
+        /// thread, 3 device, 4 context, 5 stream).
+        object_kind: u32,
     },
 }
 
@@ -396,6 +518,9 @@ impl ActivityRecord {
             ActivityOp::Kernel { .. } => ActivityKind::Kernel,
             ActivityOp::Memcpy { .. } => ActivityKind::Memcpy,
             ActivityOp::Memset { .. } => ActivityKind::Memset,
+            ActivityOp::ExternalCorrelation { .. } => ActivityKind::ExternalCorrelation,
+            ActivityOp::Synchronization { .. } => ActivityKind::Synchronization,
+            ActivityOp::Overhead { .. } => ActivityKind::Overhead,
         }
     }
 
@@ -412,7 +537,7 @@ const BUFFER_ALIGN: usize = 8;
 
 /// One consumer's queue: the kinds it wants and what arrived.
 struct Queue {
-    kinds: [bool; 3],
+    kinds: [bool; KINDS],
     records: Vec<ActivityRecord>,
 }
 
@@ -423,7 +548,7 @@ pub struct Activity {
     /// Consumers by id.
     queues: Mutex<HashMap<u64, Queue>>,
     /// How many consumers want each kind (enabled while > 0).
-    enabled: Mutex<[usize; 3]>,
+    enabled: Mutex<[usize; KINDS]>,
     next_id: AtomicU64,
     dropped: AtomicU64,
     /// Kernel names by CUPTI's pointer, copied once.
@@ -533,7 +658,7 @@ impl Activity {
         Ok(Activity {
             table,
             queues: Mutex::new(HashMap::new()),
-            enabled: Mutex::new([0; 3]),
+            enabled: Mutex::new([0; KINDS]),
             next_id: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             names: Mutex::new(HashMap::new()),
@@ -552,29 +677,33 @@ impl Activity {
     /// # Errors
     /// The enable call's error; nothing stays enabled for this consumer then.
     pub fn consumer(&'static self, kinds: &[ActivityKind]) -> Result<Consumer, CuptiError> {
-        let mut want = [false; 3];
+        let mut want = [false; KINDS];
         for k in kinds {
             want[k.index()] = true;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.lock_queues().insert(id, Queue { kinds: want, records: Vec::new() });
-        let mut counted = [false; 3];
+        let mut counted = [false; KINDS];
         let mut failed = None;
         {
             let mut enabled = self.enabled.lock().unwrap_or_else(|p| p.into_inner());
-            for k in [ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset] {
+            'kinds: for k in ActivityKind::ALL {
                 if !want[k.index()] {
                     continue;
                 }
                 if enabled[k.index()] == 0 {
-                    let r = match self.table.cuptiActivityEnable {
-                        // SAFETY: a plain call with a kind of the pinned headers.
-                        Some(f) => unsafe { f(k.raw()) },
-                        None => CUptiResult::CUPTI_ERROR_NOT_SUPPORTED,
-                    };
-                    if r != CUptiResult::CUPTI_SUCCESS {
-                        failed = Some(r);
-                        break;
+                    for (n, raw) in k.raw().iter().enumerate() {
+                        let r = match self.table.cuptiActivityEnable {
+                            // SAFETY: a plain call with a kind of the pinned headers.
+                            Some(f) => unsafe { f(*raw) },
+                            None => CUptiResult::CUPTI_ERROR_NOT_SUPPORTED,
+                        };
+                        if r != CUptiResult::CUPTI_SUCCESS {
+                            // Undo the kinds of this one enabled so far.
+                            self.disable(&k.raw()[..n]);
+                            failed = Some(r);
+                            break 'kinds;
+                        }
                     }
                 }
                 enabled[k.index()] += 1;
@@ -591,6 +720,47 @@ impl Activity {
         }
         let consumer = Consumer { activity: self, id, kinds: want };
         Ok(consumer)
+    }
+
+    /// Pushes `id` as the calling thread's external correlation id of kind
+    /// `CUSTOM0` (`cuptiActivityPushExternalCorrelationId`): every driver
+    /// call the thread makes until [`Activity::pop_external_correlation`]
+    /// gets an [`ActivityOp::ExternalCorrelation`] record pairing `id` with
+    /// its correlation id (when a consumer asked for
+    /// [`ActivityKind::ExternalCorrelation`]).
+    ///
+    /// # Errors
+    /// The call's error; a table without the function.
+    #[inline]
+    pub fn push_external_correlation(&self, id: u64) -> Result<(), CuptiError> {
+        let f = self
+            .table
+            .cuptiActivityPushExternalCorrelationId
+            .ok_or(CuptiError::Call { call: "cuptiActivityPushExternalCorrelationId", name: "missing" })?;
+        // SAFETY: a plain call with a kind of the pinned headers.
+        check("cuptiActivityPushExternalCorrelationId", unsafe {
+            f(CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+        })
+    }
+
+    /// Pops the calling thread's innermost external correlation id of kind
+    /// `CUSTOM0` (`cuptiActivityPopExternalCorrelationId`) and returns it.
+    ///
+    /// # Errors
+    /// The call's error (`CUPTI_ERROR_QUEUE_EMPTY` when none was pushed); a
+    /// table without the function.
+    #[inline]
+    pub fn pop_external_correlation(&self) -> Result<u64, CuptiError> {
+        let f = self
+            .table
+            .cuptiActivityPopExternalCorrelationId
+            .ok_or(CuptiError::Call { call: "cuptiActivityPopExternalCorrelationId", name: "missing" })?;
+        let mut last = 0u64;
+        // SAFETY: `last` is a valid out-pointer.
+        check("cuptiActivityPopExternalCorrelationId", unsafe {
+            f(CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut last)
+        })?;
+        Ok(last)
     }
 
     /// CUPTI's id for `stream` of `context` (`cuptiGetStreamIdEx`), the
@@ -722,6 +892,7 @@ impl Activity {
                         grid: [k.gridX, k.gridY, k.gridZ],
                         block: [k.blockX, k.blockY, k.blockZ],
                         graph_id: k.graphId,
+                        graph_node_id: k.graphNodeId,
                     },
                 })
             }
@@ -751,6 +922,55 @@ impl Activity {
                     op: ActivityOp::Memset { bytes: m.bytes, value: m.value },
                 })
             }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
+                // SAFETY: as above, a `CUpti_ActivityExternalCorrelation`.
+                let x = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivityExternalCorrelation>()) };
+                Some(ActivityRecord {
+                    start_ns: 0,
+                    end_ns: 0,
+                    device_id: 0,
+                    context_id: 0,
+                    stream_id: 0,
+                    correlation_id: x.correlationId,
+                    op: ActivityOp::ExternalCorrelation {
+                        external_kind: x.externalKind.0,
+                        external_id: x.externalId,
+                    },
+                })
+            }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => {
+                // SAFETY: as above, a `CUpti_ActivitySynchronization2`.
+                let y = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivitySynchronization2>()) };
+                Some(ActivityRecord {
+                    start_ns: y.start,
+                    end_ns: y.end,
+                    device_id: 0,
+                    context_id: y.contextId,
+                    stream_id: y.streamId,
+                    correlation_id: y.correlationId,
+                    op: ActivityOp::Synchronization { sync: SyncKind::from_raw(y.type_.0), event_id: y.cudaEventId },
+                })
+            }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD => {
+                // SAFETY: as above, a `CUpti_ActivityOverhead3`.
+                let o = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivityOverhead3>()) };
+                if !o.overheadData.is_null() {
+                    // SAFETY: CUPTI hands the consumer the details block,
+                    // `malloc`ed, to free with `free` (cupti_activity.h on
+                    // `overheadData`; the table's contract); the copy read
+                    // above is the only one that names it.
+                    unsafe { free(o.overheadData) };
+                }
+                Some(ActivityRecord {
+                    start_ns: o.start,
+                    end_ns: o.end,
+                    device_id: 0,
+                    context_id: 0,
+                    stream_id: 0,
+                    correlation_id: o.correlationId,
+                    op: ActivityOp::Overhead { overhead_kind: o.overheadKind.0, object_kind: o.objectKind.0 },
+                })
+            }
             _ => None,
         }
     }
@@ -771,23 +991,29 @@ impl Activity {
             .clone()
     }
 
-    fn release(&self, id: u64, kinds: [bool; 3]) {
+    fn release(&self, id: u64, kinds: [bool; KINDS]) {
         self.lock_queues().remove(&id);
         let mut enabled = self.enabled.lock().unwrap_or_else(|p| p.into_inner());
-        for k in [ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset] {
+        for k in ActivityKind::ALL {
             let i = k.index();
             if !kinds[i] || enabled[i] == 0 {
                 continue;
             }
             enabled[i] -= 1;
-            if enabled[i] == 0
-                && let Some(f) = self.table.cuptiActivityDisable
-            {
-                // SAFETY: a plain call with a kind of the pinned headers.
-                let r = unsafe { f(k.raw()) };
-                if r != CUptiResult::CUPTI_SUCCESS {
-                    log::warn!("cuptiActivityDisable: {}", cupti_result_name(r));
-                }
+            if enabled[i] == 0 {
+                self.disable(k.raw());
+            }
+        }
+    }
+
+    /// `cuptiActivityDisable` for each of `raw` (failures logged).
+    fn disable(&self, raw: &[CUpti_ActivityKind]) {
+        let Some(f) = self.table.cuptiActivityDisable else { return };
+        for k in raw {
+            // SAFETY: a plain call with a kind of the pinned headers.
+            let r = unsafe { f(*k) };
+            if r != CUptiResult::CUPTI_SUCCESS {
+                log::warn!("cuptiActivityDisable: {}", cupti_result_name(r));
             }
         }
     }
@@ -799,7 +1025,7 @@ impl Activity {
 pub struct Consumer {
     activity: &'static Activity,
     id: u64,
-    kinds: [bool; 3],
+    kinds: [bool; KINDS],
 }
 
 impl Consumer {
