@@ -18,7 +18,9 @@
 //!   trace's time window.
 
 use super::trace::{CopyDir, DeviceSpan, FOREIGN_STREAM, HostMem, OpKind, Trace};
-use gpu_sync::cuda_sys::cupti::{Activity, ActivityKind, ActivityOp, ActivityRecord, Consumer, CuptiError};
+use gpu_sync::cuda_sys::cupti::{
+    Activity, ActivityKind, ActivityOp, ActivityRecord, Consumer, CuptiError, EXTERNAL_KIND_CUSTOM0,
+};
 use std::collections::HashMap;
 
 /// Samples taken for one alignment.
@@ -86,6 +88,10 @@ pub(crate) enum Rec {
     },
     /// CUPTI's correlation id of an API call ↔ our operation id.
     External { correlation: u32, external: u64 },
+    /// A host synchronization CUPTI timed.
+    Sync,
+    /// CUPTI's or the driver's overhead, ns.
+    Overhead { ns: u64 },
 }
 
 /// A copy's direction from CUPTI's `CUpti_ActivityMemcpyKind`.
@@ -125,6 +131,11 @@ pub(crate) fn from_activity(r: &ActivityRecord) -> Option<Rec> {
             Some(work(format!("memcpy {}", dir.name()), OpKind::Copy { dir, bytes: *bytes, host }, 0))
         }
         ActivityOp::Memset { bytes, .. } => Some(work("memset".into(), OpKind::Memset { bytes: *bytes }, 0)),
+        ActivityOp::ExternalCorrelation { external_kind, external_id } => (*external_kind
+            == EXTERNAL_KIND_CUSTOM0)
+            .then_some(Rec::External { correlation: r.correlation_id, external: *external_id }),
+        ActivityOp::Synchronization { .. } => Some(Rec::Sync),
+        ActivityOp::Overhead { .. } => Some(Rec::Overhead { ns: r.duration_ns() }),
     }
 }
 
@@ -139,6 +150,10 @@ pub(crate) struct Joined {
     pub earlier: usize,
     /// Records on other devices or outside the window, left out.
     pub outside: usize,
+    /// Host synchronization records.
+    pub syncs: usize,
+    /// Overhead records and their total, ns.
+    pub overheads: (usize, u64),
 }
 
 /// Joins `recs` into `trace` (see the module docs): `streams` maps CUPTI's
@@ -155,7 +170,7 @@ pub(crate) fn join(
         .iter()
         .filter_map(|r| match r {
             Rec::External { correlation, external } => Some((*correlation, *external)),
-            Rec::Work { .. } => None,
+            _ => None,
         })
         .collect();
     let ops: HashMap<u64, (u64, HostMem)> = trace
@@ -167,8 +182,20 @@ pub(crate) fn join(
         .collect();
     let mut j = Joined::default();
     for r in recs {
-        let Rec::Work { name, kind, device: d, stream_id, start_ns, end_ns, correlation, graph } = r else {
-            continue;
+        let (name, kind, d, stream_id, start_ns, end_ns, correlation, graph) = match r {
+            Rec::Work { name, kind, device, stream_id, start_ns, end_ns, correlation, graph } => {
+                (name, kind, device, stream_id, start_ns, end_ns, correlation, graph)
+            }
+            Rec::Sync => {
+                j.syncs += 1;
+                continue;
+            }
+            Rec::Overhead { ns } => {
+                j.overheads.0 += 1;
+                j.overheads.1 += ns;
+                continue;
+            }
+            Rec::External { .. } => continue,
         };
         if i64::from(*d) != i64::from(device) {
             j.outside += 1;
@@ -360,7 +387,10 @@ mod tests {
         let align = Alignment { offset_ns: 9_000, uncertainty_ns: 5 };
         let streams = HashMap::from([(77u32, 5u64)]);
         let j = join(&mut t, &recs, &align, 0, &streams, (1_000, 2_000));
-        assert_eq!(j, Joined { claimed: 4, unclaimed: 1, earlier: 1, outside: 2 });
+        assert_eq!(
+            j,
+            Joined { claimed: 4, unclaimed: 1, earlier: 1, outside: 2, syncs: 0, overheads: (0, 0) }
+        );
         let k = t.spans.iter().find(|s| s.name == "k").unwrap();
         assert_eq!((k.start_ns, k.end_ns, k.op, k.stream), (1_100, 1_200, Some(10), 5));
         // The copy's host memory is the operation's (CUPTI's kind is not parsed).

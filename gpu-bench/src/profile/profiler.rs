@@ -251,6 +251,15 @@ impl<'cb> Profiler<'cb> {
             let j = c
                 .collect(&mut trace, &device, &raw, (run.since_ns, now))
                 .map_err(|e| Error::Gpu(gpu_sync::Error::Cupti(e)))?;
+            trace.notes.push(format!(
+                "CUPTI: {} device records joined to operations, {} unclaimed, {} host synchronization records, \
+                 {} overhead records ({:.1} µs)",
+                j.claimed,
+                j.unclaimed,
+                j.syncs,
+                j.overheads.0,
+                j.overheads.1 as f64 / 1e3
+            ));
             if j.earlier > 0 {
                 trace.notes.push(format!(
                     "{} CUPTI records of operations recorded before this trace (late records of a warmup) left out",

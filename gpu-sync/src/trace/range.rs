@@ -96,8 +96,14 @@ impl Drop for Range {
             .ok()
             .flatten();
         if let Some(r) = open {
-            let rec =
-                RangeRecord { id, parent: r.parent, name: r.name, thread: thread_id(), start_ns: r.start_ns, end_ns };
+            let rec = RangeRecord {
+                id,
+                parent: r.parent,
+                name: r.name,
+                thread: thread_id(),
+                start_ns: r.start_ns,
+                end_ns,
+            };
             super::sink::range_ended(rec);
         }
     }
