@@ -193,7 +193,13 @@ fn window(trace: &Trace, name: &str) -> Option<(u64, u64)> {
 }
 
 /// Writes the trace's files into `dir`; returns the summary.
-fn write(trace: &Trace, args: &Args, dir: &Path, title: &str) -> Result<serde_json::Value, Failure> {
+fn write(
+    trace: &Trace,
+    args: &Args,
+    plan: &Plan,
+    dir: &Path,
+    title: &str,
+) -> Result<serde_json::Value, Failure> {
     std::fs::create_dir_all(dir).map_err(|e| Failure::Io(format!("{}: {e}", dir.display())))?;
     let io = |p: PathBuf, text: &str| {
         std::fs::write(&p, text).map_err(|e| Failure::Io(format!("{}: {e}", p.display())))
@@ -243,6 +249,9 @@ fn write(trace: &Trace, args: &Args, dir: &Path, title: &str) -> Result<serde_js
     io(dir.join("timeline.svg"), &trace.svg(title))?;
     let summary = json!({
         "source": trace.source.name(),
+        "chunks": plan.chunks,
+        "chunk_bytes": plan.cw * 4,
+        "spin_cycles": plan.spin_cycles,
         "runs": runs,
         "dropped": trace.dropped,
         "unclaimed": trace.unclaimed(),
@@ -303,7 +312,7 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             trace.source.name(),
             if ctx.sim { ", SIMULATED TIMES" } else { "" }
         );
-        write(&trace, args, &d, &title)?;
+        write(&trace, args, &plan, &d, &title)?;
         tables.push((trace.source, trace.key_averages()));
     }
     if args.check_timer {
