@@ -9,6 +9,9 @@
 //! under chunk i's compute (gpu-sync inserts the cross-stream waits). With
 //! pinned host memory the copies are asynchronous and overlap the compute;
 //! with pageable memory each copy blocks the host, so nothing overlaps.
+//! Then one chunk's compute is captured into a graph and replayed twice
+//! (range "graph"): the event backend sees each replay as one span, the
+//! CUPTI backend the kernels inside it.
 //!
 //! Writes into `--out` (default `./timeline`): `trace.json` (Chrome
 //! trace-event JSON: open it in ui.perfetto.dev or chrome://tracing),
@@ -172,6 +175,22 @@ fn profile(ctx: &Ctx, plan: &Plan, backend: Backend) -> Result<Trace, Failure> {
             d2h.download_pageable(&slots_out[s], &mut pageable_out[i * cw..(i + 1) * cw])?;
         }
         Ok(())
+    })?;
+    // A graph of one chunk's compute, captured outside the ranges above and
+    // replayed twice: the events see each replay as one span, CUPTI sees
+    // the kernels inside.
+    let graph = scope("graph capture", || {
+        compute.capture(|c| {
+            k.scale(c.stream(), &slots_in[0], &mut slots_out[0], 2.0)?;
+            k.spin(c.stream(), plan.spin_cycles / 4, &mut spin_out)
+        })
+    })?
+    .instantiate()?;
+    scope("graph", || -> Result<(), Failure> {
+        for _ in 0..2 {
+            graph.launch(&compute)?;
+        }
+        Ok(compute.synchronize().map(|_| ())?)
     })?;
     let trace = p.finish()?.ok_or_else(|| Failure::Io("the profiler returned no trace".into()))?;
     // Both runs computed 2 x input.

@@ -22,8 +22,17 @@ fn check_folder(dir: &std::path::Path) {
     for name in ["pinned", "pageable"] {
         assert!(ev.iter().any(|e| e["cat"] == "range" && e["name"] == name), "range {name}");
     }
-    // 4 chunks x 2 runs: a scale and a spin each, an upload and a download each.
-    assert_eq!(slices("kernel"), 16);
+    // 4 chunks x 2 runs: a scale and a spin each, an upload and a download
+    // each; then two graph replays (one span each with events, their two
+    // kernels each with CUPTI).
+    let source = trace["otherData"]["source"].as_str().unwrap().to_owned();
+    if source == "cupti" {
+        assert_eq!(slices("kernel"), 20);
+        assert_eq!(slices("graph launch"), 0);
+    } else {
+        assert_eq!(slices("kernel"), 16);
+        assert_eq!(slices("graph launch"), 2);
+    }
     assert_eq!(slices("memcpy"), 16);
     let streams = ev
         .iter()
@@ -37,9 +46,12 @@ fn check_folder(dir: &std::path::Path) {
         serde_json::from_str(&std::fs::read_to_string(dir.join("table.json")).unwrap()).unwrap();
     let rows = table["rows"].as_array().unwrap();
     for k in ["scale_f32", "spin_cycles"] {
-        let r = rows.iter().find(|r| r["name"] == k).unwrap_or_else(|| panic!("{k} row"));
+        let r =
+            rows.iter().find(|r| r["name"] == k && r["kind"] == "op").unwrap_or_else(|| panic!("{k} row"));
         assert_eq!(r["calls"], 8);
     }
+    let replay = rows.iter().find(|r| r["name"] == "graph launch").expect("graph launch row");
+    assert_eq!(replay["calls"], 2);
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("SIMULATED TIMES"));
     let summary: serde_json::Value =

@@ -7,7 +7,8 @@
 //! - a host operation: host time the driver call; device time every span it
 //!   enqueued (a graph replay's kernels), self device time the span that is
 //!   the operation itself (none for a graph launch, whose kernels are rows of
-//!   their own);
+//!   their own); an operation captured into a graph is "NAME (captured)",
+//!   host time only;
 //! - a device span no host operation of the trace names as itself (a kernel
 //!   inside a replayed graph, another library's work): device time only.
 //!
@@ -236,7 +237,10 @@ impl KeyAverages {
             let host = o.host_end_ns.saturating_sub(o.host_start_ns);
             occ.push(Occurrence {
                 kind: RowKind::Op,
-                name: o.name.clone(),
+                // A captured call ran nothing then (its kernels run at each
+                // replay): a row of its own, so a kernel's calls and average
+                // are those of its launches.
+                name: if o.captured { format!("{} (captured)", o.name) } else { o.name.clone() },
                 shape: o.kind.shape(),
                 device_ns: d,
                 device_self_ns: self_ns_of_op.get(&o.id).copied().unwrap_or(0),

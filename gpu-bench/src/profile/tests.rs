@@ -304,3 +304,19 @@ fn an_empty_trace_exports_without_events() {
     assert!(t.key_averages().rows().is_empty());
     assert!(t.svg("empty").contains("</svg>"));
 }
+
+#[test]
+fn a_captured_call_is_a_row_of_its_own_so_a_kernels_average_is_its_launches() {
+    let mut t = sample();
+    let mut c = op(104, "k", kernel(4), 10, 1950, Some(1));
+    c.captured = true;
+    t.ops.push(c);
+    t.normalize();
+    let ka = t.key_averages();
+    let k = ka.row(RowKind::Op, "k").unwrap();
+    assert_eq!(k.calls, 2);
+    assert!((k.device_avg_s - 150e-9).abs() < 1e-15);
+    let cap = ka.row(RowKind::Op, "k (captured)").unwrap();
+    assert_eq!((cap.calls, cap.device_total_s), (1, 0.0));
+    assert!(cap.host_total_s > 0.0);
+}
