@@ -429,7 +429,8 @@ impl SyncKind {
 
 /// The external correlation kind gpu-sync's recorder pushes
 /// (`CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`).
-pub const EXTERNAL_KIND_CUSTOM0: u32 = CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0.0;
+pub const EXTERNAL_KIND_CUSTOM0: u32 =
+    CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0.0;
 
 /// What a device operation was, with its own fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -948,7 +949,10 @@ impl Activity {
                     context_id: y.contextId,
                     stream_id: y.streamId,
                     correlation_id: y.correlationId,
-                    op: ActivityOp::Synchronization { sync: SyncKind::from_raw(y.type_.0), event_id: y.cudaEventId },
+                    op: ActivityOp::Synchronization {
+                        sync: SyncKind::from_raw(y.type_.0),
+                        event_id: y.cudaEventId,
+                    },
                 })
             }
             CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD => {

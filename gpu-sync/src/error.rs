@@ -171,7 +171,9 @@ pub enum Error {
     /// A second recorder was asked of a device that has one
     /// ([`Device::record`](crate::Device::record)): one recorder per device
     /// at a time.
-    #[error("device {device} is already recording (one trace::Recorder per device at a time; stop or drop the other first)")]
+    #[error(
+        "device {device} is already recording (one trace::Recorder per device at a time; stop or drop the other first)"
+    )]
     AlreadyRecording {
         /// The device's ordinal.
         device: i32,

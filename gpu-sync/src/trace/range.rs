@@ -25,7 +25,7 @@ thread_local! {
 }
 
 /// The innermost open range of the calling thread.
-#[allow(dead_code)] // used by the funnel hook (next commit)
+
 pub(crate) fn innermost() -> Option<u64> {
     OPEN.try_with(|o| o.try_borrow().ok().and_then(|o| o.last().map(|r| r.id))).ok().flatten()
 }
@@ -96,8 +96,14 @@ impl Drop for Range {
             .ok()
             .flatten();
         if let Some(r) = open {
-            let rec =
-                RangeRecord { id, parent: r.parent, name: r.name, thread: thread_id(), start_ns: r.start_ns, end_ns };
+            let rec = RangeRecord {
+                id,
+                parent: r.parent,
+                name: r.name,
+                thread: thread_id(),
+                start_ns: r.start_ns,
+                end_ns,
+            };
             super::sink::range_ended(rec);
         }
     }
