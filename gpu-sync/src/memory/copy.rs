@@ -26,6 +26,7 @@ use crate::ffi::call;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
 use crate::memory::pinned::PinnedBuffer;
 use crate::stream::Stream;
+use crate::trace::{CopyDir, HostMem, OpDesc};
 use bytemuck::Pod;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
@@ -85,7 +86,13 @@ impl Stream {
                 let uses = [device_use, (Target::Host(h), Access::Read)];
                 engine::submit(
                     &self.inner,
-                    Op { name: op, uses: &uses, kind: Kind::Async, keep: None },
+                    Op {
+                        name: op,
+                        uses: &uses,
+                        kind: Kind::Async,
+                        keep: None,
+                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pinned)),
+                    },
                     copy,
                 )?;
             }
@@ -93,7 +100,13 @@ impl Stream {
                 let uses = [device_use];
                 engine::submit(
                     &self.inner,
-                    Op { name: op, uses: &uses, kind: Kind::Blocking, keep: None },
+                    Op {
+                        name: op,
+                        uses: &uses,
+                        kind: Kind::Blocking,
+                        keep: None,
+                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pageable)),
+                    },
                     copy,
                 )?;
             }
@@ -134,13 +147,15 @@ impl Stream {
                 cu::memory::memcpy_dtoh_async(hptr.cast(), dptr, bytes, raw)
             })
         };
-        let (uses, kind) = match host {
-            Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async),
+        let (uses, kind, mem) = match host {
+            Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async, HostMem::Pinned),
             // The host side is borrowed, not tracked: listed twice, the
             // device use is recorded once more at the same ticket (no-op).
-            Host::Borrowed => ([device_use, device_use], Kind::Blocking),
+            Host::Borrowed => ([device_use, device_use], Kind::Blocking, HostMem::Pageable),
         };
-        let ((), ticket) = engine::submit(&self.inner, Op { name: op, uses: &uses, kind, keep: None }, copy)?;
+        let describe = || OpDesc::copy(CopyDir::DtoH, bytes, mem);
+        let op = Op { name: op, uses: &uses, kind, keep: None, describe: Some(&describe) };
+        let ((), ticket) = engine::submit(&self.inner, op, copy)?;
         Ok(ticket)
     }
 
@@ -305,7 +320,14 @@ impl Stream {
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
         if s.alloc.device().same(d.alloc.device()) {
             same_device(&self.inner, d.alloc, "the buffers")?;
-            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
+            let op = Op {
+                name: "Stream::copy",
+                uses: &uses,
+                kind: Kind::Async,
+                keep: None,
+                describe: Some(&describe),
+            };
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -325,7 +347,14 @@ impl Stream {
             }
             let (sctx, dctx) = (s.alloc.device().inner.ctx, d.alloc.device().inner.ctx);
             // Buffers of two devices: the engine picks the across flavor.
-            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
+            let op = Op {
+                name: "Stream::copy",
+                uses: &uses,
+                kind: Kind::Async,
+                keep: None,
+                describe: Some(&describe),
+            };
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -350,7 +379,14 @@ impl Stream {
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let uses = [(Target::Device(v.alloc), Access::Write)];
-        let op = Op { name: "Stream::fill_bytes", uses: &uses, kind: Kind::Async, keep: None };
+        let describe = || OpDesc::memset(bytes);
+        let op = Op {
+            name: "Stream::fill_bytes",
+            uses: &uses,
+            kind: Kind::Async,
+            keep: None,
+            describe: Some(&describe),
+        };
         engine::submit(&self.inner, op, |raw| {
             if bytes == 0 {
                 return Ok(());
@@ -379,7 +415,14 @@ impl Stream {
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
         let uses = [(Target::Device(v.alloc), Access::Write)];
-        let op = Op { name: "Stream::fill_u32", uses: &uses, kind: Kind::Async, keep: None };
+        let describe = || OpDesc::memset(words * 4);
+        let op = Op {
+            name: "Stream::fill_u32",
+            uses: &uses,
+            kind: Kind::Async,
+            keep: None,
+            describe: Some(&describe),
+        };
         engine::submit(&self.inner, op, |raw| {
             if words == 0 {
                 return Ok(());

@@ -46,13 +46,18 @@
 //! ```
 
 mod clock;
+mod events;
 mod range;
 mod sink;
 
 pub use clock::{now_ns, thread_id, thread_name};
 pub use range::{Range, range, scope};
 
-use crate::error::{Error, Result};
+pub(crate) use sink::{DeviceFacts, DeviceTrace, OpDesc, Sink, StreamFacts};
+
+use crate::error::Result;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// How device spans are obtained (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -313,45 +318,65 @@ pub struct Recording {
 /// [`Device::record`](crate::Device::record)); dropping it (or
 /// [`Recorder::stop`]) turns recording off. `Send + Sync`.
 pub struct Recorder {
-    _todo: (),
+    sink: Arc<Sink>,
 }
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder").finish_non_exhaustive()
+        f.debug_struct("Recorder")
+            .field("device", &self.sink.facts.ordinal)
+            .field("timing", &self.sink.timing)
+            .finish_non_exhaustive()
     }
 }
 
 impl Recorder {
     /// Takes what was recorded so far, leaving recording on: the device
     /// spans of the operations taken are resolved first, waiting for their
-    /// end events (`cuEventSynchronize`, `cuEventElapsedTime`).
+    /// end events (`cuEventSynchronize`, `cuEventElapsedTime`), and the
+    /// reference calibration is made again (so event times stay close to
+    /// it). Streams are calibrated again at their next operation.
+    ///
+    /// Waiting for the end events blocks the host until those operations
+    /// have run: take after the work was released (not while a gate kernel
+    /// holds it back).
     ///
     /// # Errors
     /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; a sticky driver
-    /// error ([`Error::ContextLost`]). An event that cannot be resolved is
-    /// no error: the operation keeps `span: None` and counts in
+    /// error ([`crate::Error::ContextLost`]). An event that cannot be
+    /// resolved is no error: its operation keeps `span: None` and counts in
     /// [`Recording::dropped`].
     pub fn take(&self) -> Result<Recording> {
-        Err(Error::Internal("trace::Recorder::take: unfinished".into()))
+        self.sink.take()
     }
 
     /// Turns recording off and returns what was recorded since the last
     /// [`Recorder::take`].
     ///
     /// # Errors
-    /// As [`Recorder::take`].
+    /// As [`Recorder::take`] (recording is off either way).
     pub fn stop(self) -> Result<Recording> {
-        self.take()
+        self.sink.stopped.store(true, Ordering::Release);
+        self.sink.take()
     }
 
     /// The device's ordinal.
     pub fn device(&self) -> i32 {
-        0
+        self.sink.facts.ordinal
     }
 
     /// The backend.
     pub fn timing(&self) -> Timing {
-        Timing::HostOnly
+        self.sink.timing
+    }
+}
+
+impl Drop for Recorder {
+    /// Turns recording off: the device's next submission finds the sink
+    /// stopped and clears the funnel's flag. What was not taken is
+    /// discarded (its events destroyed).
+    fn drop(&mut self) {
+        self.sink.stopped.store(true, Ordering::Release);
+        range::RECORDERS.fetch_sub(1, Ordering::Relaxed);
     }
 }

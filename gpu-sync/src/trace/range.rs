@@ -25,7 +25,7 @@ thread_local! {
 }
 
 /// The innermost open range of the calling thread.
-#[allow(dead_code)] // used by the funnel hook (next commit)
+
 pub(crate) fn innermost() -> Option<u64> {
     OPEN.try_with(|o| o.try_borrow().ok().and_then(|o| o.last().map(|r| r.id))).ok().flatten()
 }
