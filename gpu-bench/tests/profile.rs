@@ -167,7 +167,9 @@ fn schedule_cycles_call_back_with_their_steps() {
     let (device, _k) = setup();
     let stream = Stream::new(&device).unwrap();
     let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 256).unwrap();
-    let mut seen: Vec<(Option<(u64, u64)>, Vec<String>, usize)> = Vec::new();
+    /// What each callback saw: the steps, the ranges' names, the memsets.
+    type Seen = (Option<(u64, u64)>, Vec<String>, usize);
+    let mut seen: Vec<Seen> = Vec::new();
     {
         let mut p = Profiler::new(&device)
             .backend(Backend::Events)

@@ -24,6 +24,9 @@ pub enum Backend {
     Auto,
 }
 
+/// The callback a finished cycle's trace is handed to.
+type OnTraceReady<'cb> = Box<dyn FnMut(&Trace) + 'cb>;
+
 /// One recording stretch: from a cycle's first recorded step to its save.
 struct Run {
     recorder: Recorder,
@@ -66,7 +69,7 @@ pub struct Profiler<'cb> {
     backend: Backend,
     streams: Option<Vec<u64>>,
     schedule: Option<Schedule>,
-    on_ready: Option<Box<dyn FnMut(&Trace) + 'cb>>,
+    on_ready: Option<OnTraceReady<'cb>>,
     source: Option<Source>,
     run: Option<Run>,
     step: u64,
