@@ -256,8 +256,22 @@ impl CuptiSide {
     /// # Errors
     /// Why CUPTI cannot be used.
     pub(crate) fn start(activity: &'static Activity) -> Result<CuptiSide, CuptiError> {
-        let consumer =
-            activity.consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])?;
+        const NEEDED: [ActivityKind; 4] = [
+            ActivityKind::Kernel,
+            ActivityKind::Memcpy,
+            ActivityKind::Memset,
+            ActivityKind::ExternalCorrelation,
+        ];
+        let all = [NEEDED.as_slice(), &[ActivityKind::Synchronization, ActivityKind::Overhead]].concat();
+        // Synchronization and overhead records are only counted: a CUPTI
+        // that will not give them still gives the spans.
+        let consumer = match activity.consumer(&all) {
+            Ok(c) => c,
+            Err(e) => {
+                log::info!("profile: CUPTI without synchronization/overhead records ({e})");
+                activity.consumer(&NEEDED)?
+            }
+        };
         let align = align(activity)?;
         Ok(CuptiSide { activity, consumer, align, dropped_at_start: activity.dropped() })
     }

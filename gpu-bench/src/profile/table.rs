@@ -352,7 +352,9 @@ impl KeyAverages {
     }
 
     /// The table as markdown: name, calls, device total, self device,
-    /// average, min / max, % of device time, host total.
+    /// average, min / max, % of device time, host total. Ranges read
+    /// "range: NAME", device spans without a launch of their own (a graph
+    /// replay's kernels) "device: NAME".
     pub fn markdown(&self) -> String {
         let t = |v: f64| format_value(v, Unit::Seconds);
         let rows: Vec<Vec<String>> = self
@@ -361,7 +363,10 @@ impl KeyAverages {
             .map(|r| {
                 let name = match r.kind {
                     RowKind::Range => format!("range: {}", r.label()),
-                    _ => r.label(),
+                    // Kernels of a graph replay, or work no recorded
+                    // operation launched.
+                    RowKind::Device => format!("device: {}", r.label()),
+                    RowKind::Op => r.label(),
                 };
                 vec![
                     name.replace('|', "\\|"),
