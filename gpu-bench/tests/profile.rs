@@ -201,3 +201,49 @@ fn a_schedule_without_active_steps_and_a_step_before_start_are_errors() {
     let mut q = Profiler::new(&device);
     assert!(q.step().unwrap_err().to_string().contains("before start"));
 }
+
+#[test]
+fn the_cupti_backend_joins_every_record_to_its_launch_and_a_graphs_kernels_to_the_replay() {
+    let _one = one_at_a_time();
+    let (device, k) = setup();
+    let stream = Stream::new(&device).unwrap();
+    let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 256]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&stream, 256).unwrap();
+    let mut spin = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let graph = stream
+        .capture(|c| {
+            k.scale(c.stream(), &x, &mut y, 2.0)?;
+            k.spin(c.stream(), 5 * CYCLES_PER_US, &mut spin)
+        })
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    device.synchronize().unwrap();
+    let mut p = Profiler::new(&device).backend(Backend::Cupti);
+    p.start().unwrap();
+    k.spin(&stream, 10 * CYCLES_PER_US, &mut spin).unwrap();
+    for _ in 0..2 {
+        graph.launch(&stream).unwrap();
+    }
+    stream.synchronize().unwrap();
+    let t = p.finish().unwrap().expect("trace");
+    assert_eq!(t.source, Source::Cupti);
+    assert_eq!((t.unclaimed(), t.dropped.cupti, t.dropped.recorder), (0, 0, 0), "{:?}", t.notes);
+    assert!(t.clocks.iter().any(|c| c.clock == "cupti"));
+    let direct: Vec<_> = t.spans.iter().filter(|s| s.graph.is_none()).collect();
+    assert_eq!(direct.len(), 1);
+    assert_eq!((direct[0].name.as_str(), direct[0].duration_ns()), ("spin_cycles", 10_000));
+    // Two replays of two kernels, each tied to its replay's host operation.
+    let replays: Vec<u64> = t.ops.iter().filter(|o| o.name == "graph launch").map(|o| o.id).collect();
+    assert_eq!(replays.len(), 2);
+    for id in &replays {
+        let inside: Vec<&str> =
+            t.spans.iter().filter(|s| s.op == Some(*id)).map(|s| s.name.as_str()).collect();
+        assert_eq!(inside, ["scale_f32", "spin_cycles"], "replay {id}");
+    }
+    let ka = t.key_averages();
+    let g = ka.row(RowKind::Op, "graph launch").unwrap();
+    let inside: u64 = t.spans.iter().filter(|s| s.graph.is_some()).map(|s| s.duration_ns()).sum();
+    assert!((g.device_total_s - inside as f64 * 1e-9).abs() < 1e-12);
+    assert_eq!(ka.row(RowKind::Device, "spin_cycles").unwrap().calls, 2);
+}
