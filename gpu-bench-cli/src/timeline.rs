@@ -23,7 +23,7 @@
 //! `compare.md`/`compare.json`: each backend's table average beside it.
 
 use crate::common::{Ctx, Failure};
-use gpu_bench::profile::{Backend, Column, OpKind, Profiler, RowKind, Source, Trace, range, scope};
+use gpu_bench::profile::{Backend, Column, OpKind, Profiler, RowKind, Trace, range, scope};
 use gpu_bench::record::{Unit, format_value};
 use gpu_bench::{Bench, Mode};
 use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
@@ -349,7 +349,7 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             if ctx.sim { ", SIMULATED TIMES" } else { "" }
         );
         write(&trace, args, &plan, &d, &title)?;
-        tables.push((trace.source, trace.key_averages()));
+        tables.push(trace);
     }
     if args.check_timer {
         check_timer(ctx, &plan, &tables, &dir)?;
@@ -358,14 +358,23 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
     Ok(0)
 }
 
+/// The average device time of `name`'s launches inside the "pageable"
+/// range (where each kernel ran alone: the copies block the host).
+fn alone_avg(t: &Trace, name: &str) -> Option<f64> {
+    let pageable = t.ranges.iter().find(|r| r.name == "pageable" && r.parent.is_none())?.id;
+    let d: Vec<u64> = t
+        .spans
+        .iter()
+        .filter(|s| s.name == name)
+        .filter(|s| s.op.and_then(|id| t.op(id)).is_some_and(|o| t.ancestors(o.range).contains(&pageable)))
+        .map(|s| s.duration_ns())
+        .collect();
+    (!d.is_empty()).then(|| d.iter().sum::<u64>() as f64 * 1e-9 / d.len() as f64)
+}
+
 /// The pipeline's two kernels timed by the timer's kernel mode (CUPTI),
 /// beside each backend's table average of the same launches.
-fn check_timer(
-    ctx: &Ctx,
-    plan: &Plan,
-    tables: &[(Source, gpu_bench::profile::KeyAverages)],
-    dir: &Path,
-) -> Result<(), Failure> {
+fn check_timer(ctx: &Ctx, plan: &Plan, traces: &[Trace], dir: &Path) -> Result<(), Failure> {
     let stream = Stream::new(&ctx.device)?;
     let mut timer = ctx.timer(&stream)?;
     if let Err(why) = timer.kernel_mode_available() {
@@ -377,7 +386,7 @@ fn check_timer(
     let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| kernel | timer kernel mode (median) | backend | table avg | min / max | vs kernel mode |\n|---|---|---|---|---|---|\n",
+        "| kernel | timer kernel mode (median) | backend | table avg (vs kernel mode) | min / max | alone: pageable run avg (vs kernel mode) |\n|---|---|---|---|---|---|\n",
     );
     for name in ["spin_cycles", "scale_f32"] {
         ctx.progress.step(format!("timeline: kernel mode of {name}"));
@@ -388,22 +397,30 @@ fn check_timer(
             bench.run_on(&mut timer, None, |s| k.scale(s, &src, &mut dst, 2.0))?
         };
         let Some(km) = rec.mode(Mode::Kernel).map(|m| m.median()) else { continue };
-        for (source, t) in tables {
-            let Some(r) = t.row(RowKind::Op, name) else { continue };
+        for t in traces {
+            let ka = t.key_averages();
+            let Some(r) = ka.row(RowKind::Op, name) else { continue };
+            // The same kernel in the pageable run only, where nothing ran
+            // beside it (in the pinned run copies share the memory system).
+            let alone = alone_avg(t, name);
             let diff = r.device_avg_s / km - 1.0;
+            let diff_alone = alone.map(|a| a / km - 1.0);
             md.push_str(&format!(
-                "| {name} | {} | {} | {} | {} / {} | {:+.2} % |\n",
+                "| {name} | {} | {} | {} ({:+.2} %) | {} / {} | {} ({}) |\n",
                 format_value(km, Unit::Seconds),
-                source.name(),
+                t.source.name(),
                 format_value(r.device_avg_s, Unit::Seconds),
+                diff * 100.0,
                 format_value(r.device_min_s, Unit::Seconds),
                 format_value(r.device_max_s, Unit::Seconds),
-                diff * 100.0
+                alone.map_or("—".into(), |a| format_value(a, Unit::Seconds)),
+                diff_alone.map_or("—".into(), |d| format!("{:+.2} %", d * 100.0)),
             ));
             rows.push(json!({
-                "kernel": name, "kernel_mode_median_s": km, "backend": source.name(),
+                "kernel": name, "kernel_mode_median_s": km, "backend": t.source.name(),
                 "table_avg_s": r.device_avg_s, "table_min_s": r.device_min_s, "table_max_s": r.device_max_s,
                 "calls": r.calls, "relative_difference": diff,
+                "pageable_run_avg_s": alone, "pageable_run_relative_difference": diff_alone,
             }));
         }
     }

@@ -107,3 +107,36 @@ fn a_bad_sort_column_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a column"));
 }
+
+#[test]
+fn check_timer_puts_kernel_mode_beside_each_backends_table_exactly_on_the_simulator() {
+    let dir = scratch("check");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .env_remove("RUST_LOG")
+        .args([
+            "--driver",
+            "sim",
+            "--out",
+            dir.to_str().unwrap(),
+            "timeline",
+            "--backend",
+            "both",
+            "--check-timer",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "two kernels x two backends");
+    // The simulator's times are exact: every backend's table reads what
+    // kernel mode reads.
+    for r in rows {
+        assert!(r["relative_difference"].as_f64().unwrap().abs() < 1e-9, "{r}");
+        assert!(r["pageable_run_relative_difference"].as_f64().unwrap().abs() < 1e-9, "{r}");
+        assert_eq!(r["calls"], 8);
+    }
+    assert!(std::fs::read_to_string(dir.join("compare.md")).unwrap().contains("| spin_cycles |"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
