@@ -6,8 +6,10 @@
 //!
 //! - Clock: CUPTI's timestamps (`cuptiGetTimestamp`'s clock) are mapped to
 //!   `gpu_sync::trace::now_ns()` by sampling `(now_ns, timestamp, now_ns)`
-//!   triples and keeping the tightest bracket; its half-width is the
-//!   mapping's uncertainty ([`Alignment`]).
+//!   triples and keeping the tightest bracket ([`Alignment`]; its half-width
+//!   is the uncertainty), once when a run starts and again at each collect:
+//!   the line through the two ([`ClockMap`]) follows a drift between the
+//!   clocks.
 //! - Join: each external-correlation record ties CUPTI's correlation id of
 //!   an API call to our operation's id; a kernel, copy or memset record
 //!   with that correlation id becomes a device span of that operation (all
@@ -26,34 +28,78 @@ use std::collections::HashMap;
 /// Samples taken for one alignment.
 const SAMPLES: usize = 64;
 
-/// CUPTI's clock on the host clock: `host = cupti - offset_ns`.
+/// One sample of CUPTI's clock against the host clock: the CUPTI time read
+/// between two host reads, placed at their middle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Alignment {
-    /// CUPTI time minus host time, ns.
-    pub offset_ns: i128,
-    /// Half the width of the tightest bracket, ns.
+    /// CUPTI's time, ns.
+    pub cupti_ns: u64,
+    /// The host time it is taken to have been read at (the bracket's
+    /// middle), ns.
+    pub host_ns: u64,
+    /// Half the width of the bracket, ns.
     pub uncertainty_ns: u64,
 }
 
 impl Alignment {
-    /// Aligns from `samples` triples `(host before, cupti, host after)`:
-    /// the tightest bracket wins.
+    /// The tightest of `samples` triples `(host before, cupti, host after)`.
     pub fn from_samples(samples: &[(u64, u64, u64)]) -> Option<Alignment> {
         samples.iter().filter(|(a, _, b)| b >= a).min_by_key(|(a, _, b)| b - a).map(|&(a, c, b)| Alignment {
-            offset_ns: i128::from(c) - (i128::from(a) + i128::from(b)) / 2,
+            cupti_ns: c,
+            host_ns: a + (b - a) / 2,
             uncertainty_ns: (b - a).div_ceil(2),
         })
     }
 
-    /// The tighter of two alignments.
-    pub fn tighter(self, other: Alignment) -> Alignment {
-        if other.uncertainty_ns < self.uncertainty_ns { other } else { self }
+    /// CUPTI time minus host time, ns.
+    pub fn offset_ns(&self) -> i128 {
+        i128::from(self.cupti_ns) - i128::from(self.host_ns)
     }
+}
+
+/// CUPTI's clock on the host clock: an offset from one alignment; with a
+/// second one at least [`ClockMap::MIN_SPAN_NS`] later, the line through
+/// both, which follows a drift between the two clocks (the host clock's
+/// NTP slewing is up to 500 ppm) over a long trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockMap {
+    /// The alignment at the start.
+    pub first: Alignment,
+    /// The alignment at the end, if any.
+    pub last: Option<Alignment>,
+}
+
+impl ClockMap {
+    /// Two alignments closer than this (10 ms) give an offset only (their
+    /// uncertainties would dominate the slope).
+    pub const MIN_SPAN_NS: u64 = 10_000_000;
 
     /// A CUPTI timestamp on the host clock.
     pub fn to_host(&self, cupti_ns: u64) -> u64 {
-        let h = i128::from(cupti_ns) - self.offset_ns;
-        u64::try_from(h.max(0)).unwrap_or(u64::MAX)
+        let a = self.first;
+        let h = match self.last {
+            Some(b) if b.cupti_ns > a.cupti_ns && b.cupti_ns - a.cupti_ns >= Self::MIN_SPAN_NS => {
+                let dc = (b.cupti_ns - a.cupti_ns) as f64;
+                let dh = b.host_ns as f64 - a.host_ns as f64;
+                a.host_ns as f64 + (cupti_ns as f64 - a.cupti_ns as f64) * (dh / dc)
+            }
+            Some(b) if b.uncertainty_ns < a.uncertainty_ns => (i128::from(cupti_ns) - b.offset_ns()) as f64,
+            _ => (i128::from(cupti_ns) - a.offset_ns()) as f64,
+        };
+        if h <= 0.0 { 0 } else { h.round() as u64 }
+    }
+
+    /// How far a mapped time may be off: the wider bracket's half-width.
+    pub fn uncertainty_ns(&self) -> u64 {
+        self.last.map_or(self.first.uncertainty_ns, |b| b.uncertainty_ns.max(self.first.uncertainty_ns))
+    }
+
+    /// The host clock's rate against CUPTI's, minus 1, in parts per
+    /// million, when the map has a slope.
+    pub fn drift_ppm(&self) -> Option<f64> {
+        let (a, b) = (self.first, self.last?);
+        let dc = b.cupti_ns.checked_sub(a.cupti_ns).filter(|d| *d >= Self::MIN_SPAN_NS)? as f64;
+        Some(((b.host_ns as f64 - a.host_ns as f64) / dc - 1.0) * 1e6)
     }
 }
 
@@ -161,7 +207,7 @@ pub(crate) struct Joined {
 pub(crate) fn join(
     trace: &mut Trace,
     recs: &[Rec],
-    align: &Alignment,
+    align: &ClockMap,
     device: i32,
     streams: &HashMap<u32, u64>,
     window: (u64, u64),
@@ -245,7 +291,8 @@ pub(crate) fn join(
 pub(crate) struct CuptiSide {
     pub(crate) activity: &'static Activity,
     consumer: Consumer,
-    align: Alignment,
+    /// The alignment the current stretch starts from.
+    first: Alignment,
     dropped_at_start: u64,
 }
 
@@ -272,8 +319,8 @@ impl CuptiSide {
                 activity.consumer(&NEEDED)?
             }
         };
-        let align = align(activity)?;
-        Ok(CuptiSide { activity, consumer, align, dropped_at_start: activity.dropped() })
+        let first = align(activity)?;
+        Ok(CuptiSide { activity, consumer, first, dropped_at_start: activity.dropped() })
     }
 
     /// Throws away what arrived so far (a warmup's records).
@@ -283,6 +330,7 @@ impl CuptiSide {
     pub(crate) fn discard(&mut self) -> Result<(), CuptiError> {
         self.consumer.take()?;
         self.dropped_at_start = self.activity.dropped();
+        self.first = align(self.activity)?;
         Ok(())
     }
 
@@ -300,7 +348,8 @@ impl CuptiSide {
         window: (u64, u64),
     ) -> Result<Joined, CuptiError> {
         let records = self.consumer.take()?;
-        self.align = self.align.tighter(align(self.activity)?);
+        let last = align(self.activity)?;
+        let map = ClockMap { first: self.first, last: Some(last) };
         let mut streams = HashMap::new();
         for &(id, raw) in raw_streams {
             let raw = raw as usize as gpu_sync::cuda_sys::CUstream;
@@ -309,14 +358,22 @@ impl CuptiSide {
             }
         }
         let recs: Vec<Rec> = records.iter().filter_map(from_activity).collect();
-        let joined = join(trace, &recs, &self.align, device.ordinal(), &streams, window);
+        let joined = join(trace, &recs, &map, device.ordinal(), &streams, window);
+        // The next stretch starts where this one ended.
+        self.first = last;
         let dropped = self.activity.dropped();
         trace.dropped.cupti += dropped.saturating_sub(self.dropped_at_start);
         self.dropped_at_start = dropped;
         trace.clocks.push(super::trace::ClockAlignment {
             clock: "cupti".into(),
-            uncertainty_ns: self.align.uncertainty_ns,
+            uncertainty_ns: map.uncertainty_ns(),
         });
+        if let Some(ppm) = map.drift_ppm() {
+            trace.notes.push(format!(
+                "CUPTI clock mapped by the line through two alignments {:.3} s apart: host clock rate {ppm:+.2} ppm against CUPTI's",
+                (last.cupti_ns - map.first.cupti_ns) as f64 * 1e-9
+            ));
+        }
         Ok(joined)
     }
 }
@@ -330,12 +387,29 @@ mod tests {
     fn the_tightest_bracket_sets_the_offset_and_its_half_width_the_uncertainty() {
         let a = Alignment::from_samples(&[(100, 5_000, 300), (1_000, 5_950, 1_020), (2_000, 7_000, 2_500)])
             .unwrap();
-        assert_eq!(a, Alignment { offset_ns: 5_950 - 1_010, uncertainty_ns: 10 });
-        assert_eq!(a.to_host(5_950), 1_010);
-        let b = Alignment { offset_ns: 0, uncertainty_ns: 3 };
-        assert_eq!(a.tighter(b), b);
-        assert_eq!(b.tighter(a), b);
+        assert_eq!(a, Alignment { cupti_ns: 5_950, host_ns: 1_010, uncertainty_ns: 10 });
+        assert_eq!(a.offset_ns(), 4_940);
+        let m = ClockMap { first: a, last: None };
+        assert_eq!(m.to_host(5_950), 1_010);
+        assert_eq!((m.uncertainty_ns(), m.drift_ppm()), (10, None));
         assert!(Alignment::from_samples(&[]).is_none());
+    }
+
+    #[test]
+    fn two_alignments_far_apart_follow_a_drift_and_close_ones_keep_the_tighter_offset() {
+        let a = Alignment { cupti_ns: 1_000_000_000, host_ns: 0, uncertainty_ns: 40 };
+        // The host clock ran 100 ppm fast over 1 s of CUPTI time.
+        let b = Alignment { cupti_ns: 2_000_000_000, host_ns: 1_000_100_000, uncertainty_ns: 60 };
+        let m = ClockMap { first: a, last: Some(b) };
+        assert_eq!(m.to_host(1_500_000_000), 500_050_000);
+        assert_eq!(m.to_host(2_000_000_000), 1_000_100_000);
+        assert!((m.drift_ppm().unwrap() - 100.0).abs() < 1e-6);
+        assert_eq!(m.uncertainty_ns(), 60);
+        // 1 ms apart: no slope; the tighter alignment's offset.
+        let c = Alignment { cupti_ns: 1_001_000_000, host_ns: 1_000_010, uncertainty_ns: 5 };
+        let m = ClockMap { first: a, last: Some(c) };
+        assert_eq!(m.drift_ppm(), None);
+        assert_eq!(m.to_host(1_001_000_000), 1_000_010);
     }
 
     fn host_op(id: u64, name: &str, kind: OpKind) -> HostOp {
@@ -398,7 +472,8 @@ mod tests {
                 graph: 0,
             },
         ];
-        let align = Alignment { offset_ns: 9_000, uncertainty_ns: 5 };
+        let align =
+            ClockMap { first: Alignment { cupti_ns: 9_000, host_ns: 0, uncertainty_ns: 5 }, last: None };
         let streams = HashMap::from([(77u32, 5u64)]);
         let j = join(&mut t, &recs, &align, 0, &streams, (1_000, 2_000));
         assert_eq!(

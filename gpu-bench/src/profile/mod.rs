@@ -33,7 +33,7 @@ mod table;
 mod trace;
 
 pub use chrome::{DEVICE_PID, HOST_PID};
-pub use cupti::Alignment;
+pub use cupti::{Alignment, ClockMap};
 pub use gpu_sync::trace::{range, scope};
 pub use profiler::{Backend, Profiler};
 pub use schedule::{Action, Schedule};
