@@ -52,14 +52,15 @@ fn timing_event(facts: &DeviceFacts) -> Result<OwnedEvent> {
 
 impl Events {
     /// Creates the recorder's stream and the first reference calibration,
-    /// with the device's context current.
-    pub(crate) fn new(facts: DeviceFacts) -> Result<(Events, Vec<OwnedEvent>)> {
+    /// with the device's context current; the pool is `spare` (events of
+    /// earlier recorders) topped up to [`PREALLOCATED`].
+    pub(crate) fn new(facts: DeviceFacts, spare: Vec<OwnedEvent>) -> Result<(Events, Vec<OwnedEvent>)> {
         let flags = cuda_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
         let stream =
             call("cuStreamCreateWithPriority", || cu::stream::create_with_priority(facts.drv, flags, 0))?;
         let cal = reference(&facts, &stream)?;
-        let mut pool = Vec::with_capacity(PREALLOCATED);
-        for _ in 0..PREALLOCATED {
+        let mut pool = spare;
+        while pool.len() < PREALLOCATED {
             pool.push(timing_event(&facts)?);
         }
         Ok((Events { stream: Some(stream), reference: Mutex::new(Arc::new(cal)) }, pool))

@@ -57,6 +57,9 @@ pub(crate) struct DeviceTrace {
     /// its drop), under `slot`.
     on: AtomicBool,
     slot: Mutex<Weak<Sink>>,
+    /// Timing events of recorders gone, for the next one: events are
+    /// created once per device and reused.
+    spare: Arc<Mutex<Vec<OwnedEvent>>>,
 }
 
 impl DeviceTrace {
@@ -97,7 +100,8 @@ impl DeviceTrace {
         facts.bind()?;
         let (events, pool) = match opts.timing {
             Timing::Events => {
-                let (e, pool) = Events::new(facts)?;
+                let spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()));
+                let (e, pool) = Events::new(facts, spare)?;
                 (Some(e), pool)
             }
             Timing::Cupti | Timing::HostOnly => (None, Vec::new()),
@@ -114,6 +118,7 @@ impl DeviceTrace {
             events,
             stopped: AtomicBool::new(false),
             state: Mutex::new(state),
+            spare: self.spare.clone(),
         });
         *slot = Arc::downgrade(&sink);
         self.on.store(true, Ordering::Release);
@@ -198,6 +203,8 @@ pub(crate) struct Sink {
     /// Set by the recorder's drop: nothing more is recorded.
     pub(super) stopped: AtomicBool,
     state: Mutex<State>,
+    /// The device's spare events, where this sink's pool goes at its drop.
+    spare: Arc<Mutex<Vec<OwnedEvent>>>,
 }
 
 /// A finished operation, its span unresolved.
@@ -460,15 +467,28 @@ impl Sink {
 
 impl Drop for Sink {
     fn drop(&mut self) {
-        // Its events are destroyed with their context bound; inside a host
-        // function (no driver call allowed) they are leaked instead.
+        // Its events are destroyed with their context bound, or kept for the
+        // device's next recorder; inside a host function (no driver call
+        // allowed) they are leaked instead.
         let leftovers: Leftovers = self.events.as_mut().map(Events::drain).unwrap_or_default();
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        let held =
-            (std::mem::take(&mut st.pool), std::mem::take(&mut st.done), std::mem::take(&mut st.stream_cal));
+        let mut pool = std::mem::take(&mut st.pool);
+        let done = std::mem::take(&mut st.done);
+        let cals = std::mem::take(&mut st.stream_cal);
         if crate::ffi::calls_refused() || self.facts.bind().is_err() {
             log::warn!("trace: leaking a recorder's timing events (dropped inside a host function)");
-            std::mem::forget((leftovers, held));
+            std::mem::forget((leftovers, pool, done, cals));
+            return;
         }
+        // Operations never taken: their events go back too (an event whose
+        // last record is pending may be recorded again).
+        for d in done {
+            if let Some((a, b, _)) = d.events {
+                pool.push(a);
+                pool.push(b);
+            }
+        }
+        drop((leftovers, cals));
+        self.spare.lock().unwrap_or_else(|p| p.into_inner()).extend(pool);
     }
 }
