@@ -140,3 +140,71 @@ fn check_timer_puts_kernel_mode_beside_each_backends_table_exactly_on_the_simula
     assert!(std::fs::read_to_string(dir.join("compare.md")).unwrap().contains("| spin_cycles |"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Time both a copy and a kernel ran, over the copy time, from a Chrome
+/// trace's device slices inside the host range `run` (µs, as in the file).
+fn overlap_from_json(trace: &serde_json::Value, run: &str) -> f64 {
+    let ev = trace["traceEvents"].as_array().unwrap();
+    let x = |e: &serde_json::Value| {
+        (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+    };
+    let r = ev.iter().find(|e| e["cat"] == "range" && e["name"] == run).map(x).expect("the run's range");
+    let clip = |(a, b): (f64, f64)| (a.max(r.0), b.min(r.1));
+    let union = |cat: &str| {
+        let mut v: Vec<(f64, f64)> = ev
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat && e["pid"].as_u64().unwrap() >= 100)
+            .map(|e| clip(x(e)))
+            .filter(|(a, b)| b > a)
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<(f64, f64)> = Vec::new();
+        for (a, b) in v {
+            match out.last_mut() {
+                Some(l) if a <= l.1 => l.1 = l.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    };
+    let (copies, kernels) = (union("memcpy"), union("kernel"));
+    let copy: f64 = copies.iter().map(|(a, b)| b - a).sum();
+    let both: f64 =
+        copies.iter().flat_map(|c| kernels.iter().map(move |k| (c.1.min(k.1) - c.0.max(k.0)).max(0.0))).sum();
+    both / copy
+}
+
+/// On the GPU machine: the trace.json files `gpu-bench timeline --backend
+/// both` wrote into `$TIMELINE_DIR`, parsed back: with pinned memory the
+/// copies overlap the kernels for most of their time, with pageable memory
+/// not at all.
+#[test]
+#[ignore = "needs a CUDA GPU (reads $TIMELINE_DIR, the output of `gpu-bench timeline --backend both` there)"]
+fn on_the_gpu_pinned_copies_overlap_compute_and_pageable_ones_serialize() {
+    let Some(dir) = std::env::var_os("TIMELINE_DIR") else {
+        eprintln!("TIMELINE_DIR not set: nothing to check");
+        return;
+    };
+    for backend in ["events", "cupti"] {
+        let path = PathBuf::from(&dir).join(backend).join("trace.json");
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(trace["otherData"]["source"], backend);
+        let (pinned, pageable) = (overlap_from_json(&trace, "pinned"), overlap_from_json(&trace, "pageable"));
+        eprintln!(
+            "{backend}: copies overlapped by kernels: pinned {:.1} %, pageable {:.1} %",
+            pinned * 100.0,
+            pageable * 100.0
+        );
+        assert!(
+            pinned > 0.5,
+            "{backend}: pinned copies overlap compute only {:.1} % of their time",
+            pinned * 100.0
+        );
+        assert!(
+            pageable < 0.02,
+            "{backend}: pageable copies overlap compute {:.1} % of their time",
+            pageable * 100.0
+        );
+    }
+}

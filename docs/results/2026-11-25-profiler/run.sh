@@ -6,7 +6,7 @@
 # the two backends. Everything lands in one .tgz under $OUT.
 #
 #   bash run.sh BUNDLE_DIR          (BUNDLE_DIR holds gpu-bench, profile_gpu,
-#                                    profile_peer.py and fatbin/)
+#                                    timeline_test, profile_peer.py, fatbin/)
 set -u
 B=$(cd "${1:-$(dirname "$0")}" && pwd)
 W=$(mktemp -d)
@@ -38,6 +38,11 @@ for b in events cupti; do
   python3 "$B/profile_peer.py" compare "$W/timeline/$b/trace.json" "$W/torch/torch_trace.json" \
     --kernels scale_f32,spin_cycles --out "$W/compare_torch_$b.md" 2>&1 | tee -a "$W/compare.log"
 done
+
+step "GPU test: the timeline's traces parsed back (pinned overlaps, pageable serializes)"
+( TIMELINE_DIR="$W/timeline" timeout 60 "$B/timeline_test" --include-ignored --nocapture on_the_gpu ) > "$W/test_timeline.log" 2>&1
+echo "timeline test rc=$?" | tee -a "$W/rc.txt"
+tail -n 8 "$W/test_timeline.log"
 
 step "GPU test: both backends"
 ( timeout 90 "$B/profile_gpu" --include-ignored --nocapture ) > "$W/test_gpu.log" 2>&1
