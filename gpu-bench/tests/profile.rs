@@ -247,3 +247,33 @@ fn the_cupti_backend_joins_every_record_to_its_launch_and_a_graphs_kernels_to_th
     assert!((g.device_total_s - inside as f64 * 1e-9).abs() < 1e-12);
     assert_eq!(ka.row(RowKind::Device, "spin_cycles").unwrap().calls, 2);
 }
+
+#[test]
+fn cupti_schedule_cycles_keep_only_their_own_steps_records() {
+    let _one = one_at_a_time();
+    let (device, k) = setup();
+    let stream = Stream::new(&device).unwrap();
+    let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 256]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&stream, 256).unwrap();
+    device.synchronize().unwrap();
+    let mut seen = Vec::new();
+    {
+        let mut p = Profiler::new(&device)
+            .backend(Backend::Cupti)
+            .schedule(Schedule::new(0, 1, 2, 2))
+            .on_trace_ready(|t| seen.push((t.steps, t.spans.len(), t.unclaimed(), t.notes.clone())));
+        p.start().unwrap();
+        for _ in 0..6 {
+            k.scale(&stream, &x, &mut y, 2.0).unwrap();
+            p.step().unwrap();
+        }
+        assert!(p.finish().unwrap().is_none());
+    }
+    // warmup 1, active 2, twice: steps 1-2 and 4-5, one kernel a step, the
+    // warmups' records left out.
+    assert_eq!(seen.len(), 2);
+    for (i, (steps, spans, unclaimed, notes)) in seen.iter().enumerate() {
+        assert_eq!(*steps, Some((3 * i as u64 + 1, 3 * i as u64 + 2)));
+        assert_eq!((*spans, *unclaimed), (2, 0), "{notes:?}");
+    }
+}

@@ -12,7 +12,7 @@ B=$(cd "${1:-$(dirname "$0")}" && pwd)
 W=$(mktemp -d)
 OUT=${OUT:-$B/out}
 mkdir -p "$OUT"
-export GPU_SYNC_DRIVER=cuda RUST_BACKTRACE=1
+export GPU_SYNC_DRIVER=${GPU_SYNC_DRIVER:-cuda} RUST_BACKTRACE=1
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   date -u
