@@ -15,7 +15,8 @@
 //!
 //! Writes into `--out` (default `./timeline`): `trace.json` (Chrome
 //! trace-event JSON: open it in ui.perfetto.dev or chrome://tracing),
-//! `table.md` and `table.json` (key_averages), `timeline.svg`, and
+//! `table.md` and `table.json` (key_averages), `timeline.svg` (and
+//! `timeline.png` when built with the `png` feature), and
 //! `summary.json` (overlap per run: the time copies and kernels ran at
 //! once over the copy time). `--backend both` writes one folder per
 //! backend (`events/`, `cupti/`). `--check-timer` also times the pipeline's
@@ -283,6 +284,12 @@ fn write(
     io(dir.join("table.md"), &md)?;
     io(dir.join("table.json"), &table.json())?;
     io(dir.join("timeline.svg"), &trace.svg(title))?;
+    #[cfg(feature = "png")]
+    {
+        let png = trace.png(title)?;
+        let p = dir.join("timeline.png");
+        std::fs::write(&p, png).map_err(|e| Failure::Io(format!("{}: {e}", p.display())))?;
+    }
     let summary = json!({
         "source": trace.source.name(),
         "chunks": plan.chunks,

@@ -27,6 +27,9 @@ pub enum Error {
     /// The kernel-time source (CUPTI) failed while measuring.
     #[error("kernel mode: {0}")]
     Kernel(String),
+    /// A picture could not be rendered (the SVG → PNG path).
+    #[error("rendering: {0}")]
+    Render(String),
 }
 
 /// gpu-bench's result.

@@ -11,7 +11,8 @@
 //! - [`Trace::key_averages`] (`table`): the op table — calls, device total
 //!   and self, average, min/max, % of device time, host time; sorted by
 //!   any [`Column`], grouped by shape; markdown and JSON;
-//! - [`Trace::svg`] (`svg`): the timeline as a picture;
+//! - [`Trace::svg`] (`svg`): the timeline as a picture (and, with the
+//!   `png` feature, `Trace::png` through resvg);
 //! - [`Schedule`] (`schedule`): skip_first / wait / warmup / active /
 //!   repeat, driven by steps;
 //! - [`Profiler`] (`profiler`): turns gpu-sync's recording
@@ -26,6 +27,8 @@
 mod adapt;
 mod chrome;
 mod cupti;
+#[cfg(feature = "png")]
+mod png;
 mod profiler;
 mod schedule;
 mod svg;
@@ -35,6 +38,8 @@ mod trace;
 pub use chrome::{DEVICE_PID, HOST_PID};
 pub use cupti::{Alignment, ClockMap};
 pub use gpu_sync::trace::{range, scope};
+#[cfg(feature = "png")]
+pub use png::svg_to_png;
 pub use profiler::{Backend, Profiler};
 pub use schedule::{Action, Schedule};
 pub use svg::colour;
@@ -64,6 +69,16 @@ impl Trace {
     /// The timeline as an SVG document titled `title`.
     pub fn svg(&self, title: &str) -> String {
         svg::render(self, title)
+    }
+
+    /// The timeline as a PNG image (feature `png`: [`svg_to_png`] of
+    /// [`Trace::svg`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::Render`].
+    #[cfg(feature = "png")]
+    pub fn png(&self, title: &str) -> crate::Result<Vec<u8>> {
+        svg_to_png(&self.svg(title))
     }
 }
 
