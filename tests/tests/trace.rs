@@ -395,3 +395,133 @@ fn cupti_external_correlation_maps_records_back_to_operations() {
     assert_eq!(r.dropped, 0);
     t.finish();
 }
+
+/// The median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// On a GPU: spin kernels of about 10 µs, 100 µs and 1 ms recorded with
+/// the event backend and then with CUPTI; each size's median event span
+/// against the median duration of the CUPTI kernel records joined to the
+/// launches by their external correlation ids (printed: run with
+/// `--nocapture`). The event span brackets the kernel (start event before
+/// it on the stream, end event after), so it is never shorter, and longer
+/// by the events' own floor — the difference that matters below ~100 µs.
+/// A replayed graph's kernels, which events cannot see, come back from
+/// CUPTI under the replay's id.
+#[test]
+fn events_and_cupti_agree_on_a_gpu() {
+    if on_sim() {
+        return;
+    }
+    let _s = serial();
+    let t = ctx(1908);
+    let k = kernels::Kernels::load(&t.device).expect("kernels");
+    let s = Stream::new(&t.device).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&s, 1).unwrap();
+    k.spin(&s, t.cycles_for_ms(50.0), &mut out).unwrap(); // clocks up
+    s.synchronize().unwrap();
+    const REPS: usize = 7;
+    let sizes_ms = [0.01, 0.1, 1.0];
+    let run = |rec_timing: Timing| -> Vec<OpRecord> {
+        let rec = t.device.record(RecordOptions::new(rec_timing)).unwrap();
+        let mut out = DeviceBuffer::<u64>::zeroed(&s, 1).unwrap();
+        for ms in sizes_ms {
+            for _ in 0..REPS {
+                k.spin(&s, t.cycles_for_ms(ms), &mut out).unwrap();
+            }
+        }
+        s.synchronize().unwrap();
+        let r = rec.stop().unwrap();
+        assert_eq!(r.dropped, 0);
+        r.ops.into_iter().filter(|o| matches!(o.kind, OpKind::Kernel { .. }) && o.stream == s.id()).collect()
+    };
+    // Events.
+    let ev_ops = run(Timing::Events);
+    assert_eq!(ev_ops.len(), sizes_ms.len() * REPS, "{ev_ops:?}");
+    for w in ev_ops.windows(2) {
+        let (p, n) = (w[0].span.expect("span"), w[1].span.expect("span"));
+        assert!(p.0 <= p.1 && p.1 <= n.0 + 1_000, "stream order: {:?} {:?}", w[0], w[1]);
+    }
+    // CUPTI.
+    let activity = cuda_sys::cupti::activity().expect("CUPTI on the GPU machine");
+    let consumer = activity.consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation]).unwrap();
+    let cu_ops = run(Timing::Cupti);
+    // A replayed graph of three spins.
+    let mut gout = DeviceBuffer::<u64>::zeroed(&s, 1).unwrap();
+    let graph = s
+        .capture(|cap| {
+            for _ in 0..3 {
+                k.spin(cap.stream(), t.cycles_for_ms(0.05), &mut gout)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    let rec = t.device.record(RecordOptions::new(Timing::Cupti)).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let replay = rec.stop().unwrap();
+    let records = consumer.take().unwrap();
+    drop(consumer);
+    let corr: std::collections::HashMap<u64, u32> = records
+        .iter()
+        .filter_map(|c| match c.op {
+            ActivityOp::ExternalCorrelation { external_id, .. } => Some((external_id, c.correlation_id)),
+            _ => None,
+        })
+        .collect();
+    let kernel_ns = |corr_id: u32| -> Vec<(u64, u32)> {
+        records
+            .iter()
+            .filter_map(|c| match c.op {
+                ActivityOp::Kernel { graph_id, .. } if c.correlation_id == corr_id => {
+                    Some((c.duration_ns(), graph_id))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(cu_ops.len(), sizes_ms.len() * REPS);
+    eprintln!("kernel durations, median of {REPS} (events: span; CUPTI: kernel record)");
+    eprintln!("| spin | events µs | CUPTI µs | events − CUPTI µs | (events − CUPTI) / CUPTI |");
+    eprintln!("|---|---|---|---|---|");
+    for (i, ms) in sizes_ms.iter().enumerate() {
+        let mut ev: Vec<f64> = ev_ops[i * REPS..(i + 1) * REPS]
+            .iter()
+            .map(|o| o.span.map(|(a, b)| (b - a) as f64 / 1e3).expect("span"))
+            .collect();
+        let mut cu: Vec<f64> = cu_ops[i * REPS..(i + 1) * REPS]
+            .iter()
+            .map(|o| {
+                let c =
+                    corr.get(&o.id).copied().unwrap_or_else(|| panic!("no external correlation for {o:?}"));
+                let k = kernel_ns(c);
+                assert_eq!(k.len(), 1, "one kernel record for {o:?}: {k:?}");
+                assert_eq!(k[0].1, 0, "not in a graph");
+                k[0].0 as f64 / 1e3
+            })
+            .collect();
+        let (e, c) = (median(&mut ev), median(&mut cu));
+        eprintln!("| {} µs | {e:.2} | {c:.2} | {:.2} | {:+.2} % |", ms * 1e3, e - c, (e - c) / c * 100.0);
+        assert!(e >= c - 1.0, "an event span brackets its kernel: {e} µs < {c} µs");
+        if *ms >= 1.0 {
+            assert!((e - c) / c < 0.02, "1 ms kernels: events within 2 % of CUPTI ({e} vs {c} µs)");
+        } else if *ms >= 0.1 {
+            assert!((e - c) / c < 0.05, "100 µs kernels: events within 5 % of CUPTI ({e} vs {c} µs)");
+        }
+    }
+    let replays = named(&replay.ops, "graph launch");
+    assert_eq!(replays.len(), 1);
+    let inside = kernel_ns(corr[&replays[0].id]);
+    eprintln!("graph replay: {} kernel records under its correlation id: {inside:?}", inside.len());
+    assert_eq!(inside.len(), 3, "{inside:?}");
+    assert!(inside.iter().all(|(_, g)| *g != 0));
+    t.finish();
+}
