@@ -15,7 +15,9 @@
 //!
 //! Writes into `--out` (default `./timeline`): `trace.json` (Chrome
 //! trace-event JSON: open it in ui.perfetto.dev or chrome://tracing),
-//! `table.md` and `table.json` (key_averages), `timeline.svg` (and
+//! `table.md` and `table.json` (key_averages), `timeline.svg` (the whole
+//! trace; `timeline_pinned.svg` and `timeline_pageable.svg` each run alone,
+//! zoomed in) (and
 //! `timeline.png` when built with the `png` feature), and
 //! `summary.json` (overlap per run: the time copies and kernels ran at
 //! once over the copy time). `--backend both` writes one folder per
@@ -284,6 +286,13 @@ fn write(
     io(dir.join("table.md"), &md)?;
     io(dir.join("table.json"), &table.json())?;
     io(dir.join("timeline.svg"), &trace.svg(title))?;
+    // Each run on its own, zoomed in.
+    for name in ["pinned", "pageable"] {
+        if let Some((a, b)) = window(trace, name) {
+            let w = trace.window(a, b);
+            io(dir.join(format!("timeline_{name}.svg")), &w.svg(&format!("{title}: the {name} run")))?;
+        }
+    }
     #[cfg(feature = "png")]
     {
         let png = trace.png(title)?;

@@ -320,3 +320,15 @@ fn a_captured_call_is_a_row_of_its_own_so_a_kernels_average_is_its_launches() {
     assert_eq!((cap.calls, cap.device_total_s), (1, 0.0));
     assert!(cap.host_total_s > 0.0);
 }
+
+#[test]
+fn a_window_keeps_what_starts_inside_it() {
+    let t = sample();
+    let w = t.window(1_700, 2_000);
+    assert_eq!(w.ranges.len(), 0);
+    assert_eq!(w.ops.iter().map(|o| o.id).collect::<Vec<_>>(), [102, 103]);
+    assert_eq!(w.spans.len(), 3);
+    assert_eq!(w.memory.len(), 1);
+    assert_eq!(w.bounds(), Some((1_700, 1_990)));
+    assert_eq!(w.streams, t.streams);
+}

@@ -425,6 +425,20 @@ impl Trace {
         self.memory.sort_by_key(|m| m.t_ns);
     }
 
+    /// The part of the trace that starts inside `[start_ns, end_ns]`: ranges,
+    /// host operations, device spans and memory samples beginning there
+    /// (kept whole), with the tracks, counts and notes (for a picture of one
+    /// stretch of a long trace).
+    pub fn window(&self, start_ns: u64, end_ns: u64) -> Trace {
+        let inside = |t: u64| (start_ns..=end_ns).contains(&t);
+        let mut t = self.clone();
+        t.ranges.retain(|r| inside(r.start_ns));
+        t.ops.retain(|o| inside(o.host_start_ns));
+        t.spans.retain(|s| inside(s.start_ns));
+        t.memory.retain(|m| inside(m.t_ns));
+        t
+    }
+
     /// The chain of ranges from `range` up to its outermost ancestor.
     pub fn ancestors(&self, range: Option<u64>) -> Vec<u64> {
         let mut out = Vec::new();
