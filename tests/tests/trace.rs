@@ -552,3 +552,11 @@ fn events_and_cupti_agree_on_a_gpu() {
     assert!(inside.iter().all(|(_, g)| *g != 0));
     t.finish();
 }
+
+#[test]
+fn recorders_and_recordings_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<trace::Recorder>();
+    send_sync::<trace::Recording>();
+    send_sync::<RecordOptions>();
+}
