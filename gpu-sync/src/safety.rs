@@ -112,10 +112,10 @@
 //!    the module if a wait fails. Graphs keep their modules alive.
 //!
 //! 10. **Recording adds only its own events, around the call it records.**
-//!     While a device records (`gpu_sync::trace`), `engine::submit` takes
-//!     `submit_recorded` instead of the plain routing — the same guards, the
-//!     same routing and flavors — with the operation's driver-call closure
-//!     wrapped: before the call the host clock and, with
+//!     While a device records (`gpu_sync::trace`), `engine::submit` makes
+//!     the recorder's hook (`engine::hook`) and routes the operation as
+//!     always — the same guards, the same routing and flavors — with the
+//!     operation's driver-call closure wrapped (`Hooked::call`): before the call the host clock and, with
 //!     `Timing::Events`, `cuEventRecord` of a timing event on the raw
 //!     stream; after it the end event's record (or, with `Timing::Cupti`,
 //!     CUPTI's external correlation push and pop). The wrapper runs where

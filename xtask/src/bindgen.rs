@@ -445,7 +445,7 @@ mod generate {
     /// 13.0.88; 13.0.85 is its 13.0 release, CUPTI API version 130001).
     pub const CUPTI_WHEEL: &str = "nvidia-cuda-cupti==13.0.85";
 
-    /// The CUPTI functions the table in `cuda-sys/src/cupti.rs` binds; each
+    /// The CUPTI functions the table in `cuda-sys/src/cupti/mod.rs` binds; each
     /// gets a `PFN_<name>` typedef taken from its declaration with
     /// `__typeof__`, so no signature is written by hand.
     pub const CUPTI_FUNCTIONS: &[&str] = &[

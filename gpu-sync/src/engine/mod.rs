@@ -111,8 +111,8 @@ pub(crate) const NO_USES: &[Use<'static>] = &[];
 /// when it was captured into a graph).
 ///
 /// Recording (`gpu_sync::trace`) is one relaxed load of the device's flag
-/// here while off; on, [`submit_recorded`] wraps `call` (and nothing
-/// else: the guards, the routing and the flavors are the same).
+/// here while off; on, the recorder's hook wraps `call` ([`Hooked::call`])
+/// and nothing else: the guards, the routing and the flavors are the same.
 ///
 /// # Errors
 /// `CUDA_ERROR_NOT_PERMITTED` inside a host function or a simulated kernel
@@ -129,10 +129,67 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // functions deferred runs (no lock is held here).
     crate::ffi::refuse(op.name)?;
     capture::host_fn::drain();
-    if s.device.inner.trace.is_on() {
-        return submit_recorded(s, op, call);
+    // Recording: one relaxed load while off; on, the hook's context, made
+    // out of line. The routing is instantiated once either way (a second
+    // instantiation lets LLVM merge the flavors' closures and stop inlining
+    // them on the hot path), with `call` wrapped by `Hooked::call`.
+    let hook = if s.device.inner.trace.is_on() { hook(s, &op) } else { None };
+    let captured = hook.as_ref().map(|h| &h.captured);
+    route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+}
+
+/// The recorder's hook around one operation while its device records.
+struct Hooked<'a> {
+    sink: Arc<crate::trace::Sink>,
+    stream: StreamFacts,
+    name: &'static str,
+    kind: Kind<'a>,
+    describe: Option<&'a dyn Fn() -> OpDesc>,
+    /// Set by the capture's branch of [`route`] before the call.
+    captured: Cell<bool>,
+}
+
+/// The hook for `op` on `s`, if the device's recorder records that stream
+/// (clears the device's flag when the recorder is gone).
+#[cold]
+#[inline(never)]
+fn hook<'a, U: Uses + ?Sized>(s: &Arc<Timeline>, op: &Op<'a, U>) -> Option<Hooked<'a>> {
+    let sink = s.device.inner.trace.sink_for(s.id)?;
+    Some(Hooked {
+        sink,
+        stream: StreamFacts { id: s.id, priority: s.priority },
+        name: op.name,
+        kind: op.kind,
+        describe: op.describe,
+        captured: Cell::new(false),
+    })
+}
+
+impl Hooked<'_> {
+    /// Makes the driver call, inside the recorder's hook if there is one:
+    /// before it the host clock and a start event (or CUPTI's external
+    /// correlation id), after it an end event (or the pop) and the record
+    /// with the operation's description. It runs where the call would,
+    /// inside the flavor (book held, context bound; for a blocking copy on
+    /// its idle stream), so the events sit right around the operation on
+    /// its stream; a captured operation gets none.
+    #[inline(always)]
+    fn call<R>(
+        hook: Option<&Hooked<'_>>,
+        raw: BorrowedStream<'_>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let Some(h) = hook else { return call(raw) };
+        let captured = h.captured.get();
+        let f = h.sink.before(h.stream, raw, captured);
+        let r = call(raw);
+        let desc = match h.describe {
+            Some(d) => d(),
+            None => default_desc(h.name, h.kind),
+        };
+        h.sink.after(f, h.stream, raw, desc, captured, r.is_ok());
+        r
     }
-    route(s, op, call, None)
 }
 
 /// The routing of [`submit`] after its first two guards: the capture
@@ -166,38 +223,6 @@ fn route<R, U: Uses + ?Sized>(
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
     }
-}
-
-/// [`submit`] while the device records: the same routing, with `call`
-/// wrapped by the recorder's hook — before the driver call the host clock
-/// and a start event (or CUPTI's external correlation id), after it an end
-/// event (or the pop) and the record. The wrapper runs where `call` would,
-/// inside the flavor (book held, context bound; for a blocking copy on its
-/// idle stream), so the events sit right around the operation on its
-/// stream. A captured operation gets no events (`captured`).
-#[cold]
-#[inline(never)]
-fn submit_recorded<R, U: Uses + ?Sized>(
-    s: &Arc<Timeline>,
-    op: Op<'_, U>,
-    call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-) -> Result<(R, u64)> {
-    let Some(sink) = s.device.inner.trace.sink_for(s.id) else { return route(s, op, call, None) };
-    let stream = StreamFacts { id: s.id, priority: s.priority };
-    let (name, kind, describe) = (op.name, op.kind, op.describe);
-    let captured = Cell::new(false);
-    let recorded = |raw: BorrowedStream<'_>| {
-        let cap = captured.get();
-        let f = sink.before(stream, raw, cap);
-        let r = call(raw);
-        let desc = match describe {
-            Some(d) => d(),
-            None => default_desc(name, kind),
-        };
-        sink.after(f, stream, raw, desc, cap, r.is_ok());
-        r
-    };
-    route(s, op, recorded, Some(&captured))
 }
 
 /// An operation's description from its engine name and kind (for the

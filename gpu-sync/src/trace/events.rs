@@ -28,8 +28,13 @@ pub(crate) struct Cal {
 }
 
 /// How long a stream's calibration polls for its event before the stream
-/// is taken as busy (the reference then serves it).
-const POLL: Duration = Duration::from_micros(200);
+/// is taken as busy (the reference then serves it). An idle stream's event
+/// completes in a few µs (about 7 on an H100).
+const POLL: Duration = Duration::from_micros(50);
+/// Queries made at least, however long they take (a thread descheduled
+/// during the poll still sees an idle stream's event complete: its bracket
+/// is then wide, and says so).
+const POLL_AT_LEAST: u32 = 64;
 /// Brackets tried for the reference; the tightest is kept.
 const REFERENCE_ROUNDS: usize = 3;
 /// Events created when recording starts.
@@ -97,24 +102,29 @@ impl Events {
     }
 
     /// A calibration of stream `id` (`raw`, context current), or the
-    /// reference when its event does not complete within [`POLL`] (the
-    /// stream was busy).
+    /// reference when the stream is busy (`cuStreamQuery`, asked first, so
+    /// a busy stream costs one query) or its event does not complete within
+    /// [`POLL`].
     pub(crate) fn calibrate_stream(&self, sink: &Sink, id: u64, raw: BorrowedStream<'_>) -> Arc<Cal> {
         let bracket = (|| -> Result<Option<Cal>> {
+            if !call("cuStreamQuery", || cu::stream::query(raw))? {
+                return Ok(None);
+            }
             let event = timing_event(&sink.facts)?;
             let t0 = super::now_ns();
             call("cuEventRecord", || cu::event::record(&event, raw))?;
             let deadline = Instant::now() + POLL;
-            loop {
+            for n in 1.. {
                 if call("cuEventQuery", || cu::event::query(&event))? {
                     let t1 = super::now_ns();
                     return Ok(Some(Cal { info: bracketed(sink.facts.ordinal, id, t0, t1), event }));
                 }
-                if Instant::now() >= deadline {
-                    return Ok(None);
+                if n >= POLL_AT_LEAST && Instant::now() >= deadline {
+                    break;
                 }
                 std::hint::spin_loop();
             }
+            Ok(None)
         })();
         match bracket {
             Ok(Some(cal)) => Arc::new(cal),

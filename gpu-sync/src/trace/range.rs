@@ -25,7 +25,6 @@ thread_local! {
 }
 
 /// The innermost open range of the calling thread.
-
 pub(crate) fn innermost() -> Option<u64> {
     OPEN.try_with(|o| o.try_borrow().ok().and_then(|o| o.last().map(|r| r.id))).ok().flatten()
 }

@@ -310,18 +310,19 @@ impl Sink {
     ) {
         let mut failed = f.failed;
         let mut events = f.events;
-        if let Some((start, end, _)) = &events
-            && ok
+        if ok
+            && let Some((_, end, _)) = &events
             && let Err(e) = cu::event::record(end, raw)
         {
             log::debug!("trace: recording an end event: {e}");
             failed = true;
-            let _ = start;
         }
-        if failed && let Some((start, end, _)) = events.take() {
-            if let Some(ev) = &self.events {
-                ev.give_back(self, [start, end]);
-            }
+        // Without both events there is no span: the pair goes back.
+        if failed
+            && let Some((start, end, _)) = events.take()
+            && let Some(ev) = &self.events
+        {
+            ev.give_back(self, [start, end]);
         }
         if f.pushed
             && let Some(a) = self.cupti

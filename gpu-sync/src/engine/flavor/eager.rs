@@ -71,17 +71,10 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
-    // Inlined by force: with the recorded path (`engine::submit_recorded`)
-    // instantiating this function a second time, LLVM merges the two
-    // identical closures and, with two callers, stops inlining the one of
-    // the hot path (+96 instructions per launch, counted with callgrind).
-    uses.each(
-        #[inline(always)]
-        |t, a| {
-            if let Some(tr) = book.tracker_mut(t.res().slot) {
-                tr.record_use(s, ticket, a);
-            }
-        },
-    );
+    uses.each(|t, a| {
+        if let Some(tr) = book.tracker_mut(t.res().slot) {
+            tr.record_use(s, ticket, a);
+        }
+    });
     Ok((r, ticket))
 }
