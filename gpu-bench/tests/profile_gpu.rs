@@ -84,8 +84,9 @@ fn events_and_cupti_see_the_same_operations_and_agree_on_kernel_time() {
             diff / c.device_avg_s * 100.0
         );
         // Events bracket the kernel: never much shorter, longer by the
-        // event pair's floor (a few µs) at most.
-        assert!(diff > -0.5e-6 && diff < 4e-6 + 0.02 * c.device_avg_s, "{name}: {diff}");
+        // event pair's floor at most (6-8 µs on an H100 at 10-100 µs
+        // kernels: docs/results/2026-11-25-profiler-recording.md).
+        assert!(diff > -0.5e-6 && diff < 10e-6 + 0.02 * c.device_avg_s, "{name}: {diff}");
     }
     // The graph: one span per replay with events, its two kernels with CUPTI.
     let g_ev = ev.spans.iter().filter(|s| s.name == "graph launch").count();
