@@ -356,7 +356,7 @@ fn pinned_sub_ranges_copy_with_the_whole_buffer_rules() {
     t.finish();
 }
 
-// Pageable copies of at least 32 MiB are staged through pinned chunks by
+// Pageable copies of at least 16 MiB are staged through pinned chunks by
 // several host threads (gpu-sync/src/memory/staging.rs): exact data, into
 // and out of views at odd offsets, a size that is no multiple of the chunk,
 // across two streams, with no race and no pinned memory left behind.

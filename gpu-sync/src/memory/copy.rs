@@ -9,7 +9,7 @@
 //! a pinned buffer ([`Stream::upload_range`], [`Stream::download_range`])
 //! follow the same rules, the whole buffer being tracked.
 //!
-//! A copy from or to a borrowed slice of at least 32 MiB (the `*_pageable`
+//! A copy from or to a borrowed slice of at least 16 MiB (the `*_pageable`
 //! methods, `to_vec`, `DeviceBuffer::from_slice`) is staged through pinned
 //! chunks by several host threads (`staging`): the borrowed slice is then
 //! read or written only by the host, inside the call, and the device copies
@@ -306,10 +306,10 @@ impl Stream {
     /// copy is done. Work queued on the stream before the call completes
     /// first.
     ///
-    /// Below 32 MiB: `cuStreamSynchronize` until the stream is idle, then
+    /// Below 16 MiB: `cuStreamSynchronize` until the stream is idle, then
     /// `cuMemcpyHtoDAsync` and `cuStreamSynchronize` (the synchronous copy
     /// the driver performs for pageable memory anyway, one host thread
-    /// copying into its staging memory). From 32 MiB: staged by gpu-sync,
+    /// copying into its staging memory). From 16 MiB: staged by gpu-sync,
     /// up to four host threads copying 16 MiB chunks into two pinned
     /// buffers (kept per device between calls) while the copy engine moves
     /// the previous chunk (tracked `cuMemcpyHtoDAsync`s); it returns once
@@ -380,8 +380,8 @@ impl Stream {
 
     /// Copies device memory into a pageable host slice and returns when the
     /// data is there. Work queued on the stream before the call completes
-    /// first. Below 32 MiB: `cuStreamSynchronize` until the stream is idle,
-    /// then `cuMemcpyDtoHAsync` and `cuStreamSynchronize`; from 32 MiB,
+    /// first. Below 16 MiB: `cuStreamSynchronize` until the stream is idle,
+    /// then `cuMemcpyDtoHAsync` and `cuStreamSynchronize`; from 16 MiB,
     /// staged as [`Stream::upload_pageable`] is, the other way: tracked
     /// downloads into two pinned chunks, each copied out by up to four host
     /// threads once it has arrived.
@@ -412,7 +412,7 @@ impl Stream {
     }
 
     /// Copies device memory into a new `Vec` (a synchronous pageable copy,
-    /// staged from 32 MiB as [`Stream::download_pageable`] is: the host
+    /// staged from 16 MiB as [`Stream::download_pageable`] is: the host
     /// threads that copy the chunks out also take the new `Vec`'s first-touch
     /// page faults, in parallel).
     ///

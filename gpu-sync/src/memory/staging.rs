@@ -3,9 +3,9 @@
 //!
 //! The driver copies a pageable slice through its own pinned staging
 //! memory with one host thread, so its rate is one core's `memcpy` rate
-//! (about 7 GB/s for 1 GiB out of cache on the H100 machine of
+//! (6–8 GB/s for 1 GiB out of cache on the H100 machine of
 //! docs/results/2026-11-25-pageable.md, where four threads copy at 20–35
-//! GB/s and the link carries 54). Copies of at least [`MIN_BYTES`] go through
+//! GB/s and the link carries 54; staged, 14.6 GB/s). Copies of at least [`MIN_BYTES`] go through
 //! two pinned chunks of [`CHUNK`] bytes instead: the host copies chunk
 //! *i + 1* into one, with up to [`MAX_THREADS`] threads, while the copy
 //! engine moves chunk *i* out of the other. The device side of each chunk is
@@ -25,8 +25,11 @@ use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::sync::{Mutex, OnceLock};
 
-/// Pageable copies of at least this many bytes are staged.
-pub(crate) const MIN_BYTES: usize = 32 << 20;
+/// Pageable copies of at least this many bytes are staged. Measured on the
+/// H100 machine (docs/results/2026-11-25-pageable.md): one 16 MiB chunk
+/// copied by four threads then uploaded beat the driver's path (14.0–16.9
+/// against 12.5–13.5 GB/s), 4 MiB did not (10.0 against 13.5).
+pub(crate) const MIN_BYTES: usize = 16 << 20;
 /// Bytes per pinned chunk.
 pub(crate) const CHUNK: usize = 16 << 20;
 /// Host threads copying into or out of a chunk, at most (fewer when the
