@@ -51,7 +51,7 @@ pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineK
 pub use sim::register_sim_kernels;
 pub use spec::{
     DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind,
-    Ty,
+    TILE_VECTORS, Ty,
 };
 pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
