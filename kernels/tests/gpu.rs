@@ -202,7 +202,12 @@ fn floats(seed: u32, n: usize) -> Vec<f32> {
 fn grids(items: u64) -> [u32; 4] {
     let block = u64::from(kernels::DEFAULT_BLOCK);
     let tile = block * u64::from(kernels::TILE_VECTORS);
-    [3, items.div_ceil(tile) as u32, items.div_ceil(4 * tile) as u32, items.div_ceil(block).clamp(1, 1 << 20) as u32]
+    [
+        3,
+        items.div_ceil(tile) as u32,
+        items.div_ceil(4 * tile) as u32,
+        items.div_ceil(block).clamp(1, 1 << 20) as u32,
+    ]
 }
 
 fn check_param_info(gpu: &Gpu) {
