@@ -46,7 +46,9 @@ pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
-pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name};
+pub use roofline::{
+    CacheHint, FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name,
+};
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{

@@ -500,5 +500,6 @@ fn elementwise_kernels_at_every_offset() {
 #[test]
 fn float_inputs_are_finite() {
     assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));
-    assert_eq!(grids(1000), [3, 4]);
+    assert_eq!(grids(1000), [3, 2, 1, 4]);
+    assert_eq!(grids(1 << 20), [3, 2048, 512, 4096]);
 }

@@ -36,7 +36,7 @@ use gpu_bench::roofline::{
 use gpu_bench::{Bench, Mode, Settings};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
+use kernels::{CacheHint, FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
