@@ -1,9 +1,11 @@
-//! Phase 4: the L2 working-set sweeps (grid-stride, and per-block slices
-//! over the sets that fit in the L2), the L1 sweep and shared memory.
+//! Phase 4: the L2 working-set sweep (grid-stride; with `--tune` also in
+//! per-block slices over the sets that fit in the L2), the L1 sweep and
+//! shared memory.
 
 use super::*;
 pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
-    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let Run { ctx, timer, stream, probes, sms, sizes, tune, .. } = run;
+    let tune = *tune;
     let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
     let seed = 0x00c0_ffeeu32;
     let largest = sizes.l2_sweep.iter().chain(&sizes.l1_sweep).copied().max().unwrap_or(1 << 20);
@@ -14,14 +16,23 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
     let g = Grid { blocks: sms * 8, threads: 256 };
     let l2_size = report.device.l2_bytes.max(0) as f64;
     // The per-block-slice order over the working sets that fit in the L2
-    // (past it both orders read the HBM).
-    let in_l2: Vec<u64> =
-        sizes.l2_sweep.iter().copied().filter(|&ws| l2_size <= 0.0 || ws as f64 <= l2_size).collect();
+    // (past it both orders read the HBM), under `--tune` only: on an H100
+    // (docs/results/2026-11-25-h100-roofline-2) it read 6.80 TB/s over
+    // whole working sets against the grid-stride order's 7.79, and added
+    // 4.7 s to the main job.
+    let in_l2: Vec<u64> = if tune {
+        sizes.l2_sweep.iter().copied().filter(|&ws| l2_size <= 0.0 || ws as f64 <= l2_size).collect()
+    } else {
+        Vec::new()
+    };
     for (hint, sweep, name) in [
         (CacheHint::L2, &sizes.l2_sweep, "L2"),
         (CacheHint::L2Slices, &in_l2, "L2"),
         (CacheHint::Plain, &sizes.l1_sweep, "L1"),
     ] {
+        if sweep.is_empty() {
+            continue;
+        }
         let l2_only = hint != CacheHint::Plain;
         let loads = match hint {
             CacheHint::Plain => "plain loads",
