@@ -46,12 +46,14 @@ pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
-pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name};
+pub use roofline::{
+    CacheHint, FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name,
+};
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{
     DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind,
-    Ty,
+    TILE_VECTORS, Ty,
 };
 pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,

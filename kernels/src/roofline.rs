@@ -134,6 +134,19 @@ impl FmaPrecision {
     }
 }
 
+/// How `cache_read` loads its working set (the kernel's `hint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheHint {
+    /// Plain loads (L1 and L2), grid-stride: the L1 sweep.
+    Plain = 0,
+    /// `ld.global.cg` (L2 only), grid-stride: load `i` of the grid reads
+    /// uint4 `i % ws4`, so each pass hands a line to a different SM.
+    L2 = 1,
+    /// `ld.global.cg` over per-block slices: block `b` of `G` re-reads only
+    /// uint4 `ws4 * b / G .. ws4 * (b + 1) / G` (the same loads and sum).
+    L2Slices = 2,
+}
+
 /// The probes of `roofline.cu`, loaded into one device.
 pub struct RooflineKernels {
     device: Device,
@@ -358,7 +371,7 @@ impl RooflineKernels {
     }
 
     /// `out[0] +=` the wrapping sum of the words of `n` loads wrapped over
-    /// `input` (`cache_read`); `l2_only` loads with `ld.global.cg`.
+    /// `input` (`cache_read`), in the order and with the loads `hint` names.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] unless `input` holds whole uint4 (fewer
@@ -371,7 +384,7 @@ impl RooflineKernels {
         grid: Grid,
         input: &I,
         n: u64,
-        l2_only: bool,
+        hint: CacheHint,
         out: &mut O,
     ) -> Result<()>
     where
@@ -386,12 +399,15 @@ impl RooflineKernels {
         aligned16(k, "in", input.device_ptr())?;
         same(k, "out must have one element", out.device_len(), 1)?;
         let cfg = grid.config(k)?;
-        // SAFETY (launch): every load is at an index `< ws4` (the wrapped
-        // index starts at `i % ws4` and steps by `stride % ws4` with one
-        // conditional subtract, so it stays below `ws4`), words `4j..4j+4`
-        // of `input`, which has `4 * ws4` words, 16-byte aligned (checked
-        // above); `atomicAdd`s hit `out[0]`; whole warps for the shuffles.
-        self.cache_read.launch(stream, cfg, (input, ws4, n, u32::from(l2_only), out))
+        // SAFETY (launch): every load is at an index `< ws4` (hints 0 and 1:
+        // the wrapped index starts at `i % ws4` and steps by `stride % ws4`
+        // with one conditional subtract, so it stays below `ws4`; hint 2: a
+        // block's index is `lo + j` with `j < hi - lo` wrapped the same way
+        // and `hi = ws4 * (b + 1) / grid <= ws4`, and its tail loads
+        // `i < n % ws4 < ws4`), words `4j..4j+4` of `input`, which has
+        // `4 * ws4` words, 16-byte aligned (checked above); `atomicAdd`s hit
+        // `out[0]`; whole warps for the shuffles.
+        self.cache_read.launch(stream, cfg, (input, ws4, n, hint as u32, out))
     }
 
     /// The shared-memory probe (`smem_read`): `out[0]` = block 0's thread

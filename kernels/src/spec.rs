@@ -246,6 +246,14 @@ impl KernelId {
 /// full occupancy at the kernels' register counts (≤ 40 on sm_80/sm_90).
 pub const DEFAULT_BLOCK: u32 = 256;
 
+/// Sixteen-byte vectors each thread of a tiled kernel (`copy_u32x4`,
+/// `triad_f32`, and every kernel of `elementwise.cu`) takes per tile: a
+/// tile is this many times the block's width of consecutive vectors, and
+/// [`Kernels::grid_tiles`](crate::Kernels::grid_tiles) launches one block per
+/// tile. Equal to `ST_U` in `stream.cu` and `EW_U` in `elementwise.cu`
+/// (the kernels are correct with any grid; this only sizes it).
+pub const TILE_VECTORS: u32 = 2;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -195,11 +195,19 @@ fn floats(seed: u32, n: usize) -> Vec<f32> {
     words(seed, n).into_iter().map(|w| (w as f32 / u32::MAX as f32) * 200.0 - 100.0).collect()
 }
 
-/// Grids to try: a tiny one (many grid-stride iterations per thread) and
-/// one thread per work item.
-fn grids(items: u64) -> [u32; 2] {
+/// Grids to try: a tiny one (many grid-stride iterations per thread), one
+/// block per tile of the tiled kernels when `items` counts 16-byte vectors
+/// and when it counts 4-byte elements (`Kernels::grid_tiles`' rule), and one
+/// thread per work item.
+fn grids(items: u64) -> [u32; 4] {
     let block = u64::from(kernels::DEFAULT_BLOCK);
-    [3, items.div_ceil(block).clamp(1, 1 << 20) as u32]
+    let tile = block * u64::from(kernels::TILE_VECTORS);
+    [
+        3,
+        items.div_ceil(tile) as u32,
+        items.div_ceil(4 * tile) as u32,
+        items.div_ceil(block).clamp(1, 1 << 20) as u32,
+    ]
 }
 
 fn check_param_info(gpu: &Gpu) {
@@ -492,5 +500,6 @@ fn elementwise_kernels_at_every_offset() {
 #[test]
 fn float_inputs_are_finite() {
     assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));
-    assert_eq!(grids(1000), [3, 4]);
+    assert_eq!(grids(1000), [3, 2, 1, 4]);
+    assert_eq!(grids(1 << 20), [3, 2048, 512, 4096]);
 }

@@ -16,7 +16,7 @@
 //!
 //! Every probe's result is checked against its CPU reference before its
 //! figure is kept. `--tune` adds the tuning search of the HBM probes
-//! (variants × grids); `--replay FILE` re-renders a saved `results.json`
+//! (variants × grids) and the L2 sweep in per-block slices; `--replay FILE` re-renders a saved `results.json`
 //! with no GPU; `--peers FILE` merges PyTorch figures measured in the same
 //! device call. Under `--quick` or the simulator, sizes are scaled down and
 //! the report says so.
@@ -36,7 +36,7 @@ use gpu_bench::roofline::{
 use gpu_bench::{Bench, Mode, Settings};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
+use kernels::{CacheHint, FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -49,7 +49,9 @@ pub struct Args {
     /// main job stays under a minute.
     #[arg(long, default_value_t = 4096)]
     pub array_mib: usize,
-    /// Also run the tuning search of the HBM probes (variants × grids).
+    /// Also run the tuning search of the HBM probes (variants × grids) and
+    /// the L2 sweep in per-block slices (each block re-reading its own part
+    /// of the working set).
     #[arg(long)]
     pub tune: bool,
     /// Stop after the HBM and FMA phases (for tuning calls and array-size
