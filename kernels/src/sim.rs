@@ -190,10 +190,14 @@ fn count(call: &KernelCall<'_>, param: usize, n: Option<u64>, elem_bytes: u64) -
 }
 
 /// Runs `body(i)` for every index `i < n` that a thread of the launch visits
-/// in a `.cu` grid-stride loop (`gs_first()` = `blockIdx.x * blockDim.x +
+/// in a grid-stride loop over x (`gs_first()` = `blockIdx.x * blockDim.x +
 /// threadIdx.x`, `gs_stride()` = `gridDim.x * blockDim.x`), thread by thread:
 /// every block and thread index of the launch runs, the y and z ones too,
-/// which (as on a GPU, since the loop reads x only) repeat the x range.
+/// which (as on a GPU, since the `.cu` kernels read x indices only) repeat
+/// the x range. The tiled kernels split the range among the x threads
+/// otherwise (8 KiB block tiles, block-strided, then a grid-stride tail),
+/// but on both every x pass covers each index exactly once, so the outcome
+/// is the same for every launch shape.
 fn per_thread(call: &KernelCall<'_>, n: usize, mut body: impl FnMut(usize)) {
     let (grid, block) = (call.grid(), call.block());
     let stride = u64::from(grid[0]) * u64::from(block[0]);
