@@ -49,6 +49,12 @@ enum Host<'a> {
     /// A borrowed slice: the copy is complete (or the context lost) when the
     /// call returns.
     Borrowed,
+    /// A staging chunk of a pageable copy (a pinned buffer, tracked by its
+    /// resource): asynchronous like [`Host::Pinned`], but it never joins a
+    /// capture (a capture begun meanwhile on the stream refuses it), since
+    /// the pageable copy it is part of must have happened when the call
+    /// returns.
+    Staged(&'a Resource),
 }
 
 impl Stream {
@@ -99,13 +105,10 @@ impl Stream {
             })
         };
         match host {
-            Host::Pinned(h) => {
+            Host::Pinned(h) | Host::Staged(h) => {
+                let kind = if matches!(host, Host::Staged(_)) { Kind::Uncaptured } else { Kind::Async };
                 let uses = [device_use, (Target::Host(h), Access::Read)];
-                engine::submit(
-                    &self.inner,
-                    Op { name: op, uses: &uses, kind: Kind::Async, keep: None },
-                    copy,
-                )?;
+                engine::submit(&self.inner, Op { name: op, uses: &uses, kind, keep: None }, copy)?;
             }
             Host::Borrowed => {
                 let uses = [device_use];
@@ -168,6 +171,7 @@ impl Stream {
         };
         let (uses, kind) = match host {
             Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async),
+            Host::Staged(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Uncaptured),
             // The host side is borrowed, not tracked: listed twice, the
             // device use is recorded once more at the same ticket (no-op).
             Host::Borrowed => ([device_use, device_use], Kind::Blocking),
@@ -181,10 +185,7 @@ impl Stream {
     /// capturing stream or thread, or inside a host function, the copy takes
     /// the driver's path, whose funnel refuses it).
     fn stages(&self, bytes: usize) -> bool {
-        bytes >= staging::MIN_BYTES
-            && !self.is_capturing()
-            && !engine::thread_is_capturing()
-            && !engine::inside_host_fn()
+        bytes >= staging::MIN_BYTES && engine::ordinary_now(&self.inner)
     }
 
     /// A pageable upload staged through two pinned chunks ([`staging`]):
@@ -213,7 +214,7 @@ impl Stream {
             // `pin`'s drop and `as_mut_slice` wait for the read recorded on
             // `pin.res`. `part` is bytes `off..off + n` of `v`, inside the
             // view the caller borrows mutably (`src.len() == v.bytes`).
-            unsafe { self.h2d_view(op, hptr, Host::Pinned(&pin.res), part) }?;
+            unsafe { self.h2d_view(op, hptr, Host::Staged(&pin.res), part) }?;
             last = Some(i);
         }
         match last {
@@ -248,7 +249,7 @@ impl Stream {
             // and `pin`'s drop wait for the write recorded on `pin.res`.
             // `part` is bytes `off..off + n` of `v`, inside the view the
             // caller borrows.
-            unsafe { self.d2h_view(op, part, hptr, Host::Pinned(&pin.res)) }.map(drop)
+            unsafe { self.d2h_view(op, part, hptr, Host::Staged(&pin.res)) }.map(drop)
         };
         issue(&mut chunks, 0)?;
         issue(&mut chunks, 1)?;
