@@ -154,6 +154,18 @@ pub mod probes {
         }
     }
 
+    /// `intensity_f64`: each double after `fmas` steps of
+    /// `x = fma(x, -0.9375, 0.5)`.
+    pub fn intensity_f64(input: &[f64], out: &mut [f64], fmas: u32) {
+        for (o, x) in out.iter_mut().zip(input) {
+            let mut v = *x;
+            for _ in 0..fmas {
+                v = v.mul_add(M, K);
+            }
+            *o = v;
+        }
+    }
+
     /// The starting value of chain `c` of slot `i` (`seed + j * 2^-20`,
     /// `j = 8i + c` rounded to f32, as the kernel computes it).
     fn start_f32(seed: f32, j: u64) -> f32 {
@@ -336,9 +348,62 @@ pub mod probes {
         out
     }
 
+    /// Rows of an `mma.sync` probe's operands (`MMA_ROWS` in `mma.cu`): A
+    /// and B are each 32 rows of 32 bytes.
+    pub const MMA_ROWS: usize = 32;
+
+    impl TcFormat {
+        /// Values per 32-byte row of an `mma.sync` probe's operands: its K.
+        pub const fn mma_k(self) -> usize {
+            self.k() / 4
+        }
+    }
+
+    /// An `mma.sync` probe's result: `iters * A . B^T` (32 x 32,
+    /// row-major), `a` and `b` each 32 rows of 32 bytes, summed in f64.
+    pub fn mma(format: TcFormat, a: &[u8], b: &[u8], iters: u32) -> Vec<f32> {
+        let k = format.mma_k();
+        let av: Vec<f64> = (0..MMA_ROWS * k).map(|i| format.decode(a, i)).collect();
+        let bv: Vec<f64> = (0..MMA_ROWS * k).map(|i| format.decode(b, i)).collect();
+        let mut out = vec![0f32; MMA_ROWS * MMA_ROWS];
+        for m in 0..MMA_ROWS {
+            for n in 0..MMA_ROWS {
+                let dot: f64 = (0..k).map(|j| av[m * k + j] * bv[n * k + j]).sum();
+                out[m * MMA_ROWS + n] = (dot * f64::from(iters)) as f32;
+            }
+        }
+        out
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn mma_reference_is_a_product() {
+            // A row of ones (bf16 0x3f80) against B rows of twos: 2K each.
+            let ones = [0x80u8, 0x3f].repeat(16 * MMA_ROWS);
+            let twos = [0x00u8, 0x40].repeat(16 * MMA_ROWS);
+            let d = mma(TcFormat::Bf16, &ones, &twos, 3);
+            assert_eq!(d.len(), 1024);
+            assert!(d.iter().all(|&v| v == 3.0 * 2.0 * 16.0), "{:?}", &d[..4]);
+            // FP8: K = 32 a row; e4m3 0x38 is 1.0.
+            let e = [0x38u8; 32 * MMA_ROWS];
+            assert!(mma(TcFormat::E4m3, &e, &e, 1).iter().all(|&v| v == 32.0));
+            // Random operands: not all equal, and row m of the result uses
+            // row m of A (swapping two A rows swaps two result rows).
+            let (a, b) = (TcFormat::F16.random(8, 5), TcFormat::F16.random(8, 6));
+            let d = mma(TcFormat::F16, &a, &b, 1);
+            let mut a2 = a.clone();
+            a2[..32].copy_from_slice(&a[32..64]);
+            a2[32..64].copy_from_slice(&a[..32]);
+            let d2 = mma(TcFormat::F16, &a2, &b, 1);
+            assert_eq!(&d2[..32], &d[32..64]);
+            assert_ne!(d[0], d[1]);
+            let mut o = [0f64; 1];
+            intensity_f64(&[1.0], &mut o, 2);
+            assert_eq!(o[0], 1f64.mul_add(-0.9375, 0.5).mul_add(-0.9375, 0.5));
+        }
 
         #[test]
         fn half_rounding() {
