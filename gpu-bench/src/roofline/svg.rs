@@ -308,11 +308,17 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
             labels.push((name, x1, c.value, color, Along::Flat { datasheet_y }));
         }
 
-        // The intensity sweep: a curve with small markers.
+        // The intensity sweeps: curves with small markers, each in the
+        // colour of the compute roof it is held against (grey when that
+        // roof is not drawn, or not named: a version-1 document).
         for s in report.sweeps.iter().filter(|s| s.on_roofline) {
             let pts: Vec<(f64, f64)> =
                 s.points.iter().filter(|p| p.x >= x0 && p.x <= x1 && p.y > 0.0).map(|p| (p.x, p.y)).collect();
-            let c = RGBColor(90, 90, 90);
+            let c = s
+                .ceiling
+                .as_deref()
+                .and_then(|name| compute.iter().position(|c| c.name == name))
+                .map_or(RGBColor(90, 90, 90), |i| compute_colors[i % compute_colors.len()]);
             chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1))).map_err(render_err)?;
             boxes.line(&pts, to_px);
             chart
