@@ -252,8 +252,9 @@ pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(
                 "64x256",
             )
         };
-        let (t, noise) =
-            time(ctx, timer, &name, |s| probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk))?;
+        let (t, noise) = time(ctx, timer, &name, |s| {
+            probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk)
+        })?;
         let v = stream.to_vec(&clk)?;
         let clock_mhz = if v[1] > 0 { Some(v[0] as f64 / v[1] as f64 * 1e3) } else { None };
         let mut ce = ceiling(
@@ -263,9 +264,7 @@ pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(
             noise,
             kernel,
             config,
-            format!(
-                "{result} result within {tolerance:e} of the CPU reference ({worst:.2e} of {scale:.3})"
-            ),
+            format!("{result} result within {tolerance:e} of the CPU reference ({worst:.2e} of {scale:.3})"),
         );
         ce.sm_clock_mhz = clock_mhz;
         // The peak is the dense tensor rate of the GPU (wgmma's on sm_90):

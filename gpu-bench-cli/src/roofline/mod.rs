@@ -403,7 +403,8 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             report.idle_clock_mhz = Some(v[0] as f64 / v[1] as f64 * 1e3);
         }
     }
-    let mut run = Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune, tensor_path: args.tensor_path };
+    let mut run =
+        Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune, tensor_path: args.tensor_path };
     if args.only_tensor {
         let mut phases = Phases::start(ctx, "tensor");
         let r = compute::tensor(&mut run, &mut report);
