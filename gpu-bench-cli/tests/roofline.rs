@@ -37,7 +37,7 @@ fn quick_roofline_on_the_simulator() {
     assert!(report.sweeps.iter().any(|s| s.on_roofline && s.points.len() >= 5));
     // One intensity sweep per precision, each held against its own FMA
     // ceiling, with its empirical ridge in the JSON and the report.
-    for prec in ["FP32", "FP64"] {
+    for prec in ["FP32", "FP64", "FP16"] {
         let s = report
             .sweeps
             .iter()

@@ -177,6 +177,16 @@ pub const fn intensity_f64(n4: u64, fmas: u64) -> Cost {
     }
 }
 
+/// `intensity_f16x2` over `n4` uint4 (eight halves each) with `fmas` FMAs
+/// per half: `16*fmas` FLOPs per 32 bytes moved.
+pub const fn intensity_f16x2(n4: u64, fmas: u64) -> Cost {
+    Cost {
+        flops: n4.saturating_mul(8).saturating_mul(fmas).saturating_mul(2),
+        bytes_read: bytes(n4, 16),
+        bytes_written: bytes(n4, 16),
+    }
+}
+
 /// Bytes of a tensor probe's A tile in global memory (64 rows x 128 bytes).
 pub const TC_A_BYTES: u64 = 64 * 128;
 /// Bytes of its B tile (256 rows x 128 bytes).
@@ -294,6 +304,9 @@ mod tests {
         // intensity 1024 / 16 = 64.
         assert!((intensity_f64(100, 512).intensity() - 64.0).abs() < 1e-12);
         assert_eq!(intensity_f64(3, 1), Cost { flops: 12, bytes_read: 48, bytes_written: 48 });
+        // FP16x2: eight halves a uint4; intensity fmas / 2.
+        assert!((intensity_f16x2(100, 512).intensity() - 256.0).abs() < 1e-12);
+        assert_eq!(intensity_f16x2(3, 1).flops, 48);
         // One m16n8k16 is 4096 FLOPs, eight an iteration; m16n8k32 twice that.
         assert_eq!(mma_probe(1, 1, 16).flops, 8 * 4096);
         assert_eq!(mma_probe(10, 3, 32).flops, 10 * 3 * 8 * 8192);

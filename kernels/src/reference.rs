@@ -166,6 +166,42 @@ pub mod probes {
         }
     }
 
+    /// IEEE binary16 bits of `v`, which must be an f16 value (as
+    /// [`Half::round`] gives): zero, subnormal, normal or infinite.
+    pub fn f16_bits(v: f64) -> u16 {
+        let sign = u16::from(v.is_sign_negative()) << 15;
+        let a = v.abs();
+        if a == 0.0 {
+            return sign;
+        }
+        if a.is_infinite() || a > 65504.0 {
+            return sign | 0x7c00;
+        }
+        let exp = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        if exp < -14 {
+            return sign | (a / 2f64.powi(-24)) as u16;
+        }
+        let mant = ((a / 2f64.powi(exp) - 1.0) * 1024.0) as u16;
+        sign | (((exp + 15) as u16) << 10) | mant
+    }
+
+    /// `intensity_f16x2`: each half of each word (low half first) after
+    /// `fmas` steps of `x = fma(x, -0.9375, 0.5)` in binary16, correctly
+    /// rounded (the product and sum are exact in f64 for these magnitudes).
+    pub fn intensity_f16x2(input: &[u32], out: &mut [u32], fmas: u32) {
+        let half = |h: u16| TcFormat::F16.decode(&h.to_le_bytes(), 0);
+        let step = |h: u16| -> u16 {
+            let mut x = half(h);
+            for _ in 0..fmas {
+                x = Half::F16.round(x.mul_add(M, K));
+            }
+            f16_bits(x)
+        };
+        for (o, w) in out.iter_mut().zip(input) {
+            *o = u32::from(step(*w as u16)) | (u32::from(step((*w >> 16) as u16)) << 16);
+        }
+    }
+
     /// The starting value of chain `c` of slot `i` (`seed + j * 2^-20`,
     /// `j = 8i + c` rounded to f32, as the kernel computes it).
     fn start_f32(seed: f32, j: u64) -> f32 {
@@ -400,6 +436,14 @@ pub mod probes {
             let d2 = mma(TcFormat::F16, &a2, &b, 1);
             assert_eq!(&d2[..32], &d[32..64]);
             assert_ne!(d[0], d[1]);
+            // f16 bits round trip, and one FP16x2 step by hand.
+            for bits in [0x3c00u16, 0xc000, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x8000, 0x3555] {
+                assert_eq!(f16_bits(TcFormat::F16.decode(&bits.to_le_bytes(), 0)), bits, "{bits:#x}");
+            }
+            let mut w = [0u32];
+            // 1.0 -> -0.9375 + 0.5 = -0.4375 (0xb700); 2.0 (0x4000) -> -1.375 (0xbd80).
+            intensity_f16x2(&[0x4000_3c00], &mut w, 1);
+            assert_eq!(w[0], 0xbd80_b700);
             let mut o = [0f64; 1];
             intensity_f64(&[1.0], &mut o, 2);
             assert_eq!(o[0], 1f64.mul_add(-0.9375, 0.5).mul_add(-0.9375, 0.5));

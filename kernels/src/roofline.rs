@@ -14,7 +14,7 @@
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{
     CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
-    IntensityF64Sig, IntensitySig, SmemReadSig, declare,
+    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, SmemReadSig, declare,
 };
 use gpu_sync::{
     AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
@@ -161,6 +161,7 @@ pub struct RooflineKernels {
     smem_read: Typed<SmemReadSig>,
     intensity: Typed<IntensitySig>,
     intensity_f64: Typed<IntensityF64Sig>,
+    intensity_f16x2: Typed<IntensityF16x2Sig>,
 }
 
 fn invalid(kernel: KernelId, what: String) -> Error {
@@ -210,6 +211,7 @@ impl RooflineKernels {
             smem_read: declare::SmemRead(&m)?,
             intensity: declare::IntensityF32(&m)?,
             intensity_f64: declare::IntensityF64(&m)?,
+            intensity_f16x2: declare::IntensityF16x2(&m)?,
         })
     }
 
@@ -502,6 +504,37 @@ impl RooflineKernels {
         // `2 * n4` doubles each from 16-byte aligned starts (checked above);
         // one thread per index.
         self.intensity_f64.launch(stream, cfg, (input, out, fmas, n4))
+    }
+
+    /// `out = input` after `fmas` FMAs per half (`intensity_f16x2`); each
+    /// `u32` is one half2 word, low half first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole uint4
+    /// (a multiple of 4 words) from 16-byte aligned starts and `grid` is
+    /// valid; a launch error.
+    pub fn intensity_f16x2<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::IntensityF16x2;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let n4 = quads(k, "in", input.device_len())?;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, exactly
+        // `4 * n4` words each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity_f16x2.launch(stream, cfg, (input, out, fmas, n4))
     }
 }
 

@@ -120,14 +120,17 @@ fn duration(call: &KernelCall<'_>) -> u64 {
 /// The simulated duration of a roofline probe whose cost is not its table
 /// model's bytes (FLOPs, cache traffic), or `None` for other kernels.
 fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
-    let fma = |lanes: u64| -> Option<f64> {
+    // FP64 at half the FP32 rate, the packed 16-bit types at twice it (as
+    // on an H100), so that each intensity sweep meets its own FMA roof.
+    let fma = |lanes: u64, rate: f64| -> Option<f64> {
         let iters = call.scalar::<u32>(1).ok()?;
         let n = call.scalar::<u64>(4).ok()?;
-        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / SIM_FLOPS_PER_NS)
+        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / (rate * SIM_FLOPS_PER_NS))
     };
     match kernel {
-        KernelId::FmaF64 | KernelId::FmaF32 => fma(1),
-        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2),
+        KernelId::FmaF64 => fma(1, 0.5),
+        KernelId::FmaF32 => fma(1, 1.0),
+        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2, 2.0),
         KernelId::CacheRead => {
             Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
         }
@@ -141,6 +144,12 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
         KernelId::IntensityF32 => {
             let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
+        }
+        KernelId::IntensityF16x2 => {
+            // FP16x2 at twice the FP32 rate, as on an H100.
+            let c =
+                cost::intensity_f16x2(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / 2.0 / SIM_FLOPS_PER_NS))
         }
         KernelId::IntensityF64 => {
             // FP64 at half the FP32 rate, as on an H100.
@@ -529,6 +538,17 @@ pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelF
     let input = call.read::<f32>(0, n)?;
     let mut out = vec![0.0f32; n];
     reference::probes::intensity_f32(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
+pub(crate) fn run_intensity_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF16x2)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(4), 4)?;
+    let input = call.read::<u32>(0, n)?;
+    let mut out = vec![0u32; n];
+    reference::probes::intensity_f16x2(&input, &mut out, fmas);
     call.write(1, &out)
 }
 

@@ -635,6 +635,22 @@ kernel_table! {
     contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: f64 views, two \
                doubles at a time.";
 
+    /// `intensity_f16x2(const uint4* in, uint4* out, unsigned fmas, u64 n4)`:
+    /// the FP16x2 intensity sweep, `fmas` dependent `fma.rn.f16x2` per half2
+    /// (four a uint4).
+    IntensityF16x2 = "intensity_f16x2" in Roofline,
+    launch: Linear, accumulates: false,
+    sig IntensityF16x2Sig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(3)),
+        "out": Out<u32> = write(Ty::U32x4, 16, by(3)),
+        "fmas": u32 = scalar(Ty::U32),
+        "n4": u64 = scalar(Ty::U64),
+    ),
+    cost(n4) = cost::intensity_f16x2(n4, 0),
+    sim: run_intensity_f16x2,
+    contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: u32 views of \
+               half2 words, four at a time.";
+
     /// `tc_bf16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
     /// float* out, u64* clk)`: BF16 `wgmma` m64n256k16 with both operands in shared memory.
     TcBf16 = "tc_bf16_probe" in Tensor,

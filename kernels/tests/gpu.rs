@@ -497,7 +497,7 @@ fn elementwise_kernels_at_every_offset() {
     }
 }
 
-/// The intensity sweeps (FP32 and FP64) bit-equal to their CPU references,
+/// The intensity sweeps (FP32, FP64, FP16x2) bit-equal to their CPU references,
 /// and the `mma.sync` tensor probes (BF16, FP16; FP8 on sm_90 and newer)
 /// within 1e-3 (FP8 5e-3) of the f64 reference product, on random operands.
 #[test]
@@ -524,6 +524,33 @@ fn roofline_sweeps_and_mma_probes_match_the_references() {
             let got: Vec<f64> = gpu.download(out, 2 * n4);
             let bad = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
             assert_eq!(bad, None, "intensity_f64 at {fmas} FMAs, grid {grid}");
+        }
+    }
+    gpu.free(inp);
+    gpu.free(out);
+    // FP16x2 sweep: half2 words of random f16 values of magnitude 2^-5 to 2.
+    let halves: Vec<u32> = TcFormat::F16
+        .random(4 * n4 * 4 / 128, 33)
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(halves.len(), 4 * n4);
+    let inp = gpu.upload(&halves);
+    let out = gpu.alloc(16 * n4);
+    for fmas in [0u32, 1, 37, 512] {
+        let mut want = vec![0u32; 4 * n4];
+        probes::intensity_f16x2(&halves, &mut want, fmas);
+        for grid in [3u32, 16] {
+            gpu.zero(out, 16 * n4);
+            gpu.launch(
+                KernelId::IntensityF16x2,
+                grid,
+                256,
+                &[Arg::Ptr(inp), Arg::Ptr(out), Arg::U32(fmas), Arg::U64(n4 as u64)],
+            );
+            let got: Vec<u32> = gpu.download(out, 4 * n4);
+            let bad = got.iter().zip(&want).position(|(g, w)| g != w);
+            assert_eq!(bad, None, "intensity_f16x2 at {fmas} FMAs, grid {grid}");
         }
     }
     gpu.free(inp);

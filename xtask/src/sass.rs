@@ -71,6 +71,9 @@ const REQUIRED: &[(&str, &str, &str)] = &[
     ("mma_e4m3_probe", "HMMA.16816.F32", "BF16"),
     ("intensity_f64", "DFMA", ""),
     ("intensity_f64", "LDG.E.128", ""),
+    // As fma_f16x2: register m and k, so HFMA2 on both pipes.
+    ("intensity_f16x2", "HFMA2.MMA", "BF16"),
+    ("intensity_f16x2", "LDG.E.128", ""),
 ];
 
 fn prefix() -> PathBuf {

@@ -84,9 +84,9 @@ pub(super) fn fma(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         ce.sm_clock_mhz = clock_mhz;
         ce.peak_at_clock = clock_mhz.and_then(|m| rl::fma_peak(&report.device, prec.name(), m));
         ce.datasheet = rl::fma_peak(&report.device, prec.name(), report.device.sm_clock_mhz);
-        // Only FP32 is drawn as a roof with FP64: the 16-bit FMA roofs sit
-        // above FP32 and the tensor roofs far above; all are in the table.
-        ce.roof = matches!(prec, FmaPrecision::F32 | FmaPrecision::F64);
+        // FP64, FP32 and FP16 are drawn as roofs (each has its intensity
+        // sweep); BF16 FMA equals FP16 and is in the table only.
+        ce.roof = matches!(prec, FmaPrecision::F32 | FmaPrecision::F64 | FmaPrecision::F16x2);
         report.ceilings.push(ce);
     }
     Ok(())

@@ -12,8 +12,8 @@
 //!    inside the probe;
 //! 3. `memory`: the L2 working-set sweep (256 KiB to 4× L2, log-spaced,
 //!    `.cg` loads), the L1 sweep (plain loads) and shared memory;
-//! 4. `sweep`: the intensity sweeps (0…1024 FLOPs per element), FP32 and
-//!    FP64, each with its empirical ridge;
+//! 4. `sweep`: the intensity sweeps (0…1024 FLOPs per element), FP32, FP64
+//!    and FP16x2, each with its empirical ridge;
 //! 5. `place`: the `kernels` crate's kernels placed, and the launch floors.
 //!
 //! Every probe's result is checked against its CPU reference before its
@@ -108,11 +108,17 @@ const MMA_ITERS: u32 = 8192;
 /// element (intensity 0 to 64 FLOP/byte), five points, two on each side of
 /// the H100's FP64 ridge (about 11 FLOP/byte) and one near it.
 const F64_SWEEP_FMAS: [u32; 5] = [0, 8, 48, 128, 512];
-/// MiB of each FP64 sweep array: 128 MiB in and out, 2.6x the H100's L2.
-const F64_SWEEP_MIB: usize = 128;
-/// Least measured time per FP64 sweep point: its kernels are 0.09 to 0.5
-/// ms on an H100, so 50 ms holds 100 or more runs.
-const F64_POINT_S: f64 = 0.05;
+/// FMAs per half of the FP16x2 intensity sweep: 0 to 1024 FLOPs per
+/// element (intensity 0 to 256 FLOP/byte), five points around the H100's
+/// FP16 ridge (about 45 FLOP/byte).
+const F16X2_SWEEP_FMAS: [u32; 5] = [0, 16, 96, 192, 512];
+/// MiB of each array of the FP64 and FP16x2 sweeps: 128 MiB in and out,
+/// 2.6x the H100's L2.
+const SHORT_SWEEP_MIB: usize = 128;
+/// Least measured time per point of those sweeps: their kernels are 0.09
+/// to 0.52 ms on an H100 (cost model at 2.75 TB/s, 33.4 and 132 TFLOP/s),
+/// so 50 ms holds 100 or more runs.
+const SHORT_POINT_S: f64 = 0.05;
 
 /// Loads of each cache-sweep point (2 GiB of traffic).
 const CACHE_LOADS: u64 = 1 << 27;
@@ -176,10 +182,12 @@ struct Sizes {
     intensity_array: usize,
     /// FMAs per double of the FP64 intensity sweep.
     fmas_f64: Vec<u32>,
-    /// Bytes of each FP64 intensity-sweep array.
-    intensity_f64_array: usize,
-    /// Least measured time per point of the FP64 sweep, seconds.
-    f64_point_s: f64,
+    /// FMAs per half of the FP16x2 intensity sweep.
+    fmas_f16x2: Vec<u32>,
+    /// Bytes of each array of the FP64 and FP16x2 intensity sweeps.
+    short_sweep_array: usize,
+    /// Least measured time per point of those sweeps, seconds.
+    short_point_s: f64,
     /// Iterations of the 16-bit tensor probes.
     tc_iters: u32,
     /// Iterations of the 16-bit `mma.sync` probes.
@@ -200,8 +208,9 @@ impl Sizes {
                 fmas: vec![0, 1, 4, 16, 64, 256, 512],
                 intensity_array: 64 << 10,
                 fmas_f64: F64_SWEEP_FMAS.to_vec(),
-                intensity_f64_array: 64 << 10,
-                f64_point_s: 0.01,
+                fmas_f16x2: F16X2_SWEEP_FMAS.to_vec(),
+                short_sweep_array: 16 << 10,
+                short_point_s: 0.01,
                 tc_iters: 4,
                 mma_iters: 4,
             });
@@ -223,8 +232,9 @@ impl Sizes {
             fmas,
             intensity_array: 256 << 20,
             fmas_f64: F64_SWEEP_FMAS.to_vec(),
-            intensity_f64_array: F64_SWEEP_MIB << 20,
-            f64_point_s: F64_POINT_S,
+            fmas_f16x2: F16X2_SWEEP_FMAS.to_vec(),
+            short_sweep_array: SHORT_SWEEP_MIB << 20,
+            short_point_s: SHORT_POINT_S,
             tc_iters: TC_ITERS,
             mma_iters: MMA_ITERS,
         })

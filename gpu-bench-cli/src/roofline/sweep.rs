@@ -1,6 +1,6 @@
 //! Phase 5: the intensity sweeps (mixbench-style), one per precision (FP32
-//! over 11 points, FP64 over 5 short ones), each with its empirical ridge
-//! and held against its own FMA ceiling.
+//! over 11 points, FP64 and FP16x2 over 5 short ones each), each with its
+//! empirical ridge and held against its own FMA ceiling.
 
 use super::*;
 
@@ -9,6 +9,7 @@ use super::*;
 enum Precision {
     F32,
     F64,
+    F16x2,
 }
 
 impl Precision {
@@ -16,15 +17,17 @@ impl Precision {
         match self {
             Precision::F32 => "FP32",
             Precision::F64 => "FP64",
+            Precision::F16x2 => "FP16",
         }
     }
 }
 
 pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
-    for prec in [Precision::F32, Precision::F64] {
+    for prec in [Precision::F32, Precision::F64, Precision::F16x2] {
         let points = match prec {
             Precision::F32 => sweep_f32(run)?,
             Precision::F64 => sweep_f64(run)?,
+            Precision::F16x2 => sweep_f16x2(run)?,
         };
         let (array, _) = arrays(run, prec);
         record(report, prec, array, points);
@@ -36,7 +39,8 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
 fn arrays<'a>(run: &'a Run<'_>, prec: Precision) -> (usize, &'a [u32]) {
     match prec {
         Precision::F32 => (run.sizes.intensity_array, &run.sizes.fmas),
-        Precision::F64 => (run.sizes.intensity_f64_array, &run.sizes.fmas_f64),
+        Precision::F64 => (run.sizes.short_sweep_array, &run.sizes.fmas_f64),
+        Precision::F16x2 => (run.sizes.short_sweep_array, &run.sizes.fmas_f16x2),
     }
 }
 
@@ -96,12 +100,12 @@ fn sweep_f32(run: &mut Run<'_>) -> Result<Vec<SweepPoint>, Failure> {
     Ok(points)
 }
 
-/// The FP64 sweep: few points, short kernels (`F64_POINT_S` of measured
-/// time each), so that it adds about 2 s to the main job on an H100.
+/// The FP64 sweep: few points, short kernels (`SHORT_POINT_S` of measured
+/// time each), so that it adds about 1.5 s to the main job on an H100.
 fn sweep_f64(run: &mut Run<'_>) -> Result<Vec<SweepPoint>, Failure> {
     let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
     let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
-    let n = sizes.intensity_f64_array / 8 / 2 * 2;
+    let n = sizes.short_sweep_array / 8 / 2 * 2;
     let host: Vec<f64> = (0..n).map(|i| ((i % 991) as f64) / 991.0 - 0.25).collect();
     let input = DeviceBuffer::from_slice(stream, &host)?;
     let mut out = DeviceBuffer::<f64>::alloc(stream, n)?;
@@ -109,7 +113,7 @@ fn sweep_f64(run: &mut Run<'_>) -> Result<Vec<SweepPoint>, Failure> {
     let mut points = Vec::new();
     for &fmas in &sizes.fmas_f64 {
         stream.fill_bytes(&mut out, 0xff)?;
-        let (t, _) = time_short(ctx, timer, "intensity FP64", sizes.f64_point_s, |s| {
+        let (t, _) = time_short(ctx, timer, "intensity FP64", sizes.short_point_s, |s| {
             probes.intensity_f64(s, g, &input, &mut out, fmas)
         })?;
         // A spread sample of 4096 elements (every element when fewer).
@@ -125,6 +129,45 @@ fn sweep_f64(run: &mut Run<'_>) -> Result<Vec<SweepPoint>, Failure> {
             }
         }
         let c = cost::intensity_f64((n / 2) as u64, u64::from(fmas));
+        points.push(SweepPoint { x: c.intensity(), y: c.flops as f64 / t, y2: Some(c.bytes() as f64 / t) });
+    }
+    Ok(points)
+}
+
+/// The FP16x2 sweep, as short as the FP64 one: half2 words of random f16
+/// values (magnitudes 2^-5 to 2), checked bit for bit on a sample.
+fn sweep_f16x2(run: &mut Run<'_>) -> Result<Vec<SweepPoint>, Failure> {
+    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
+    // Whole 128-byte rows of random halves, as whole uint4.
+    let rows = (sizes.short_sweep_array / 128).max(1);
+    let host: Vec<u32> = reference::probes::TcFormat::F16
+        .random(rows, 0x16f1_6000 + std::process::id() % 1024)
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let n = host.len();
+    let input = DeviceBuffer::from_slice(stream, &host)?;
+    let mut out = DeviceBuffer::<u32>::alloc(stream, n)?;
+    let g = Grid { blocks: sms * 8, threads: 256 };
+    let mut points = Vec::new();
+    for &fmas in &sizes.fmas_f16x2 {
+        stream.fill_bytes(&mut out, 0xff)?;
+        let (t, _) = time_short(ctx, timer, "intensity FP16x2", sizes.short_point_s, |s| {
+            probes.intensity_f16x2(s, g, &input, &mut out, fmas)
+        })?;
+        let got = stream.to_vec(&out)?;
+        for i in (0..n).step_by((n / 4096).max(1)) {
+            let mut w = [0u32];
+            reference::probes::intensity_f16x2(&host[i..=i], &mut w, fmas);
+            if got[i] != w[0] {
+                return Err(Failure::Check(format!(
+                    "FP16x2 intensity sweep at {fmas} FMAs: word {i} = {:#010x} but the reference gives {:#010x}",
+                    got[i], w[0]
+                )));
+            }
+        }
+        let c = cost::intensity_f16x2((n / 4) as u64, u64::from(fmas));
         points.push(SweepPoint { x: c.intensity(), y: c.flops as f64 / t, y2: Some(c.bytes() as f64 / t) });
     }
     Ok(points)
