@@ -620,8 +620,10 @@ fn roofline_sweeps_and_mma_probes_match_the_references() {
         );
         let got: Vec<u32> = gpu.download(out, 1024);
         assert!(got.iter().all(|&w| w == u32::MAX), "{} stored without the flag", kernel.name());
+        // SM cycles over the loop (the %globaltimer half may read 0 over so
+        // short a loop: its resolution is coarser on some GPUs).
         let c: Vec<u64> = gpu.download(clk, 2);
-        assert!(c[0] > 0 && c[1] > 0, "{}: clk {c:?}", kernel.name());
+        assert!(c[0] > 0, "{}: clk {c:?}", kernel.name());
         gpu.free(a);
         gpu.free(b);
     }
