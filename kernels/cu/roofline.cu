@@ -1,6 +1,7 @@
 // The roofline's probes: every ceiling gpu-bench measures (HBM read, copy and
 // triad with tuned variants; FP64/FP32/FP16x2/BF16x2 FMA; the L1/L2
-// working-set sweep; shared memory; the intensity sweep).
+// working-set sweep; shared memory; the intensity sweeps, FP32, FP64 and
+// FP16x2).
 //
 // Each probe's result is checked against a CPU reference
 // (kernels/src/reference.rs), so nothing is optimized away unseen:
@@ -748,5 +749,77 @@ extern "C" __global__ void intensity_f32(const uint4* __restrict__ in,
     }
     for (; i < n4; i += stride) {
         out[i] = rl_chain4(in[i], fmas);
+    }
+}
+
+// The FP64 sweep: each uint4 holds two doubles, each taking `fmas` steps of
+// x = fma(x, -0.9375, 0.5): 2*fmas*2 FLOPs per 32 bytes moved. Two uint4 in
+// flight per thread, as intensity_f32.
+
+__device__ __forceinline__ uint4 rl_chain2d(uint4 v, unsigned int fmas) {
+    double x = __hiloint2double((int)v.y, (int)v.x);
+    double y = __hiloint2double((int)v.w, (int)v.z);
+    for (unsigned int f = 0; f < fmas; ++f) {
+        x = ::fma(x, -0.9375, 0.5);
+        y = ::fma(y, -0.9375, 0.5);
+    }
+    return make_uint4((unsigned int)__double2loint(x), (unsigned int)__double2hiint(x),
+                      (unsigned int)__double2loint(y), (unsigned int)__double2hiint(y));
+}
+
+extern "C" __global__ void intensity_f64(const uint4* __restrict__ in,
+                                         uint4* __restrict__ out,
+                                         unsigned int fmas,
+                                         unsigned long long n4) {
+    const unsigned long long stride = gs_stride();
+    unsigned long long i = gs_first();
+    for (; i + stride < n4; i += 2 * stride) {
+        const uint4 v0 = in[i];
+        const uint4 v1 = in[i + stride];
+        out[i] = rl_chain2d(v0, fmas);
+        out[i + stride] = rl_chain2d(v1, fmas);
+    }
+    for (; i < n4; i += stride) {
+        out[i] = rl_chain2d(in[i], fmas);
+    }
+}
+
+// The FP16x2 sweep: each uint4 holds four half2 words, each taking `fmas`
+// steps of x = fma.rn.f16x2(x, {-0.9375, -0.9375}, {0.5, 0.5}): 8*fmas*2
+// FLOPs per 32 bytes moved. m and k stay in registers the compiler cannot
+// prove constant (the select is taken only for n4 == 0, when nothing is
+// computed), so ptxas splits the HFMA2s between the FMA pipe and the MMA
+// pipe's FP16 path as in fma_f16x2 (see rl_hide16).
+
+__device__ __forceinline__ uint4 rl_chain_h2(uint4 v, unsigned int fmas, unsigned int m, unsigned int k) {
+    typedef RlFma<RlHalf2> F;
+    for (unsigned int f = 0; f < fmas; ++f) {
+        v.x = F::fma(v.x, m, k);
+        v.y = F::fma(v.y, m, k);
+        v.z = F::fma(v.z, m, k);
+        v.w = F::fma(v.w, m, k);
+    }
+    return v;
+}
+
+extern "C" __global__ void intensity_f16x2(const uint4* __restrict__ in,
+                                           uint4* __restrict__ out,
+                                           unsigned int fmas,
+                                           unsigned long long n4) {
+    unsigned int m = RlFma<RlHalf2>::m(), k = RlFma<RlHalf2>::k();
+    if (n4 == 0ull) {
+        m = fmas;
+        k = fmas;
+    }
+    const unsigned long long stride = gs_stride();
+    unsigned long long i = gs_first();
+    for (; i + stride < n4; i += 2 * stride) {
+        const uint4 v0 = in[i];
+        const uint4 v1 = in[i + stride];
+        out[i] = rl_chain_h2(v0, fmas, m, k);
+        out[i + stride] = rl_chain_h2(v1, fmas, m, k);
+    }
+    for (; i < n4; i += stride) {
+        out[i] = rl_chain_h2(in[i], fmas, m, k);
     }
 }

@@ -14,7 +14,7 @@
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{
     CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
-    IntensitySig, SmemReadSig, declare,
+    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, SmemReadSig, declare,
 };
 use gpu_sync::{
     AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
@@ -160,6 +160,8 @@ pub struct RooflineKernels {
     cache_read: Typed<CacheReadSig>,
     smem_read: Typed<SmemReadSig>,
     intensity: Typed<IntensitySig>,
+    intensity_f64: Typed<IntensityF64Sig>,
+    intensity_f16x2: Typed<IntensityF16x2Sig>,
 }
 
 fn invalid(kernel: KernelId, what: String) -> Error {
@@ -208,6 +210,8 @@ impl RooflineKernels {
             cache_read: declare::CacheRead(&m)?,
             smem_read: declare::SmemRead(&m)?,
             intensity: declare::IntensityF32(&m)?,
+            intensity_f64: declare::IntensityF64(&m)?,
+            intensity_f16x2: declare::IntensityF16x2(&m)?,
         })
     }
 
@@ -464,6 +468,73 @@ impl RooflineKernels {
         // `4 * n4` floats each from 16-byte aligned starts (checked above);
         // one thread per index.
         self.intensity.launch(stream, cfg, (input, out, fmas, n4))
+    }
+}
+
+impl RooflineKernels {
+    /// `out = input` after `fmas` FMAs per double (`intensity_f64`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one even length (whole
+    /// uint4 of two doubles) from 16-byte aligned starts and `grid` is
+    /// valid; a launch error.
+    pub fn intensity_f64<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<f64> + ?Sized,
+        O: AsDeviceSliceMut<f64> + ?Sized,
+    {
+        let k = KernelId::IntensityF64;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let len = input.device_len();
+        if !len.is_multiple_of(2) {
+            return Err(invalid(k, format!("`in` has {len} doubles, not a multiple of 2")));
+        }
+        let n4 = (len / 2) as u64;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, exactly
+        // `2 * n4` doubles each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity_f64.launch(stream, cfg, (input, out, fmas, n4))
+    }
+
+    /// `out = input` after `fmas` FMAs per half (`intensity_f16x2`); each
+    /// `u32` is one half2 word, low half first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole uint4
+    /// (a multiple of 4 words) from 16-byte aligned starts and `grid` is
+    /// valid; a launch error.
+    pub fn intensity_f16x2<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::IntensityF16x2;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let n4 = quads(k, "in", input.device_len())?;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, exactly
+        // `4 * n4` words each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity_f16x2.launch(stream, cfg, (input, out, fmas, n4))
     }
 }
 

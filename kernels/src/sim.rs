@@ -41,6 +41,10 @@ const SIM_SMEM_NS_PER_ITER: f64 = 4.0;
 /// Simulated nanoseconds per iteration of a tensor probe (its grid is not a
 /// parameter).
 const SIM_TENSOR_NS_PER_ITER: f64 = 600.0;
+/// Simulated nanoseconds per iteration of an `mma.sync` probe (8 `mma.sync`
+/// a warp; its grid is not a parameter): about 580 TFLOP/s of 16-bit work at
+/// the roofline's grid of 4224 warps.
+const SIM_MMA_NS_PER_ITER: f64 = 240.0;
 /// Simulated length of a spin gate that found its flag open, ns.
 const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
@@ -116,14 +120,17 @@ fn duration(call: &KernelCall<'_>) -> u64 {
 /// The simulated duration of a roofline probe whose cost is not its table
 /// model's bytes (FLOPs, cache traffic), or `None` for other kernels.
 fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
-    let fma = |lanes: u64| -> Option<f64> {
+    // FP64 at half the FP32 rate, the packed 16-bit types at twice it (as
+    // on an H100), so that each intensity sweep meets its own FMA roof.
+    let fma = |lanes: u64, rate: f64| -> Option<f64> {
         let iters = call.scalar::<u32>(1).ok()?;
         let n = call.scalar::<u64>(4).ok()?;
-        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / SIM_FLOPS_PER_NS)
+        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / (rate * SIM_FLOPS_PER_NS))
     };
     match kernel {
-        KernelId::FmaF64 | KernelId::FmaF32 => fma(1),
-        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2),
+        KernelId::FmaF64 => fma(1, 0.5),
+        KernelId::FmaF32 => fma(1, 1.0),
+        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2, 2.0),
         KernelId::CacheRead => {
             Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
         }
@@ -131,9 +138,23 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
         KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
             Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
         }
+        KernelId::MmaBf16 | KernelId::MmaF16 | KernelId::MmaE4m3 => {
+            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_MMA_NS_PER_ITER)
+        }
         KernelId::IntensityF32 => {
             let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
+        }
+        KernelId::IntensityF16x2 => {
+            // FP16x2 at twice the FP32 rate, as on an H100.
+            let c =
+                cost::intensity_f16x2(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / 2.0 / SIM_FLOPS_PER_NS))
+        }
+        KernelId::IntensityF64 => {
+            // FP64 at half the FP32 rate, as on an H100.
+            let c = cost::intensity_f64(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(2.0 * c.flops as f64 / SIM_FLOPS_PER_NS))
         }
         _ => None,
     }
@@ -520,6 +541,28 @@ pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelF
     call.write(1, &out)
 }
 
+pub(crate) fn run_intensity_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF16x2)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(4), 4)?;
+    let input = call.read::<u32>(0, n)?;
+    let mut out = vec![0u32; n];
+    reference::probes::intensity_f16x2(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
+pub(crate) fn run_intensity_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF64)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(2), 8)?;
+    let input = call.read::<f64>(0, n)?;
+    let mut out = vec![0.0f64; n];
+    reference::probes::intensity_f64(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
 /// The tensor probes: with `store != 0`, the reference result; always the
 /// simulator's clock.
 fn run_tensor(
@@ -545,6 +588,40 @@ fn run_tensor(
     }
     let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
     call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+/// The `mma.sync` probes: with `store != 0`, the reference result (32 x
+/// 32); always the simulator's clock.
+fn run_mma(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    format: reference::probes::TcFormat,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let iters = call.scalar::<u32>(2)?;
+    let store = call.scalar::<u32>(3)?;
+    if store != 0 {
+        let bytes = |call: &mut KernelCall<'_>, param: usize, n: u64| -> Result<Vec<u8>, KernelFault> {
+            Ok(call.read::<u32>(param, (n / 4) as usize)?.iter().flat_map(|w| w.to_le_bytes()).collect())
+        };
+        let a = bytes(call, 0, cost::MMA_A_BYTES)?;
+        let b = bytes(call, 1, cost::MMA_B_BYTES)?;
+        call.write(4, &reference::probes::mma(format, &a, &b, iters))?;
+    }
+    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
+    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+pub(crate) fn run_mma_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaBf16, reference::probes::TcFormat::Bf16)
+}
+
+pub(crate) fn run_mma_f16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaF16, reference::probes::TcFormat::F16)
+}
+
+pub(crate) fn run_mma_e4m3_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaE4m3, reference::probes::TcFormat::E4m3)
 }
 
 pub(crate) fn run_tc_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {

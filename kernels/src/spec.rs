@@ -32,11 +32,14 @@ pub enum ModuleId {
     Roofline,
     /// `tensor.cu`: the tensor-core probes (`wgmma`, sm_90a only).
     Tensor,
+    /// `mma.cu`: the tensor-core probes through `mma.sync` (sm_80 and
+    /// newer): the fallback where `wgmma` does not exist.
+    Mma,
 }
 
 impl ModuleId {
     /// Every module.
-    pub const ALL: [ModuleId; 7] = [
+    pub const ALL: [ModuleId; 8] = [
         ModuleId::Stream,
         ModuleId::Spin,
         ModuleId::Pattern,
@@ -44,6 +47,7 @@ impl ModuleId {
         ModuleId::Bench,
         ModuleId::Roofline,
         ModuleId::Tensor,
+        ModuleId::Mma,
     ];
 
     /// The source's file stem (`"stream"`).
@@ -56,6 +60,7 @@ impl ModuleId {
             ModuleId::Bench => "bench",
             ModuleId::Roofline => "roofline",
             ModuleId::Tensor => "tensor",
+            ModuleId::Mma => "mma",
         }
     }
 

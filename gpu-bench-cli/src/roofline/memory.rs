@@ -111,6 +111,8 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
             points,
             plateaus,
             on_roofline: false,
+            ceiling: None,
+            ridge: None,
         });
     }
     drop((buf, sum));

@@ -251,6 +251,9 @@ pub fn render(r: &RooflineReport) -> String {
         ],
         vec!["run".into(), format!("{} — `{}`", r.created, r.command)],
     ];
+    if let Some(path) = &r.tensor_path {
+        facts.push(vec!["tensor path".into(), path.clone()]);
+    }
     let total: f64 = r.phases.iter().map(|p| p.seconds).sum();
     facts.push(vec![
         "phases".into(),
@@ -342,6 +345,13 @@ pub fn render(r: &RooflineReport) -> String {
         s.push_str(&table(&head, &rows));
         for p in &sw.plateaus {
             let _ = writeln!(s, "\nplateau: {} from {:.4} to {:.4}", si(p.value), p.from_x, p.to_x);
+        }
+        if let (Some(ridge), Some(name)) = (sw.ridge, sw.ceiling.as_deref()) {
+            let against = r.ceiling(name).map_or("not measured".into(), |c| format!("{}FLOP/s", si(c.value)));
+            let _ = writeln!(
+                s,
+                "\nempirical ridge: {ridge:.1} FLOP/byte, against the {name} ceiling ({against})"
+            );
         }
     }
 

@@ -90,6 +90,17 @@ impl Boxes {
             && !self.lines.iter().any(|&(p, q)| segment_hits(p, q, b))
     }
 
+    /// Whether `b` lies in the plot and overlaps no taken box (lines
+    /// allowed).
+    fn clear_of_boxes(&self, b: (f64, f64, f64, f64)) -> bool {
+        let (ax0, ay0, ax1, ay1) = self.area;
+        b.0 >= ax0
+            && b.1 >= ay0
+            && b.2 <= ax1
+            && b.3 <= ay1
+            && self.taken.iter().all(|t| b.2 <= t.0 || b.0 >= t.2 || b.3 <= t.1 || b.1 >= t.3)
+    }
+
     /// Records a drawn polyline (data coordinates mapped by `to_px`).
     fn line(&mut self, pts: &[(f64, f64)], to_px: impl Fn(f64, f64) -> (f64, f64)) {
         for w in pts.windows(2) {
@@ -129,10 +140,24 @@ impl Boxes {
                 (x - 8.0 - d - w, y - h / 2.0),
             ]);
         }
+        // Last resort for a flat roof's label: further left along its line,
+        // below then above it (a sweep may end on the line at the right).
+        if let Along::Flat { .. } = along {
+            let lx = self.area.2 - w - 4.0;
+            for k in 1..8 {
+                let sx = lx - 60.0 * k as f64;
+                candidates.extend([(sx, y + 3.0), (sx, y - 3.0 - h)]);
+            }
+        }
+        // Free of labels, points and lines; else (a crowded corner) free of
+        // labels and points at least, crossing a line; else the first.
         let pick = candidates
             .iter()
             .copied()
             .find(|&(lx, ly)| self.free((lx, ly, lx + w, ly + h)))
+            .or_else(|| {
+                candidates.iter().copied().find(|&(lx, ly)| self.clear_of_boxes((lx, ly, lx + w, ly + h)))
+            })
             .unwrap_or(candidates[0]);
         self.taken.push((pick.0, pick.1, pick.0 + w, pick.1 + h));
         pick
@@ -234,8 +259,15 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
             RGBColor(23, 190, 207),
             RGBColor(140, 86, 75),
         ];
-        let compute_colors =
-            [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(188, 189, 34), RGBColor(227, 119, 194)];
+        // A fifth colour for the FP16 FMA roof (version 2 draws it with its
+        // sweep): the first four keep the colours version-1 charts had.
+        let compute_colors = [
+            RGBColor(214, 39, 40),
+            RGBColor(255, 127, 14),
+            RGBColor(188, 189, 34),
+            RGBColor(227, 119, 194),
+            RGBColor(23, 128, 80),
+        ];
         let mut labels: Vec<(String, f64, f64, RGBColor, Along)> = Vec::new();
 
         // Datasheet roofs: dashed grey.
@@ -308,18 +340,31 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
             labels.push((name, x1, c.value, color, Along::Flat { datasheet_y }));
         }
 
-        // The intensity sweep: a curve with small markers.
+        // The intensity sweeps: curves with small markers, each in the
+        // colour of the compute roof it is held against (grey when that
+        // roof is not drawn, or not named: a version-1 document).
         for s in report.sweeps.iter().filter(|s| s.on_roofline) {
             let pts: Vec<(f64, f64)> =
                 s.points.iter().filter(|p| p.x >= x0 && p.x <= x1 && p.y > 0.0).map(|p| (p.x, p.y)).collect();
-            let c = RGBColor(90, 90, 90);
+            let c = s
+                .ceiling
+                .as_deref()
+                .and_then(|name| compute.iter().position(|c| c.name == name))
+                .map_or(RGBColor(90, 90, 90), |i| compute_colors[i % compute_colors.len()]);
             chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1))).map_err(render_err)?;
             boxes.line(&pts, to_px);
             chart
                 .draw_series(pts.iter().map(|&(x, y)| Cross::new((x, y), 3, c.stroke_width(1))))
                 .map_err(render_err)?;
             if let Some(&(x, y)) = pts.get(pts.len() / 2) {
-                labels.push((s.name.clone(), x, y, c, Along::Rising));
+                // Version 2 names the ridge in its own field: a short label.
+                let label = match (s.ridge, s.ceiling.as_deref()) {
+                    (Some(r), Some(name)) => {
+                        format!("{} sweep, ridge {r:.1}", name.trim_end_matches(" FMA"))
+                    }
+                    _ => s.name.clone(),
+                };
+                labels.push((label, x, y, c, Along::Rising));
             }
         }
 
