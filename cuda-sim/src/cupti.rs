@@ -6,7 +6,15 @@
 //! aside) is tested without a GPU.
 //!
 //! What it models: `cuptiSubscribe` (one subscriber, as CUPTI allows),
-//! enabling and disabling the three kinds, `cuptiActivityFlushAll` (every
+//! enabling and disabling the kinds (kernel, memcpy, memset, external
+//! correlation, synchronization; overhead and driver API are accepted and
+//! never written), external correlation ids pushed and popped per thread
+//! (`cuptiActivityPushExternalCorrelationId`: each operation enqueued
+//! meanwhile gets an external correlation record with its correlation id,
+//! which its kernel, copy or memset record carries — the kernels of a
+//! replayed graph carry the replay's), synchronization records for
+//! `cuStreamSynchronize`, `cuEventSynchronize` and `cuCtxSynchronize`
+//! (their simulated host start and end), `cuptiActivityFlushAll` (every
 //! pending record, in as many buffers as needed), `cuptiGetStreamIdEx` for
 //! explicit streams, `cuptiGetTimestamp` (the simulated clock). Records are
 //! made when an operation executes; graph launches give one record per
@@ -21,10 +29,12 @@ use crate::ops::{Loc, Op, Work};
 use crate::state::{self, State};
 use cuda_sys::cupti::Cupti;
 use cuda_sys::cupti_bindings::{
-    CUcontext, CUpti_Activity, CUpti_ActivityKernel10, CUpti_ActivityKind, CUpti_ActivityMemcpy6,
-    CUpti_ActivityMemset4, CUpti_BuffersCallbackCompleteFunc, CUpti_BuffersCallbackRequestFunc,
-    CUpti_CallbackFunc, CUpti_SubscriberHandle, CUptiResult, CUstream,
+    CUcontext, CUpti_Activity, CUpti_ActivityExternalCorrelation, CUpti_ActivityKernel10, CUpti_ActivityKind,
+    CUpti_ActivityMemcpy6, CUpti_ActivityMemset4, CUpti_ActivitySynchronization2,
+    CUpti_ActivitySynchronizationType, CUpti_BuffersCallbackCompleteFunc, CUpti_BuffersCallbackRequestFunc,
+    CUpti_CallbackFunc, CUpti_ExternalCorrelationKind, CUpti_SubscriberHandle, CUptiResult, CUstream,
 };
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
 use std::sync::{Mutex, OnceLock};
@@ -41,14 +51,108 @@ pub(crate) enum SimRecord {
     Kernel(CUpti_ActivityKernel10),
     Memcpy(CUpti_ActivityMemcpy6),
     Memset(CUpti_ActivityMemset4),
+    External(CUpti_ActivityExternalCorrelation),
+    Sync(CUpti_ActivitySynchronization2),
+}
+
+/// Index of each kind in [`CuptiState::enabled`].
+const KERNEL: usize = 0;
+const MEMCPY: usize = 1;
+const MEMSET: usize = 2;
+const EXTERNAL: usize = 3;
+const SYNC: usize = 4;
+const OVERHEAD: usize = 5;
+const DRIVER: usize = 6;
+const KINDS: usize = 7;
+
+thread_local! {
+    /// This thread's pushed external correlation ids, per kind, innermost
+    /// last.
+    static PUSHED: RefCell<Vec<(u32, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Adds the external correlation records of operation `op`, enqueued now
+/// by this thread: one per kind with an id pushed (its innermost).
+pub(crate) fn on_enqueue(st: &mut State, op: u64) {
+    if !st.cupti.enabled[EXTERNAL] {
+        return;
+    }
+    let tops: Vec<(u32, u64)> = PUSHED
+        .try_with(|p| {
+            let p = p.borrow();
+            let mut tops: Vec<(u32, u64)> = Vec::new();
+            for &(k, id) in p.iter().rev() {
+                if !tops.iter().any(|(t, _)| *t == k) {
+                    tops.push((k, id));
+                }
+            }
+            tops
+        })
+        .unwrap_or_default();
+    for (k, id) in tops {
+        st.cupti.pending.push(SimRecord::External(CUpti_ActivityExternalCorrelation {
+            kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+            externalKind: CUpti_ExternalCorrelationKind(k),
+            externalId: id,
+            correlationId: op as u32,
+            reserved: 0,
+        }));
+    }
+}
+
+/// Which host synchronization a record is for.
+pub(crate) enum SyncOf {
+    Stream(u64),
+    Event(u64),
+    Context,
+}
+
+/// Adds the synchronization record of a host wait that ran from simulated
+/// time `start` to `end`.
+pub(crate) fn on_sync(st: &mut State, of: SyncOf, start: u64, end: u64) {
+    if !st.cupti.enabled[SYNC] {
+        return;
+    }
+    const INVALID: u32 = u32::MAX;
+    let (ty, stream, event) = match of {
+        SyncOf::Stream(s) => (
+            CUpti_ActivitySynchronizationType::CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+            s as u32,
+            INVALID,
+        ),
+        SyncOf::Event(e) => (
+            CUpti_ActivitySynchronizationType::CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
+            INVALID,
+            e as u32,
+        ),
+        SyncOf::Context => (
+            CUpti_ActivitySynchronizationType::CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+            INVALID,
+            INVALID,
+        ),
+    };
+    st.cupti.pending.push(SimRecord::Sync(CUpti_ActivitySynchronization2 {
+        kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+        type_: ty,
+        start,
+        end: end.max(start),
+        correlationId: 0,
+        contextId: 1,
+        streamId: stream,
+        cudaEventId: event,
+        cudaEventSyncId: u64::from(event),
+        returnValue: 0,
+        pad: 0,
+    }));
 }
 
 /// The simulator's CUPTI state (inside the global [`State`]).
 #[derive(Default)]
 pub(crate) struct CuptiState {
     subscribed: bool,
-    /// Kernel, memcpy, memset.
-    enabled: [bool; 3],
+    /// Kernel, memcpy, memset, external correlation, synchronization,
+    /// overhead, driver API (see the index constants).
+    enabled: [bool; KINDS],
     requested: Option<unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize)>,
     completed: Option<unsafe extern "C" fn(CUcontext, u32, *mut u8, usize, usize)>,
     pending: Vec<SimRecord>,
@@ -81,18 +185,18 @@ fn intern(name: &str) -> *const c_char {
 
 /// Adds the records of `op`, which is executing now, for the enabled kinds.
 pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
-    if !st.cupti.enabled.iter().any(|e| *e) {
+    if !(st.cupti.enabled[KERNEL] || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET]) {
         return;
     }
     let device = st.streams.get(&op.stream).map_or(0, |s| s.device);
     let mut cursor = start;
-    let mut add = |st: &mut State, work: &Work, dur: u64, graph_id: u32| {
+    let mut add = |st: &mut State, work: &Work, dur: u64, graph_id: u32, graph_node: u64| {
         let (s, e) = (cursor, cursor.saturating_add(dur));
         cursor = e;
         let (stream_id, corr) = (op.stream as u32, op.id as u32);
         let c = &mut st.cupti;
         match work {
-            Work::Kernel(l) if c.enabled[0] => {
+            Work::Kernel(l) if c.enabled[KERNEL] => {
                 let mut k = CUpti_ActivityKernel10 {
                     kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                     ..Default::default()
@@ -108,9 +212,10 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
                 [k.blockX, k.blockY, k.blockZ] = l.block.map(|b| b as i32);
                 k.dynamicSharedMemory = l.shared as i32;
                 k.graphId = graph_id;
+                k.graphNodeId = graph_node;
                 c.pending.push(SimRecord::Kernel(k));
             }
-            Work::Copy { dst, src, len, .. } if c.enabled[1] => {
+            Work::Copy { dst, src, len, .. } if c.enabled[MEMCPY] => {
                 let mut m = CUpti_ActivityMemcpy6 {
                     kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
                     ..Default::default()
@@ -131,7 +236,7 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
                 m.graphId = graph_id;
                 c.pending.push(SimRecord::Memcpy(m));
             }
-            Work::Memset { count, elem, value, .. } if c.enabled[2] => {
+            Work::Memset { count, elem, value, .. } if c.enabled[MEMSET] => {
                 let mut m = CUpti_ActivityMemset4 {
                     kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
                     ..Default::default()
@@ -152,13 +257,13 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
     };
     match &op.work {
         Work::Graph(g) => {
-            for n in &g.nodes {
-                add(st, &n.work, n.duration, 1);
+            for (i, n) in g.nodes.iter().enumerate() {
+                add(st, &n.work, n.duration, 1, i as u64 + 1);
             }
         }
         w => {
             let dur = op.end.saturating_sub(start);
-            add(st, w, dur, 0);
+            add(st, w, dur, 0, 0);
         }
     }
 }
@@ -168,6 +273,8 @@ fn record_size(r: &SimRecord) -> usize {
         SimRecord::Kernel(_) => size_of::<CUpti_ActivityKernel10>(),
         SimRecord::Memcpy(_) => size_of::<CUpti_ActivityMemcpy6>(),
         SimRecord::Memset(_) => size_of::<CUpti_ActivityMemset4>(),
+        SimRecord::External(_) => size_of::<CUpti_ActivityExternalCorrelation>(),
+        SimRecord::Sync(_) => size_of::<CUpti_ActivitySynchronization2>(),
     }
 }
 
@@ -182,6 +289,12 @@ unsafe fn size_at(p: *const u8) -> usize {
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => size_of::<CUpti_ActivityKernel10>(),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => size_of::<CUpti_ActivityMemcpy6>(),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => size_of::<CUpti_ActivityMemset4>(),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
+            size_of::<CUpti_ActivityExternalCorrelation>()
+        }
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => {
+            size_of::<CUpti_ActivitySynchronization2>()
+        }
         _ => 0,
     }
 }
@@ -260,9 +373,13 @@ unsafe extern "C" fn cuptiGetStreamIdEx(
 fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
     match kind {
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-        | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some(0),
-        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some(1),
-        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some(2),
+        | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some(KERNEL),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some(MEMCPY),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some(MEMSET),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => Some(EXTERNAL),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => Some(SYNC),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD => Some(OVERHEAD),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER => Some(DRIVER),
         _ => None,
     }
 }
@@ -330,6 +447,8 @@ unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> CUptiResult {
                     SimRecord::Kernel(k) => std::ptr::write_unaligned(p.cast(), *k),
                     SimRecord::Memcpy(m) => std::ptr::write_unaligned(p.cast(), *m),
                     SimRecord::Memset(m) => std::ptr::write_unaligned(p.cast(), *m),
+                    SimRecord::External(x) => std::ptr::write_unaligned(p.cast(), *x),
+                    SimRecord::Sync(y) => std::ptr::write_unaligned(p.cast(), *y),
                 }
             }
             used += n;
@@ -390,6 +509,37 @@ unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
     CUptiResult::CUPTI_SUCCESS
 }
 
+unsafe extern "C" fn cuptiActivityPushExternalCorrelationId(
+    kind: CUpti_ExternalCorrelationKind,
+    id: u64,
+) -> CUptiResult {
+    if kind.0 == 0 || kind.0 > CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2.0 {
+        return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let _ = PUSHED.try_with(|p| p.borrow_mut().push((kind.0, id)));
+    CUptiResult::CUPTI_SUCCESS
+}
+
+unsafe extern "C" fn cuptiActivityPopExternalCorrelationId(
+    kind: CUpti_ExternalCorrelationKind,
+    last: *mut u64,
+) -> CUptiResult {
+    let popped = PUSHED
+        .try_with(|p| {
+            let mut p = p.borrow_mut();
+            let at = p.iter().rposition(|(k, _)| *k == kind.0)?;
+            Some(p.remove(at).1)
+        })
+        .ok()
+        .flatten();
+    let Some(id) = popped else { return CUptiResult::CUPTI_ERROR_QUEUE_EMPTY };
+    if !last.is_null() {
+        // SAFETY: non-null out-pointer from the caller.
+        unsafe { *last = id };
+    }
+    CUptiResult::CUPTI_SUCCESS
+}
+
 /// The simulator's CUPTI table.
 pub fn table() -> Cupti {
     let mut t = Cupti::empty(ORIGIN);
@@ -405,6 +555,8 @@ pub fn table() -> Cupti {
     t.cuptiActivityFlushAll = Some(cuptiActivityFlushAll);
     t.cuptiActivityGetNextRecord = Some(cuptiActivityGetNextRecord);
     t.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
+    t.cuptiActivityPushExternalCorrelationId = Some(cuptiActivityPushExternalCorrelationId);
+    t.cuptiActivityPopExternalCorrelationId = Some(cuptiActivityPopExternalCorrelationId);
     t
 }
 

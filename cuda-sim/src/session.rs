@@ -94,6 +94,9 @@ pub(crate) struct SessionState {
     pub(crate) pools: HashMap<i32, PoolStats>,
     pub(crate) peers: HashSet<(i32, i32)>,
     pub(crate) primary_refs: HashMap<i32, u32>,
+    /// With [`Session::set_wall_clock`]: the origin of the simulated clock
+    /// on the host's real clock.
+    pub(crate) wall: Option<std::time::Instant>,
 }
 
 impl SessionState {
@@ -119,6 +122,19 @@ impl SessionState {
             pools: HashMap::new(),
             peers: HashSet::new(),
             primary_refs: HashMap::new(),
+            wall: None,
+        }
+    }
+
+    /// The simulated time the host has reached: what it observed, and with
+    /// a wall clock at least the real time since the clock's origin.
+    pub(crate) fn host_time(&self) -> u64 {
+        match self.wall {
+            Some(origin) => {
+                let real = u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.host_now.max(real)
+            }
+            None => self.host_now,
         }
     }
 
@@ -315,6 +331,19 @@ impl Session {
     pub fn set_attribute(&self, device: cuda_sys::CUdevice, attr: cuda_sys::CUdevice_attribute, value: i32) {
         self.with((), |s| {
             s.attrs.insert((device, attr.0), value);
+        });
+    }
+
+    /// Makes the session's simulated clock follow the host's real one (or
+    /// stop following it): an operation enqueued at real time `t` (ns since
+    /// this call) starts no earlier than simulated time `t`, so device times
+    /// (events, CUPTI records) never run behind the host calls that made
+    /// them, as on a GPU. Off by default: simulated times then depend only
+    /// on the program and the device model (reproducible durations).
+    pub fn set_wall_clock(&self, on: bool) {
+        self.with((), |s| {
+            // What the host already observed stays: the clock only moves on.
+            s.wall = on.then(std::time::Instant::now);
         });
     }
 

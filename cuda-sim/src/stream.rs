@@ -226,7 +226,7 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
     let dur = crate::ops::duration(&work, &declared);
     let (host_clock, host_now) = {
         let s = st.session_mut(session);
-        (s.host_clock.clone(), s.host_now)
+        (s.host_clock.clone(), s.host_time())
     };
     let id = st.new_op_id();
     let s = st.streams.get_mut(&sid).ok_or(INVALID_HANDLE)?;
@@ -248,6 +248,7 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
         id,
         Op { id, session, stream: sid, prio, seed, deps: waits.deps, stamp, start, end, work, declared },
     );
+    crate::cupti::on_enqueue(st, id);
     // A GPU runs queued work while the host goes on, and the driver makes
     // the host wait once a stream's queue is full. So a stream holding more
     // than QUEUE_DEPTH operations has ready work of its session run now, as

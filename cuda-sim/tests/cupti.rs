@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use cuda_sys::cupti::{ActivityKind, ActivityOp, activity};
+use cuda_sys::cupti::{ActivityKind, ActivityOp, SyncKind, activity};
 
 #[test]
 fn activity_records_carry_the_simulated_times_of_each_operation() {
@@ -28,7 +28,7 @@ fn activity_records_carry_the_simulated_times_of_each_operation() {
         assert_eq!(recs.len(), 3, "{recs:?}");
         assert!(matches!(recs[0].op, ActivityOp::Memset { bytes: 4096, value: 7 }), "{:?}", recs[0]);
         for r in &recs[1..] {
-            let ActivityOp::Kernel { name, grid, block, graph_id } = &r.op else { panic!("{r:?}") };
+            let ActivityOp::Kernel { name, grid, block, graph_id, .. } = &r.op else { panic!("{r:?}") };
             assert_eq!(&**name, "sim_fill_u32");
             assert_eq!((*grid, *block, *graph_id), ([1, 1, 1], [1, 1, 1], 0));
             // A fill of 4 KiB: the device model's shortest kernel.
@@ -68,4 +68,52 @@ fn a_second_subscriber_is_refused_as_a_profiling_tool_would_be() {
     // SAFETY: a valid out-pointer; no callback.
     let r = unsafe { (t.cuptiSubscribe.expect("subscribe"))(&mut h, None, std::ptr::null_mut()) };
     assert_eq!(cuda_sys::cupti::cupti_result_name(r), "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+}
+
+#[test]
+fn external_correlation_ids_nest_per_thread_and_pair_with_each_operation() {
+    let _serial = serial();
+    let e = env(902);
+    let a = activity().expect("the simulator's CUPTI");
+    let s = e.stream(0);
+    let buf = e.alloc(4096);
+    let c = a
+        .consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation, ActivityKind::Synchronization])
+        .expect("consumer");
+    a.push_external_correlation(7).expect("push 7");
+    e.fill(&s, buf, 1, 1024);
+    a.push_external_correlation(9).expect("push 9");
+    e.fill(&s, buf, 2, 1024);
+    assert_eq!(a.pop_external_correlation().expect("pop"), 9);
+    e.fill(&s, buf, 3, 1024);
+    assert_eq!(a.pop_external_correlation().expect("pop"), 7);
+    assert!(a.pop_external_correlation().is_err(), "nothing left to pop");
+    e.fill(&s, buf, 4, 1024);
+    stream::synchronize(&s).expect("sync");
+    let recs = c.take().expect("take");
+    let external: Vec<(u64, u32)> = recs
+        .iter()
+        .filter_map(|r| match r.op {
+            ActivityOp::ExternalCorrelation { external_kind, external_id } => {
+                assert_eq!(external_kind, cuda_sys::cupti::EXTERNAL_KIND_CUSTOM0);
+                Some((external_id, r.correlation_id))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(external.iter().map(|x| x.0).collect::<Vec<_>>(), [7, 9, 7], "{recs:?}");
+    let kernels: Vec<u32> =
+        recs.iter().filter(|r| matches!(r.op, ActivityOp::Kernel { .. })).map(|r| r.correlation_id).collect();
+    assert_eq!(kernels.len(), 4);
+    // Each external record names the correlation of the fill made under it;
+    // the last fill, made with nothing pushed, has none.
+    assert_eq!(external.iter().map(|x| x.1).collect::<Vec<_>>(), kernels[..3]);
+    assert!(
+        recs.iter()
+            .any(|r| matches!(r.op, ActivityOp::Synchronization { sync: SyncKind::StreamSynchronize, .. }))
+    );
+    drop(c);
+    sim::free(buf).expect("free");
+    drop(s);
+    teardown(e);
 }

@@ -1,9 +1,10 @@
 //! Host cost of submitting work: a raw driver launch (`cuLaunchKernel`
 //! through cuda-sys's per-call layer) against gpu-sync's tracked launch, and
 //! a cross-stream handoff written by hand (events and waits) against
-//! gpu-sync's automatic waits.
+//! gpu-sync's automatic waits; and what recording (`gpu_sync::trace`) adds
+//! to a tracked launch.
 //!
-//! # The four variants
+//! # The six variants
 //! - **raw launch**: `cuda_sys::result::launch::launch_kernel` of `add_f32`
 //!   on stream A, its four parameters built on the stack for each launch, as
 //!   a program without gpu-sync makes them (no allocation, no lookup);
@@ -14,7 +15,22 @@
 //!   (`cuStreamWaitEvent`, `cuLaunchKernel`, `cuEventRecord`), the correct
 //!   hand-written sequence;
 //! - **gpu-sync handoff**: the same program with no explicit waits (gpu-sync
-//!   inserts them).
+//!   inserts them);
+//! - **gpu-sync launch, recording (events)**: the tracked launch while a
+//!   `trace::Recorder` with `Timing::Events` records the device (a pooled
+//!   timing event on the stream before and after each launch);
+//! - **gpu-sync launch, recording (cupti)**: the same with `Timing::Cupti`
+//!   (CUPTI's external correlation id pushed and popped around each launch)
+//!   and a CUPTI consumer of kernel and external-correlation records
+//!   enabled, as a profiler runs it.
+//!
+//! A recorded variant's recorder (and consumer) is made before its batch
+//! and stopped after it, outside the timed region: no other variant runs
+//! while the device records (recording on makes every submission of the
+//! device take the recorded path). Stopping resolves the batch's spans
+//! (events) or takes CUPTI's records; the counts are checked (one record
+//! per launch) and the report's notes give them. Without libcupti the cupti
+//! variant is left out and the notes say why.
 //!
 //! A submission is one launch, or one handoff round trip (two launches).
 //! Variants alternate batch by batch (the raw and gpu-sync variant of a pair
@@ -78,8 +94,10 @@ use crate::common::{Ctx, Failure};
 use gpu_bench::record::{Counter, Record, Unit};
 use gpu_bench::stats::{Summary, median, ratio_ci};
 use gpu_bench::{Report, Rule, SpinGate, Warning};
+use gpu_sync::cuda_sys::cupti::{ActivityKind, ActivityOp};
 use gpu_sync::cuda_sys::result::{event, launch, stream};
 use gpu_sync::cuda_sys::{self, BorrowedFunction, BorrowedStream, CUevent_flags, Driver, OwnedEvent};
+use gpu_sync::trace::{RecordOptions, Timing};
 use gpu_sync::{DeviceBuffer, Kernel, LaunchConfig, Result, Signature, Stream};
 use kernels::{AddSig, ScaleSig};
 use std::ffi::c_void;
@@ -130,11 +148,32 @@ enum Variant {
     TrackedLaunch,
     RawHandoff,
     TrackedHandoff,
+    RecordedEvents,
+    RecordedCupti,
 }
 
+/// How many variants there are.
+const VARIANTS: usize = 6;
+
 impl Variant {
-    const ALL: [Variant; 4] =
-        [Variant::RawLaunch, Variant::TrackedLaunch, Variant::RawHandoff, Variant::TrackedHandoff];
+    const ALL: [Variant; VARIANTS] = [
+        Variant::RawLaunch,
+        Variant::TrackedLaunch,
+        Variant::RawHandoff,
+        Variant::TrackedHandoff,
+        Variant::RecordedEvents,
+        Variant::RecordedCupti,
+    ];
+
+    /// The order of odd batches: each pair's two variants swapped.
+    const SWAPPED: [Variant; VARIANTS] = [
+        Variant::TrackedLaunch,
+        Variant::RawLaunch,
+        Variant::TrackedHandoff,
+        Variant::RawHandoff,
+        Variant::RecordedCupti,
+        Variant::RecordedEvents,
+    ];
 
     fn index(self) -> usize {
         self as usize
@@ -146,6 +185,8 @@ impl Variant {
             Variant::TrackedLaunch => "gpu-sync launch",
             Variant::RawHandoff => "raw handoff",
             Variant::TrackedHandoff => "gpu-sync handoff",
+            Variant::RecordedEvents => "gpu-sync launch, recording (events)",
+            Variant::RecordedCupti => "gpu-sync launch, recording (cupti)",
         }
     }
 
@@ -157,24 +198,40 @@ impl Variant {
                 "A writes z, B reads z; on each stream: wait for the other's last use, launch, record"
             }
             Variant::TrackedHandoff => "A: launch writing z; B: launch reading z (automatic waits)",
+            Variant::RecordedEvents => "Kernel::launch of add_f32, a trace::Recorder (Timing::Events) on",
+            Variant::RecordedCupti => {
+                "Kernel::launch of add_f32, a trace::Recorder (Timing::Cupti) and a CUPTI consumer on"
+            }
         }
     }
 
-    fn is_handoff(self) -> bool {
-        matches!(self, Variant::RawHandoff | Variant::TrackedHandoff)
+    /// The recording a variant runs under.
+    fn timing(self) -> Option<Timing> {
+        match self {
+            Variant::RecordedEvents => Some(Timing::Events),
+            Variant::RecordedCupti => Some(Timing::Cupti),
+            _ => None,
+        }
     }
 
     /// Driver queue entries one submission adds, at most (see the module
     /// docs).
     fn queue_entries(self) -> usize {
-        if self.is_handoff() { 6 } else { 1 }
+        match self {
+            Variant::RawHandoff | Variant::TrackedHandoff => 6,
+            // The launch between its start and end events.
+            Variant::RecordedEvents => 3,
+            Variant::RawLaunch | Variant::TrackedLaunch | Variant::RecordedCupti => 1,
+        }
     }
 }
 
-/// A compared pair: (variant, baseline, target ratio at most).
-const PAIRS: [(Variant, Variant, f64); 2] = [
-    (Variant::TrackedLaunch, Variant::RawLaunch, 1.03),
-    (Variant::TrackedHandoff, Variant::RawHandoff, 1.05),
+/// A compared pair: (variant, baseline, target ratio at most, if any).
+const PAIRS: [(Variant, Variant, Option<f64>); 4] = [
+    (Variant::TrackedLaunch, Variant::RawLaunch, Some(1.03)),
+    (Variant::TrackedHandoff, Variant::RawHandoff, Some(1.05)),
+    (Variant::RecordedEvents, Variant::RawLaunch, None),
+    (Variant::RecordedCupti, Variant::RawLaunch, None),
 ];
 
 /// Submissions per gated segment of `v`, at most: what fits
@@ -228,36 +285,52 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
         },
     };
     let method = if gate.is_some() { Method::Gated } else { Method::FreeRunning };
+    // The variants run: the cupti one only where CUPTI loads.
+    let mut variants: Vec<Variant> = Variant::ALL.to_vec();
+    if let Err(e) = gpu_sync::cuda_sys::cupti::activity() {
+        notes.push(format!("no CUPTI, so no \"{}\" row: {e}", Variant::RecordedCupti.name()));
+        variants.retain(|v| *v != Variant::RecordedCupti);
+    }
+    let runs = |v: &Variant| variants.contains(v);
+    let mut recorded = Recorded::default();
 
     // Pooled samples per variant, and each repetition's ratios per pair.
-    let mut pooled: [Vec<f64>; 4] = Default::default();
-    let mut ratios: [Vec<(f64, (f64, f64))>; 2] = Default::default();
-    let mut timeouts = [0usize; 4];
-    // One untimed round: the driver's paths, gpu-sync's markers and the
-    // caches warm before anything is kept.
-    for v in Variant::ALL {
-        fixture.batch(v, per_batch.min(segment_cap(v)), gate.as_mut(), &mut timeouts)?;
+    let mut pooled: [Vec<f64>; VARIANTS] = Default::default();
+    let mut ratios: [Vec<(f64, (f64, f64))>; PAIRS.len()] = Default::default();
+    let mut timeouts = [0usize; VARIANTS];
+    // One untimed round: the driver's paths, gpu-sync's markers, the
+    // recorder's event pool and the caches warm before anything is kept.
+    for &v in &variants {
+        fixture.recorded_batch(v, per_batch.min(segment_cap(v)), gate.as_mut(), &mut timeouts, None)?;
     }
-    timeouts = [0; 4];
+    // The pool holds a full batch's events from now on.
+    if runs(&Variant::RecordedEvents) {
+        fixture.recorded_batch(Variant::RecordedEvents, per_batch, gate.as_mut(), &mut timeouts, None)?;
+    }
+    timeouts = [0; VARIANTS];
     for rep in 0..repeat {
-        let mut samples: [Vec<f64>; 4] = Default::default();
+        let mut samples: [Vec<f64>; VARIANTS] = Default::default();
         for b in 0..batches {
             if b % 10 == 0 {
                 ctx.progress
                     .step(format!("overhead: repetition {} of {repeat}, batch {b} of {batches}", rep + 1));
             }
-            let order = if b % 2 == 0 {
-                Variant::ALL
-            } else {
-                [Variant::TrackedLaunch, Variant::RawLaunch, Variant::TrackedHandoff, Variant::RawHandoff]
-            };
-            for v in order {
-                let ns = fixture.batch(v, per_batch, gate.as_mut(), &mut timeouts)?;
+            let order = if b % 2 == 0 { Variant::ALL } else { Variant::SWAPPED };
+            for v in order.into_iter().filter(runs) {
+                let ns = fixture.recorded_batch(
+                    v,
+                    per_batch,
+                    gate.as_mut(),
+                    &mut timeouts,
+                    Some(&mut recorded),
+                )?;
                 samples[v.index()].push(ns);
             }
         }
         for (i, &(v, base, _)) in PAIRS.iter().enumerate() {
-            ratios[i].push(ratio_ci(&samples[v.index()], &samples[base.index()], 1000));
+            if runs(&v) {
+                ratios[i].push(ratio_ci(&samples[v.index()], &samples[base.index()], 1000));
+            }
         }
         for (p, s) in pooled.iter_mut().zip(samples) {
             p.extend(s);
@@ -266,7 +339,7 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
     fixture.finish()?;
     drop(gate);
 
-    for v in Variant::ALL {
+    for &v in &variants {
         let s = &pooled[v.index()];
         let sum = Summary::of(s).unwrap_or_else(Summary::empty);
         let mut r = Record::new(v.name(), &[("submission", v.what().to_owned())]);
@@ -290,6 +363,9 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
         report.records.push(r);
     }
     for (i, &(v, base, target)) in PAIRS.iter().enumerate() {
+        if !runs(&v) {
+            continue;
+        }
         let name = format!("{} / {}", v.name(), base.name());
         for (k, &(ratio, ci)) in ratios[i].iter().enumerate() {
             let mut r = Record::new(name.clone(), &[("repetition", (k + 1).to_string())]);
@@ -300,14 +376,16 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
         }
         let values: Vec<f64> = ratios[i].iter().map(|(r, _)| *r).collect();
         let (lo, mid, hi) = spread(&values);
-        let within = values.iter().filter(|&&r| r <= target).count();
         let mut r = Record::new(name, &[("repetition", "all".to_owned())]);
         r.counters.push(Counter::new("repetitions", values.len() as f64, Unit::Count));
         r.counters.push(Counter::new("min ratio", lo, Unit::Ratio));
         r.counters.push(Counter::new("median ratio", mid, Unit::Ratio));
         r.counters.push(Counter::new("max ratio", hi, Unit::Ratio));
-        r.counters.push(Counter::new("target (at most)", target, Unit::Ratio));
-        r.counters.push(Counter::new("repetitions within target", within as f64, Unit::Count));
+        if let Some(target) = target {
+            let within = values.iter().filter(|&&r| r <= target).count();
+            r.counters.push(Counter::new("target (at most)", target, Unit::Ratio));
+            r.counters.push(Counter::new("repetitions within target", within as f64, Unit::Count));
+        }
         report.records.push(r);
     }
     let how = match method {
@@ -334,11 +412,42 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
     ));
     report.notes.push(
         "targets: gpu-sync launch / raw launch at most 1.03, gpu-sync handoff / raw handoff at most 1.05 \
-         (ratio of medians)"
+         (ratio of medians); the recording rows have none (their cost is what is measured)"
             .to_owned(),
     );
+    for (v, r) in [(Variant::RecordedEvents, recorded.events), (Variant::RecordedCupti, recorded.cupti)] {
+        if runs(&v) {
+            report.notes.push(format!(
+                "{}: {} launches recorded in the timed batches, {} with a device span or a CUPTI kernel record \
+                 joined by its external correlation id, {} dropped",
+                v.name(),
+                r.launches,
+                r.resolved,
+                r.dropped
+            ));
+        }
+    }
     report.notes.extend(notes);
     Ok(report)
+}
+
+/// What the recorded batches recorded (checked, and reported in the notes).
+#[derive(Default, Clone, Copy)]
+struct Recorded {
+    events: Counts,
+    cupti: Counts,
+}
+
+/// One backend's counts.
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    /// Launches of the timed kernel recorded.
+    launches: u64,
+    /// Of those, with a device span (events) or a joined CUPTI kernel
+    /// record (cupti).
+    resolved: u64,
+    /// Dropped records (`Recording::dropped`, plus CUPTI's own).
+    dropped: u64,
 }
 
 /// `stream`'s handle for the per-call layer, borrowed for as long as
@@ -407,6 +516,7 @@ impl RawSide<'_> {
 /// Everything the variants use: streams, kernels, buffers, raw events.
 struct Fixture {
     drv: &'static Driver,
+    device: gpu_sync::Device,
     sa: Stream,
     sb: Stream,
     add_k: Kernel<AddSig>,
@@ -457,6 +567,7 @@ impl Fixture {
         let cfg = LaunchConfig::for_elements(N as u64, 256);
         let f = Fixture {
             drv,
+            device: device.clone(),
             sa,
             sb,
             add_k,
@@ -547,7 +658,7 @@ impl Fixture {
                     event::record(&self.ev_b, raw.sb)?;
                 }
             }
-            Variant::TrackedLaunch => {
+            Variant::TrackedLaunch | Variant::RecordedEvents | Variant::RecordedCupti => {
                 for _ in 0..n {
                     self.add_k.launch(&self.sa, self.cfg, (&self.x, &self.y, &mut self.out, len))?;
                 }
@@ -562,6 +673,73 @@ impl Fixture {
         Ok(())
     }
 
+    /// [`Fixture::batch`], under a recorder made before it and stopped after
+    /// it (untimed) for the recorded variants; their counts are added to
+    /// `recorded` and checked: every launch is recorded.
+    fn recorded_batch(
+        &mut self,
+        v: Variant,
+        n: usize,
+        gate: Option<&mut Gate>,
+        timeouts: &mut [usize; VARIANTS],
+        recorded: Option<&mut Recorded>,
+    ) -> Result<f64> {
+        let Some(timing) = v.timing() else { return self.batch(v, n, gate, timeouts) };
+        let consumer = match timing {
+            Timing::Cupti => Some(
+                gpu_sync::cuda_sys::cupti::activity()
+                    .and_then(|a| a.consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation]))
+                    .map_err(gpu_sync::Error::from)?,
+            ),
+            _ => None,
+        };
+        let rec = self.device.record(RecordOptions::new(timing))?;
+        let ns = self.batch(v, n, gate, timeouts);
+        let r = rec.stop();
+        let records = match &consumer {
+            Some(c) => c.take().map_err(gpu_sync::Error::from)?,
+            None => Vec::new(),
+        };
+        let (ns, r) = (ns?, r?);
+        let name = self.add_k.name().to_owned();
+        let launches: Vec<_> = r.ops.iter().filter(|o| o.name == name).collect();
+        let resolved = match timing {
+            Timing::Cupti => {
+                // External id → correlation id → a kernel record.
+                let corr: std::collections::HashMap<u64, u32> = records
+                    .iter()
+                    .filter_map(|c| match c.op {
+                        ActivityOp::ExternalCorrelation { external_id, .. } => {
+                            Some((external_id, c.correlation_id))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let kernels: std::collections::HashSet<u32> = records
+                    .iter()
+                    .filter(|c| matches!(c.op, ActivityOp::Kernel { .. }))
+                    .map(|c| c.correlation_id)
+                    .collect();
+                launches.iter().filter(|o| corr.get(&o.id).is_some_and(|c| kernels.contains(c))).count()
+            }
+            _ => launches.iter().filter(|o| o.span.is_some()).count(),
+        };
+        if launches.len() != n {
+            return Err(gpu_sync::Error::Internal(format!(
+                "{}: {} launches recorded of {n}",
+                v.name(),
+                launches.len()
+            )));
+        }
+        if let Some(rec) = recorded {
+            let c = if timing == Timing::Cupti { &mut rec.cupti } else { &mut rec.events };
+            c.launches += launches.len() as u64;
+            c.resolved += resolved as u64;
+            c.dropped += r.dropped;
+        }
+        Ok(ns)
+    }
+
     /// One batch of `n` submissions of `v`: host nanoseconds per submission.
     /// Gated: in segments that fit [`QUEUE_BUDGET`], each behind a closed
     /// gate; free-running: all at once.
@@ -570,7 +748,7 @@ impl Fixture {
         v: Variant,
         n: usize,
         gate: Option<&mut Gate>,
-        timeouts: &mut [usize; 4],
+        timeouts: &mut [usize; VARIANTS],
     ) -> Result<f64> {
         let mut ns = 0u128;
         match gate {
@@ -626,7 +804,10 @@ impl Gate {
                 stream::wait_event(raw.sb, &f.ev_gate, 0)?;
             }
             Variant::TrackedHandoff => f.sb.wait_stream(&f.sa)?,
-            Variant::RawLaunch | Variant::TrackedLaunch => {}
+            Variant::RawLaunch
+            | Variant::TrackedLaunch
+            | Variant::RecordedEvents
+            | Variant::RecordedCupti => {}
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::ffi::{call, driver};
+use crate::trace::{DeviceFacts, DeviceTrace};
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedContext, CUcontext, CUdevice, CUdevice_attribute as A, Driver};
 use std::collections::HashMap;
@@ -60,6 +61,9 @@ pub(crate) struct DeviceInner {
     pub completed: AtomicU64,
     pub ledger: Ledger,
     pub priority_range: (i32, i32),
+    /// Recording: the flag the engine's funnel reads, and the recorder's
+    /// sink while one lives.
+    pub trace: DeviceTrace,
 }
 
 fn registry() -> &'static Mutex<HashMap<i32, Arc<DeviceInner>>> {
@@ -155,6 +159,7 @@ impl Device {
             completed: AtomicU64::new(0),
             ledger: Ledger::default(),
             priority_range: (least, greatest),
+            trace: DeviceTrace::default(),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -253,6 +258,32 @@ impl Device {
         self.inner.drv.version()
     }
 
+    /// Starts recording this device's stream-ordered operations (every
+    /// launch, copy, memset, host function, graph replay, wait, allocation
+    /// and free submitted through gpu-sync on its streams, or on
+    /// [`RecordOptions::streams`](crate::trace::RecordOptions::streams)),
+    /// the host ranges of every thread ([`trace::range`](crate::trace::range))
+    /// and the memory ledger at each allocation and free, until the
+    /// returned [`Recorder`](crate::trace::Recorder) is stopped or dropped.
+    /// See [`crate::trace`].
+    ///
+    /// With [`Timing::Events`](crate::trace::Timing::Events) the recorder
+    /// creates its timing events (`cuEventCreate`) and its reference
+    /// calibration (an event on a stream of its own, `cuStreamCreate`,
+    /// `cuEventRecord`, `cuEventSynchronize`) here.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyRecording`] while another recorder of this device
+    /// lives; [`Error::Cupti`] naming the cause for
+    /// [`Timing::Cupti`](crate::trace::Timing::Cupti) without a usable
+    /// libcupti (the event backend then works); `CUDA_ERROR_NOT_PERMITTED`
+    /// inside a host function; a driver error creating the events.
+    pub fn record(&self, opts: crate::trace::RecordOptions) -> Result<crate::trace::Recorder> {
+        let i = &self.inner;
+        let facts = DeviceFacts { ordinal: i.ordinal, raw: i.raw, ctx: i.ctx, drv: i.drv, pools: i.pools };
+        i.trace.start(facts, opts)
+    }
+
     pub(crate) fn same(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
@@ -348,14 +379,20 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    pub fn allocated(&self, bytes: u64) {
+    /// Counts an allocation of `bytes`; a memory sample for the device's
+    /// recorder, if one lives (`trace`: the device's slot).
+    pub fn allocated(&self, bytes: u64, trace: &DeviceTrace) {
         let now = self.allocated.fetch_add(bytes, Ordering::AcqRel) + bytes;
         self.peak.fetch_max(now, Ordering::AcqRel);
         self.live.fetch_add(1, Ordering::AcqRel);
+        trace.memory(now);
     }
 
-    pub fn freed(&self, bytes: u64) {
-        self.allocated.fetch_sub(bytes, Ordering::AcqRel);
+    /// Counts the free of an allocation of `bytes`; a memory sample as for
+    /// [`Ledger::allocated`].
+    pub fn freed(&self, bytes: u64, trace: &DeviceTrace) {
+        let now = self.allocated.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
         self.live.fetch_sub(1, Ordering::AcqRel);
+        trace.memory(now);
     }
 }

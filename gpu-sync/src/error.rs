@@ -168,6 +168,23 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// A second recorder was asked of a device that has one
+    /// ([`Device::record`](crate::Device::record)): one recorder per device
+    /// at a time.
+    #[error(
+        "device {device} is already recording (one trace::Recorder per device at a time; stop or drop the other first)"
+    )]
+    AlreadyRecording {
+        /// The device's ordinal.
+        device: i32,
+    },
+
+    /// CUPTI cannot be used ([`Timing::Cupti`](crate::trace::Timing::Cupti)
+    /// asked without libcupti, or another tool owns the profiling
+    /// interface); the message names the cause.
+    #[error("CUPTI timing unavailable: {0}")]
+    Cupti(#[from] cuda_sys::cupti::CuptiError),
+
     /// A proof was presented that does not cover the work it was asked to.
     #[error("the wait presented ({proof}) does not cover this work ({work})")]
     NotCovered {
@@ -201,6 +218,8 @@ impl Error {
             Error::EventNotComplete => "EventNotComplete",
             Error::Capturing { .. } => "Capturing",
             Error::NotCovered { .. } => "NotCovered",
+            Error::AlreadyRecording { .. } => "AlreadyRecording",
+            Error::Cupti(..) => "Cupti",
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::engine::{self, Access, Allocation, CaptureHandle, Held, KeepAlive, Ki
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::stream::Stream;
+use crate::trace::{OpDesc, OpKind};
 use cuda_sys::CUgraph;
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
@@ -158,7 +159,10 @@ impl Graph {
             .device
             .inner
             .call("cuGraphInstantiateWithFlags", || cu::graph::instantiate_with_flags(self.raw.get(), 0))?;
+        // For recordings (a replay's `OpKind::GraphLaunch`); read once here.
+        let nodes = self.node_count()?;
         Ok(GraphExec {
+            nodes,
             state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),
             accesses: self.accesses.clone(),
@@ -186,6 +190,8 @@ pub struct GraphExec {
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
     _modules: Vec<KeepAlive>,
+    /// The graph's node count at instantiation.
+    nodes: usize,
 }
 
 /// A [`GraphExec`]'s exec handle (always `Some` until `Drop`) and the point
@@ -213,7 +219,15 @@ impl GraphExec {
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
-        let op = Op { name: "GraphExec::launch", uses: uses.as_slice(), kind: Kind::Uncaptured, keep: None };
+        let describe =
+            || OpDesc { name: "graph launch".into(), kind: OpKind::GraphLaunch { ops: self.nodes } };
+        let op = Op {
+            name: "GraphExec::launch",
+            uses: uses.as_slice(),
+            kind: Kind::Uncaptured,
+            keep: None,
+            describe: Some(&describe),
+        };
         let (mut st, ticket) = engine::submit(&stream.inner, op, |raw| {
             // The exec's lock, taken inside the funnel (after its refusals,
             // under the book) and held across the driver call and until the

@@ -18,6 +18,10 @@ const LAYERS: &[&[&str]] = &[
     // choice of driver it honours at first use, errors, and the proofs host
     // waits return.
     &["error", "ffi", "backend", "safety", "scope"],
+    // Recording: host ranges, the records of operations, their events and
+    // calibration, the recorders alive (the engine's funnel and the ledger
+    // hand it what they submit and count).
+    &["trace"],
     // Devices and their primary contexts.
     &["device"],
     // The engine (private inside; its facade is all the layers above see,

@@ -77,6 +77,7 @@ mod scope;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod stream;
+pub mod trace;
 
 pub use launch::nvrtc;
 

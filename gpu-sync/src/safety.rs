@@ -111,6 +111,39 @@
 //!    (`Timeline::host_wait_all_so_far`) before `cuModuleUnload`, and leaks
 //!    the module if a wait fails. Graphs keep their modules alive.
 //!
+//! 10. **Recording adds only its own events, around the call it records.**
+//!     While a device records (`gpu_sync::trace`), `engine::submit` makes
+//!     the recorder's hook (`engine::hook`) and routes the operation as
+//!     always — the same guards, the same routing and flavors — with the
+//!     operation's driver-call closure wrapped (`Hooked::call`): before the call the host clock and, with
+//!     `Timing::Events`, `cuEventRecord` of a timing event on the raw
+//!     stream; after it the end event's record (or, with `Timing::Cupti`,
+//!     CUPTI's external correlation push and pop). The wrapper runs where
+//!     the closure would — inside the flavor, book held and context bound
+//!     (for a blocking copy: on its idle stream under its `blocking` lock) —
+//!     so the raw stream handle it records on is alive for the call
+//!     (the engine's `Timeline` holds it) and the records sit right around
+//!     the operation in the stream's order. The events are the recorder's
+//!     own (`trace/events.rs`, created with `cuEventCreate` by the sink,
+//!     never handed to user code, never waited on by the engine): recording
+//!     one on a stream orders nothing for the tracker, draws no ticket and
+//!     records no use, so the tracker's state is the same with recording on
+//!     or off. A captured operation gets no event (an event record in a
+//!     capture would become a graph node): the flag is set by the capture
+//!     branch before the closure runs. The calibration's records (a stream's
+//!     first operation, polled with `cuEventQuery`, never waited on under
+//!     the book; the reference on the recorder's own stream, waited on in
+//!     `Device::record` and `Recorder::take`, which hold no gpu-sync lock)
+//!     keep point 5. The records are made through cuda-sys's safe per-call
+//!     functions (`result::event::record`, `query`, `synchronize`,
+//!     `elapsed_time`), whose handles prove liveness: no `unsafe` in
+//!     `trace/`. Spans are resolved in `Recorder::take` (unlocked host
+//!     waits). A sink's events are destroyed with the device's context
+//!     bound or kept for the device's next recorder; inside a host function
+//!     they are leaked, as point 6 requires. Lock order: a book, then a
+//!     sink's state; the sinks' list, then a sink's state; `trace/` takes
+//!     no gpu-sync lock and calls nothing in the engine.
+//!
 //! # Unsafe functions
 //! Public:
 //!

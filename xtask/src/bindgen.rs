@@ -445,7 +445,7 @@ mod generate {
     /// 13.0.88; 13.0.85 is its 13.0 release, CUPTI API version 130001).
     pub const CUPTI_WHEEL: &str = "nvidia-cuda-cupti==13.0.85";
 
-    /// The CUPTI functions the table in `cuda-sys/src/cupti.rs` binds; each
+    /// The CUPTI functions the table in `cuda-sys/src/cupti/mod.rs` binds; each
     /// gets a `PFN_<name>` typedef taken from its declaration with
     /// `__typeof__`, so no signature is written by hand.
     pub const CUPTI_FUNCTIONS: &[&str] = &[
@@ -461,10 +461,13 @@ mod generate {
         "cuptiActivityFlushAll",
         "cuptiActivityGetNextRecord",
         "cuptiActivityGetNumDroppedRecords",
+        "cuptiActivityPushExternalCorrelationId",
+        "cuptiActivityPopExternalCorrelationId",
     ];
 
     /// `cuda-sys/src/cupti_bindings.rs`: CUPTI's activity record types
-    /// (kernel, memcpy, memset), result and kind enums, callback types, and a
+    /// (kernel, memcpy, memset, external correlation, synchronization,
+    /// overhead), result and kind enums, callback types, and a
     /// `PFN_` typedef per [`CUPTI_FUNCTIONS`] entry, from the pinned wheel's
     /// headers. The table itself is hand-written in cuda-sys over these
     /// typedefs, so cuda-sim can fill it as it fills the driver's.
@@ -501,6 +504,13 @@ mod generate {
             .allowlist_type("CUpti_ActivityKernel10")
             .allowlist_type("CUpti_ActivityMemcpy6")
             .allowlist_type("CUpti_ActivityMemset4")
+            .allowlist_type("CUpti_ActivityExternalCorrelation")
+            .allowlist_type("CUpti_ExternalCorrelationKind")
+            .allowlist_type("CUpti_ActivitySynchronization2")
+            .allowlist_type("CUpti_ActivitySynchronizationType")
+            .allowlist_type("CUpti_ActivityOverhead3")
+            .allowlist_type("CUpti_ActivityOverheadKind")
+            .allowlist_type("CUpti_ActivityObjectKind")
             .allowlist_type("CUpti_ActivityMemcpyKind")
             .allowlist_type("CUpti_ActivityFlag")
             .allowlist_type("CUpti_CallbackDomain")

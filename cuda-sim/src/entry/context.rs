@@ -74,7 +74,10 @@ pub(super) unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
     api("cuCtxSynchronize", |st, caller| {
         let dev = st.current_device(caller)?;
         graph::refuse_device_sync(st, caller.session, dev)?;
+        let t0 = st.session_mut(caller.session).host_time();
         scheduler::sync_device(st, caller.session, dev)?;
+        let t1 = st.session_mut(caller.session).host_time();
+        crate::cupti::on_sync(st, crate::cupti::SyncOf::Context, t0, t1);
         scheduler::sync_result(st, caller.session)
     })
 }

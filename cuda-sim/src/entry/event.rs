@@ -46,7 +46,15 @@ pub(super) unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
 }
 
 pub(super) unsafe extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
-    api("cuEventSynchronize", |st, caller| event::synchronize(st, caller, id(hEvent)))
+    api("cuEventSynchronize", |st, caller| {
+        let t0 = st.session_mut(caller.session).host_time();
+        let r = event::synchronize(st, caller, id(hEvent));
+        let t1 = st.session_mut(caller.session).host_time();
+        if r.is_ok() {
+            crate::cupti::on_sync(st, crate::cupti::SyncOf::Event(id(hEvent)), t0, t1);
+        }
+        r
+    })
 }
 
 pub(super) unsafe extern "C" fn cuEventElapsedTime(

@@ -94,7 +94,15 @@ fn synchronize(st: &mut State, caller: &Caller, h: CUstream) -> Res {
 }
 
 pub(super) unsafe extern "C" fn cuStreamSynchronize(hStream: CUstream) -> CUresult {
-    api("cuStreamSynchronize", |st, caller| synchronize(st, caller, hStream))
+    api("cuStreamSynchronize", |st, caller| {
+        let t0 = st.session_mut(caller.session).host_time();
+        let r = synchronize(st, caller, hStream);
+        let t1 = st.session_mut(caller.session).host_time();
+        if r.is_ok() {
+            crate::cupti::on_sync(st, crate::cupti::SyncOf::Stream(hStream.addr() as u64), t0, t1);
+        }
+        r
+    })
 }
 
 pub(super) unsafe extern "C" fn cuStreamWaitEvent(

@@ -305,6 +305,73 @@ impl CUpti_ActivityKind {
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpti_ActivityKind(pub ::core::ffi::c_uint);
+impl CUpti_ActivityObjectKind {
+    pub const CUPTI_ACTIVITY_OBJECT_UNKNOWN: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(0);
+    pub const CUPTI_ACTIVITY_OBJECT_PROCESS: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(1);
+    pub const CUPTI_ACTIVITY_OBJECT_THREAD: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(2);
+    pub const CUPTI_ACTIVITY_OBJECT_DEVICE: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(3);
+    pub const CUPTI_ACTIVITY_OBJECT_CONTEXT: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(4);
+    pub const CUPTI_ACTIVITY_OBJECT_STREAM: CUpti_ActivityObjectKind = CUpti_ActivityObjectKind(5);
+    pub const CUPTI_ACTIVITY_OBJECT_FORCE_INT: CUpti_ActivityObjectKind =
+        CUpti_ActivityObjectKind(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityObjectKind(pub ::core::ffi::c_uint);
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUpti_ActivityObjectKindId {
+    pub pt: CUpti_ActivityObjectKindId__bindgen_ty_1,
+    pub dcs: CUpti_ActivityObjectKindId__bindgen_ty_2,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct CUpti_ActivityObjectKindId__bindgen_ty_1 {
+    pub processId: u32,
+    pub threadId: u32,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct CUpti_ActivityObjectKindId__bindgen_ty_2 {
+    pub deviceId: u32,
+    pub contextId: u32,
+    pub streamId: u32,
+}
+impl Default for CUpti_ActivityObjectKindId {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl CUpti_ActivityOverheadKind {
+    pub const CUPTI_ACTIVITY_OVERHEAD_UNKNOWN: CUpti_ActivityOverheadKind = CUpti_ActivityOverheadKind(0);
+    pub const CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(1);
+    pub const CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(65536);
+    pub const CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(131072);
+    pub const CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(196608);
+    pub const CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(262144);
+    pub const CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(327680);
+    pub const CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(393216);
+    pub const CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(458752);
+    pub const CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(524288);
+    pub const CUPTI_ACTIVITY_OVERHEAD_FORCE_INT: CUpti_ActivityOverheadKind =
+        CUpti_ActivityOverheadKind(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivityOverheadKind(pub ::core::ffi::c_uint);
 impl CUpti_ActivityFlag {
     pub const CUPTI_ACTIVITY_FLAG_NONE: CUpti_ActivityFlag = CUpti_ActivityFlag(0);
     pub const CUPTI_ACTIVITY_FLAG_DEVICE_CONCURRENT_KERNELS: CUpti_ActivityFlag = CUpti_ActivityFlag(1);
@@ -370,6 +437,23 @@ impl CUpti_ActivityPartitionedGlobalCacheConfig {
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpti_ActivityPartitionedGlobalCacheConfig(pub ::core::ffi::c_uint);
+impl CUpti_ActivitySynchronizationType {
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(0);
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(1);
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(2);
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(3);
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(4);
+    pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_FORCE_INT: CUpti_ActivitySynchronizationType =
+        CUpti_ActivitySynchronizationType(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ActivitySynchronizationType(pub ::core::ffi::c_uint);
 impl CUpti_ChannelType {
     pub const CUPTI_CHANNEL_TYPE_INVALID: CUpti_ChannelType = CUpti_ChannelType(0);
     pub const CUPTI_CHANNEL_TYPE_COMPUTE: CUpti_ChannelType = CUpti_ChannelType(1);
@@ -634,6 +718,91 @@ impl Default for CUpti_ActivityKernel10 {
         }
     }
 }
+#[repr(C, packed(8))]
+#[derive(Copy, Clone)]
+pub struct CUpti_ActivityOverhead3 {
+    pub kind: CUpti_ActivityKind,
+    pub overheadKind: CUpti_ActivityOverheadKind,
+    pub objectKind: CUpti_ActivityObjectKind,
+    pub objectId: CUpti_ActivityObjectKindId,
+    pub start: u64,
+    pub end: u64,
+    pub correlationId: u32,
+    pub reserved0: u32,
+    pub overheadData: *mut ::core::ffi::c_void,
+}
+impl Default for CUpti_ActivityOverhead3 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivitySynchronization2 {
+    pub kind: CUpti_ActivityKind,
+    pub type_: CUpti_ActivitySynchronizationType,
+    pub start: u64,
+    pub end: u64,
+    pub correlationId: u32,
+    pub contextId: u32,
+    pub streamId: u32,
+    pub cudaEventId: u32,
+    pub cudaEventSyncId: u64,
+    pub returnValue: u32,
+    pub pad: u32,
+}
+impl Default for CUpti_ActivitySynchronization2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl CUpti_ExternalCorrelationKind {
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_INVALID: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(0);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(1);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(2);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(3);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(4);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(5);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_SIZE: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(6);
+    pub const CUPTI_EXTERNAL_CORRELATION_KIND_FORCE_INT: CUpti_ExternalCorrelationKind =
+        CUpti_ExternalCorrelationKind(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUpti_ExternalCorrelationKind(pub ::core::ffi::c_uint);
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityExternalCorrelation {
+    pub kind: CUpti_ActivityKind,
+    pub externalKind: CUpti_ExternalCorrelationKind,
+    pub externalId: u64,
+    pub correlationId: u32,
+    pub reserved: u32,
+}
+impl Default for CUpti_ActivityExternalCorrelation {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 pub type CUpti_BuffersCallbackRequestFunc = ::core::option::Option<
     unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, maxNumRecords: *mut usize),
 >;
@@ -673,3 +842,9 @@ pub type PFN_cuptiActivityGetNextRecord = ::core::option::Option<
 >;
 pub type PFN_cuptiActivityGetNumDroppedRecords =
     ::core::option::Option<unsafe extern "C" fn(arg1: CUcontext, arg2: u32, arg3: *mut usize) -> CUptiResult>;
+pub type PFN_cuptiActivityPushExternalCorrelationId = ::core::option::Option<
+    unsafe extern "C" fn(arg1: CUpti_ExternalCorrelationKind, arg2: u64) -> CUptiResult,
+>;
+pub type PFN_cuptiActivityPopExternalCorrelationId = ::core::option::Option<
+    unsafe extern "C" fn(arg1: CUpti_ExternalCorrelationKind, arg2: *mut u64) -> CUptiResult,
+>;

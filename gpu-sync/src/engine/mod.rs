@@ -39,7 +39,9 @@ mod track;
 
 use crate::device::Device;
 use crate::error::Result;
+use crate::trace::{OpDesc, OpKind, StreamFacts};
 use cuda_sys::BorrowedStream;
+use std::cell::Cell;
 use std::sync::Arc;
 
 pub use timeline::conflicts::Access;
@@ -93,6 +95,11 @@ pub(crate) struct Op<'a, U: Uses + ?Sized> {
     /// What a captured operation keeps alive for its graph (a launch's
     /// module).
     pub keep: Option<&'a KeepAlive>,
+    /// What it is, for a recording (`gpu_sync::trace`): its name (a
+    /// kernel's), kind and arguments. Called only while its device records,
+    /// so an operation builds no `String` otherwise; `None`: the name above
+    /// and a kind from [`Kind`].
+    pub describe: Option<&'a dyn Fn() -> OpDesc>,
 }
 
 /// No tracked resource.
@@ -102,6 +109,10 @@ pub(crate) const NO_USES: &[Use<'static>] = &[];
 /// stream: the one submission function (see the module docs for the order
 /// of the guards). Returns `call`'s result and the operation's ticket (0
 /// when it was captured into a graph).
+///
+/// Recording (`gpu_sync::trace`) is one relaxed load of the device's flag
+/// here while off; on, the recorder's hook wraps `call` ([`Hooked::call`])
+/// and nothing else: the guards, the routing and the flavors are the same.
 ///
 /// # Errors
 /// `CUDA_ERROR_NOT_PERMITTED` inside a host function or a simulated kernel
@@ -118,6 +129,79 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // functions deferred runs (no lock is held here).
     crate::ffi::refuse(op.name)?;
     capture::host_fn::drain();
+    // Recording: one relaxed load while off; on, the hook's context, made
+    // out of line. The routing is instantiated once either way (a second
+    // instantiation lets LLVM merge the flavors' closures and stop inlining
+    // them on the hot path), with `call` wrapped by `Hooked::call`.
+    let hook = if s.device.inner.trace.is_on() { hook(s, &op) } else { None };
+    let captured = hook.as_ref().map(|h| &h.captured);
+    route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+}
+
+/// The recorder's hook around one operation while its device records.
+struct Hooked<'a> {
+    sink: Arc<crate::trace::Sink>,
+    stream: StreamFacts,
+    name: &'static str,
+    kind: Kind<'a>,
+    describe: Option<&'a dyn Fn() -> OpDesc>,
+    /// Set by the capture's branch of [`route`] before the call.
+    captured: Cell<bool>,
+}
+
+/// The hook for `op` on `s`, if the device's recorder records that stream
+/// (clears the device's flag when the recorder is gone).
+#[cold]
+#[inline(never)]
+fn hook<'a, U: Uses + ?Sized>(s: &Arc<Timeline>, op: &Op<'a, U>) -> Option<Hooked<'a>> {
+    let sink = s.device.inner.trace.sink_for(s.id)?;
+    Some(Hooked {
+        sink,
+        stream: StreamFacts { id: s.id, priority: s.priority },
+        name: op.name,
+        kind: op.kind,
+        describe: op.describe,
+        captured: Cell::new(false),
+    })
+}
+
+impl Hooked<'_> {
+    /// Makes the driver call, inside the recorder's hook if there is one:
+    /// before it the host clock and a start event (or CUPTI's external
+    /// correlation id), after it an end event (or the pop) and the record
+    /// with the operation's description. It runs where the call would,
+    /// inside the flavor (book held, context bound; for a blocking copy on
+    /// its idle stream), so the events sit right around the operation on
+    /// its stream; a captured operation gets none.
+    #[inline(always)]
+    fn call<R>(
+        hook: Option<&Hooked<'_>>,
+        raw: BorrowedStream<'_>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let Some(h) = hook else { return call(raw) };
+        let captured = h.captured.get();
+        let f = h.sink.before(h.stream, raw, captured);
+        let r = call(raw);
+        let desc = match h.describe {
+            Some(d) => d(),
+            None => default_desc(h.name, h.kind),
+        };
+        h.sink.after(f, h.stream, raw, desc, captured, r.is_ok());
+        r
+    }
+}
+
+/// The routing of [`submit`] after its first two guards: the capture
+/// routing, then the flavor. `captured` (while recording) is set when the
+/// operation joins a capture, before `call` runs.
+#[inline(always)]
+fn route<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op: Op<'_, U>,
+    call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    captured: Option<&Cell<bool>>,
+) -> Result<(R, u64)> {
     match op.kind {
         // 3. The capture routing, then the eager or across flavor.
         // Joins the stream's capture under its gate, or (no capture, or it
@@ -126,6 +210,9 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
             &**s,
             call,
             |cap, inner, call| {
+                if let Some(c) = captured {
+                    c.set(true);
+                }
                 flavor::captured::run_captured(s, op.name, op.uses, op.keep, cap, inner, call).map(|r| (r, 0))
             },
             |call| flavor::eager::run(s, op.name, op.uses, call),
@@ -135,6 +222,16 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
+    }
+}
+
+/// An operation's description from its engine name and kind (for the
+/// operations that give none).
+fn default_desc(name: &'static str, kind: Kind<'_>) -> OpDesc {
+    match kind {
+        Kind::HostFn => OpDesc { name: "host function".into(), kind: OpKind::HostFn },
+        Kind::WaitEvent(_) => OpDesc { name: "wait".into(), kind: OpKind::Wait },
+        _ => OpDesc { name: name.into(), kind: OpKind::Other },
     }
 }
 
@@ -311,7 +408,13 @@ pub(crate) fn wait_stream(s: &Arc<Timeline>, other: &Arc<Timeline>) -> Result<()
     let dep = Point::new(other.clone(), ticket);
     submit(
         s,
-        Op { name: "Stream::wait_stream", uses: NO_USES, kind: Kind::After(&[dep]), keep: None },
+        Op {
+            name: "Stream::wait_stream",
+            uses: NO_USES,
+            kind: Kind::After(&[dep]),
+            keep: None,
+            describe: Some(&|| OpDesc { name: "wait".into(), kind: OpKind::Wait }),
+        },
         |_| Ok(()),
     )
     .map(drop)

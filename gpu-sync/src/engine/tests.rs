@@ -35,7 +35,7 @@ fn inside_a_host_function_submit_refuses_before_taking_the_book() {
         // function may: the refusal must come first.
         let _book = lane.lock();
         let _inside = Inside::enter();
-        let op = Op { name: "test", uses: NO_USES, kind: Kind::Async, keep: None };
+        let op = Op { name: "test", uses: NO_USES, kind: Kind::Async, keep: None, describe: None };
         let r = submit(&lane, op, |_| Ok(()));
         assert!(not_permitted(&r), "{:?}", r.map(drop));
         assert!(not_permitted(&wait_stream(&lane, &lane)));
@@ -54,7 +54,7 @@ fn the_flavor_refuses_what_a_capture_cannot_hold() {
     let g = s.capture(|_| {
         for kind in [Kind::Blocking, Kind::Uncaptured, Kind::After(&[]), Kind::HostFn, Kind::WaitEvent(None)]
         {
-            let op = Op { name: "refused", uses: NO_USES, kind, keep: None };
+            let op = Op { name: "refused", uses: NO_USES, kind, keep: None, describe: None };
             let r = submit(&s.inner, op, |_| {
                 ran.store(true, Ordering::SeqCst);
                 Ok(())

@@ -98,7 +98,7 @@ impl Stream {
                 same_device(&self.inner, alloc, "memory declared for a foreign call")?;
             }
         }
-        let op = Op { name, uses: uses.uses.as_slice(), kind: Kind::Async, keep: None };
+        let op = Op { name, uses: uses.uses.as_slice(), kind: Kind::Async, keep: None, describe: None };
         let (r, _) = engine::submit(&self.inner, op, |raw| {
             // gpu-sync's bookkeeping is locked while `call` runs: every
             // gpu-sync call inside it refuses before any lock.

@@ -28,6 +28,7 @@ use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
 use crate::launch::signature::{KernelArgs, MAX_PARAMS, RawArg, Signature};
 use crate::stream::Stream;
+use crate::trace::OpDesc;
 use cuda_sys::handle::kind::FunctionKind;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedFunction, RawHandle};
@@ -213,7 +214,17 @@ impl KernelCore {
         let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
         // Before the launch returns: the module's unload waits for it.
         self.module.note_launch(&stream.inner);
-        let op = Op { name: "cuLaunchKernel", uses: &Args(args), kind: Kind::Async, keep: Some(&self.keep) };
+        let describe = || {
+            let (g, b) = (cfg.grid, cfg.block);
+            OpDesc::kernel(&self.name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
+        };
+        let op = Op {
+            name: "cuLaunchKernel",
+            uses: &Args(args),
+            kind: Kind::Async,
+            keep: Some(&self.keep),
+            describe: Some(&describe),
+        };
         engine::submit(&stream.inner, op, |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded

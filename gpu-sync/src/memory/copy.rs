@@ -31,6 +31,7 @@ use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, View, resolve};
 use crate::memory::pinned::PinnedBuffer;
 use crate::memory::staging::{self, CHUNK, Chunks};
 use crate::stream::Stream;
+use crate::trace::{CopyDir, HostMem, OpDesc};
 use bytemuck::Pod;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
@@ -108,13 +109,32 @@ impl Stream {
             Host::Pinned(h) | Host::Staged(h) => {
                 let kind = if matches!(host, Host::Staged(_)) { Kind::Uncaptured } else { Kind::Async };
                 let uses = [device_use, (Target::Host(h), Access::Read)];
-                engine::submit(&self.inner, Op { name: op, uses: &uses, kind, keep: None }, copy)?;
+                // A staged chunk is part of a pageable copy: described as one.
+                let host_mem =
+                    if matches!(host, Host::Staged(_)) { HostMem::Pageable } else { HostMem::Pinned };
+                engine::submit(
+                    &self.inner,
+                    Op {
+                        name: op,
+                        uses: &uses,
+                        kind,
+                        keep: None,
+                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, host_mem)),
+                    },
+                    copy,
+                )?;
             }
             Host::Borrowed => {
                 let uses = [device_use];
                 engine::submit(
                     &self.inner,
-                    Op { name: op, uses: &uses, kind: Kind::Blocking, keep: None },
+                    Op {
+                        name: op,
+                        uses: &uses,
+                        kind: Kind::Blocking,
+                        keep: None,
+                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pageable)),
+                    },
                     copy,
                 )?;
             }
@@ -169,14 +189,19 @@ impl Stream {
                 cu::memory::memcpy_dtoh_async(hptr.cast(), dptr, bytes, raw)
             })
         };
-        let (uses, kind) = match host {
-            Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async),
-            Host::Staged(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Uncaptured),
+        let (uses, kind, mem) = match host {
+            Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async, HostMem::Pinned),
+            // A staged chunk is part of a pageable copy: described as one.
+            Host::Staged(h) => {
+                ([device_use, (Target::Host(h), Access::Write)], Kind::Uncaptured, HostMem::Pageable)
+            }
             // The host side is borrowed, not tracked: listed twice, the
             // device use is recorded once more at the same ticket (no-op).
-            Host::Borrowed => ([device_use, device_use], Kind::Blocking),
+            Host::Borrowed => ([device_use, device_use], Kind::Blocking, HostMem::Pageable),
         };
-        let ((), ticket) = engine::submit(&self.inner, Op { name: op, uses: &uses, kind, keep: None }, copy)?;
+        let describe = || OpDesc::copy(CopyDir::DtoH, bytes, mem);
+        let op = Op { name: op, uses: &uses, kind, keep: None, describe: Some(&describe) };
+        let ((), ticket) = engine::submit(&self.inner, op, copy)?;
         Ok(ticket)
     }
 
@@ -473,7 +498,14 @@ impl Stream {
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
         if s.alloc.device().same(d.alloc.device()) {
             same_device(&self.inner, d.alloc, "the buffers")?;
-            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
+            let op = Op {
+                name: "Stream::copy",
+                uses: &uses,
+                kind: Kind::Async,
+                keep: None,
+                describe: Some(&describe),
+            };
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -493,7 +525,14 @@ impl Stream {
             }
             let (sctx, dctx) = (s.alloc.device().inner.ctx, d.alloc.device().inner.ctx);
             // Buffers of two devices: the engine picks the across flavor.
-            let op = Op { name: "Stream::copy", uses: &uses, kind: Kind::Async, keep: None };
+            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
+            let op = Op {
+                name: "Stream::copy",
+                uses: &uses,
+                kind: Kind::Async,
+                keep: None,
+                describe: Some(&describe),
+            };
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -518,7 +557,14 @@ impl Stream {
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let uses = [(Target::Device(v.alloc), Access::Write)];
-        let op = Op { name: "Stream::fill_bytes", uses: &uses, kind: Kind::Async, keep: None };
+        let describe = || OpDesc::memset(bytes);
+        let op = Op {
+            name: "Stream::fill_bytes",
+            uses: &uses,
+            kind: Kind::Async,
+            keep: None,
+            describe: Some(&describe),
+        };
         engine::submit(&self.inner, op, |raw| {
             if bytes == 0 {
                 return Ok(());
@@ -547,7 +593,14 @@ impl Stream {
         same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
         let uses = [(Target::Device(v.alloc), Access::Write)];
-        let op = Op { name: "Stream::fill_u32", uses: &uses, kind: Kind::Async, keep: None };
+        let describe = || OpDesc::memset(words * 4);
+        let op = Op {
+            name: "Stream::fill_u32",
+            uses: &uses,
+            kind: Kind::Async,
+            keep: None,
+            describe: Some(&describe),
+        };
         engine::submit(&self.inner, op, |raw| {
             if words == 0 {
                 return Ok(());

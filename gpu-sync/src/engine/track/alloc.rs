@@ -13,6 +13,7 @@ use crate::device::Device;
 use crate::engine::{self, Kind, NO_USES, Op, Point, Resource, Timeline};
 use crate::error::{Error, Result};
 use crate::ffi::call;
+use crate::trace::{OpDesc, OpKind};
 use cuda_sys::CUdeviceptr;
 use cuda_sys::result as cu;
 use std::sync::Arc;
@@ -37,7 +38,14 @@ impl Allocation {
         }
         let dev = &device.inner;
         if device.has_memory_pools() {
-            let op = Op { name: "DeviceBuffer::alloc", uses: NO_USES, kind: Kind::After(&[]), keep: None };
+            let describe = || OpDesc { name: "alloc".into(), kind: OpKind::Alloc { bytes: bytes as u64 } };
+            let op = Op {
+                name: "DeviceBuffer::alloc",
+                uses: NO_USES,
+                kind: Kind::After(&[]),
+                keep: None,
+                describe: Some(&describe),
+            };
             let (ptr, ticket) = engine::submit(stream, op, |raw| {
                 call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
@@ -50,7 +58,7 @@ impl Allocation {
             dev.bind()?;
             alloc.ptr = call("cuMemAlloc", || cu::memory::alloc(dev.drv, bytes))?;
         }
-        dev.ledger.allocated(bytes as u64);
+        dev.ledger.allocated(bytes as u64, &dev.trace);
         Ok(alloc)
     }
 
@@ -119,7 +127,14 @@ impl Allocation {
         let deps = self.res.outstanding();
         match &self.stream {
             Some(s) => {
-                let op = Op { name: "cuMemFreeAsync", uses: NO_USES, kind: Kind::After(&deps), keep: None };
+                let describe = || OpDesc { name: "free".into(), kind: OpKind::Free };
+                let op = Op {
+                    name: "cuMemFreeAsync",
+                    uses: NO_USES,
+                    kind: Kind::After(&deps),
+                    keep: None,
+                    describe: Some(&describe),
+                };
                 engine::submit(s, op, |raw| {
                     // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
                     // (here); the free is ordered after every use recorded on
@@ -138,7 +153,7 @@ impl Allocation {
                 call("cuMemFree", || unsafe { cu::memory::free(dev.drv, ptr) })?;
             }
         }
-        dev.ledger.freed(self.bytes as u64);
+        dev.ledger.freed(self.bytes as u64, &dev.trace);
         self.ptr = 0;
         Ok(())
     }

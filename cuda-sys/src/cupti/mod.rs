@@ -24,12 +24,18 @@
 //! Nothing here knows about gpu-sync's safety rules: it types the calls and
 //! turns CUPTI's binary records into plain Rust values.
 
+mod records;
+
+pub use records::{ActivityKind, ActivityOp, ActivityRecord, EXTERNAL_KIND_CUSTOM0, SyncKind};
+
 use crate::cupti_bindings as sys;
 use crate::cupti_bindings::{
-    CUpti_Activity, CUpti_ActivityKernel10, CUpti_ActivityKind, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4,
-    CUptiResult,
+    CUpti_Activity, CUpti_ActivityExternalCorrelation, CUpti_ActivityKernel10, CUpti_ActivityKind,
+    CUpti_ActivityMemcpy6, CUpti_ActivityMemset4, CUpti_ActivityOverhead3, CUpti_ActivitySynchronization2,
+    CUpti_ExternalCorrelationKind, CUptiResult,
 };
 use libloading::Library;
+use records::KINDS;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -135,6 +141,8 @@ cupti_table! {
     cuptiActivityFlushAll: PFN_cuptiActivityFlushAll,
     cuptiActivityGetNextRecord: PFN_cuptiActivityGetNextRecord,
     cuptiActivityGetNumDroppedRecords: PFN_cuptiActivityGetNumDroppedRecords,
+    cuptiActivityPushExternalCorrelationId: PFN_cuptiActivityPushExternalCorrelationId,
+    cuptiActivityPopExternalCorrelationId: PFN_cuptiActivityPopExternalCorrelationId,
 }
 
 impl std::fmt::Debug for Cupti {
@@ -179,6 +187,11 @@ pub enum CuptiError {
         /// Its result's name.
         name: &'static str,
     },
+}
+
+unsafe extern "C" {
+    /// The C library's `free`, for the blocks CUPTI hands a consumer.
+    fn free(p: *mut c_void);
 }
 
 /// The name of a `CUptiResult` (`CUPTI_ERROR_NOT_INITIALIZED`), without a
@@ -302,107 +315,15 @@ pub fn cupti() -> Result<&'static Cupti, CuptiError> {
 /// Every function in `table` must behave as CUPTI documents it for the
 /// record layouts of the pinned headers: in particular records handed to
 /// the buffer-completed callback must be `CUpti_ActivityKernel10`,
-/// `CUpti_ActivityMemcpy6` or `CUpti_ActivityMemset4` as their `kind` says,
+/// `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4`,
+/// `CUpti_ActivityExternalCorrelation`, `CUpti_ActivitySynchronization2` or
+/// `CUpti_ActivityOverhead3` as their `kind` says (an overhead record's
+/// `overheadData` null or a `malloc`ed block the consumer frees),
 /// and `cuptiActivityGetNextRecord` must only return pointers inside the
 /// buffer it was given.
 pub unsafe fn install_cupti(table: Cupti) -> &'static Cupti {
     let _guard = CUPTI_INIT.lock().unwrap_or_else(|p| p.into_inner());
     CUPTI.get_or_init(|| table)
-}
-
-/// The kinds of activity record a consumer can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ActivityKind {
-    /// Kernels (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`: concurrency kept).
-    Kernel,
-    /// Copies (`CUPTI_ACTIVITY_KIND_MEMCPY`).
-    Memcpy,
-    /// Memsets (`CUPTI_ACTIVITY_KIND_MEMSET`).
-    Memset,
-}
-
-impl ActivityKind {
-    fn raw(self) -> CUpti_ActivityKind {
-        match self {
-            ActivityKind::Kernel => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-            ActivityKind::Memcpy => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
-            ActivityKind::Memset => CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
-        }
-    }
-
-    fn index(self) -> usize {
-        match self {
-            ActivityKind::Kernel => 0,
-            ActivityKind::Memcpy => 1,
-            ActivityKind::Memset => 2,
-        }
-    }
-}
-
-/// What a device operation was, with its own fields.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ActivityOp {
-    /// A kernel.
-    Kernel {
-        /// The kernel's (mangled, where it is C++) name.
-        name: Arc<str>,
-        /// Grid dimensions.
-        grid: [i32; 3],
-        /// Block dimensions.
-        block: [i32; 3],
-        /// The graph it ran in (0 when launched directly).
-        graph_id: u32,
-    },
-    /// A copy.
-    Memcpy {
-        /// Bytes copied.
-        bytes: u64,
-        /// `CUpti_ActivityMemcpyKind` (1 H2D, 2 D2H, 8 D2D, …).
-        copy_kind: u8,
-    },
-    /// A memset.
-    Memset {
-        /// Bytes set.
-        bytes: u64,
-        /// The value.
-        value: u32,
-    },
-}
-
-/// One device operation as the GPU timed it: start and end in CUPTI's
-/// nanosecond timestamps (`cuptiGetTimestamp`'s clock).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ActivityRecord {
-    /// Start, ns.
-    pub start_ns: u64,
-    /// End, ns.
-    pub end_ns: u64,
-    /// The device.
-    pub device_id: u32,
-    /// The context.
-    pub context_id: u32,
-    /// CUPTI's id of the stream ([`Activity::stream_id`] maps a stream to it).
-    pub stream_id: u32,
-    /// The id that ties the record to the API call that enqueued it.
-    pub correlation_id: u32,
-    /// What it was.
-    pub op: ActivityOp,
-}
-
-impl ActivityRecord {
-    /// The kind of the record.
-    pub fn kind(&self) -> ActivityKind {
-        match self.op {
-            ActivityOp::Kernel { .. } => ActivityKind::Kernel,
-            ActivityOp::Memcpy { .. } => ActivityKind::Memcpy,
-            ActivityOp::Memset { .. } => ActivityKind::Memset,
-        }
-    }
-
-    /// Its duration, ns.
-    pub fn duration_ns(&self) -> u64 {
-        self.end_ns.saturating_sub(self.start_ns)
-    }
 }
 
 /// Bytes of each activity buffer handed to CUPTI.
@@ -412,7 +333,7 @@ const BUFFER_ALIGN: usize = 8;
 
 /// One consumer's queue: the kinds it wants and what arrived.
 struct Queue {
-    kinds: [bool; 3],
+    kinds: [bool; KINDS],
     records: Vec<ActivityRecord>,
 }
 
@@ -423,7 +344,7 @@ pub struct Activity {
     /// Consumers by id.
     queues: Mutex<HashMap<u64, Queue>>,
     /// How many consumers want each kind (enabled while > 0).
-    enabled: Mutex<[usize; 3]>,
+    enabled: Mutex<[usize; KINDS]>,
     next_id: AtomicU64,
     dropped: AtomicU64,
     /// Kernel names by CUPTI's pointer, copied once.
@@ -533,7 +454,7 @@ impl Activity {
         Ok(Activity {
             table,
             queues: Mutex::new(HashMap::new()),
-            enabled: Mutex::new([0; 3]),
+            enabled: Mutex::new([0; KINDS]),
             next_id: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             names: Mutex::new(HashMap::new()),
@@ -552,29 +473,33 @@ impl Activity {
     /// # Errors
     /// The enable call's error; nothing stays enabled for this consumer then.
     pub fn consumer(&'static self, kinds: &[ActivityKind]) -> Result<Consumer, CuptiError> {
-        let mut want = [false; 3];
+        let mut want = [false; KINDS];
         for k in kinds {
             want[k.index()] = true;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.lock_queues().insert(id, Queue { kinds: want, records: Vec::new() });
-        let mut counted = [false; 3];
+        let mut counted = [false; KINDS];
         let mut failed = None;
         {
             let mut enabled = self.enabled.lock().unwrap_or_else(|p| p.into_inner());
-            for k in [ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset] {
+            'kinds: for k in ActivityKind::ALL {
                 if !want[k.index()] {
                     continue;
                 }
                 if enabled[k.index()] == 0 {
-                    let r = match self.table.cuptiActivityEnable {
-                        // SAFETY: a plain call with a kind of the pinned headers.
-                        Some(f) => unsafe { f(k.raw()) },
-                        None => CUptiResult::CUPTI_ERROR_NOT_SUPPORTED,
-                    };
-                    if r != CUptiResult::CUPTI_SUCCESS {
-                        failed = Some(r);
-                        break;
+                    for (n, raw) in k.raw().iter().enumerate() {
+                        let r = match self.table.cuptiActivityEnable {
+                            // SAFETY: a plain call with a kind of the pinned headers.
+                            Some(f) => unsafe { f(*raw) },
+                            None => CUptiResult::CUPTI_ERROR_NOT_SUPPORTED,
+                        };
+                        if r != CUptiResult::CUPTI_SUCCESS {
+                            // Undo the kinds of this one enabled so far.
+                            self.disable(&k.raw()[..n]);
+                            failed = Some(r);
+                            break 'kinds;
+                        }
                     }
                 }
                 enabled[k.index()] += 1;
@@ -591,6 +516,47 @@ impl Activity {
         }
         let consumer = Consumer { activity: self, id, kinds: want };
         Ok(consumer)
+    }
+
+    /// Pushes `id` as the calling thread's external correlation id of kind
+    /// `CUSTOM0` (`cuptiActivityPushExternalCorrelationId`): every driver
+    /// call the thread makes until [`Activity::pop_external_correlation`]
+    /// gets an [`ActivityOp::ExternalCorrelation`] record pairing `id` with
+    /// its correlation id (when a consumer asked for
+    /// [`ActivityKind::ExternalCorrelation`]).
+    ///
+    /// # Errors
+    /// The call's error; a table without the function.
+    #[inline]
+    pub fn push_external_correlation(&self, id: u64) -> Result<(), CuptiError> {
+        let f = self
+            .table
+            .cuptiActivityPushExternalCorrelationId
+            .ok_or(CuptiError::Call { call: "cuptiActivityPushExternalCorrelationId", name: "missing" })?;
+        // SAFETY: a plain call with a kind of the pinned headers.
+        check("cuptiActivityPushExternalCorrelationId", unsafe {
+            f(CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+        })
+    }
+
+    /// Pops the calling thread's innermost external correlation id of kind
+    /// `CUSTOM0` (`cuptiActivityPopExternalCorrelationId`) and returns it.
+    ///
+    /// # Errors
+    /// The call's error (`CUPTI_ERROR_QUEUE_EMPTY` when none was pushed); a
+    /// table without the function.
+    #[inline]
+    pub fn pop_external_correlation(&self) -> Result<u64, CuptiError> {
+        let f = self
+            .table
+            .cuptiActivityPopExternalCorrelationId
+            .ok_or(CuptiError::Call { call: "cuptiActivityPopExternalCorrelationId", name: "missing" })?;
+        let mut last = 0u64;
+        // SAFETY: `last` is a valid out-pointer.
+        check("cuptiActivityPopExternalCorrelationId", unsafe {
+            f(CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut last)
+        })?;
+        Ok(last)
     }
 
     /// CUPTI's id for `stream` of `context` (`cuptiGetStreamIdEx`), the
@@ -722,6 +688,7 @@ impl Activity {
                         grid: [k.gridX, k.gridY, k.gridZ],
                         block: [k.blockX, k.blockY, k.blockZ],
                         graph_id: k.graphId,
+                        graph_node_id: k.graphNodeId,
                     },
                 })
             }
@@ -751,6 +718,58 @@ impl Activity {
                     op: ActivityOp::Memset { bytes: m.bytes, value: m.value },
                 })
             }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
+                // SAFETY: as above, a `CUpti_ActivityExternalCorrelation`.
+                let x = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivityExternalCorrelation>()) };
+                Some(ActivityRecord {
+                    start_ns: 0,
+                    end_ns: 0,
+                    device_id: 0,
+                    context_id: 0,
+                    stream_id: 0,
+                    correlation_id: x.correlationId,
+                    op: ActivityOp::ExternalCorrelation {
+                        external_kind: x.externalKind.0,
+                        external_id: x.externalId,
+                    },
+                })
+            }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => {
+                // SAFETY: as above, a `CUpti_ActivitySynchronization2`.
+                let y = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivitySynchronization2>()) };
+                Some(ActivityRecord {
+                    start_ns: y.start,
+                    end_ns: y.end,
+                    device_id: 0,
+                    context_id: y.contextId,
+                    stream_id: y.streamId,
+                    correlation_id: y.correlationId,
+                    op: ActivityOp::Synchronization {
+                        sync: SyncKind::from_raw(y.type_.0),
+                        event_id: y.cudaEventId,
+                    },
+                })
+            }
+            CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD => {
+                // SAFETY: as above, a `CUpti_ActivityOverhead3`.
+                let o = unsafe { std::ptr::read_unaligned(rec.cast::<CUpti_ActivityOverhead3>()) };
+                if !o.overheadData.is_null() {
+                    // SAFETY: CUPTI hands the consumer the details block,
+                    // `malloc`ed, to free with `free` (cupti_activity.h on
+                    // `overheadData`; the table's contract); the copy read
+                    // above is the only one that names it.
+                    unsafe { free(o.overheadData) };
+                }
+                Some(ActivityRecord {
+                    start_ns: o.start,
+                    end_ns: o.end,
+                    device_id: 0,
+                    context_id: 0,
+                    stream_id: 0,
+                    correlation_id: o.correlationId,
+                    op: ActivityOp::Overhead { overhead_kind: o.overheadKind.0, object_kind: o.objectKind.0 },
+                })
+            }
             _ => None,
         }
     }
@@ -771,23 +790,29 @@ impl Activity {
             .clone()
     }
 
-    fn release(&self, id: u64, kinds: [bool; 3]) {
+    fn release(&self, id: u64, kinds: [bool; KINDS]) {
         self.lock_queues().remove(&id);
         let mut enabled = self.enabled.lock().unwrap_or_else(|p| p.into_inner());
-        for k in [ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset] {
+        for k in ActivityKind::ALL {
             let i = k.index();
             if !kinds[i] || enabled[i] == 0 {
                 continue;
             }
             enabled[i] -= 1;
-            if enabled[i] == 0
-                && let Some(f) = self.table.cuptiActivityDisable
-            {
-                // SAFETY: a plain call with a kind of the pinned headers.
-                let r = unsafe { f(k.raw()) };
-                if r != CUptiResult::CUPTI_SUCCESS {
-                    log::warn!("cuptiActivityDisable: {}", cupti_result_name(r));
-                }
+            if enabled[i] == 0 {
+                self.disable(k.raw());
+            }
+        }
+    }
+
+    /// `cuptiActivityDisable` for each of `raw` (failures logged).
+    fn disable(&self, raw: &[CUpti_ActivityKind]) {
+        let Some(f) = self.table.cuptiActivityDisable else { return };
+        for k in raw {
+            // SAFETY: a plain call with a kind of the pinned headers.
+            let r = unsafe { f(*k) };
+            if r != CUptiResult::CUPTI_SUCCESS {
+                log::warn!("cuptiActivityDisable: {}", cupti_result_name(r));
             }
         }
     }
@@ -799,7 +824,7 @@ impl Activity {
 pub struct Consumer {
     activity: &'static Activity,
     id: u64,
-    kinds: [bool; 3],
+    kinds: [bool; KINDS],
 }
 
 impl Consumer {

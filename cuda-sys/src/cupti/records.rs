@@ -1,0 +1,215 @@
+//! The activity records as plain Rust values: their kinds, and what each
+//! record says (parsed from CUPTI's binary layouts in `super`).
+
+use crate::cupti_bindings::{CUpti_ActivityKind, CUpti_ExternalCorrelationKind};
+use std::sync::Arc;
+
+/// The kinds of activity record a consumer can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActivityKind {
+    /// Kernels (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`: concurrency kept).
+    Kernel,
+    /// Copies (`CUPTI_ACTIVITY_KIND_MEMCPY`).
+    Memcpy,
+    /// Memsets (`CUPTI_ACTIVITY_KIND_MEMSET`).
+    Memset,
+    /// External correlation records (`CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`):
+    /// the id pushed with [`Activity::push_external_correlation`] around a
+    /// driver call, paired with that call's correlation id (which its
+    /// kernel, copy or memset record carries). CUPTI writes them before
+    /// the driver API records, so asking for this kind also enables
+    /// `CUPTI_ACTIVITY_KIND_DRIVER` (whose records are not handed out).
+    ExternalCorrelation,
+    /// Host synchronizations (`CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`):
+    /// `cuEventSynchronize`, `cuStreamWaitEvent`, `cuStreamSynchronize`,
+    /// `cuCtxSynchronize`, with their host start and end.
+    Synchronization,
+    /// CUPTI's and the driver's own overhead (`CUPTI_ACTIVITY_KIND_OVERHEAD`):
+    /// buffer flushes, instrumentation, …
+    Overhead,
+}
+
+/// How many [`ActivityKind`]s there are.
+pub(super) const KINDS: usize = 6;
+
+impl ActivityKind {
+    /// Every kind.
+    pub const ALL: [ActivityKind; KINDS] = [
+        ActivityKind::Kernel,
+        ActivityKind::Memcpy,
+        ActivityKind::Memset,
+        ActivityKind::ExternalCorrelation,
+        ActivityKind::Synchronization,
+        ActivityKind::Overhead,
+    ];
+
+    /// The CUPTI kinds enabled for this kind, in enabling order.
+    pub(super) fn raw(self) -> &'static [CUpti_ActivityKind] {
+        match self {
+            ActivityKind::Kernel => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL],
+            ActivityKind::Memcpy => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY],
+            ActivityKind::Memset => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET],
+            ActivityKind::ExternalCorrelation => &[
+                CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER,
+            ],
+            ActivityKind::Synchronization => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION],
+            ActivityKind::Overhead => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD],
+        }
+    }
+
+    pub(super) fn index(self) -> usize {
+        match self {
+            ActivityKind::Kernel => 0,
+            ActivityKind::Memcpy => 1,
+            ActivityKind::Memset => 2,
+            ActivityKind::ExternalCorrelation => 3,
+            ActivityKind::Synchronization => 4,
+            ActivityKind::Overhead => 5,
+        }
+    }
+}
+
+/// What a host synchronization record was
+/// (`CUpti_ActivitySynchronizationType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncKind {
+    /// `cuEventSynchronize`.
+    EventSynchronize,
+    /// `cuStreamWaitEvent`.
+    StreamWaitEvent,
+    /// `cuStreamSynchronize`.
+    StreamSynchronize,
+    /// `cuCtxSynchronize`.
+    ContextSynchronize,
+    /// Another value (a newer CUPTI's), as CUPTI wrote it.
+    Other(u32),
+}
+
+impl SyncKind {
+    /// The kind for CUPTI's `CUpti_ActivitySynchronizationType` value.
+    pub fn from_raw(v: u32) -> SyncKind {
+        match v {
+            1 => SyncKind::EventSynchronize,
+            2 => SyncKind::StreamWaitEvent,
+            3 => SyncKind::StreamSynchronize,
+            4 => SyncKind::ContextSynchronize,
+            other => SyncKind::Other(other),
+        }
+    }
+
+    /// CUPTI's value.
+    pub fn raw(self) -> u32 {
+        match self {
+            SyncKind::EventSynchronize => 1,
+            SyncKind::StreamWaitEvent => 2,
+            SyncKind::StreamSynchronize => 3,
+            SyncKind::ContextSynchronize => 4,
+            SyncKind::Other(v) => v,
+        }
+    }
+}
+
+/// The external correlation kind gpu-sync's recorder pushes
+/// (`CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`).
+pub const EXTERNAL_KIND_CUSTOM0: u32 =
+    CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0.0;
+
+/// What a device operation was, with its own fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActivityOp {
+    /// A kernel.
+    Kernel {
+        /// The kernel's (mangled, where it is C++) name.
+        name: Arc<str>,
+        /// Grid dimensions.
+        grid: [i32; 3],
+        /// Block dimensions.
+        block: [i32; 3],
+        /// The graph it ran in (0 when launched directly).
+        graph_id: u32,
+        /// Its node in that graph (0 when launched directly).
+        graph_node_id: u64,
+    },
+    /// A copy.
+    Memcpy {
+        /// Bytes copied.
+        bytes: u64,
+        /// `CUpti_ActivityMemcpyKind` (1 H2D, 2 D2H, 8 D2D, …).
+        copy_kind: u8,
+    },
+    /// A memset.
+    Memset {
+        /// Bytes set.
+        bytes: u64,
+        /// The value.
+        value: u32,
+    },
+    /// An external correlation: the driver call of this record's
+    /// `correlation_id` ran while `external_id` was pushed
+    /// ([`Activity::push_external_correlation`]). Its start, end, device,
+    /// context and stream are 0.
+    ExternalCorrelation {
+        /// `CUpti_ExternalCorrelationKind` ([`EXTERNAL_KIND_CUSTOM0`] for
+        /// gpu-sync's recorder).
+        external_kind: u32,
+        /// The id pushed.
+        external_id: u64,
+    },
+    /// A host synchronization, timed on the host by CUPTI.
+    Synchronization {
+        /// Which call.
+        sync: SyncKind,
+        /// CUPTI's id of the event (`cuEventSynchronize`,
+        /// `cuStreamWaitEvent`), else `u32::MAX`.
+        event_id: u32,
+    },
+    /// Overhead of CUPTI or the driver.
+    Overhead {
+        /// `CUpti_ActivityOverheadKind` (1 driver compiler, 0x10000 CUPTI
+        /// buffer flush, 0x20000 CUPTI instrumentation, 0x40000 resource, …).
+        overhead_kind: u32,
+        /// `CUpti_ActivityObjectKind` of what it belongs to (1 process, 2
+        /// thread, 3 device, 4 context, 5 stream).
+        object_kind: u32,
+    },
+}
+
+/// One device operation as the GPU timed it: start and end in CUPTI's
+/// nanosecond timestamps (`cuptiGetTimestamp`'s clock).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityRecord {
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// The device.
+    pub device_id: u32,
+    /// The context.
+    pub context_id: u32,
+    /// CUPTI's id of the stream ([`Activity::stream_id`] maps a stream to it).
+    pub stream_id: u32,
+    /// The id that ties the record to the API call that enqueued it.
+    pub correlation_id: u32,
+    /// What it was.
+    pub op: ActivityOp,
+}
+
+impl ActivityRecord {
+    /// The kind of the record.
+    pub fn kind(&self) -> ActivityKind {
+        match self.op {
+            ActivityOp::Kernel { .. } => ActivityKind::Kernel,
+            ActivityOp::Memcpy { .. } => ActivityKind::Memcpy,
+            ActivityOp::Memset { .. } => ActivityKind::Memset,
+            ActivityOp::ExternalCorrelation { .. } => ActivityKind::ExternalCorrelation,
+            ActivityOp::Synchronization { .. } => ActivityKind::Synchronization,
+            ActivityOp::Overhead { .. } => ActivityKind::Overhead,
+        }
+    }
+
+    /// Its duration, ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}

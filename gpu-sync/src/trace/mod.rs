@@ -1,0 +1,382 @@
+//! Recording: named host ranges and every stream-ordered operation of a
+//! device — launches, copies, memsets, host functions, graph replays,
+//! waits, stream-ordered allocations and frees — on one host time axis,
+//! with their device spans.
+//!
+//! Recording hooks into the engine's one submission funnel, so no
+//! operation made through gpu-sync escapes it. It is opt-in per device
+//! ([`Device::record`](crate::Device::record)), optionally per stream
+//! ([`RecordOptions::streams`]); while no [`Recorder`] lives the funnel pays
+//! one predictable branch (a relaxed atomic load of the device's flag) and
+//! [`range`] one atomic load.
+//!
+//! Device spans come from one of two backends ([`Timing`]):
+//! - [`Timing::Events`] (everywhere, cuda-sim included): a pair of pooled
+//!   timing events recorded on the raw stream around the driver call,
+//!   resolved in [`Recorder::take`] against the stream's calibration event,
+//!   an event recorded at a known host time ([`Calibration`]).
+//! - [`Timing::Cupti`]: no events; CUPTI's external correlation id
+//!   ([`OpRecord::id`]) is pushed around the driver call
+//!   (`cuptiActivityPushExternalCorrelationId`, kind `CUSTOM0`) so the
+//!   activity records a consumer of `cuda_sys::cupti::activity()` collects
+//!   (kernels — those inside replayed graphs too —, copies, memsets)
+//!   map back to the operation. The spans are the consumer's to join.
+//! - [`Timing::HostOnly`]: host times only.
+//!
+//! Operations captured into a graph are recorded with
+//! [`OpRecord::captured`] set and no span: they run at each replay, which is
+//! recorded itself (a `GraphLaunch`, with its span).
+//!
+//! ```
+//! # gpu_sync::sim::install()?;
+//! use gpu_sync::trace::{self, RecordOptions, Timing};
+//! use gpu_sync::{Device, DeviceBuffer, Stream};
+//! let device = Device::get(0)?;
+//! let stream = Stream::new(&device)?;
+//! let recorder = device.record(RecordOptions::new(Timing::Events))?;
+//! trace::scope("fill", || -> gpu_sync::Result<()> {
+//!     let mut buf = DeviceBuffer::<u32>::alloc(&stream, 1024)?;
+//!     stream.fill_u32(&mut buf, 7)?;
+//!     Ok(())
+//! })?;
+//! let rec = recorder.stop()?;
+//! assert!(rec.ops.iter().any(|op| op.name == "memset"));
+//! assert_eq!(rec.ranges[0].name, "fill");
+//! # Ok::<(), gpu_sync::Error>(())
+//! ```
+
+mod clock;
+mod events;
+mod range;
+mod sink;
+
+pub use clock::{now_ns, thread_id, thread_name};
+pub use range::{Range, range, scope};
+
+pub(crate) use sink::{DeviceFacts, DeviceTrace, OpDesc, Sink, StreamFacts};
+
+use crate::error::Result;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// How device spans are obtained (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Timing {
+    /// A pair of pooled timing events around each operation, resolved
+    /// against a per-stream calibration event: [`OpRecord::span`].
+    Events,
+    /// CUPTI's activity records, joined by the external correlation id
+    /// ([`OpRecord::id`]) pushed around each driver call; no events. Needs
+    /// libcupti (`cuda_sys::cupti::activity`).
+    Cupti,
+    /// Host times only: no span.
+    HostOnly,
+}
+
+/// What [`Device::record`](crate::Device::record) records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// The device-span backend.
+    pub timing: Timing,
+    /// The streams recorded, by [`Stream::id`](crate::Stream::id); `None`:
+    /// every stream of the device.
+    pub streams: Option<Vec<u64>>,
+}
+
+impl RecordOptions {
+    /// Every stream of the device, with `timing`.
+    pub fn new(timing: Timing) -> RecordOptions {
+        RecordOptions { timing, streams: None }
+    }
+
+    /// Only the streams with these [`Stream::id`](crate::Stream::id)s.
+    pub fn streams(mut self, ids: impl IntoIterator<Item = u64>) -> RecordOptions {
+        self.streams = Some(ids.into_iter().collect());
+        self
+    }
+}
+
+impl Default for RecordOptions {
+    /// [`Timing::Events`], every stream.
+    fn default() -> RecordOptions {
+        RecordOptions::new(Timing::Events)
+    }
+}
+
+/// A copy's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CopyDir {
+    /// Host to device.
+    HtoD,
+    /// Device to host.
+    DtoH,
+    /// Device to device.
+    DtoD,
+}
+
+impl CopyDir {
+    /// `"HtoD"`, `"DtoH"` or `"DtoD"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyDir::HtoD => "HtoD",
+            CopyDir::DtoH => "DtoH",
+            CopyDir::DtoD => "DtoD",
+        }
+    }
+}
+
+/// The host side of a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostMem {
+    /// Page-locked memory (a `PinnedBuffer`): an asynchronous copy.
+    Pinned,
+    /// Pageable memory (a slice): the driver's synchronous copy.
+    Pageable,
+    /// No host side (device to device).
+    Device,
+}
+
+/// What a recorded operation is, with its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpKind {
+    /// A kernel launch (`cuLaunchKernel`).
+    Kernel {
+        /// Grid dimensions.
+        grid: [u32; 3],
+        /// Block dimensions.
+        block: [u32; 3],
+        /// Dynamic shared memory, bytes.
+        shared_bytes: u32,
+    },
+    /// A copy.
+    Copy {
+        /// Its direction.
+        dir: CopyDir,
+        /// Bytes copied.
+        bytes: u64,
+        /// The kind of host memory.
+        host: HostMem,
+    },
+    /// A memset.
+    Memset {
+        /// Bytes set.
+        bytes: u64,
+    },
+    /// A host function (`cuLaunchHostFunc`).
+    HostFn,
+    /// A graph replay (`cuGraphLaunch`).
+    GraphLaunch {
+        /// Operations the graph holds (its nodes).
+        ops: usize,
+    },
+    /// A device-side wait (`cuStreamWaitEvent`): on a user event, or for
+    /// another stream's work.
+    Wait,
+    /// A stream-ordered allocation (`cuMemAllocAsync`).
+    Alloc {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// A stream-ordered free (`cuMemFreeAsync`).
+    Free,
+    /// An event recorded by the user (`cuEventRecord`).
+    EventRecord,
+    /// Anything else (a foreign launch, a prefetch …): the name says.
+    Other,
+}
+
+/// One recorded stream-ordered operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpRecord {
+    /// Process-unique id, increasing in submission order. With
+    /// [`Timing::Cupti`] also the CUPTI external correlation id (kind
+    /// `CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`) pushed around the driver
+    /// call, so CUPTI's records map back to it.
+    pub id: u64,
+    /// The kernel's name for a launch; else `"memcpy HtoD"`,
+    /// `"memcpy DtoH"`, `"memcpy DtoD"`, `"memset"`, `"host function"`,
+    /// `"graph launch"`, `"wait"`, `"alloc"`, `"free"`, `"event record"`, or
+    /// the engine's name of the operation.
+    pub name: String,
+    /// What it is.
+    pub kind: OpKind,
+    /// The device's ordinal.
+    pub device: i32,
+    /// The stream's [`Stream::id`](crate::Stream::id).
+    pub stream: u64,
+    /// The submitting thread ([`thread_id`]).
+    pub thread: u64,
+    /// Host time just before the driver call ([`now_ns`]).
+    pub host_start_ns: u64,
+    /// Host time just after the driver call returned ([`now_ns`]).
+    pub host_end_ns: u64,
+    /// Device start and end on the host clock ([`now_ns`]) with
+    /// [`Timing::Events`]; `None` when captured, with another backend, or
+    /// when the events could not be resolved (counted in
+    /// [`Recording::dropped`]).
+    pub span: Option<(u64, u64)>,
+    /// Recorded while its stream captured a graph: it runs at each replay
+    /// of the graph (CUPTI shows those runs), not now.
+    pub captured: bool,
+    /// The innermost open [`range`] of the submitting thread.
+    pub range: Option<u64>,
+}
+
+/// One host range ([`range`], [`scope`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeRecord {
+    /// Process-unique id.
+    pub id: u64,
+    /// The range it opened inside, on the same thread.
+    pub parent: Option<u64>,
+    /// Its name.
+    pub name: String,
+    /// The thread ([`thread_id`]).
+    pub thread: u64,
+    /// Host start ([`now_ns`]).
+    pub start_ns: u64,
+    /// Host end ([`now_ns`]).
+    pub end_ns: u64,
+}
+
+/// A recorded stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The device's ordinal.
+    pub device: i32,
+    /// Its [`Stream::id`](crate::Stream::id).
+    pub stream: u64,
+    /// Its priority (numerically lower is higher).
+    pub priority: i32,
+    /// The raw `CUstream` as an integer (for CUPTI's `cuptiGetStreamIdEx`,
+    /// `cuda_sys::cupti::Activity::stream_id`). It may name another stream
+    /// once this one is destroyed.
+    pub raw: u64,
+}
+
+/// The device's memory ledger at one moment (each allocation and free
+/// while recording).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemorySample {
+    /// Host time ([`now_ns`]).
+    pub t_ns: u64,
+    /// The device's ordinal.
+    pub device: i32,
+    /// Bytes in live gpu-sync buffers (`Device::memory_stats().allocated`).
+    pub allocated: u64,
+    /// Bytes the default stream-ordered pool holds from the OS
+    /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`); 0 without pools, and the
+    /// last value read when the sample is taken inside a host function.
+    pub reserved: u64,
+}
+
+/// How a stream's device event times are mapped to the host clock: an
+/// event recorded on the stream while it was idle, at a host time known
+/// to lie in `[host_ns - uncertainty_ns / 2, host_ns + uncertainty_ns /
+/// 2]` (the two [`now_ns`] reads around its record and completion).
+/// Spans on the stream are `host_ns` plus the event time elapsed since it
+/// (`cuEventElapsedTime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calibration {
+    /// The device's ordinal.
+    pub device: i32,
+    /// The stream's [`Stream::id`](crate::Stream::id); `0` for the
+    /// recorder's own idle stream, the device-wide reference used for a
+    /// stream that was never idle when first recorded (event times are one
+    /// clock per device).
+    pub stream: u64,
+    /// The host time given to the calibration event: the middle of the
+    /// bracket.
+    pub host_ns: u64,
+    /// The bracket's width, ns: the mapping is exact within ± half of it
+    /// (plus `cuEventElapsedTime`'s resolution, about 0.5 µs).
+    pub uncertainty_ns: u64,
+}
+
+/// What a [`Recorder`] recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    /// Operations, in submission order (by [`OpRecord::id`]).
+    pub ops: Vec<OpRecord>,
+    /// Host ranges that ended, in end order.
+    pub ranges: Vec<RangeRecord>,
+    /// The memory ledger at each allocation and free.
+    pub memory: Vec<MemorySample>,
+    /// The streams the operations ran on.
+    pub streams: Vec<StreamInfo>,
+    /// The event→host mappings used ([`Timing::Events`]).
+    pub calibration: Vec<Calibration>,
+    /// Operations whose span could not be resolved (an event error) and
+    /// records lost, counted: nothing is dropped silently.
+    pub dropped: u64,
+    /// The backend.
+    pub timing: Timing,
+}
+
+/// Recording of one device: on while it lives (see
+/// [`Device::record`](crate::Device::record)); dropping it (or
+/// [`Recorder::stop`]) turns recording off. `Send + Sync`.
+pub struct Recorder {
+    sink: Arc<Sink>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("device", &self.sink.facts.ordinal)
+            .field("timing", &self.sink.timing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Takes what was recorded so far, leaving recording on: the device
+    /// spans of the operations taken are resolved first, waiting for their
+    /// end events (`cuEventSynchronize`, `cuEventElapsedTime`), and the
+    /// reference calibration is made again (so event times stay close to
+    /// it). Streams are calibrated again at their next operation.
+    ///
+    /// Waiting for the end events blocks the host until those operations
+    /// have run: take after the work was released (not while a gate kernel
+    /// holds it back).
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; a sticky driver
+    /// error ([`crate::Error::ContextLost`]). An event that cannot be
+    /// resolved is no error: its operation keeps `span: None` and counts in
+    /// [`Recording::dropped`].
+    pub fn take(&self) -> Result<Recording> {
+        self.sink.take()
+    }
+
+    /// Turns recording off and returns what was recorded since the last
+    /// [`Recorder::take`].
+    ///
+    /// # Errors
+    /// As [`Recorder::take`] (recording is off either way).
+    pub fn stop(self) -> Result<Recording> {
+        self.sink.stopped.store(true, Ordering::Release);
+        self.sink.take()
+    }
+
+    /// The device's ordinal.
+    pub fn device(&self) -> i32 {
+        self.sink.facts.ordinal
+    }
+
+    /// The backend.
+    pub fn timing(&self) -> Timing {
+        self.sink.timing
+    }
+}
+
+impl Drop for Recorder {
+    /// Turns recording off: the device's next submission finds the sink
+    /// stopped and clears the funnel's flag. What was not taken is
+    /// discarded (its events destroyed).
+    fn drop(&mut self) {
+        self.sink.stopped.store(true, Ordering::Release);
+        range::RECORDERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
