@@ -4,7 +4,8 @@
 - the spin kernel (torch.cuda._sleep of a known cycle count) at 10 us, 100 us,
   1 ms and 10 ms, timed with torch.cuda.Event pairs (median) and with
   triton.testing.do_bench when triton is installed;
-- pinned and pageable Tensor.copy_(non_blocking=True), H2D and D2H, GB/s.
+- pinned and pageable Tensor.copy_(non_blocking=True), H2D and D2H, GB/s,
+  from host tensors written before the copies (as gpu-bench's are).
 
 Usage: torch_peer.py --clock-mhz 1980 --out DIR   (writes DIR/peer.json, DIR/peer.md)
 The clock should be gpu-bench's measured steady clock (timer/results.json), so
@@ -76,6 +77,12 @@ def main():
         dev = torch.empty(n, dtype=torch.float32, device="cuda")
         for pinned in (True, False):
             host = torch.empty(n, dtype=torch.float32, pin_memory=pinned)
+            # Written before any copy, as gpu-bench's host buffers are: a
+            # never-written pageable tensor maps every page to the kernel's
+            # one zero page, which the driver's staging memcpy reads from
+            # cache (18 GB/s for 1 GiB on the H100 machine against 7.6 GB/s
+            # from written memory: docs/results/2026-11-25-pageable.md).
+            host.fill_(7.0)
             reps = 10 if size >= (256 << 20) else 50
             h2d = events_median(lambda: dev.copy_(host, non_blocking=True), reps)
             d2h = events_median(lambda: host.copy_(dev, non_blocking=True), reps)

@@ -25,6 +25,8 @@ import statistics
 SIZES = [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")]
 SPINS = [(2e-6, "2 µs"), (10e-6, "10 µs"), (100e-6, "100 µs"), (1e-3, "1 ms"), (10e-3, "10 ms")]
 BLOCK = 256
+# kernels::TILE_VECTORS (kernels/src/spec.rs): 16-byte vectors a thread per tile.
+TILE_VECTORS = 2
 
 
 def events_median(fn, reps):
@@ -64,8 +66,16 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     max_blocks = 8 * sms
 
+    # The launch rules of kernels/src/launch.rs: `grid_for` (read_sum_u32x4:
+    # one block per 256 threads, at most eight a SM) and `grid_tiles` (the
+    # tiled kernels: one block per tile of TILE_VECTORS x 256 16-byte
+    # vectors, uncapped).
     def grid(threads):
         return (max(1, min((threads + BLOCK - 1) // BLOCK, max_blocks)),)
+
+    def grid_tiles(vectors):
+        tile = TILE_VECTORS * BLOCK
+        return (max(1, min((vectors + tile - 1) // tile, (1 << 31) - 1)),)
 
     elem = cp.RawModule(path=os.path.join(args.fatbins, "elementwise.fatbin"))
     strm = cp.RawModule(path=os.path.join(args.fatbins, "stream.fatbin"))
@@ -99,10 +109,10 @@ def main():
     for n, label in sizes:
         n4 = n // 4
         cases += [
-            ("scale_f32", label, launcher(scale, grid(n), (BLOCK,), (x, out_f, np.float32(2.0), np.uint64(n)))),
-            ("copy_u32x4", label, launcher(copy, grid(n4), (BLOCK,), (words, out_u, np.uint64(n4)))),
+            ("scale_f32", label, launcher(scale, grid_tiles((n + 3) // 4), (BLOCK,), (x, out_f, np.float32(2.0), np.uint64(n)))),
+            ("copy_u32x4", label, launcher(copy, grid_tiles(n4), (BLOCK,), (words, out_u, np.uint64(n4)))),
             ("triad_f32", label,
-             launcher(triad, grid((n + 3) // 4), (BLOCK,), (out_f, x, y, np.float32(0.5), np.uint64(n)))),
+             launcher(triad, grid_tiles((n + 3) // 4), (BLOCK,), (out_f, x, y, np.float32(0.5), np.uint64(n)))),
             ("read_sum_u32x4", label, launcher(read_sum, grid(n4), (BLOCK,), (words, np.uint64(n4), acc))),
         ]
     for t, label in SPINS:

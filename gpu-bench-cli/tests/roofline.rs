@@ -35,6 +35,22 @@ fn quick_roofline_on_the_simulator() {
     assert!(report.simulated() && report.scaled_down);
     assert!(report.placements.len() >= 9, "{}", report.placements.len());
     assert!(report.sweeps.iter().any(|s| s.on_roofline && s.points.len() >= 5));
+    // One intensity sweep per precision, each held against its own FMA
+    // ceiling, with its empirical ridge in the JSON and the report.
+    for prec in ["FP32", "FP64", "FP16"] {
+        let s = report
+            .sweeps
+            .iter()
+            .find(|s| s.on_roofline && s.ceiling.as_deref() == Some(&format!("{prec} FMA")))
+            .unwrap_or_else(|| panic!("no {prec} intensity sweep"));
+        assert!(s.points.len() >= 5 && s.points.iter().all(|p| p.y2.is_some()), "{prec}");
+        let ridge = s.ridge.unwrap_or_else(|| panic!("{prec}: no ridge"));
+        assert!(ridge > 0.0 && ridge.is_finite(), "{prec}: {ridge}");
+        assert!(md.contains(&format!("against the {prec} FMA ceiling")), "{prec}");
+    }
+    // sm_90 (the simulated device): the tensor ceilings come from wgmma.
+    assert_eq!(report.tensor_path.as_deref(), Some("wgmma (sm_90)"));
+    assert!(md.contains("| tensor path | wgmma (sm_90) |"));
     let svg = read(&dir, "roofline.svg");
     assert!(svg.contains("<svg") && svg.contains("SIMULATED"));
     assert!(read(&dir, "cache.svg").contains("Working-set sweeps"));
@@ -43,6 +59,26 @@ fn quick_roofline_on_the_simulator() {
     for phase in ["HBM", "FMA", "tensor", "caches", "intensity sweep", "placement"] {
         assert!(err.contains(&format!("roofline: {phase} done")), "{err}");
     }
+}
+
+#[test]
+fn forced_mma_path_tensor_phase_alone() {
+    let dir = out_dir("mma");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["--driver", "sim", "--quick", "roofline", "--only-tensor", "--tensor-path", "mma", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = gpu_bench::roofline::RooflineReport::from_json(&read(&dir, "results.json")).unwrap();
+    assert_eq!(report.tensor_path.as_deref(), Some("mma.sync (forced by --tensor-path mma)"));
+    let kernels: Vec<&str> = report.ceilings.iter().map(|c| c.kernel.as_str()).collect();
+    assert_eq!(kernels, ["mma_bf16_probe", "mma_f16_probe", "mma_e4m3_probe"]);
+    assert!(report.ceilings.iter().all(|c| c.check.starts_with("32x32 result within")));
+    assert!(read(&dir, "report.md").contains("| tensor path | mma.sync (forced by --tensor-path mma) |"));
+    // The tensor phase alone: no other phase ran, and no chart was drawn.
+    assert_eq!(report.phases.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["tensor"]);
+    assert!(!dir.join("roofline.svg").exists());
 }
 
 #[test]
@@ -62,6 +98,23 @@ fn replay_of_the_committed_h100_result() {
     assert!(md.contains("NVIDIA H100 80GB HBM3"));
     assert!(!md.contains("Simulated"));
     assert!(read(&dir, "roofline.svg").contains("HBM read"));
+    // The newest H100 result (schema v1) re-renders the committed report
+    // byte for byte, and comes back as the current schema.
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/2026-11-25-h100-roofline-2");
+    let dir2 = out_dir("replay2");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["roofline", "--replay"])
+        .arg(v1.join("results.json"))
+        .arg("--out")
+        .arg(&dir2)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read(&dir2, "report.md"), read(&v1, "report.md"));
+    assert!(
+        read(&dir2, "results.json")
+            .contains(&format!("\"version\": {}", gpu_bench::roofline::SCHEMA_VERSION))
+    );
     // A file of another schema is refused with a usage error (exit 2).
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"other\", \"version\": 1}").unwrap();

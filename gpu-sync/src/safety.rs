@@ -160,6 +160,7 @@
 //! |---|---|
 //! | `Stream::h2d` (`memory/copy.rs`) | the host pointer is valid for `len` initialized elements and not written until the copy completed (pinned: the buffer is borrowed for the tracked copy; pageable: the call waits) |
 //! | `Stream::d2h` (`memory/copy.rs`) | the host pointer is valid for `len` elements (initialized or not: `to_vec` passes a `Vec`'s spare capacity), neither read nor written by the host until the copy completed (pinned: moved into a `Pending`; pageable: the call waits) |
+//! | `Stream::h2d_view`, `Stream::d2h_view` (`memory/copy.rs`) | as `h2d`/`d2h`, for a view's bytes; the view is (part of) one the caller borrows (`&mut` for an upload). The staged pageable copies (`Stream::upload_staged`, `download_staged`, 16 MiB and up) pass a chunk of a gpu-sync-owned `PinnedBuffer` with `Host::Pinned`, so the pinned rule holds: the chunk is written or read by the host only through `as_mut_slice`, which waits for its recorded uses, and freed only after them; the borrowed slice is touched by the host alone, inside the call, through safe slices |
 //!
 //! Every other `unsafe` block is a call of a `cuda_sys::result` function that
 //! takes raw pointers (a free, a copy or fill, the kernel launch, a module

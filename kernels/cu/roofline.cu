@@ -1,6 +1,7 @@
 // The roofline's probes: every ceiling gpu-bench measures (HBM read, copy and
 // triad with tuned variants; FP64/FP32/FP16x2/BF16x2 FMA; the L1/L2
-// working-set sweep; shared memory; the intensity sweep).
+// working-set sweep; shared memory; the intensity sweeps, FP32, FP64 and
+// FP16x2).
 //
 // Each probe's result is checked against a CPU reference
 // (kernels/src/reference.rs), so nothing is optimized away unseen:
@@ -572,7 +573,9 @@ extern "C" __global__ void fma_bf16x2(float seed, unsigned int iters, unsigned i
 // ---------------------------------------------------------------------------
 // Cache sweep: load j (grid-stride, j < n) reads in[j % ws4], a working set
 // of ws4 uint4 however large n is; *out += the wrapping u64 sum of every word
-// loaded. hint 0: plain loads (L1 and L2); hint 1: ld.global.cg (L2 only).
+// loaded. hint 0: plain loads (L1 and L2); hint 1: ld.global.cg (L2 only);
+// hint 2: ld.global.cg over per-block slices (rl_cache_slices below: the
+// same loads, each block re-reading only its own part of the working set).
 // Four independent loads in flight per thread. The index wraps by a
 // conditional subtract of the stride taken modulo ws4 (no division in the
 // loop); ws4 < 2^32.
@@ -610,12 +613,65 @@ __device__ __forceinline__ void rl_cache(const uint4* __restrict__ in,
     rl_add_out(acc, out);
 }
 
+// hint 2: block b of G takes the slice [ws4*b/G, ws4*(b+1)/G) of the
+// working set and reads it n / ws4 times over (its threads stride through
+// the repeated slice as rl_cache does through the grid's); then the first
+// n % ws4 uint4 once each, grid-stride. Every uint4 j < ws4 is read
+// n / ws4 times plus once if j < n % ws4: the same loads, and the same sum,
+// as hints 0 and 1. What differs is who reads a line: the same SM every
+// time (an SM re-reading its own tile, as a tiled kernel does), where the
+// grid-stride order hands each line to a different SM each pass.
+__device__ __forceinline__ void rl_cache_slices(const uint4* __restrict__ in,
+                                                unsigned long long ws4,
+                                                unsigned long long n,
+                                                unsigned long long* out) {
+    const unsigned long long g = gridDim.x;
+    const unsigned long long lo = ws4 * blockIdx.x / g;
+    const unsigned long long hi = ws4 * (blockIdx.x + 1ull) / g;
+    const unsigned int len = (unsigned int)(hi - lo);
+    unsigned long long acc = 0;
+    if (len > 0) {
+        const uint4* base = in + lo;
+        const unsigned long long total = (unsigned long long)len * (n / ws4);
+        const unsigned long long stride = blockDim.x;
+        const unsigned int step = (unsigned int)(stride % len);
+        unsigned long long k = threadIdx.x;
+        unsigned int j = (unsigned int)(threadIdx.x % len);
+        auto next = [&](unsigned int x) {
+            x += step;
+            return x >= len ? x - len : x;
+        };
+        for (; k + 3 * stride < total; k += 4 * stride) {
+            const unsigned int j1 = next(j);
+            const unsigned int j2 = next(j1);
+            const unsigned int j3 = next(j2);
+            const uint4 v0 = rl_load<2>(base + j);
+            const uint4 v1 = rl_load<2>(base + j1);
+            const uint4 v2 = rl_load<2>(base + j2);
+            const uint4 v3 = rl_load<2>(base + j3);
+            acc += rl_words(v0) + rl_words(v1) + rl_words(v2) + rl_words(v3);
+            j = next(j3);
+        }
+        for (; k < total; k += stride) {
+            acc += rl_words(rl_load<2>(base + j));
+            j = next(j);
+        }
+    }
+    const unsigned long long rem = n % ws4;
+    for (unsigned long long i = gs_first(); i < rem; i += gs_stride()) {
+        acc += rl_words(rl_load<2>(in + i));
+    }
+    rl_add_out(acc, out);
+}
+
 extern "C" __global__ void cache_read(const uint4* __restrict__ in,
                                       unsigned long long ws4,
                                       unsigned long long n,
                                       unsigned int hint,
                                       unsigned long long* out) {
-    if (hint == 1u) {
+    if (hint == 2u) {
+        rl_cache_slices(in, ws4, n, out);
+    } else if (hint == 1u) {
         rl_cache<2>(in, ws4, n, out);
     } else {
         rl_cache<0>(in, ws4, n, out);
@@ -693,5 +749,77 @@ extern "C" __global__ void intensity_f32(const uint4* __restrict__ in,
     }
     for (; i < n4; i += stride) {
         out[i] = rl_chain4(in[i], fmas);
+    }
+}
+
+// The FP64 sweep: each uint4 holds two doubles, each taking `fmas` steps of
+// x = fma(x, -0.9375, 0.5): 2*fmas*2 FLOPs per 32 bytes moved. Two uint4 in
+// flight per thread, as intensity_f32.
+
+__device__ __forceinline__ uint4 rl_chain2d(uint4 v, unsigned int fmas) {
+    double x = __hiloint2double((int)v.y, (int)v.x);
+    double y = __hiloint2double((int)v.w, (int)v.z);
+    for (unsigned int f = 0; f < fmas; ++f) {
+        x = ::fma(x, -0.9375, 0.5);
+        y = ::fma(y, -0.9375, 0.5);
+    }
+    return make_uint4((unsigned int)__double2loint(x), (unsigned int)__double2hiint(x),
+                      (unsigned int)__double2loint(y), (unsigned int)__double2hiint(y));
+}
+
+extern "C" __global__ void intensity_f64(const uint4* __restrict__ in,
+                                         uint4* __restrict__ out,
+                                         unsigned int fmas,
+                                         unsigned long long n4) {
+    const unsigned long long stride = gs_stride();
+    unsigned long long i = gs_first();
+    for (; i + stride < n4; i += 2 * stride) {
+        const uint4 v0 = in[i];
+        const uint4 v1 = in[i + stride];
+        out[i] = rl_chain2d(v0, fmas);
+        out[i + stride] = rl_chain2d(v1, fmas);
+    }
+    for (; i < n4; i += stride) {
+        out[i] = rl_chain2d(in[i], fmas);
+    }
+}
+
+// The FP16x2 sweep: each uint4 holds four half2 words, each taking `fmas`
+// steps of x = fma.rn.f16x2(x, {-0.9375, -0.9375}, {0.5, 0.5}): 8*fmas*2
+// FLOPs per 32 bytes moved. m and k stay in registers the compiler cannot
+// prove constant (the select is taken only for n4 == 0, when nothing is
+// computed), so ptxas splits the HFMA2s between the FMA pipe and the MMA
+// pipe's FP16 path as in fma_f16x2 (see rl_hide16).
+
+__device__ __forceinline__ uint4 rl_chain_h2(uint4 v, unsigned int fmas, unsigned int m, unsigned int k) {
+    typedef RlFma<RlHalf2> F;
+    for (unsigned int f = 0; f < fmas; ++f) {
+        v.x = F::fma(v.x, m, k);
+        v.y = F::fma(v.y, m, k);
+        v.z = F::fma(v.z, m, k);
+        v.w = F::fma(v.w, m, k);
+    }
+    return v;
+}
+
+extern "C" __global__ void intensity_f16x2(const uint4* __restrict__ in,
+                                           uint4* __restrict__ out,
+                                           unsigned int fmas,
+                                           unsigned long long n4) {
+    unsigned int m = RlFma<RlHalf2>::m(), k = RlFma<RlHalf2>::k();
+    if (n4 == 0ull) {
+        m = fmas;
+        k = fmas;
+    }
+    const unsigned long long stride = gs_stride();
+    unsigned long long i = gs_first();
+    for (; i + stride < n4; i += 2 * stride) {
+        const uint4 v0 = in[i];
+        const uint4 v1 = in[i + stride];
+        out[i] = rl_chain_h2(v0, fmas, m, k);
+        out[i + stride] = rl_chain_h2(v1, fmas, m, k);
+    }
+    for (; i < n4; i += stride) {
+        out[i] = rl_chain_h2(in[i], fmas, m, k);
     }
 }

@@ -60,24 +60,37 @@ extern "C" __global__ void read_sum_u32x4(const uint4* __restrict__ in,
     }
 }
 
+// Vectors per thread per tile of copy_u32x4 and triad_f32 (the Rust
+// wrappers launch one block per tile: kernels::TILE_VECTORS).
+// Tile t is ST_U * blockDim.x consecutive 16-byte vectors; thread k of the
+// block takes vectors k, k + blockDim.x, ... of it (coalesced across the
+// warp, ST_U loads in flight per pointer); block b takes tiles b,
+// b + gridDim.x, ...; the vectors after the last whole tile run grid-stride.
+// Any 1-D grid gives the same result; one short block per tile keeps the
+// HBM busiest (the roofline's copy probe on an H100: 3.04-3.05 TB/s with one
+// block of 256 per 8 KiB tile, 2.86 with eight grid-striding blocks an SM).
+#define ST_U 2
+
 // dst[0..n4] = src[0..n4], 16 bytes per load and store.
 extern "C" __global__ void copy_u32x4(const uint4* __restrict__ src,
                                       uint4* __restrict__ dst,
                                       unsigned long long n4) {
-    const unsigned long long stride = gs_stride();
-    unsigned long long i = gs_first();
-    // As in read_sum_u32x4: four loads in flight, then four stores.
-    for (; i + 3 * stride < n4; i += 4 * stride) {
-        const uint4 v0 = src[i];
-        const uint4 v1 = src[i + stride];
-        const uint4 v2 = src[i + 2 * stride];
-        const uint4 v3 = src[i + 3 * stride];
-        dst[i] = v0;
-        dst[i + stride] = v1;
-        dst[i + 2 * stride] = v2;
-        dst[i + 3 * stride] = v3;
+    const unsigned long long tile = (unsigned long long)ST_U * blockDim.x;
+    const unsigned long long tiles = n4 / tile;
+#pragma unroll 1
+    for (unsigned long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const unsigned long long base = t * tile + threadIdx.x;
+        uint4 v[ST_U];
+#pragma unroll
+        for (int u = 0; u < ST_U; ++u) {
+            v[u] = src[base + u * blockDim.x];
+        }
+#pragma unroll
+        for (int u = 0; u < ST_U; ++u) {
+            dst[base + u * blockDim.x] = v[u];
+        }
     }
-    for (; i < n4; i += stride) {
+    for (unsigned long long i = tiles * tile + gs_first(); i < n4; i += gs_stride()) {
         dst[i] = src[i];
     }
 }
@@ -93,7 +106,8 @@ __device__ __forceinline__ float4 triad4(float4 b, float4 c, float scalar) {
 }
 
 // a[i] = fmaf(scalar, c[i], b[i]) for i < n: float4 for the n/4 whole
-// vectors, then the last n%4 elements one by one.
+// vectors (in tiles of ST_U vectors a thread, as copy_u32x4), then the last
+// n%4 elements one by one.
 extern "C" __global__ void triad_f32(float* __restrict__ a,
                                      const float* __restrict__ b,
                                      const float* __restrict__ c,
@@ -105,20 +119,26 @@ extern "C" __global__ void triad_f32(float* __restrict__ a,
     float4* a4 = reinterpret_cast<float4*>(a);
     const float4* b4 = reinterpret_cast<const float4*>(b);
     const float4* c4 = reinterpret_cast<const float4*>(c);
-    unsigned long long i = first;
-    // Two iterations at once: four 16-byte loads in flight per thread.
-    for (; i + stride < n4; i += 2 * stride) {
-        const float4 b0 = b4[i];
-        const float4 c0 = c4[i];
-        const float4 b1 = b4[i + stride];
-        const float4 c1 = c4[i + stride];
-        a4[i] = triad4(b0, c0, scalar);
-        a4[i + stride] = triad4(b1, c1, scalar);
+    const unsigned long long tile = (unsigned long long)ST_U * blockDim.x;
+    const unsigned long long tiles = n4 / tile;
+#pragma unroll 1
+    for (unsigned long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const unsigned long long base = t * tile + threadIdx.x;
+        float4 vb[ST_U], vc[ST_U];
+#pragma unroll
+        for (int u = 0; u < ST_U; ++u) {
+            vb[u] = b4[base + u * blockDim.x];
+            vc[u] = c4[base + u * blockDim.x];
+        }
+#pragma unroll
+        for (int u = 0; u < ST_U; ++u) {
+            a4[base + u * blockDim.x] = triad4(vb[u], vc[u], scalar);
+        }
     }
-    for (; i < n4; i += stride) {
+    for (unsigned long long i = tiles * tile + first; i < n4; i += stride) {
         a4[i] = triad4(b4[i], c4[i], scalar);
     }
-    for (i = (n4 << 2) + first; i < n; i += stride) {
+    for (unsigned long long i = (n4 << 2) + first; i < n; i += stride) {
         a[i] = fmaf(scalar, c[i], b[i]);
     }
 }

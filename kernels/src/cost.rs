@@ -167,6 +167,26 @@ pub const fn intensity_f32(n4: u64, fmas: u64) -> Cost {
     }
 }
 
+/// `intensity_f64` over `n4` uint4 (two doubles each) with `fmas` FMAs per
+/// double: `4*fmas` FLOPs per 32 bytes moved.
+pub const fn intensity_f64(n4: u64, fmas: u64) -> Cost {
+    Cost {
+        flops: n4.saturating_mul(2).saturating_mul(fmas).saturating_mul(2),
+        bytes_read: bytes(n4, 16),
+        bytes_written: bytes(n4, 16),
+    }
+}
+
+/// `intensity_f16x2` over `n4` uint4 (eight halves each) with `fmas` FMAs
+/// per half: `16*fmas` FLOPs per 32 bytes moved.
+pub const fn intensity_f16x2(n4: u64, fmas: u64) -> Cost {
+    Cost {
+        flops: n4.saturating_mul(8).saturating_mul(fmas).saturating_mul(2),
+        bytes_read: bytes(n4, 16),
+        bytes_written: bytes(n4, 16),
+    }
+}
+
 /// Bytes of a tensor probe's A tile in global memory (64 rows x 128 bytes).
 pub const TC_A_BYTES: u64 = 64 * 128;
 /// Bytes of its B tile (256 rows x 128 bytes).
@@ -190,6 +210,29 @@ pub const fn tensor_probe(blocks: u64, warpgroups: u64, iters: u64, k: u64) -> C
         bytes_read: 0,
         bytes_written: 0,
     }
+}
+
+/// Bytes of an `mma.sync` probe's A operand (32 rows x 32 bytes).
+pub const MMA_A_BYTES: u64 = 32 * 32;
+/// Bytes of its B operand (32 rows x 32 bytes).
+pub const MMA_B_BYTES: u64 = 32 * 32;
+/// Elements of its result (32 x 32 f32).
+pub const MMA_OUT_ELEMS: u64 = 32 * 32;
+/// `mma.sync` instructions a warp issues per iteration (2 x 4 fragments).
+pub const MMA_PER_ITER: u64 = 8;
+
+/// The `mma.sync` probes' table model: the operands read once and the
+/// result stored (a checking launch).
+pub const fn mma_store() -> Cost {
+    Cost { flops: 0, bytes_read: MMA_A_BYTES + MMA_B_BYTES, bytes_written: MMA_OUT_ELEMS * 4 }
+}
+
+/// One launch of an `mma.sync` probe: `warps` warps, `iters` iterations of
+/// [`MMA_PER_ITER`] m16n8 `mma.sync` of depth `k` (16 for the 16-bit types,
+/// 32 for FP8).
+pub const fn mma_probe(warps: u64, iters: u64, k: u64) -> Cost {
+    let per = 2 * 16 * 8 * k * MMA_PER_ITER;
+    Cost { flops: warps.saturating_mul(iters).saturating_mul(per), bytes_read: 0, bytes_written: 0 }
 }
 
 #[cfg(test)]
@@ -237,6 +280,9 @@ mod tests {
                     | KernelId::TcBf16
                     | KernelId::TcF16
                     | KernelId::TcE4m3
+                    | KernelId::MmaBf16
+                    | KernelId::MmaF16
+                    | KernelId::MmaE4m3
             );
             assert_eq!(has_size, !sizeless, "{}", k.name());
             if has_size {
@@ -254,6 +300,17 @@ mod tests {
         // 1024 FLOPs per element at fmas = 512: intensity 1024 / 8 = 128.
         assert!((intensity_f32(100, 512).intensity() - 128.0).abs() < 1e-12);
         assert_eq!(intensity_f32(100, 0).flops, 0);
+        // FP64: two doubles a uint4; 1024 FLOPs per double at fmas = 512:
+        // intensity 1024 / 16 = 64.
+        assert!((intensity_f64(100, 512).intensity() - 64.0).abs() < 1e-12);
+        assert_eq!(intensity_f64(3, 1), Cost { flops: 12, bytes_read: 48, bytes_written: 48 });
+        // FP16x2: eight halves a uint4; intensity fmas / 2.
+        assert!((intensity_f16x2(100, 512).intensity() - 256.0).abs() < 1e-12);
+        assert_eq!(intensity_f16x2(3, 1).flops, 48);
+        // One m16n8k16 is 4096 FLOPs, eight an iteration; m16n8k32 twice that.
+        assert_eq!(mma_probe(1, 1, 16).flops, 8 * 4096);
+        assert_eq!(mma_probe(10, 3, 32).flops, 10 * 3 * 8 * 8192);
+        assert_eq!(mma_store().bytes(), 2048 + 4096);
         assert_eq!(smem_traffic(256, 10), 256 * 10 * 8 * 16);
         assert_eq!(cache_read(4).bytes_read, 72);
         // One m64n256k16 is 524288 FLOPs; four a iteration.

@@ -22,6 +22,7 @@ static ELEMENTWISE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/eleme
 static BENCH: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/bench.fatbin"));
 static ROOFLINE: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/roofline.fatbin"));
 static TENSOR: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/tensor.fatbin"));
+static MMA: &Aligned8<[u8]> = &Aligned8(*include_bytes!("../fatbin/mma.fatbin"));
 
 /// The fatbin image of `module`, 8-byte aligned.
 pub fn fatbin(module: ModuleId) -> &'static [u8] {
@@ -33,6 +34,7 @@ pub fn fatbin(module: ModuleId) -> &'static [u8] {
         ModuleId::Bench => &BENCH.0,
         ModuleId::Roofline => &ROOFLINE.0,
         ModuleId::Tensor => &TENSOR.0,
+        ModuleId::Mma => &MMA.0,
     }
 }
 

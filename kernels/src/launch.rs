@@ -17,7 +17,7 @@
 //! holds only for that launch (`SAFETY (launch)`). This module itself has no
 //! `unsafe` block.
 
-use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId};
+use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId, TILE_VECTORS};
 use crate::table::{
     AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig,
     TriadSig, declare,
@@ -103,8 +103,9 @@ impl Kernels {
         let bump = declare::BumpU32(&elementwise)?;
         Ok(Kernels {
             device: device.clone(),
-            // Grid-stride kernels: eight 256-thread blocks per SM keep every
-            // SM fully occupied; more blocks only add scheduling.
+            // The untiled grid-stride kernels (`read_sum_u32x4`, the
+            // pattern kernels): eight 256-thread blocks per SM keep every SM
+            // fully occupied, and `read_sum` makes one atomic per block.
             max_blocks: (sms.max(1) as u32).saturating_mul(8),
             read_sum,
             copy,
@@ -126,10 +127,29 @@ impl Kernels {
 
     /// A 1-D launch of [`DEFAULT_BLOCK`]-thread blocks covering `threads`
     /// threads, capped at eight blocks per SM (the kernels stride over the
-    /// rest). Every wrapper launches with it (or one thread, `spin`): a 1-D
-    /// grid and block, the block a multiple of 32 threads.
+    /// rest): the rule of the untiled grid-stride kernels (`read_sum_u32x4`,
+    /// `fill_pattern_u32`, `check_pattern_u32`). A 1-D grid and block, the
+    /// block a multiple of 32 threads.
     pub fn grid_for(&self, threads: u64) -> LaunchConfig {
         let blocks = threads.div_ceil(u64::from(DEFAULT_BLOCK)).clamp(1, u64::from(self.max_blocks.max(1)));
+        LaunchConfig::new(blocks as u32, DEFAULT_BLOCK)
+    }
+
+    /// The launch of the tiled kernels (`copy_u32x4`, `triad_f32`,
+    /// `scale_f32`, `add_f32`, `mix_u32`, `bump_u32`) over `vectors` 16-byte
+    /// vectors: one [`DEFAULT_BLOCK`]-thread block per tile of
+    /// [`TILE_VECTORS`] × [`DEFAULT_BLOCK`] vectors (8 KiB), uncapped up to
+    /// the driver's 2^31 − 1 blocks (the kernels stride over any rest).
+    ///
+    /// Many short blocks keep more of the HBM busy than a few long ones: on
+    /// an H100 the roofline's copy probe moves 3.04–3.05 TB/s with one block
+    /// per 8 KiB tile against 2.86 with eight grid-striding blocks per SM
+    /// (docs/results/2026-11-25-h100-roofline). Every grid gives the same
+    /// result; the timer-truth peer (`gpu-bench-cli/peer/truth_peer.py`)
+    /// launches with this same rule.
+    pub fn grid_tiles(&self, vectors: u64) -> LaunchConfig {
+        let tile = u64::from(TILE_VECTORS) * u64::from(DEFAULT_BLOCK);
+        let blocks = vectors.div_ceil(tile).clamp(1, i32::MAX as u64);
         LaunchConfig::new(blocks as u32, DEFAULT_BLOCK)
     }
 
@@ -178,10 +198,11 @@ impl Kernels {
         aligned16(k, "src", src)?;
         aligned16(k, "dst", dst)?;
         let n4 = (src.device_len() / 4) as u64;
-        // SAFETY (launch): thread `i` copies uint4 `i < n4`: words `4i..4i+4`
-        // of `src` and `dst`, which both have exactly `4 * n4` words and start
-        // 16-byte aligned (checked above). 1-D grid: each `i` has one thread.
-        self.copy.launch(stream, self.grid_for(n4), (src, dst, n4))
+        // SAFETY (launch): uint4 `i` is copied for `i < n4` only: words
+        // `4i..4i+4` of `src` and `dst`, which both have exactly `4 * n4`
+        // words and start 16-byte aligned (checked above). 1-D grid: the
+        // tiles and the grid-stride rest give each `i` one thread.
+        self.copy.launch(stream, self.grid_tiles(n4), (src, dst, n4))
     }
 
     /// `a = scalar * c + b`, one fused multiply-add per element (`triad_f32`).
@@ -207,8 +228,7 @@ impl Kernels {
         // views (checked above; gpu-sync checks the `Len` again); the float4
         // accesses need the 16-byte alignment checked above. 1-D grid: each
         // element is written by one thread.
-        // The bulk runs one float4 per thread.
-        self.triad.launch(stream, self.grid_for(n.div_ceil(4)), (a, b, c, scalar, n))
+        self.triad.launch(stream, self.grid_tiles(n.div_ceil(4)), (a, b, c, scalar, n))
     }
 
     /// Busy-waits `cycles` SM clock cycles in one thread; writes the cycles
@@ -275,7 +295,7 @@ impl Kernels {
         let n = input.device_len() as u64;
         // SAFETY (launch): `in[i]`, `out[i]` for `i < n`, the common length
         // (checked above, and by gpu-sync as a `Len`); 1-D grid.
-        self.scale.launch(stream, self.grid_for(n), (input, out, a, n))
+        self.scale.launch(stream, self.grid_tiles(n.div_ceil(4)), (input, out, a, n))
     }
 
     /// `out = x + y` (`add_f32`).
@@ -293,7 +313,7 @@ impl Kernels {
         let n = x.device_len() as u64;
         // SAFETY (launch): `x[i]`, `y[i]`, `out[i]` for `i < n`, the common
         // length (checked above, and by gpu-sync as a `Len`); 1-D grid.
-        self.add.launch(stream, self.grid_for(n), (x, y, out, n))
+        self.add.launch(stream, self.grid_tiles(n.div_ceil(4)), (x, y, out, n))
     }
 
     /// `out[i] = mix(a[i], b[i], salt)` (`mix_u32`).
@@ -311,7 +331,7 @@ impl Kernels {
         let n = a.device_len() as u64;
         // SAFETY (launch): `a[i]`, `b[i]`, `out[i]` for `i < n`, the common
         // length (checked above, and by gpu-sync as a `Len`); 1-D grid.
-        self.mix.launch(stream, self.grid_for(n), (a, b, out, salt, n))
+        self.mix.launch(stream, self.grid_tiles(n.div_ceil(4)), (a, b, out, salt, n))
     }
 
     /// `x[i] += add`, wrapping (`bump_u32`).
@@ -328,6 +348,6 @@ impl Kernels {
         // SAFETY (launch): `x[i] += add` for `i < n`, its length (a `Len`,
         // checked by gpu-sync too); the 1-D grid gives each element one
         // thread, so the read-modify-writes do not race.
-        self.bump.launch(stream, self.grid_for(n), (x, add, n))
+        self.bump.launch(stream, self.grid_tiles(n.div_ceil(4)), (x, add, n))
     }
 }

@@ -19,6 +19,8 @@
 //! - [`RooflineKernels`] (`roofline`): the roofline's probes — HBM
 //!   variants, FMA chains, the cache sweep, shared memory, intensity.
 //! - [`TensorKernels`] (`tensor`): the tensor-core probes (`wgmma`, sm_90a).
+//! - [`MmaKernels`] (`mma`): the same ceilings through `mma.sync` (sm_80
+//!   and newer), the fallback where `wgmma` does not exist.
 //! - [`BenchKernels`] (`bench`): gpu-bench's instruments — clock probe,
 //!   spin gate, SM copy from mapped host memory.
 //! - `register_sim_kernels` (feature `sim`): the references registered with
@@ -34,6 +36,7 @@ mod bench;
 pub mod cost;
 mod fatbins;
 mod launch;
+mod mma;
 pub mod reference;
 mod roofline;
 #[cfg(feature = "sim")]
@@ -46,12 +49,15 @@ pub use bench::BenchKernels;
 pub use cost::Cost;
 pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
-pub use roofline::{FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name};
+pub use mma::MmaKernels;
+pub use roofline::{
+    CacheHint, FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name,
+};
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;
 pub use spec::{
     DEFAULT_BLOCK, Extent, KernelId, KernelInfo, KernelParam, LaunchRule, ModuleId, ParamAccess, ParamKind,
-    Ty,
+    TILE_VECTORS, Ty,
 };
 pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,

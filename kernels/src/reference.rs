@@ -154,6 +154,54 @@ pub mod probes {
         }
     }
 
+    /// `intensity_f64`: each double after `fmas` steps of
+    /// `x = fma(x, -0.9375, 0.5)`.
+    pub fn intensity_f64(input: &[f64], out: &mut [f64], fmas: u32) {
+        for (o, x) in out.iter_mut().zip(input) {
+            let mut v = *x;
+            for _ in 0..fmas {
+                v = v.mul_add(M, K);
+            }
+            *o = v;
+        }
+    }
+
+    /// IEEE binary16 bits of `v`, which must be an f16 value (as
+    /// [`Half::round`] gives): zero, subnormal, normal or infinite.
+    pub fn f16_bits(v: f64) -> u16 {
+        let sign = u16::from(v.is_sign_negative()) << 15;
+        let a = v.abs();
+        if a == 0.0 {
+            return sign;
+        }
+        if a.is_infinite() || a > 65504.0 {
+            return sign | 0x7c00;
+        }
+        let exp = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        if exp < -14 {
+            return sign | (a / 2f64.powi(-24)) as u16;
+        }
+        let mant = ((a / 2f64.powi(exp) - 1.0) * 1024.0) as u16;
+        sign | (((exp + 15) as u16) << 10) | mant
+    }
+
+    /// `intensity_f16x2`: each half of each word (low half first) after
+    /// `fmas` steps of `x = fma(x, -0.9375, 0.5)` in binary16, correctly
+    /// rounded (the product and sum are exact in f64 for these magnitudes).
+    pub fn intensity_f16x2(input: &[u32], out: &mut [u32], fmas: u32) {
+        let half = |h: u16| TcFormat::F16.decode(&h.to_le_bytes(), 0);
+        let step = |h: u16| -> u16 {
+            let mut x = half(h);
+            for _ in 0..fmas {
+                x = Half::F16.round(x.mul_add(M, K));
+            }
+            f16_bits(x)
+        };
+        for (o, w) in out.iter_mut().zip(input) {
+            *o = u32::from(step(*w as u16)) | (u32::from(step((*w >> 16) as u16)) << 16);
+        }
+    }
+
     /// The starting value of chain `c` of slot `i` (`seed + j * 2^-20`,
     /// `j = 8i + c` rounded to f32, as the kernel computes it).
     fn start_f32(seed: f32, j: u64) -> f32 {
@@ -336,9 +384,70 @@ pub mod probes {
         out
     }
 
+    /// Rows of an `mma.sync` probe's operands (`MMA_ROWS` in `mma.cu`): A
+    /// and B are each 32 rows of 32 bytes.
+    pub const MMA_ROWS: usize = 32;
+
+    impl TcFormat {
+        /// Values per 32-byte row of an `mma.sync` probe's operands: its K.
+        pub const fn mma_k(self) -> usize {
+            self.k() / 4
+        }
+    }
+
+    /// An `mma.sync` probe's result: `iters * A . B^T` (32 x 32,
+    /// row-major), `a` and `b` each 32 rows of 32 bytes, summed in f64.
+    pub fn mma(format: TcFormat, a: &[u8], b: &[u8], iters: u32) -> Vec<f32> {
+        let k = format.mma_k();
+        let av: Vec<f64> = (0..MMA_ROWS * k).map(|i| format.decode(a, i)).collect();
+        let bv: Vec<f64> = (0..MMA_ROWS * k).map(|i| format.decode(b, i)).collect();
+        let mut out = vec![0f32; MMA_ROWS * MMA_ROWS];
+        for m in 0..MMA_ROWS {
+            for n in 0..MMA_ROWS {
+                let dot: f64 = (0..k).map(|j| av[m * k + j] * bv[n * k + j]).sum();
+                out[m * MMA_ROWS + n] = (dot * f64::from(iters)) as f32;
+            }
+        }
+        out
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn mma_reference_is_a_product() {
+            // A row of ones (bf16 0x3f80) against B rows of twos: 2K each.
+            let ones = [0x80u8, 0x3f].repeat(16 * MMA_ROWS);
+            let twos = [0x00u8, 0x40].repeat(16 * MMA_ROWS);
+            let d = mma(TcFormat::Bf16, &ones, &twos, 3);
+            assert_eq!(d.len(), 1024);
+            assert!(d.iter().all(|&v| v == 3.0 * 2.0 * 16.0), "{:?}", &d[..4]);
+            // FP8: K = 32 a row; e4m3 0x38 is 1.0.
+            let e = [0x38u8; 32 * MMA_ROWS];
+            assert!(mma(TcFormat::E4m3, &e, &e, 1).iter().all(|&v| v == 32.0));
+            // Random operands: not all equal, and row m of the result uses
+            // row m of A (swapping two A rows swaps two result rows).
+            let (a, b) = (TcFormat::F16.random(8, 5), TcFormat::F16.random(8, 6));
+            let d = mma(TcFormat::F16, &a, &b, 1);
+            let mut a2 = a.clone();
+            a2[..32].copy_from_slice(&a[32..64]);
+            a2[32..64].copy_from_slice(&a[..32]);
+            let d2 = mma(TcFormat::F16, &a2, &b, 1);
+            assert_eq!(&d2[..32], &d[32..64]);
+            assert_ne!(d[0], d[1]);
+            // f16 bits round trip, and one FP16x2 step by hand.
+            for bits in [0x3c00u16, 0xc000, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x8000, 0x3555] {
+                assert_eq!(f16_bits(TcFormat::F16.decode(&bits.to_le_bytes(), 0)), bits, "{bits:#x}");
+            }
+            let mut w = [0u32];
+            // 1.0 -> -0.9375 + 0.5 = -0.4375 (0xb700); 2.0 (0x4000) -> -1.375 (0xbd80).
+            intensity_f16x2(&[0x4000_3c00], &mut w, 1);
+            assert_eq!(w[0], 0xbd80_b700);
+            let mut o = [0f64; 1];
+            intensity_f64(&[1.0], &mut o, 2);
+            assert_eq!(o[0], 1f64.mul_add(-0.9375, 0.5).mul_add(-0.9375, 0.5));
+        }
 
         #[test]
         fn half_rounding() {

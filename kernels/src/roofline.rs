@@ -14,7 +14,7 @@
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{
     CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
-    IntensitySig, SmemReadSig, declare,
+    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, SmemReadSig, declare,
 };
 use gpu_sync::{
     AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
@@ -134,6 +134,19 @@ impl FmaPrecision {
     }
 }
 
+/// How `cache_read` loads its working set (the kernel's `hint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheHint {
+    /// Plain loads (L1 and L2), grid-stride: the L1 sweep.
+    Plain = 0,
+    /// `ld.global.cg` (L2 only), grid-stride: load `i` of the grid reads
+    /// uint4 `i % ws4`, so each pass hands a line to a different SM.
+    L2 = 1,
+    /// `ld.global.cg` over per-block slices: block `b` of `G` re-reads only
+    /// uint4 `ws4 * b / G .. ws4 * (b + 1) / G` (the same loads and sum).
+    L2Slices = 2,
+}
+
 /// The probes of `roofline.cu`, loaded into one device.
 pub struct RooflineKernels {
     device: Device,
@@ -147,6 +160,8 @@ pub struct RooflineKernels {
     cache_read: Typed<CacheReadSig>,
     smem_read: Typed<SmemReadSig>,
     intensity: Typed<IntensitySig>,
+    intensity_f64: Typed<IntensityF64Sig>,
+    intensity_f16x2: Typed<IntensityF16x2Sig>,
 }
 
 fn invalid(kernel: KernelId, what: String) -> Error {
@@ -195,6 +210,8 @@ impl RooflineKernels {
             cache_read: declare::CacheRead(&m)?,
             smem_read: declare::SmemRead(&m)?,
             intensity: declare::IntensityF32(&m)?,
+            intensity_f64: declare::IntensityF64(&m)?,
+            intensity_f16x2: declare::IntensityF16x2(&m)?,
         })
     }
 
@@ -358,7 +375,7 @@ impl RooflineKernels {
     }
 
     /// `out[0] +=` the wrapping sum of the words of `n` loads wrapped over
-    /// `input` (`cache_read`); `l2_only` loads with `ld.global.cg`.
+    /// `input` (`cache_read`), in the order and with the loads `hint` names.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] unless `input` holds whole uint4 (fewer
@@ -371,7 +388,7 @@ impl RooflineKernels {
         grid: Grid,
         input: &I,
         n: u64,
-        l2_only: bool,
+        hint: CacheHint,
         out: &mut O,
     ) -> Result<()>
     where
@@ -386,12 +403,15 @@ impl RooflineKernels {
         aligned16(k, "in", input.device_ptr())?;
         same(k, "out must have one element", out.device_len(), 1)?;
         let cfg = grid.config(k)?;
-        // SAFETY (launch): every load is at an index `< ws4` (the wrapped
-        // index starts at `i % ws4` and steps by `stride % ws4` with one
-        // conditional subtract, so it stays below `ws4`), words `4j..4j+4`
-        // of `input`, which has `4 * ws4` words, 16-byte aligned (checked
-        // above); `atomicAdd`s hit `out[0]`; whole warps for the shuffles.
-        self.cache_read.launch(stream, cfg, (input, ws4, n, u32::from(l2_only), out))
+        // SAFETY (launch): every load is at an index `< ws4` (hints 0 and 1:
+        // the wrapped index starts at `i % ws4` and steps by `stride % ws4`
+        // with one conditional subtract, so it stays below `ws4`; hint 2: a
+        // block's index is `lo + j` with `j < hi - lo` wrapped the same way
+        // and `hi = ws4 * (b + 1) / grid <= ws4`, and its tail loads
+        // `i < n % ws4 < ws4`), words `4j..4j+4` of `input`, which has
+        // `4 * ws4` words, 16-byte aligned (checked above); `atomicAdd`s hit
+        // `out[0]`; whole warps for the shuffles.
+        self.cache_read.launch(stream, cfg, (input, ws4, n, hint as u32, out))
     }
 
     /// The shared-memory probe (`smem_read`): `out[0]` = block 0's thread
@@ -448,6 +468,73 @@ impl RooflineKernels {
         // `4 * n4` floats each from 16-byte aligned starts (checked above);
         // one thread per index.
         self.intensity.launch(stream, cfg, (input, out, fmas, n4))
+    }
+}
+
+impl RooflineKernels {
+    /// `out = input` after `fmas` FMAs per double (`intensity_f64`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one even length (whole
+    /// uint4 of two doubles) from 16-byte aligned starts and `grid` is
+    /// valid; a launch error.
+    pub fn intensity_f64<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<f64> + ?Sized,
+        O: AsDeviceSliceMut<f64> + ?Sized,
+    {
+        let k = KernelId::IntensityF64;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let len = input.device_len();
+        if !len.is_multiple_of(2) {
+            return Err(invalid(k, format!("`in` has {len} doubles, not a multiple of 2")));
+        }
+        let n4 = (len / 2) as u64;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, exactly
+        // `2 * n4` doubles each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity_f64.launch(stream, cfg, (input, out, fmas, n4))
+    }
+
+    /// `out = input` after `fmas` FMAs per half (`intensity_f16x2`); each
+    /// `u32` is one half2 word, low half first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole uint4
+    /// (a multiple of 4 words) from 16-byte aligned starts and `grid` is
+    /// valid; a launch error.
+    pub fn intensity_f16x2<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::IntensityF16x2;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let n4 = quads(k, "in", input.device_len())?;
+        aligned16(k, "in", input.device_ptr())?;
+        aligned16(k, "out", out.device_ptr())?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch): uint4 indices `< n4` of both views, exactly
+        // `4 * n4` words each from 16-byte aligned starts (checked above);
+        // one thread per index.
+        self.intensity_f16x2.launch(stream, cfg, (input, out, fmas, n4))
     }
 }
 

@@ -3,10 +3,17 @@
 //!
 //! Each registration's parameter list is derived from the kernel table's
 //! spec entry, and its CPU implementation named there (`sim: run_…`), never
-//! written twice. A simulated launch processes the kernel's whole range
-//! whatever the grid (the `.cu` kernels are grid-stride loops, so any grid
-//! gives the same result on a GPU). Before running, every pointer the launch
-//! will touch is checked against the alignment the spec demands.
+//! written twice. The twins of the kernels without shared memory or
+//! `__syncthreads` (the element-wise kernels, the pattern kernels, `copy_u32x4`
+//! and `triad_f32`) run per thread, as CUDA does: each simulated thread of
+//! the launch (every block and thread index, y and z included) walks its own
+//! indices of the `.cu` grid-stride loop ([`per_thread`]), so a grid shape
+//! that gives a wrong answer on a GPU (a 2-D grid over a 1-D kernel repeats
+//! every element once per y row, so `bump_u32` adds twice) gives the same wrong
+//! answer here. The others (`read_sum_u32x4`, whose block reduction uses
+//! shared memory, and the roofline probes) process the kernel's whole range
+//! once, whatever the grid. Before running, every pointer the launch will
+//! touch is checked against the alignment the spec demands.
 
 use crate::cost;
 use crate::reference;
@@ -34,6 +41,10 @@ const SIM_SMEM_NS_PER_ITER: f64 = 4.0;
 /// Simulated nanoseconds per iteration of a tensor probe (its grid is not a
 /// parameter).
 const SIM_TENSOR_NS_PER_ITER: f64 = 600.0;
+/// Simulated nanoseconds per iteration of an `mma.sync` probe (8 `mma.sync`
+/// a warp; its grid is not a parameter): about 580 TFLOP/s of 16-bit work at
+/// the roofline's grid of 4224 warps.
+const SIM_MMA_NS_PER_ITER: f64 = 240.0;
 /// Simulated length of a spin gate that found its flag open, ns.
 const SIM_GATE_NS: u64 = 1000;
 /// Duration reported when a launch's size argument cannot be read.
@@ -109,14 +120,17 @@ fn duration(call: &KernelCall<'_>) -> u64 {
 /// The simulated duration of a roofline probe whose cost is not its table
 /// model's bytes (FLOPs, cache traffic), or `None` for other kernels.
 fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
-    let fma = |lanes: u64| -> Option<f64> {
+    // FP64 at half the FP32 rate, the packed 16-bit types at twice it (as
+    // on an H100), so that each intensity sweep meets its own FMA roof.
+    let fma = |lanes: u64, rate: f64| -> Option<f64> {
         let iters = call.scalar::<u32>(1).ok()?;
         let n = call.scalar::<u64>(4).ok()?;
-        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / SIM_FLOPS_PER_NS)
+        Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / (rate * SIM_FLOPS_PER_NS))
     };
     match kernel {
-        KernelId::FmaF64 | KernelId::FmaF32 => fma(1),
-        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2),
+        KernelId::FmaF64 => fma(1, 0.5),
+        KernelId::FmaF32 => fma(1, 1.0),
+        KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2, 2.0),
         KernelId::CacheRead => {
             Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
         }
@@ -124,9 +138,23 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
         KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
             Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
         }
+        KernelId::MmaBf16 | KernelId::MmaF16 | KernelId::MmaE4m3 => {
+            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_MMA_NS_PER_ITER)
+        }
         KernelId::IntensityF32 => {
             let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
+        }
+        KernelId::IntensityF16x2 => {
+            // FP16x2 at twice the FP32 rate, as on an H100.
+            let c =
+                cost::intensity_f16x2(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / 2.0 / SIM_FLOPS_PER_NS))
+        }
+        KernelId::IntensityF64 => {
+            // FP64 at half the FP32 rate, as on an H100.
+            let c = cost::intensity_f64(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(2.0 * c.flops as f64 / SIM_FLOPS_PER_NS))
         }
         _ => None,
     }
@@ -182,6 +210,60 @@ fn count(call: &KernelCall<'_>, param: usize, n: Option<u64>, elem_bytes: u64) -
     Ok(n)
 }
 
+/// Runs `body(i)` for every index `i < n` that a thread of the launch visits
+/// in a grid-stride loop over x (`gs_first()` = `blockIdx.x * blockDim.x +
+/// threadIdx.x`, `gs_stride()` = `gridDim.x * blockDim.x`), thread by thread:
+/// every block and thread index of the launch runs, the y and z ones too,
+/// which (as on a GPU, since the `.cu` kernels read x indices only) repeat
+/// the x range. The tiled kernels split the range among the x threads
+/// otherwise (8 KiB block tiles, block-strided, then a grid-stride tail),
+/// but on both every x pass covers each index exactly once, so the outcome
+/// is the same for every launch shape.
+fn per_thread(call: &KernelCall<'_>, n: usize, mut body: impl FnMut(usize)) {
+    let (grid, block) = (call.grid(), call.block());
+    let stride = u64::from(grid[0]) * u64::from(block[0]);
+    let n = n as u64;
+    for _block_yz in 0..u64::from(grid[1]) * u64::from(grid[2]) {
+        for bx in 0..u64::from(grid[0]) {
+            for _thread_yz in 0..u64::from(block[1]) * u64::from(block[2]) {
+                for tx in 0..u64::from(block[0]) {
+                    let mut i = bx * u64::from(block[0]) + tx;
+                    while i < n {
+                        // `i < n`, and `n` came from a `usize`.
+                        body(i as usize);
+                        i += stride;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes `vals[i]` through pointer parameter `param` for every `i` a
+/// thread visited (`hit[i]`), as runs of consecutive indices: an output
+/// pointer is write-only (the simulator refuses to read it back), and what
+/// no thread wrote keeps its bytes, as on a GPU.
+fn write_visited<T: bytemuck::Pod>(
+    call: &mut KernelCall<'_>,
+    param: usize,
+    vals: &[T],
+    hit: &[bool],
+) -> Result<(), KernelFault> {
+    let mut i = 0;
+    while i < hit.len() {
+        if !hit[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < hit.len() && hit[i] {
+            i += 1;
+        }
+        call.write_at(param, start as u64, &vals[start..i])?;
+    }
+    Ok(())
+}
+
 /// `*ptr += add` (wrapping) on the `u64` behind pointer `param`.
 fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), KernelFault> {
     let old = call.read::<u64>(param, 1)?;
@@ -211,8 +293,18 @@ fn copy_quads(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelF
     let words = count(call, 0, n4.checked_mul(4), 4)?;
     let src = call.read::<u32>(0, words)?;
     let mut dst = vec![0u32; words];
-    reference::copy_u32(&src, &mut dst);
-    call.write(1, &dst)
+    if kernel == KernelId::CopyU32x4 {
+        // Per thread: vector j is words 4j..4j+3.
+        let mut hit = vec![false; words];
+        per_thread(call, words / 4, |j| {
+            reference::copy_u32(&src[4 * j..4 * j + 4], &mut dst[4 * j..4 * j + 4]);
+            hit[4 * j..4 * j + 4].fill(true);
+        });
+        write_visited(call, 1, &dst, &hit)
+    } else {
+        reference::copy_u32(&src, &mut dst);
+        call.write(1, &dst)
+    }
 }
 
 /// `a = fma(scalar, c, b)` over `n` floats: `(a, b, c, scalar, ..)`.
@@ -223,8 +315,26 @@ fn triad(call: &mut KernelCall<'_>, kernel: KernelId, n: Option<u64>) -> Result<
     let b = call.read::<f32>(1, n)?;
     let c = call.read::<f32>(2, n)?;
     let mut a = vec![0.0f32; n];
-    reference::triad_f32(&mut a, &b, &c, scalar);
-    call.write(0, &a)
+    if kernel == KernelId::TriadF32 {
+        let mut hit = vec![false; n];
+        // Per thread: vector j is elements 4j..4j+3, then the tail one by
+        // one, each walked by the grid-stride loop from the thread's index.
+        let n4 = n / 4;
+        per_thread(call, n4, |j| {
+            let r = 4 * j..4 * j + 4;
+            reference::triad_f32(&mut a[r.clone()], &b[r.clone()], &c[r.clone()], scalar);
+            hit[r].fill(true);
+        });
+        per_thread(call, n - 4 * n4, |k| {
+            let i = 4 * n4 + k;
+            reference::triad_f32(&mut a[i..=i], &b[i..=i], &c[i..=i], scalar);
+            hit[i] = true;
+        });
+        write_visited(call, 0, &a, &hit)
+    } else {
+        reference::triad_f32(&mut a, &b, &c, scalar);
+        call.write(0, &a)
+    }
 }
 
 pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -250,9 +360,12 @@ pub(crate) fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), Kern
     check_alignment(call, KernelId::FillPatternU32)?;
     let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
     let seed = call.scalar::<u32>(2)?;
-    let mut dst = vec![0u32; n];
-    reference::fill_pattern_u32(&mut dst, seed);
-    call.write(0, &dst)
+    let (mut dst, mut hit) = (vec![0u32; n], vec![false; n]);
+    per_thread(call, n, |i| {
+        dst[i] = reference::pattern(seed, i as u64);
+        hit[i] = true;
+    });
+    write_visited(call, 0, &dst, &hit)
 }
 
 pub(crate) fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -260,7 +373,9 @@ pub(crate) fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), Ker
     let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
     let seed = call.scalar::<u32>(2)?;
     let src = call.read::<u32>(0, n)?;
-    accumulate(call, 3, reference::check_pattern_u32(&src, seed))
+    let mut bad = 0u64;
+    per_thread(call, n, |i| bad += u64::from(src[i] != reference::pattern(seed, i as u64)));
+    accumulate(call, 3, bad)
 }
 
 pub(crate) fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -268,9 +383,12 @@ pub(crate) fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault
     let a = call.scalar::<f32>(2)?;
     let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
     let input = call.read::<f32>(0, n)?;
-    let mut out = vec![0.0f32; n];
-    reference::scale_f32(&input, &mut out, a);
-    call.write(1, &out)
+    let (mut out, mut hit) = (vec![0.0f32; n], vec![false; n]);
+    per_thread(call, n, |i| {
+        reference::scale_f32(&input[i..=i], &mut out[i..=i], a);
+        hit[i] = true;
+    });
+    write_visited(call, 1, &out, &hit)
 }
 
 pub(crate) fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -278,9 +396,12 @@ pub(crate) fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> 
     let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
     let x = call.read::<f32>(0, n)?;
     let y = call.read::<f32>(1, n)?;
-    let mut out = vec![0.0f32; n];
-    reference::add_f32(&x, &y, &mut out);
-    call.write(2, &out)
+    let (mut out, mut hit) = (vec![0.0f32; n], vec![false; n]);
+    per_thread(call, n, |i| {
+        reference::add_f32(&x[i..=i], &y[i..=i], &mut out[i..=i]);
+        hit[i] = true;
+    });
+    write_visited(call, 2, &out, &hit)
 }
 
 pub(crate) fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -289,9 +410,12 @@ pub(crate) fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> 
     let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
     let a = call.read::<u32>(0, n)?;
     let b = call.read::<u32>(1, n)?;
-    let mut out = vec![0u32; n];
-    reference::mix_u32(&a, &b, &mut out, salt);
-    call.write(2, &out)
+    let (mut out, mut hit) = (vec![0u32; n], vec![false; n]);
+    per_thread(call, n, |i| {
+        out[i] = reference::mix(a[i], b[i], salt);
+        hit[i] = true;
+    });
+    write_visited(call, 2, &out, &hit)
 }
 
 pub(crate) fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -299,7 +423,7 @@ pub(crate) fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault>
     let add = call.scalar::<u32>(1)?;
     let n = count(call, 0, Some(call.scalar::<u64>(2)?), 4)?;
     let mut x = call.read::<u32>(0, n)?;
-    reference::bump_u32(&mut x, add);
+    per_thread(call, n, |i| reference::bump_u32(&mut x[i..=i], add));
     call.write(0, &x)
 }
 
@@ -417,6 +541,28 @@ pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelF
     call.write(1, &out)
 }
 
+pub(crate) fn run_intensity_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF16x2)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(4), 4)?;
+    let input = call.read::<u32>(0, n)?;
+    let mut out = vec![0u32; n];
+    reference::probes::intensity_f16x2(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
+pub(crate) fn run_intensity_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::IntensityF64)?;
+    let fmas = call.scalar::<u32>(2)?;
+    let n4 = call.scalar::<u64>(3)?;
+    let n = count(call, 0, n4.checked_mul(2), 8)?;
+    let input = call.read::<f64>(0, n)?;
+    let mut out = vec![0.0f64; n];
+    reference::probes::intensity_f64(&input, &mut out, fmas);
+    call.write(1, &out)
+}
+
 /// The tensor probes: with `store != 0`, the reference result; always the
 /// simulator's clock.
 fn run_tensor(
@@ -442,6 +588,40 @@ fn run_tensor(
     }
     let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
     call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+/// The `mma.sync` probes: with `store != 0`, the reference result (32 x
+/// 32); always the simulator's clock.
+fn run_mma(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    format: reference::probes::TcFormat,
+) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
+    let iters = call.scalar::<u32>(2)?;
+    let store = call.scalar::<u32>(3)?;
+    if store != 0 {
+        let bytes = |call: &mut KernelCall<'_>, param: usize, n: u64| -> Result<Vec<u8>, KernelFault> {
+            Ok(call.read::<u32>(param, (n / 4) as usize)?.iter().flat_map(|w| w.to_le_bytes()).collect())
+        };
+        let a = bytes(call, 0, cost::MMA_A_BYTES)?;
+        let b = bytes(call, 1, cost::MMA_B_BYTES)?;
+        call.write(4, &reference::probes::mma(format, &a, &b, iters))?;
+    }
+    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
+    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+}
+
+pub(crate) fn run_mma_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaBf16, reference::probes::TcFormat::Bf16)
+}
+
+pub(crate) fn run_mma_f16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaF16, reference::probes::TcFormat::F16)
+}
+
+pub(crate) fn run_mma_e4m3_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    run_mma(call, KernelId::MmaE4m3, reference::probes::TcFormat::E4m3)
 }
 
 pub(crate) fn run_tc_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {

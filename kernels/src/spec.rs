@@ -32,11 +32,14 @@ pub enum ModuleId {
     Roofline,
     /// `tensor.cu`: the tensor-core probes (`wgmma`, sm_90a only).
     Tensor,
+    /// `mma.cu`: the tensor-core probes through `mma.sync` (sm_80 and
+    /// newer): the fallback where `wgmma` does not exist.
+    Mma,
 }
 
 impl ModuleId {
     /// Every module.
-    pub const ALL: [ModuleId; 7] = [
+    pub const ALL: [ModuleId; 8] = [
         ModuleId::Stream,
         ModuleId::Spin,
         ModuleId::Pattern,
@@ -44,6 +47,7 @@ impl ModuleId {
         ModuleId::Bench,
         ModuleId::Roofline,
         ModuleId::Tensor,
+        ModuleId::Mma,
     ];
 
     /// The source's file stem (`"stream"`).
@@ -56,6 +60,7 @@ impl ModuleId {
             ModuleId::Bench => "bench",
             ModuleId::Roofline => "roofline",
             ModuleId::Tensor => "tensor",
+            ModuleId::Mma => "mma",
         }
     }
 
@@ -245,6 +250,14 @@ impl KernelId {
 /// to: a multiple of 32 (as [`LaunchRule::LinearFullWarps`] needs) that keeps
 /// full occupancy at the kernels' register counts (≤ 40 on sm_80/sm_90).
 pub const DEFAULT_BLOCK: u32 = 256;
+
+/// Sixteen-byte vectors each thread of a tiled kernel (`copy_u32x4`,
+/// `triad_f32`, and every kernel of `elementwise.cu`) takes per tile: a
+/// tile is this many times the block's width of consecutive vectors, and
+/// [`Kernels::grid_tiles`](crate::Kernels::grid_tiles) launches one block per
+/// tile. Equal to `ST_U` in `stream.cu` and `EW_U` in `elementwise.cu`
+/// (the kernels are correct with any grid; this only sizes it).
+pub const TILE_VECTORS: u32 = 2;
 
 #[cfg(test)]
 mod tests {

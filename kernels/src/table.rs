@@ -620,6 +620,37 @@ kernel_table! {
     contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: f32 views, four \
                floats at a time.";
 
+    /// `intensity_f64(const uint4* in, uint4* out, unsigned fmas, u64 n4)`: the
+    /// FP64 intensity sweep, `fmas` dependent FMAs per double (two a uint4).
+    IntensityF64 = "intensity_f64" in Roofline,
+    launch: Linear, accumulates: false,
+    sig IntensityF64Sig(
+        "in": In<f64> = read(Ty::U32x4, 16, by(3)),
+        "out": Out<f64> = write(Ty::U32x4, 16, by(3)),
+        "fmas": u32 = scalar(Ty::U32),
+        "n4": u64 = scalar(Ty::U64),
+    ),
+    cost(n4) = cost::intensity_f64(n4, 0),
+    sim: run_intensity_f64,
+    contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: f64 views, two \
+               doubles at a time.";
+
+    /// `intensity_f16x2(const uint4* in, uint4* out, unsigned fmas, u64 n4)`:
+    /// the FP16x2 intensity sweep, `fmas` dependent `fma.rn.f16x2` per half2
+    /// (four a uint4).
+    IntensityF16x2 = "intensity_f16x2" in Roofline,
+    launch: Linear, accumulates: false,
+    sig IntensityF16x2Sig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(3)),
+        "out": Out<u32> = write(Ty::U32x4, 16, by(3)),
+        "fmas": u32 = scalar(Ty::U32),
+        "n4": u64 = scalar(Ty::U64),
+    ),
+    cost(n4) = cost::intensity_f16x2(n4, 0),
+    sim: run_intensity_f16x2,
+    contract: "2: `in` is `const uint4*` (In), `out` only stored to (Out). 1: u32 views of \
+               half2 words, four at a time.";
+
     /// `tc_bf16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
     /// float* out, u64* clk)`: BF16 `wgmma` m64n256k16 with both operands in shared memory.
     TcBf16 = "tc_bf16_probe" in Tensor,
@@ -673,6 +704,60 @@ kernel_table! {
     contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents); `out` is \
                stored to only when `store != 0`, by block 0's first warpgroup (Out); `clk[0..2]` \
                by one thread (Out). 4: its static `__shared__` tiles are the block's own.";
+
+    /// `mma_bf16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: BF16 `mma.sync` m16n8k16, operands in registers.
+    MmaBf16 = "mma_bf16_probe" in Mma,
+    launch: Linear, accumulates: false,
+    sig MmaBf16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::MMA_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::mma_store(),
+    sim: run_mma_bf16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents, as 32-bit \
+               words); `out` is stored to only when `store != 0`, by block 0's first warp (Out); \
+               `clk[0..2]` by one thread (Out). No shared memory.";
+
+    /// `mma_f16_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP16 `mma.sync` m16n8k16, operands in registers.
+    MmaF16 = "mma_f16_probe" in Mma,
+    launch: Linear, accumulates: false,
+    sig MmaF16Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::MMA_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::mma_store(),
+    sim: run_mma_f16_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents, as 32-bit \
+               words); `out` is stored to only when `store != 0`, by block 0's first warp (Out); \
+               `clk[0..2]` by one thread (Out). No shared memory.";
+
+    /// `mma_e4m3_probe(const uint4* a, const uint4* b, unsigned iters, unsigned store,
+    /// float* out, u64* clk)`: FP8 (e4m3) `mma.sync` m16n8k32 (sm_89 and newer), operands in registers.
+    MmaE4m3 = "mma_e4m3_probe" in Mma,
+    launch: Linear, accumulates: false,
+    sig MmaE4m3Sig(
+        "a": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_A_BYTES / 16)),
+        "b": In<u32> = read(Ty::U32x4, 16, fixed(cost::MMA_B_BYTES / 16)),
+        "iters": u32 = scalar(Ty::U32),
+        "store": u32 = scalar(Ty::U32),
+        "out": Out<f32> = read_write(Ty::F32, 4, fixed(cost::MMA_OUT_ELEMS)),
+        "clk": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_n) = cost::mma_store(),
+    sim: run_mma_e4m3_probe,
+    contract: "2: `a` and `b` are `const uint4*` (In), read whole (fixed extents, as 32-bit \
+               words); `out` is stored to only when `store != 0`, by block 0's first warp (Out); \
+               `clk[0..2]` by one thread (Out). No shared memory.";
 }
 
 #[cfg(test)]

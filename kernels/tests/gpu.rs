@@ -195,11 +195,19 @@ fn floats(seed: u32, n: usize) -> Vec<f32> {
     words(seed, n).into_iter().map(|w| (w as f32 / u32::MAX as f32) * 200.0 - 100.0).collect()
 }
 
-/// Grids to try: a tiny one (many grid-stride iterations per thread) and
-/// one thread per work item.
-fn grids(items: u64) -> [u32; 2] {
+/// Grids to try: a tiny one (many grid-stride iterations per thread), one
+/// block per tile of the tiled kernels when `items` counts 16-byte vectors
+/// and when it counts 4-byte elements (`Kernels::grid_tiles`' rule), and one
+/// thread per work item.
+fn grids(items: u64) -> [u32; 4] {
     let block = u64::from(kernels::DEFAULT_BLOCK);
-    [3, items.div_ceil(block).clamp(1, 1 << 20) as u32]
+    let tile = block * u64::from(kernels::TILE_VECTORS);
+    [
+        3,
+        items.div_ceil(tile) as u32,
+        items.div_ceil(4 * tile) as u32,
+        items.div_ceil(block).clamp(1, 1 << 20) as u32,
+    ]
 }
 
 fn check_param_info(gpu: &Gpu) {
@@ -489,8 +497,143 @@ fn elementwise_kernels_at_every_offset() {
     }
 }
 
+/// The intensity sweeps (FP32, FP64, FP16x2) bit-equal to their CPU references,
+/// and the `mma.sync` tensor probes (BF16, FP16; FP8 on sm_90 and newer)
+/// within 1e-3 (FP8 5e-3) of the f64 reference product, on random operands.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn roofline_sweeps_and_mma_probes_match_the_references() {
+    use reference::probes::{self, TcFormat};
+    let gpu = Gpu::new();
+    // FP64 sweep: two doubles a uint4, 4096 uint4, at a tiny and a full grid.
+    let n4 = 4096usize;
+    let input: Vec<f64> = floats(31, 2 * n4).into_iter().map(|f| f64::from(f) / 64.0).collect();
+    let inp = gpu.upload(&input);
+    let out = gpu.alloc(16 * n4);
+    for fmas in [0u32, 1, 37, 512] {
+        let mut want = vec![0f64; 2 * n4];
+        probes::intensity_f64(&input, &mut want, fmas);
+        for grid in [3u32, 16] {
+            gpu.zero(out, 16 * n4);
+            gpu.launch(
+                KernelId::IntensityF64,
+                grid,
+                256,
+                &[Arg::Ptr(inp), Arg::Ptr(out), Arg::U32(fmas), Arg::U64(n4 as u64)],
+            );
+            let got: Vec<f64> = gpu.download(out, 2 * n4);
+            let bad = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(bad, None, "intensity_f64 at {fmas} FMAs, grid {grid}");
+        }
+    }
+    gpu.free(inp);
+    gpu.free(out);
+    // FP16x2 sweep: half2 words of random f16 values of magnitude 2^-5 to 2.
+    let halves: Vec<u32> = TcFormat::F16
+        .random(4 * n4 * 4 / 128, 33)
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(halves.len(), 4 * n4);
+    let inp = gpu.upload(&halves);
+    let out = gpu.alloc(16 * n4);
+    for fmas in [0u32, 1, 37, 512] {
+        let mut want = vec![0u32; 4 * n4];
+        probes::intensity_f16x2(&halves, &mut want, fmas);
+        for grid in [3u32, 16] {
+            gpu.zero(out, 16 * n4);
+            gpu.launch(
+                KernelId::IntensityF16x2,
+                grid,
+                256,
+                &[Arg::Ptr(inp), Arg::Ptr(out), Arg::U32(fmas), Arg::U64(n4 as u64)],
+            );
+            let got: Vec<u32> = gpu.download(out, 4 * n4);
+            let bad = got.iter().zip(&want).position(|(g, w)| g != w);
+            assert_eq!(bad, None, "intensity_f16x2 at {fmas} FMAs, grid {grid}");
+        }
+    }
+    gpu.free(inp);
+    gpu.free(out);
+    // FP32 sweep too (the roofline checks it at run time; here once more).
+    let input = floats(32, 4 * n4);
+    let inp = gpu.upload(&input);
+    let out = gpu.alloc(16 * n4);
+    let mut want = vec![0f32; 4 * n4];
+    probes::intensity_f32(&input, &mut want, 37);
+    gpu.launch(
+        KernelId::IntensityF32,
+        5,
+        256,
+        &[Arg::Ptr(inp), Arg::Ptr(out), Arg::U32(37), Arg::U64(n4 as u64)],
+    );
+    let got: Vec<f32> = gpu.download(out, 4 * n4);
+    assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "intensity_f32");
+    gpu.free(inp);
+    gpu.free(out);
+
+    // The mma.sync probes: operands as u32 words, 32 rows x 32 bytes each.
+    let major = gpu.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    let out = gpu.alloc(4 * 1024);
+    let clk = gpu.alloc(16);
+    for (kernel, format, tolerance) in [
+        (KernelId::MmaBf16, TcFormat::Bf16, 1e-3f32),
+        (KernelId::MmaF16, TcFormat::F16, 1e-3),
+        (KernelId::MmaE4m3, TcFormat::E4m3, 5e-3),
+    ] {
+        if format == TcFormat::E4m3 && major < 9 {
+            println!("{}: skipped (FP8 mma.sync runs on sm_90 and newer in this fatbin)", kernel.name());
+            continue;
+        }
+        // 8 rows of 128 random bytes = 32 rows of 32.
+        let (ha, hb) = (format.random(8, 0x5eed), format.random(8, 0x5eee));
+        let word = |b: &[u8]| -> Vec<u32> {
+            b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        };
+        let (a, b) = (gpu.upload(&word(&ha)), gpu.upload(&word(&hb)));
+        for (grid, block, iters) in [(1u32, 32u32, 1u32), (3, 256, 2), (1, 64, 7)] {
+            cu!(gpu, cuMemsetD8Async(out, 0xff, 4 * 1024, gpu.stream));
+            gpu.launch(
+                kernel,
+                grid,
+                block,
+                &[Arg::Ptr(a), Arg::Ptr(b), Arg::U32(iters), Arg::U32(1), Arg::Ptr(out), Arg::Ptr(clk)],
+            );
+            let got: Vec<f32> = gpu.download(out, 1024);
+            let want = probes::mma(format, &ha, &hb, iters);
+            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (g - w).abs())
+                .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
+            println!("{} x{iters} ({grid}x{block}): max |error| {worst:.2e} of {scale:.3}", kernel.name());
+            assert!(scale > 0.0 && worst <= tolerance * scale, "{}: {worst} of {scale}", kernel.name());
+        }
+        // Not stored without the flag: `out` keeps its poison.
+        cu!(gpu, cuMemsetD8Async(out, 0xff, 4 * 1024, gpu.stream));
+        gpu.launch(
+            kernel,
+            2,
+            128,
+            &[Arg::Ptr(a), Arg::Ptr(b), Arg::U32(3), Arg::U32(0), Arg::Ptr(out), Arg::Ptr(clk)],
+        );
+        let got: Vec<u32> = gpu.download(out, 1024);
+        assert!(got.iter().all(|&w| w == u32::MAX), "{} stored without the flag", kernel.name());
+        // SM cycles over the loop (the %globaltimer half may read 0 over so
+        // short a loop: its resolution is coarser on some GPUs).
+        let c: Vec<u64> = gpu.download(clk, 2);
+        assert!(c[0] > 0, "{}: clk {c:?}", kernel.name());
+        gpu.free(a);
+        gpu.free(b);
+    }
+    gpu.free(out);
+    gpu.free(clk);
+}
+
 #[test]
 fn float_inputs_are_finite() {
     assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));
-    assert_eq!(grids(1000), [3, 4]);
+    assert_eq!(grids(1000), [3, 2, 1, 4]);
+    assert_eq!(grids(1 << 20), [3, 2048, 512, 4096]);
 }

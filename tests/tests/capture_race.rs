@@ -175,3 +175,53 @@ fn one_graph_exec_is_replayed_from_two_threads() {
     drop(exec);
     t.finish();
 }
+
+/// A pageable copy large enough to be staged (through pinned chunks, as
+/// tracked asynchronous copies) while another thread captures the same
+/// stream in a loop: each copy either happened when it returns (the data is
+/// on the device) or is refused with [`Error::Capturing`] — never joined to
+/// the other thread's graph, which would return `Ok` with nothing copied.
+/// The chunks' copies are `Kind::Uncaptured` for this; with them joining
+/// captures (`Kind::Async`) the property held too, through the refusal of
+/// the host waits that follow, so the test keeps the property whichever
+/// rule carries it.
+#[test]
+fn a_staged_pageable_copy_is_never_captured() {
+    let t = ctx(95);
+    let s = Stream::new(&t.device).expect("s");
+    let r = Stream::new(&t.device).expect("r");
+    // Just over 16 MiB: staged, in two chunks.
+    let n = (16 << 20) / 4 + 3;
+    let mut x = DeviceBuffer::<u32>::zeroed(&s, n).expect("x");
+    let stop = AtomicBool::new(false);
+    let session = t.session.as_ref();
+    let (mut copied, mut refused) = (0u32, 0u32);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _g = session.map(|s| s.enter());
+            while !stop.load(Ordering::Acquire) {
+                s.capture(|_| Ok(())).expect("capture");
+            }
+        });
+        let _g = session.map(|s| s.enter());
+        for round in 1..=8u32 {
+            let data = vec![round; n];
+            match s.upload_pageable(&data, &mut x) {
+                Ok(()) => {
+                    let got = r.to_vec(&x).expect("read");
+                    let wrong = got.iter().filter(|&&v| v != round).count();
+                    assert_eq!(
+                        wrong, 0,
+                        "round {round}: the copy returned Ok but {wrong} words were not copied"
+                    );
+                    copied += 1;
+                }
+                Err(Error::Capturing { .. }) => refused += 1,
+                Err(e) => panic!("round {round}: {e}"),
+            }
+        }
+        stop.store(true, Ordering::Release);
+    });
+    eprintln!("staged copies under a capture loop: {copied} copied, {refused} refused");
+    t.finish();
+}

@@ -355,3 +355,51 @@ fn pinned_sub_ranges_copy_with_the_whole_buffer_rules() {
     a.synchronize().expect("sync");
     t.finish();
 }
+
+// Pageable copies of at least 16 MiB are staged through pinned chunks by
+// several host threads (gpu-sync/src/memory/staging.rs): exact data, into
+// and out of views at odd offsets, a size that is no multiple of the chunk,
+// across two streams, with no race and no pinned memory left behind.
+
+#[test]
+fn large_pageable_copies_are_staged_exactly_and_leave_nothing_behind() {
+    let t = ctx(97);
+    let (a, b) = (Stream::new(&t.device).expect("a"), Stream::new(&t.device).expect("b"));
+    // 40 MiB + 12 bytes: three chunks, the last one partial.
+    let n = (40 << 20) / 4 + 3;
+    let data = pattern(n);
+    let live_before = t.session.as_ref().map(|s| s.live());
+    let x = DeviceBuffer::from_slice(&a, &data).expect("from_slice");
+    if let Some(sess) = &t.session {
+        // Staged: two pinned chunks, then three asynchronous chunk uploads.
+        let calls = sess.calls();
+        let count = |name: &str| calls.iter().filter(|&&c| c == name).count();
+        assert_eq!(count("cuMemHostAlloc"), 2, "two pinned chunks: {calls:?}");
+        assert_eq!(count("cuMemcpyHtoDAsync"), 3, "one upload per chunk: {calls:?}");
+    }
+    // Read on another stream: the staged uploads are tracked writes of `x`.
+    assert!(b.to_vec(&x).expect("to_vec") == data, "to_vec of a staged upload");
+    let mut back = vec![0u32; n - 5];
+    b.download_pageable(&x.slice(5..).expect("view"), &mut back).expect("download_pageable");
+    assert!(back[..] == data[5..], "download_pageable of a view");
+    let mut z = DeviceBuffer::<u32>::zeroed(&b, n).expect("z");
+    a.upload_pageable(&data[..n - 7], &mut z.slice_mut(7..).expect("view mut")).expect("upload into a view");
+    let got = b.to_vec(&z).expect("z");
+    assert!(got[..7].iter().all(|&v| v == 0) && got[7..] == data[..n - 7], "upload into a view");
+    // A length mismatch is an error before any copy.
+    match a.upload_pageable(&data[..n - 1], &mut z) {
+        Err(Error::LengthMismatch { .. }) => {}
+        other => panic!("expected LengthMismatch, got {other:?}"),
+    }
+    drop((x, z));
+    t.device.synchronize().expect("device sync");
+    if let (Some(sess), Some(before)) = (&t.session, live_before) {
+        let after = sess.live();
+        assert_eq!(
+            (after.pinned_allocations, after.device_allocations),
+            (before.pinned_allocations, before.device_allocations),
+            "staging left pinned or device memory behind"
+        );
+    }
+    t.finish();
+}

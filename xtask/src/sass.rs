@@ -1,7 +1,7 @@
 //! The SASS check of `cargo xtask kernels`: each fatbin's Hopper code
 //! (sm_90 / sm_90a) is disassembled with `cuobjdump` + `nvdisasm` from pinned
 //! PyPI wheels, the instructions each kernel was meant to use are counted
-//! (16-byte loads, FFMA/DFMA/HFMA2, LDS.128, HGMMA/QGMMA) and recorded as
+//! (16-byte loads, FFMA/DFMA/HFMA2, LDS.128, HGMMA/QGMMA, HMMA) and recorded as
 //! `sass` lines in the MANIFEST; the build fails when a kernel lacks the one
 //! it exists for.
 //!
@@ -29,6 +29,8 @@ const WATCHED: &[&str] = &[
     "HFMA2.MMA",
     "HGMMA",
     "QGMMA",
+    "HMMA",
+    "F2FP",
     "LDG.E ",
     "STG.E ",
 ];
@@ -61,6 +63,17 @@ const REQUIRED: &[(&str, &str, &str)] = &[
     ("tc_bf16_probe", "HGMMA.64x256x16.F32.BF16", ""),
     ("tc_f16_probe", "HGMMA.64x256x16.F32", "BF16"),
     ("tc_e4m3_probe", "QGMMA.64x256x32.F32.E4M3", ""),
+    // The `mma.sync` fallback (mma.cu, sm_90 SASS). Hopper has no FP8
+    // `mma.sync`: ptxas converts the e4m3 operands to FP16 (`F2FP`) and
+    // issues FP16 HMMA, which is what the FP8 probe then measures there.
+    ("mma_bf16_probe", "HMMA.16816.F32.BF16", ""),
+    ("mma_f16_probe", "HMMA.16816.F32", "BF16"),
+    ("mma_e4m3_probe", "HMMA.16816.F32", "BF16"),
+    ("intensity_f64", "DFMA", ""),
+    ("intensity_f64", "LDG.E.128", ""),
+    // As fma_f16x2: register m and k, so HFMA2 on both pipes.
+    ("intensity_f16x2", "HFMA2.MMA", "BF16"),
+    ("intensity_f16x2", "LDG.E.128", ""),
 ];
 
 fn prefix() -> PathBuf {

@@ -84,98 +84,196 @@ pub(super) fn fma(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         ce.sm_clock_mhz = clock_mhz;
         ce.peak_at_clock = clock_mhz.and_then(|m| rl::fma_peak(&report.device, prec.name(), m));
         ce.datasheet = rl::fma_peak(&report.device, prec.name(), report.device.sm_clock_mhz);
-        // Only FP32 is drawn as a roof with FP64: the 16-bit FMA roofs sit
-        // above FP32 and the tensor roofs far above; all are in the table.
-        ce.roof = matches!(prec, FmaPrecision::F32 | FmaPrecision::F64);
+        // FP64, FP32 and FP16 are drawn as roofs (each has its intensity
+        // sweep); BF16 FMA equals FP16 and is in the table only.
+        ce.roof = matches!(prec, FmaPrecision::F32 | FmaPrecision::F64 | FmaPrecision::F16x2);
         report.ceilings.push(ce);
     }
     Ok(())
 }
 
+/// The tensor-core probes of one path.
+enum TensorProbes {
+    /// `wgmma` (sm_90a): 64x256 tiles in shared memory, 2 warpgroups a block.
+    Wgmma(TensorKernels),
+    /// `mma.sync` (sm_80 and newer): 32x32 warp tiles in registers.
+    Mma(MmaKernels),
+}
+
+impl TensorProbes {
+    /// Rows of 128 bytes of the A and B operands.
+    fn rows(&self) -> (usize, usize) {
+        match self {
+            TensorProbes::Wgmma(_) => (64, 256),
+            TensorProbes::Mma(_) => (8, 8),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn probe(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        format: reference::probes::TcFormat,
+        a: &DeviceBuffer<u32>,
+        b: &DeviceBuffer<u32>,
+        iters: u32,
+        store: bool,
+        out: &mut DeviceBuffer<f32>,
+        clk: &mut DeviceBuffer<u64>,
+    ) -> gpu_sync::Result<()> {
+        match self {
+            TensorProbes::Wgmma(p) => p.probe(stream, grid, format, a, b, iters, store, out, clk),
+            TensorProbes::Mma(p) => p.probe(stream, grid, format, a, b, iters, store, out, clk),
+        }
+    }
+}
+
+/// Which tensor path this run takes, and why (for the report).
+fn tensor_probes(run: &Run<'_>, report: &mut RooflineReport) -> Result<(TensorProbes, String), Failure> {
+    let cc = report.device.compute_capability;
+    let mma = |why: String| -> Result<(TensorProbes, String), Failure> {
+        Ok((TensorProbes::Mma(MmaKernels::load(&run.ctx.device)?), format!("mma.sync ({why})")))
+    };
+    match run.tensor_path {
+        TensorPath::Mma => mma("forced by --tensor-path mma".into()),
+        TensorPath::Wgmma => Ok((
+            TensorProbes::Wgmma(TensorKernels::load(&run.ctx.device)?),
+            "wgmma (forced by --tensor-path wgmma)".into(),
+        )),
+        TensorPath::Auto if cc.0 == 9 && cc.1 == 0 => match TensorKernels::load(&run.ctx.device) {
+            Ok(p) => Ok((TensorProbes::Wgmma(p), "wgmma (sm_90)".into())),
+            Err(e) => mma(format!("the sm_90a wgmma module does not load here: {e}")),
+        },
+        TensorPath::Auto => mma(format!("sm_{}{} has no wgmma", cc.0, cc.1)),
+    }
+}
+
 pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
-    let Run { ctx, timer, stream, sms, sizes, .. } = run;
-    let (ctx, timer, stream, sms, sizes) = (*ctx, timer, &*stream, *sms, &*sizes);
-    use reference::probes::TcFormat;
-    let probes = match TensorKernels::load(&ctx.device) {
+    let (probes, path) = match tensor_probes(run, report) {
         Ok(p) => p,
         Err(e) => {
-            report
-                .notes
-                .push(format!("tensor ceilings not measured: the sm_90a module does not load here ({e})"));
+            report.notes.push(format!("tensor ceilings not measured: no tensor probe loads here ({e})"));
             return Ok(());
         }
     };
+    eprintln!("roofline: tensor path {path}");
+    report.tensor_path = Some(path.clone());
+    let Run { ctx, timer, stream, sms, sizes, .. } = run;
+    let (ctx, timer, stream, sms, sizes) = (*ctx, timer, &*stream, *sms, &*sizes);
+    use reference::probes::TcFormat;
     let words = |bytes: &[u8]| -> Vec<u32> {
         bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
     };
+    let is_mma = matches!(probes, TensorProbes::Mma(_));
+    let out_len = if is_mma { cost::MMA_OUT_ELEMS } else { cost::TC_OUT_ELEMS } as usize;
+    let (rows_a, rows_b) = probes.rows();
     let mut clk = DeviceBuffer::<u64>::zeroed(stream, 2)?;
-    let mut out = DeviceBuffer::<f32>::alloc(stream, cost::TC_OUT_ELEMS as usize)?;
+    let mut out = DeviceBuffer::<f32>::alloc(stream, out_len)?;
     for (i, (format, prec, k)) in
         [(TcFormat::Bf16, "BF16", 16u64), (TcFormat::F16, "FP16", 16), (TcFormat::E4m3, "FP8", 32)]
             .into_iter()
             .enumerate()
     {
+        if let TensorProbes::Mma(p) = &probes
+            && !p.supports(format)
+        {
+            report.notes.push(format!(
+                "{prec} tensor not measured: FP8 mma.sync runs on sm_90 and newer in this build (sm_89 would \
+                 run the sm_80 code, which has none)"
+            ));
+            continue;
+        }
         let name = format!("{prec} tensor");
         let seed = 0x7e45_0000 + i as u32 * 2 + std::process::id() % 1024 * 8;
-        let (ha, hb) = (format.random(64, seed), format.random(256, seed + 1));
+        let (ha, hb) = (format.random(rows_a, seed), format.random(rows_b, seed + 1));
         let a = DeviceBuffer::from_slice(stream, &words(&ha))?;
         let b = DeviceBuffer::from_slice(stream, &words(&hb))?;
         // The check: two iterations from one block, against the CPU.
         stream.fill_bytes(&mut out, 0xff)?;
-        probes.probe(
-            stream,
-            Grid { blocks: 1, threads: 128 },
-            format,
-            &a,
-            &b,
-            2,
-            true,
-            &mut out,
-            &mut clk,
-        )?;
+        let check_grid = Grid { blocks: 1, threads: 128 };
+        probes.probe(stream, check_grid, format, &a, &b, 2, true, &mut out, &mut clk)?;
         let got = stream.to_vec(&out)?;
-        let want = reference::probes::tensor(format, &ha, &hb, 2);
+        let want = if is_mma {
+            reference::probes::mma(format, &ha, &hb, 2)
+        } else {
+            reference::probes::tensor(format, &ha, &hb, 2)
+        };
         let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
         let worst = got
             .iter()
             .zip(&want)
             .map(|(g, w)| (g - w).abs())
             .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
-        // FP8 wgmma accumulates with fewer bits than f32: a wider band.
+        // FP8 accumulates with fewer bits than f32 (wgmma): a wider band.
         let tolerance = if format == TcFormat::E4m3 { 5e-3 } else { 1e-3 };
         if worst.is_nan() || worst > tolerance * scale {
             return Err(Failure::Check(format!(
-                "{name}: max |error| {worst} against the CPU reference's max {scale}"
+                "{name} ({path}): max |error| {worst} against the CPU reference's max {scale}"
             )));
         }
-        let g = Grid { blocks: sms, threads: 256 };
-        let iters = if k == 32 { sizes.tc_iters / 2 } else { sizes.tc_iters }.max(1);
+        // wgmma: one block of 2 warpgroups per SM; mma.sync: 4 blocks of 8
+        // warps per SM (64 registers a thread), 8 accumulators a warp.
+        let (g, iters, flops, kernel, config, result) = if is_mma {
+            let g = Grid { blocks: sms * 4, threads: 256 };
+            let iters = if k == 32 { sizes.mma_iters / 2 } else { sizes.mma_iters }.max(1);
+            let warps = g.total() / 32;
+            let instr = if k == 32 { "m16n8k32" } else { "m16n8k16" };
+            (
+                g,
+                iters,
+                cost::mma_probe(warps, u64::from(iters), k).flops as f64,
+                match format {
+                    TcFormat::Bf16 => "mma_bf16_probe",
+                    TcFormat::F16 => "mma_f16_probe",
+                    TcFormat::E4m3 => "mma_e4m3_probe",
+                },
+                format!(
+                    "mma.sync {instr}, A and B in registers, random operands, {} blocks x 8 warps x {iters} x 8",
+                    g.blocks
+                ),
+                "32x32",
+            )
+        } else {
+            let g = Grid { blocks: sms, threads: 256 };
+            let iters = if k == 32 { sizes.tc_iters / 2 } else { sizes.tc_iters }.max(1);
+            (
+                g,
+                iters,
+                cost::tensor_probe(u64::from(sms), 2, u64::from(iters), k).flops as f64,
+                match format {
+                    TcFormat::Bf16 => "tc_bf16_probe",
+                    TcFormat::F16 => "tc_f16_probe",
+                    TcFormat::E4m3 => "tc_e4m3_probe",
+                },
+                format!(
+                    "wgmma m64n256k{k}, A and B in shared memory, random operands, {sms} blocks x 2 warpgroups x {iters} x 4"
+                ),
+                "64x256",
+            )
+        };
         let (t, noise) = time(ctx, timer, &name, |s| {
             probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk)
         })?;
         let v = stream.to_vec(&clk)?;
         let clock_mhz = if v[1] > 0 { Some(v[0] as f64 / v[1] as f64 * 1e3) } else { None };
-        let flops = cost::tensor_probe(u64::from(sms), 2, u64::from(iters), k).flops as f64;
         let mut ce = ceiling(
             &name,
             CeilingKind::Compute,
             flops / t,
             noise,
-            match format {
-                TcFormat::Bf16 => "tc_bf16_probe",
-                TcFormat::F16 => "tc_f16_probe",
-                TcFormat::E4m3 => "tc_e4m3_probe",
-            },
-            format!(
-                "wgmma m64n256k{k}, A and B in shared memory, random operands, {sms} blocks x 2 warpgroups x {iters} x 4"
-            ),
-            format!("64x256 result within {tolerance:e} of the CPU reference ({worst:.2e} of {scale:.3})"),
+            kernel,
+            config,
+            format!("{result} result within {tolerance:e} of the CPU reference ({worst:.2e} of {scale:.3})"),
         );
         ce.sm_clock_mhz = clock_mhz;
+        // The peak is the dense tensor rate of the GPU (wgmma's on sm_90):
+        // an mma.sync ceiling below it is what that path reaches.
         ce.peak_at_clock = clock_mhz.and_then(|m| rl::tensor_peak(&report.device, prec, m));
         ce.datasheet = rl::tensor_peak(&report.device, prec, report.device.sm_clock_mhz);
         ce.roof = format != TcFormat::F16;
         report.ceilings.push(ce);
     }
+    report.notes.push(format!("tensor ceilings measured with {path}"));
     Ok(())
 }

@@ -1,8 +1,11 @@
-//! Phase 4: the L2 and L1 working-set sweeps and shared memory.
+//! Phase 4: the L2 working-set sweep (grid-stride; with `--tune` also in
+//! per-block slices over the sets that fit in the L2), the L1 sweep and
+//! shared memory.
 
 use super::*;
 pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), Failure> {
-    let Run { ctx, timer, stream, probes, sms, sizes, .. } = run;
+    let Run { ctx, timer, stream, probes, sms, sizes, tune, .. } = run;
+    let tune = *tune;
     let (ctx, timer, stream, probes, sms, sizes) = (*ctx, timer, &*stream, &*probes, *sms, &*sizes);
     let seed = 0x00c0_ffeeu32;
     let largest = sizes.l2_sweep.iter().chain(&sizes.l1_sweep).copied().max().unwrap_or(1 << 20);
@@ -11,7 +14,31 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
     ctx.kernels.fill_pattern(stream, &mut buf, seed)?;
     let mut sum = DeviceBuffer::<u64>::zeroed(stream, 1)?;
     let g = Grid { blocks: sms * 8, threads: 256 };
-    for (l2_only, sweep, name) in [(true, &sizes.l2_sweep, "L2"), (false, &sizes.l1_sweep, "L1")] {
+    let l2_size = report.device.l2_bytes.max(0) as f64;
+    // The per-block-slice order over the working sets that fit in the L2
+    // (past it both orders read the HBM), under `--tune` only: on an H100
+    // (docs/results/2026-11-25-h100-roofline-2) it read 6.80 TB/s over
+    // whole working sets against the grid-stride order's 7.79, and added
+    // 4.7 s to the main job.
+    let in_l2: Vec<u64> = if tune {
+        sizes.l2_sweep.iter().copied().filter(|&ws| l2_size <= 0.0 || ws as f64 <= l2_size).collect()
+    } else {
+        Vec::new()
+    };
+    for (hint, sweep, name) in [
+        (CacheHint::L2, &sizes.l2_sweep, "L2"),
+        (CacheHint::L2Slices, &in_l2, "L2"),
+        (CacheHint::Plain, &sizes.l1_sweep, "L1"),
+    ] {
+        if sweep.is_empty() {
+            continue;
+        }
+        let l2_only = hint != CacheHint::Plain;
+        let loads = match hint {
+            CacheHint::Plain => "plain loads",
+            CacheHint::L2 => "ld.global.cg loads",
+            CacheHint::L2Slices => "ld.global.cg loads, each block re-reading its own slice",
+        };
         let mut points = Vec::new();
         for &ws in sweep.iter() {
             let ws_words = (ws / 16 * 4) as usize;
@@ -19,11 +46,11 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
             let n = sizes.cache_loads.div_ceil(ws4) * ws4;
             let view = buf.slice(..ws_words)?;
             let (t, _) = time(ctx, timer, &format!("{name} sweep"), |s| {
-                probes.cache_read(s, g, &view, n, l2_only, &mut sum)
+                probes.cache_read(s, g, &view, n, hint, &mut sum)
             })?;
             // The check: one more launch from zero, against the reference.
             stream.fill_bytes(&mut sum, 0)?;
-            probes.cache_read(stream, g, &view, n, l2_only, &mut sum)?;
+            probes.cache_read(stream, g, &view, n, hint, &mut sum)?;
             let got = stream.to_vec(&sum)?[0];
             let want = pattern_sum(seed, ws_words as u64).wrapping_mul(n / ws4);
             if got != want {
@@ -35,52 +62,57 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         }
         let plateaus = rl::plateaus(&points, 0.1, 3);
         // The level's ceiling: the first plateau (smallest working sets),
-        // else the best point.
-        let value = plateaus
-            .first()
-            .map(|p| p.value)
-            .unwrap_or_else(|| points.iter().map(|p| p.y).fold(0.0, f64::max));
-        let range =
-            plateaus.first().map_or(String::new(), |p| format!("plateau {} B to {} B", p.from_x, p.to_x));
-        report.ceilings.push(ceiling(
-            name,
-            CeilingKind::Memory(if l2_only { MemoryLevel::L2 } else { MemoryLevel::L1 }),
-            value,
-            0.0,
-            "cache_read",
-            format!("{} loads, {range}", if l2_only { "ld.global.cg" } else { "plain" }),
-            "every point's sum = CPU reference".into(),
-        ));
+        // else the best point; the per-block-slice order adds none of its
+        // own (it has only its whole-working-set figure below).
+        if hint != CacheHint::L2Slices {
+            let value = plateaus
+                .first()
+                .map(|p| p.value)
+                .unwrap_or_else(|| points.iter().map(|p| p.y).fold(0.0, f64::max));
+            let range =
+                plateaus.first().map_or(String::new(), |p| format!("plateau {} B to {} B", p.from_x, p.to_x));
+            report.ceilings.push(ceiling(
+                name,
+                CeilingKind::Memory(if l2_only { MemoryLevel::L2 } else { MemoryLevel::L1 }),
+                value,
+                0.0,
+                "cache_read",
+                format!("{loads}, {range}"),
+                "every point's sum = CPU reference".into(),
+            ));
+        }
         // The L2 over whole working sets: the widest plateau above 1 MB that
         // ends within the L2 (the first plateau is the small-set one).
-        let l2_size = report.device.l2_bytes.max(0) as f64;
         let whole = plateaus
             .iter()
             .filter(|p| l2_only && p.to_x <= l2_size && p.from_x > 1.0e6)
             .max_by(|a, b| (a.to_x / a.from_x).total_cmp(&(b.to_x / b.from_x)));
         if let Some(p) = whole {
             let mut c = ceiling(
-                "L2 (whole working sets)",
+                if hint == CacheHint::L2 {
+                    "L2 (whole working sets)"
+                } else {
+                    "L2 (whole working sets, per-block slices)"
+                },
                 CeilingKind::Memory(MemoryLevel::L2),
                 p.value,
                 0.0,
                 "cache_read",
-                format!("ld.global.cg loads, plateau {} B to {} B", p.from_x, p.to_x),
+                format!("{loads}, plateau {} B to {} B", p.from_x, p.to_x),
                 "every point's sum = CPU reference".into(),
             );
             c.roof = false;
             report.ceilings.push(c);
         }
         report.sweeps.push(Sweep {
-            name: format!(
-                "{name} working-set sweep ({} loads)",
-                if l2_only { "ld.global.cg" } else { "plain" }
-            ),
+            name: format!("{name} working-set sweep ({loads})"),
             x_label: "working set (bytes)".into(),
             y_label: "bytes/s".into(),
             points,
             plateaus,
             on_roofline: false,
+            ceiling: None,
+            ridge: None,
         });
     }
     drop((buf, sum));

@@ -7,16 +7,18 @@
 //! 1. `hbm`: read, copy and triad (`roofline.cu`'s variants, 16-byte
 //!    loads) and the driver's D2D copy as a reference line;
 //! 2. `compute`: FP64, FP32, FP16x2, BF16x2 FMA chains, and the tensor
-//!    cores (`wgmma`, sm_90a), each against the peak at the SM clock
-//!    measured inside the probe;
+//!    cores (`wgmma` on sm_90, `mma.sync` elsewhere or with
+//!    `--tensor-path mma`), each against the peak at the SM clock measured
+//!    inside the probe;
 //! 3. `memory`: the L2 working-set sweep (256 KiB to 4× L2, log-spaced,
 //!    `.cg` loads), the L1 sweep (plain loads) and shared memory;
-//! 4. `sweep`: the intensity sweep (0…1024 FLOPs per element, FP32);
+//! 4. `sweep`: the intensity sweeps (0…1024 FLOPs per element), FP32, FP64
+//!    and FP16x2, each with its empirical ridge;
 //! 5. `place`: the `kernels` crate's kernels placed, and the launch floors.
 //!
 //! Every probe's result is checked against its CPU reference before its
 //! figure is kept. `--tune` adds the tuning search of the HBM probes
-//! (variants × grids); `--replay FILE` re-renders a saved `results.json`
+//! (variants × grids) and the L2 sweep in per-block slices; `--replay FILE` re-renders a saved `results.json`
 //! with no GPU; `--peers FILE` merges PyTorch figures measured in the same
 //! device call. Under `--quick` or the simulator, sizes are scaled down and
 //! the report says so.
@@ -36,7 +38,9 @@ use gpu_bench::roofline::{
 use gpu_bench::{Bench, Mode, Settings};
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{FmaOut, FmaPrecision, Grid, RooflineKernels, TensorKernels, cost, reference};
+use kernels::{
+    CacheHint, FmaOut, FmaPrecision, Grid, MmaKernels, RooflineKernels, TensorKernels, cost, reference,
+};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -49,13 +53,24 @@ pub struct Args {
     /// main job stays under a minute.
     #[arg(long, default_value_t = 4096)]
     pub array_mib: usize,
-    /// Also run the tuning search of the HBM probes (variants × grids).
+    /// Also run the tuning search of the HBM probes (variants × grids) and
+    /// the L2 sweep in per-block slices (each block re-reading its own part
+    /// of the working set).
     #[arg(long)]
     pub tune: bool,
     /// Stop after the HBM and FMA phases (for tuning calls and array-size
     /// comparisons; the report holds those ceilings only).
     #[arg(long)]
     pub only_hbm_fma: bool,
+    /// Run the tensor phase alone (the report holds the tensor ceilings
+    /// only, and no chart).
+    #[arg(long, conflicts_with = "only_hbm_fma")]
+    pub only_tensor: bool,
+    /// Which tensor-core instructions measure the tensor ceilings: `auto`
+    /// (`wgmma` on sm_90, `mma.sync` elsewhere), or one forced (`mma` on an
+    /// sm_90 GPU checks the fallback; `wgmma` elsewhere fails to load).
+    #[arg(long, value_enum, default_value_t = TensorPath::Auto)]
+    pub tensor_path: TensorPath,
     /// Re-render a saved results.json (no GPU needed).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
@@ -69,11 +84,42 @@ pub struct Args {
     pub keep_going: bool,
 }
 
+/// The tensor-core instructions of the tensor phase.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorPath {
+    /// `wgmma` where the device is sm_90 (its module loads), else `mma.sync`.
+    Auto,
+    /// `wgmma` (sm_90a), however the device is.
+    Wgmma,
+    /// `mma.sync` (sm_80 and newer), however the device is.
+    Mma,
+}
+
 /// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
 const FMA_ITERS: u32 = 512;
 /// Iterations of the 16-bit tensor probes (about 2.5 ms on an H100; FP8
 /// runs half as many).
 const TC_ITERS: u32 = 4000;
+/// Iterations of the 16-bit `mma.sync` probes (8 `mma.sync` each; about
+/// 2 ms on an H100 if `mma.sync` reaches 60 % of the `wgmma` rate; FP8
+/// runs half as many).
+const MMA_ITERS: u32 = 8192;
+/// FMAs per double of the FP64 intensity sweep: 0 to 1024 FLOPs per
+/// element (intensity 0 to 64 FLOP/byte), five points, two on each side of
+/// the H100's FP64 ridge (about 11 FLOP/byte) and one near it.
+const F64_SWEEP_FMAS: [u32; 5] = [0, 8, 48, 128, 512];
+/// FMAs per half of the FP16x2 intensity sweep: 0 to 1024 FLOPs per
+/// element (intensity 0 to 256 FLOP/byte), five points around the H100's
+/// FP16 ridge (about 45 FLOP/byte).
+const F16X2_SWEEP_FMAS: [u32; 5] = [0, 16, 96, 192, 512];
+/// MiB of each array of the FP64 and FP16x2 sweeps: 128 MiB in and out,
+/// 2.6x the H100's L2.
+const SHORT_SWEEP_MIB: usize = 128;
+/// Least measured time per point of those sweeps: their kernels are 0.09
+/// to 0.52 ms on an H100 (cost model at 2.75 TB/s, 33.4 and 132 TFLOP/s),
+/// so 50 ms holds 100 or more runs.
+const SHORT_POINT_S: f64 = 0.05;
+
 /// Loads of each cache-sweep point (2 GiB of traffic).
 const CACHE_LOADS: u64 = 1 << 27;
 
@@ -111,6 +157,7 @@ struct Run<'a> {
     sms: u32,
     sizes: Sizes,
     tune: bool,
+    tensor_path: TensorPath,
 }
 
 /// Sizes of one run.
@@ -133,8 +180,18 @@ struct Sizes {
     fmas: Vec<u32>,
     /// Bytes of each intensity-sweep array.
     intensity_array: usize,
+    /// FMAs per double of the FP64 intensity sweep.
+    fmas_f64: Vec<u32>,
+    /// FMAs per half of the FP16x2 intensity sweep.
+    fmas_f16x2: Vec<u32>,
+    /// Bytes of each array of the FP64 and FP16x2 intensity sweeps.
+    short_sweep_array: usize,
+    /// Least measured time per point of those sweeps, seconds.
+    short_point_s: f64,
     /// Iterations of the 16-bit tensor probes.
     tc_iters: u32,
+    /// Iterations of the 16-bit `mma.sync` probes.
+    mma_iters: u32,
 }
 
 impl Sizes {
@@ -150,7 +207,12 @@ impl Sizes {
                 smem_iters: 16,
                 fmas: vec![0, 1, 4, 16, 64, 256, 512],
                 intensity_array: 64 << 10,
+                fmas_f64: F64_SWEEP_FMAS.to_vec(),
+                fmas_f16x2: F16X2_SWEEP_FMAS.to_vec(),
+                short_sweep_array: 16 << 10,
+                short_point_s: 0.01,
                 tc_iters: 4,
+                mma_iters: 4,
             });
         }
         let array = array_mib
@@ -169,7 +231,12 @@ impl Sizes {
             smem_iters: 1000,
             fmas,
             intensity_array: 256 << 20,
+            fmas_f64: F64_SWEEP_FMAS.to_vec(),
+            fmas_f16x2: F16X2_SWEEP_FMAS.to_vec(),
+            short_sweep_array: SHORT_SWEEP_MIB << 20,
+            short_point_s: SHORT_POINT_S,
             tc_iters: TC_ITERS,
+            mma_iters: MMA_ITERS,
         })
     }
 }
@@ -181,6 +248,22 @@ fn probe_settings(s: &Settings) -> Settings {
     p.min_time_s = p.min_time_s.min(0.2);
     p.timeout_s = p.timeout_s.min(5.0);
     p
+}
+
+/// Median seconds and its relative noise of `work`, hot mode, with at most
+/// `min_time_s` of measured time (for short sweep points).
+fn time_short(
+    ctx: &Ctx,
+    timer: &mut gpu_bench::Timer,
+    name: &str,
+    min_time_s: f64,
+    work: impl FnMut(&Stream) -> gpu_sync::Result<()>,
+) -> Result<(f64, f64), Failure> {
+    let mut settings = probe_settings(&ctx.settings);
+    settings.min_time_s = settings.min_time_s.min(min_time_s);
+    let r = Bench::new(name).modes(&[Mode::Hot]).settings(settings).run_on(timer, None, work)?;
+    let m = r.mode(Mode::Hot).ok_or_else(|| Failure::Io(format!("{name}: no hot-mode result")))?;
+    Ok((m.median(), m.summary.median_noise()))
 }
 
 /// Median seconds and its relative noise of `work`, hot mode.
@@ -259,22 +342,25 @@ fn read_peers(path: &Path) -> Result<Vec<Peer>, Failure> {
     serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))
 }
 
-/// Writes report.md, results.json and roofline.svg into `out` (if given)
-/// and prints the markdown.
-fn emit(report: &RooflineReport, out: Option<&PathBuf>) -> Result<(), Failure> {
+/// Writes report.md, results.json and (with `chart`) roofline.svg into
+/// `out` (if given) and prints the markdown.
+fn emit(report: &RooflineReport, out: Option<&PathBuf>, chart: bool) -> Result<(), Failure> {
     let md = rl::markdown(report);
-    let svg = rl::svg(report).map_err(rl_err)?;
+    let svg = if chart { Some(rl::svg(report).map_err(rl_err)?) } else { None };
     let json = report.to_json().map_err(rl_err)?;
     print!("{md}");
     if let Some(dir) = out {
         write_text(&dir.join("report.md"), &md).map_err(Failure::Io)?;
         write_text(&dir.join("results.json"), &json).map_err(Failure::Io)?;
-        write_text(&dir.join("roofline.svg"), &svg).map_err(Failure::Io)?;
+        if let Some(svg) = &svg {
+            write_text(&dir.join("roofline.svg"), svg).map_err(Failure::Io)?;
+        }
         // The working-set sweeps, where the report has them.
         if let Ok(cache) = rl::cache_svg(report) {
             write_text(&dir.join("cache.svg"), &cache).map_err(Failure::Io)?;
         }
-        eprintln!("roofline: wrote {0}/report.md, {0}/results.json, {0}/roofline.svg", dir.display());
+        let svg_name = if svg.is_some() { ", roofline.svg" } else { " (no chart)" };
+        eprintln!("roofline: wrote {0}/report.md, {0}/results.json{svg_name}", dir.display());
     }
     Ok(())
 }
@@ -290,7 +376,10 @@ pub fn replay(args: &Args, file: &Path, out: Option<&PathBuf>) -> Result<i32, Fa
     if let Some(p) = &args.peers {
         report.peers = read_peers(p)?;
     }
-    emit(&report, out)?;
+    // A report without memory and compute ceilings (`--only-tensor`) has no
+    // chart.
+    let chart = report.ceilings.iter().any(|c| matches!(c.kind, CeilingKind::Memory(_)));
+    emit(&report, out, chart)?;
     Ok(0)
 }
 
@@ -324,7 +413,18 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
             report.idle_clock_mhz = Some(v[0] as f64 / v[1] as f64 * 1e3);
         }
     }
-    let mut run = Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune };
+    let mut run =
+        Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune, tensor_path: args.tensor_path };
+    if args.only_tensor {
+        let mut phases = Phases::start(ctx, "tensor");
+        let r = compute::tensor(&mut run, &mut report);
+        phases.next(ctx, "tensor", "report");
+        report.phases = phases.list;
+        report.notes.push("--only-tensor: the tensor phase alone".into());
+        ctx.progress.finish();
+        emit(&report, out, false)?;
+        return r.map(|()| 0);
+    }
     let mut phases = Phases::start(ctx, "HBM");
 
     let mut failed = None;
@@ -349,7 +449,7 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
         report.phases = phases.list;
         report.notes.push("--only-hbm-fma: the HBM and FMA phases alone".into());
         ctx.progress.finish();
-        emit(&report, out)?;
+        emit(&report, out, true)?;
         return match failed {
             Some(m) => Err(Failure::Check(m)),
             None => Ok(0),
@@ -377,7 +477,7 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
         ));
     }
     ctx.progress.finish();
-    emit(&report, out)?;
+    emit(&report, out, true)?;
     match failed {
         Some(m) => Err(Failure::Check(m)),
         None => Ok(0),

@@ -97,7 +97,44 @@ pub fn targets(r: &RooflineReport) -> Vec<TargetRow> {
         peer("torch add"),
         "B/s",
     );
-    row("L2", ceil("L2"), "≥ 10 TB/s".into(), Some(10e12), None, "B/s");
+    // Issue 17's L2 target sits among the published GH100 figures over
+    // 2–48 MiB working sets (8.3–10.2 TB/s; "up to 13.5 at small ones"), so
+    // it is held against the whole-working-set plateau (the better of the
+    // two load orders); the small-set plateau is shown beside it. A report
+    // without the whole-set figure (a quick run) falls back to the L2
+    // ceiling, and says so.
+    let whole = [ceil("L2 (whole working sets)"), ceil("L2 (whole working sets, per-block slices)")]
+        .into_iter()
+        .flatten()
+        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    match whole {
+        Some(w) => {
+            row(
+                "L2 (whole working sets, 1 MB to the L2 size)",
+                Some(w),
+                "≥ 10 TB/s".into(),
+                Some(10e12),
+                None,
+                "B/s",
+            );
+            row(
+                "L2 (small working sets)",
+                ceil("L2"),
+                "– (the target counts whole sets)".into(),
+                None,
+                None,
+                "B/s",
+            );
+        }
+        None => row(
+            "L2 (no whole-set plateau: the small-set one)",
+            ceil("L2"),
+            "≥ 10 TB/s".into(),
+            Some(10e12),
+            None,
+            "B/s",
+        ),
+    }
     for prec in ["FP64", "FP32", "FP16", "BF16"] {
         let name = format!("{prec} FMA");
         let c = r.ceiling(&name);
@@ -214,6 +251,9 @@ pub fn render(r: &RooflineReport) -> String {
         ],
         vec!["run".into(), format!("{} — `{}`", r.created, r.command)],
     ];
+    if let Some(path) = &r.tensor_path {
+        facts.push(vec!["tensor path".into(), path.clone()]);
+    }
     let total: f64 = r.phases.iter().map(|p| p.seconds).sum();
     facts.push(vec![
         "phases".into(),
@@ -305,6 +345,13 @@ pub fn render(r: &RooflineReport) -> String {
         s.push_str(&table(&head, &rows));
         for p in &sw.plateaus {
             let _ = writeln!(s, "\nplateau: {} from {:.4} to {:.4}", si(p.value), p.from_x, p.to_x);
+        }
+        if let (Some(ridge), Some(name)) = (sw.ridge, sw.ceiling.as_deref()) {
+            let against = r.ceiling(name).map_or("not measured".into(), |c| format!("{}FLOP/s", si(c.value)));
+            let _ = writeln!(
+                s,
+                "\nempirical ridge: {ridge:.1} FLOP/byte, against the {name} ceiling ({against})"
+            );
         }
     }
 

@@ -41,7 +41,7 @@ mod svg;
 pub use markdown::{TargetRow, render as markdown, targets};
 pub use model::{
     Bound, Ceiling, CeilingKind, MemoryLevel, Peer, Phase, Placement, Plateau, RooflineReport, SCHEMA,
-    SCHEMA_VERSION, Sweep, SweepPoint, TuneRow,
+    SCHEMA_VERSION, SCHEMA_VERSION_OLDEST, Sweep, SweepPoint, TuneRow,
 };
 pub use place::{
     ABOVE_ROOF_TOLERANCE, PlaceRequest, fma_lanes_per_sm_clock, fma_peak, log_sizes, place, plateaus, ridge,
@@ -146,8 +146,18 @@ mod tests {
         let r = RooflineReport::from_json(&text).unwrap();
         assert_eq!(r.ceilings.len(), 4);
         assert_eq!(RooflineReport::from_json(&r.to_json().unwrap()).unwrap(), r);
-        let other = text.replace("\"version\": 1", "\"version\": 99");
+        let other = text.replace("\"version\": 2", "\"version\": 99");
         assert!(matches!(RooflineReport::from_json(&other), Err(RooflineError::Json(m)) if m.contains("99")));
+        // A version-1 document (no sweep ceilings, no tensor path) still
+        // reads, upgraded.
+        let mut v1: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v1["version"] = 1.into();
+        v1.as_object_mut().unwrap().remove("tensor_path");
+        let old = RooflineReport::from_json(&v1.to_string()).unwrap();
+        assert_eq!(old.version, SCHEMA_VERSION);
+        assert_eq!(old.tensor_path, None);
+        v1["version"] = 0.into();
+        assert!(RooflineReport::from_json(&v1.to_string()).is_err());
         assert!(RooflineReport::from_json("{").is_err());
     }
 

@@ -8,8 +8,13 @@ use serde::{Deserialize, Serialize};
 
 /// The `schema` field of every roofline JSON document.
 pub const SCHEMA: &str = "gpu-bench.roofline";
-/// The version of that schema this crate writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of that schema this crate writes. Version 2 added
+/// [`Sweep::ceiling`], [`Sweep::ridge`] (one intensity sweep per precision)
+/// and [`RooflineReport::tensor_path`].
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version this crate reads: a version-1 document reads with
+/// those fields empty (`None`), and is upgraded to [`SCHEMA_VERSION`].
+pub const SCHEMA_VERSION_OLDEST: u32 = 1;
 
 /// Where a memory ceiling's bytes come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -119,6 +124,16 @@ pub struct Sweep {
     /// Whether the chart draws it (the intensity sweep lives in the
     /// roofline's axes; the working-set sweep does not).
     pub on_roofline: bool,
+    /// The compute ceiling an intensity sweep is held against (`"FP64
+    /// FMA"`): the chart draws the curve in that ceiling's colour. `None`
+    /// for working-set sweeps and in version-1 documents.
+    #[serde(default)]
+    pub ceiling: Option<String>,
+    /// An intensity sweep's empirical ridge point, FLOP/byte: its best
+    /// FLOP/s over its best bytes/s. `None` for working-set sweeps and in
+    /// version-1 documents (whose sweep name carries it).
+    #[serde(default)]
+    pub ridge: Option<f64>,
 }
 
 /// Memory- or compute-bound.
@@ -238,6 +253,10 @@ pub struct RooflineReport {
     /// Tuning searches, when the run made them.
     #[serde(default)]
     pub tuning: Vec<TuneRow>,
+    /// Which tensor-core path measured the tensor ceilings (`"wgmma"`,
+    /// `"mma.sync"`, with why), where the run measured them.
+    #[serde(default)]
+    pub tensor_path: Option<String>,
     /// Notes.
     pub notes: Vec<String>,
 }
@@ -260,6 +279,7 @@ impl RooflineReport {
             peers: Vec::new(),
             phases: Vec::new(),
             tuning: Vec::new(),
+            tensor_path: None,
             notes: Vec::new(),
         }
     }
@@ -292,7 +312,10 @@ impl RooflineReport {
             .map_err(|e| crate::roofline::RooflineError::Json(e.to_string()))
     }
 
-    /// Reads a report, checking its schema and version.
+    /// Reads a report, checking its schema and version
+    /// ([`SCHEMA_VERSION_OLDEST`] to [`SCHEMA_VERSION`]); an older document
+    /// comes back upgraded (its `version` is [`SCHEMA_VERSION`], the fields
+    /// it lacks empty).
     ///
     /// # Errors
     /// [`RooflineError::Json`](crate::roofline::RooflineError::Json) for
@@ -303,11 +326,17 @@ impl RooflineReport {
             serde_json::from_str(text).map_err(|e| RooflineError::Json(e.to_string()))?;
         let schema = head.get("schema").and_then(|v| v.as_str()).unwrap_or("");
         let version = head.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-        if schema != SCHEMA || version != u64::from(SCHEMA_VERSION) {
+        if schema != SCHEMA
+            || !(u64::from(SCHEMA_VERSION_OLDEST)..=u64::from(SCHEMA_VERSION)).contains(&version)
+        {
             return Err(RooflineError::Json(format!(
-                "not a {SCHEMA} v{SCHEMA_VERSION} document (schema {schema:?}, version {version})"
+                "not a {SCHEMA} v{SCHEMA_VERSION_OLDEST}-v{SCHEMA_VERSION} document (schema {schema:?}, \
+                 version {version})"
             )));
         }
-        serde_json::from_value(head).map_err(|e| RooflineError::Json(e.to_string()))
+        let mut report: RooflineReport =
+            serde_json::from_value(head).map_err(|e| RooflineError::Json(e.to_string()))?;
+        report.version = SCHEMA_VERSION;
+        Ok(report)
     }
 }

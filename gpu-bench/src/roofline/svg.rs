@@ -44,10 +44,40 @@ pub fn si(v: f64) -> String {
     }
 }
 
-/// Pixel boxes already taken, for label placement.
+/// Pixel boxes already taken and the lines drawn, for label placement.
 struct Boxes {
     taken: Vec<(f64, f64, f64, f64)>,
+    /// Every drawn line's segments, in pixels: a label crosses none.
+    lines: Vec<((f64, f64), (f64, f64))>,
     area: (f64, f64, f64, f64),
+}
+
+/// Whether the segment `a`–`b` meets the box `r` (x0, y0, x1, y1)
+/// (Liang–Barsky clipping).
+fn segment_hits(a: (f64, f64), b: (f64, f64), r: (f64, f64, f64, f64)) -> bool {
+    let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for (p, q) in [(-dx, a.0 - r.0), (dx, r.2 - a.0), (-dy, a.1 - r.1), (dy, r.3 - a.1)] {
+        if p == 0.0 {
+            if q < 0.0 {
+                return false;
+            }
+        } else {
+            let t = q / p;
+            if p < 0.0 {
+                if t > t1 {
+                    return false;
+                }
+                t0 = t0.max(t);
+            } else {
+                if t < t0 {
+                    return false;
+                }
+                t1 = t1.min(t);
+            }
+        }
+    }
+    true
 }
 
 impl Boxes {
@@ -57,12 +87,48 @@ impl Boxes {
             return false;
         }
         self.taken.iter().all(|t| b.2 <= t.0 || b.0 >= t.2 || b.3 <= t.1 || b.1 >= t.3)
+            && !self.lines.iter().any(|&(p, q)| segment_hits(p, q, b))
+    }
+
+    /// Whether `b` lies in the plot and overlaps no taken box (lines
+    /// allowed).
+    fn clear_of_boxes(&self, b: (f64, f64, f64, f64)) -> bool {
+        let (ax0, ay0, ax1, ay1) = self.area;
+        b.0 >= ax0
+            && b.1 >= ay0
+            && b.2 <= ax1
+            && b.3 <= ay1
+            && self.taken.iter().all(|t| b.2 <= t.0 || b.0 >= t.2 || b.3 <= t.1 || b.1 >= t.3)
+    }
+
+    /// Records a drawn polyline (data coordinates mapped by `to_px`).
+    fn line(&mut self, pts: &[(f64, f64)], to_px: impl Fn(f64, f64) -> (f64, f64)) {
+        for w in pts.windows(2) {
+            self.lines.push((to_px(w[0].0, w[0].1), to_px(w[1].0, w[1].1)));
+        }
     }
 
     /// The first free box for a `w`×`h` label near (`x`, `y`), taken; or the
-    /// first candidate when all collide.
-    fn place(&mut self, x: f64, y: f64, w: f64, h: f64) -> (f64, f64) {
+    /// first candidate when all collide. No box overlaps another or crosses
+    /// a drawn line. A label of a line first tries the places its own line
+    /// leaves free: a flat (compute) roof's, right-aligned at the right
+    /// edge (where the memory roofs have ended), below it, then above its
+    /// datasheet line (drawn just above it), then above it; a rising
+    /// (memory) roof's, below-right or above-left of its anchor.
+    fn place(&mut self, x: f64, y: f64, w: f64, h: f64, along: Along) -> (f64, f64) {
         let mut candidates = Vec::new();
+        match along {
+            Along::Flat { datasheet_y } => {
+                let lx = self.area.2 - w - 4.0;
+                candidates.push((lx, y + 3.0));
+                if let Some(dy) = datasheet_y {
+                    candidates.push((lx, dy - 3.0 - h));
+                }
+                candidates.push((lx, y - 3.0 - h));
+            }
+            Along::Rising => candidates.extend([(x + 6.0, y + 4.0), (x - 6.0 - w, y - 4.0 - h)]),
+            Along::Point => {}
+        }
         for ring in 0..6 {
             let d = 6.0 + 14.0 * ring as f64;
             candidates.extend([
@@ -74,14 +140,43 @@ impl Boxes {
                 (x - 8.0 - d - w, y - h / 2.0),
             ]);
         }
+        // Last resort for a flat roof's label: further left along its line,
+        // below then above it (a sweep may end on the line at the right).
+        if let Along::Flat { .. } = along {
+            let lx = self.area.2 - w - 4.0;
+            for k in 1..8 {
+                let sx = lx - 60.0 * k as f64;
+                candidates.extend([(sx, y + 3.0), (sx, y - 3.0 - h)]);
+            }
+        }
+        // Free of labels, points and lines; else (a crowded corner) free of
+        // labels and points at least, crossing a line; else the first.
         let pick = candidates
             .iter()
             .copied()
             .find(|&(lx, ly)| self.free((lx, ly, lx + w, ly + h)))
+            .or_else(|| {
+                candidates.iter().copied().find(|&(lx, ly)| self.clear_of_boxes((lx, ly, lx + w, ly + h)))
+            })
             .unwrap_or(candidates[0]);
         self.taken.push((pick.0, pick.1, pick.0 + w, pick.1 + h));
         pick
     }
+}
+
+/// What a label names, for where it goes first ([`Boxes::place`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Along {
+    /// A horizontal line (a compute roof), with the pixel row of its
+    /// datasheet line, if drawn.
+    Flat {
+        /// The datasheet line's pixel row.
+        datasheet_y: Option<f64>,
+    },
+    /// A line rising to the right (a memory roof, the intensity sweep).
+    Rising,
+    /// A point (a placed kernel).
+    Point,
 }
 
 fn text_width(s: &str) -> f64 {
@@ -154,6 +249,7 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
         };
         let mut boxes = Boxes {
             taken: Vec::new(),
+            lines: Vec::new(),
             area: (f64::from(px.start), f64::from(py.start), f64::from(px.end), f64::from(py.end)),
         };
         let palette = [
@@ -163,9 +259,16 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
             RGBColor(23, 190, 207),
             RGBColor(140, 86, 75),
         ];
-        let compute_colors =
-            [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(188, 189, 34), RGBColor(227, 119, 194)];
-        let mut labels: Vec<(String, f64, f64, RGBColor)> = Vec::new();
+        // A fifth colour for the FP16 FMA roof (version 2 draws it with its
+        // sweep): the first four keep the colours version-1 charts had.
+        let compute_colors = [
+            RGBColor(214, 39, 40),
+            RGBColor(255, 127, 14),
+            RGBColor(188, 189, 34),
+            RGBColor(227, 119, 194),
+            RGBColor(23, 128, 80),
+        ];
+        let mut labels: Vec<(String, f64, f64, RGBColor, Along)> = Vec::new();
 
         // Datasheet roofs: dashed grey.
         let grey = RGBColor(150, 150, 150);
@@ -179,8 +282,9 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
                     grey.stroke_width(1),
                 ))
                 .map_err(render_err)?;
+            boxes.line(&[(x0, ds * x0), (ridge.min(x1), ds * ridge.min(x1))], to_px);
             let lx = (ridge / 8.0).max(x0 * 2.0);
-            labels.push((format!("HBM datasheet {}B/s", si(ds)), lx, ds * lx, grey));
+            labels.push((format!("HBM datasheet {}B/s", si(ds)), lx, ds * lx, grey, Along::Rising));
         }
         for c in &compute {
             if let Some(ds) = c.datasheet {
@@ -193,6 +297,7 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
                         grey.stroke_width(1),
                     ))
                     .map_err(render_err)?;
+                boxes.line(&[(from, ds), (x1, ds)], to_px);
             }
         }
 
@@ -206,10 +311,17 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
                     color.stroke_width(2),
                 ))
                 .map_err(render_err)?;
+            boxes.line(&[(x0, c.value * x0), (ridge, c.value * ridge)], to_px);
             // Anchor the label halfway along the visible line (in log space).
             let start = (y_lo / c.value).max(x0);
             let lx = (start * ridge).sqrt() / (1.0 + i as f64);
-            labels.push((format!("{} {}B/s", c.name, si(c.value)), lx.max(x0), c.value * lx.max(x0), color));
+            labels.push((
+                format!("{} {}B/s", c.name, si(c.value)),
+                lx.max(x0),
+                c.value * lx.max(x0),
+                color,
+                Along::Rising,
+            ));
         }
         // Measured compute roofs, from the HBM ridge to the right edge.
         let best_mem = memory.iter().map(|c| c.value).fold(0.0, f64::max);
@@ -219,24 +331,40 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
             chart
                 .draw_series(LineSeries::new(vec![(from, c.value), (x1, c.value)], color.stroke_width(2)))
                 .map_err(render_err)?;
+            boxes.line(&[(from, c.value), (x1, c.value)], to_px);
             let mut name = format!("{} {}FLOP/s", c.name, si(c.value));
             if let Some(ds) = c.datasheet {
                 name.push_str(&format!(" (datasheet {})", si(ds)));
             }
-            labels.push((name, x1 / 1.3, c.value, color));
+            let datasheet_y = c.datasheet.map(|ds| to_px(x1, ds).1);
+            labels.push((name, x1, c.value, color, Along::Flat { datasheet_y }));
         }
 
-        // The intensity sweep: a curve with small markers.
+        // The intensity sweeps: curves with small markers, each in the
+        // colour of the compute roof it is held against (grey when that
+        // roof is not drawn, or not named: a version-1 document).
         for s in report.sweeps.iter().filter(|s| s.on_roofline) {
             let pts: Vec<(f64, f64)> =
                 s.points.iter().filter(|p| p.x >= x0 && p.x <= x1 && p.y > 0.0).map(|p| (p.x, p.y)).collect();
-            let c = RGBColor(90, 90, 90);
+            let c = s
+                .ceiling
+                .as_deref()
+                .and_then(|name| compute.iter().position(|c| c.name == name))
+                .map_or(RGBColor(90, 90, 90), |i| compute_colors[i % compute_colors.len()]);
             chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1))).map_err(render_err)?;
+            boxes.line(&pts, to_px);
             chart
                 .draw_series(pts.iter().map(|&(x, y)| Cross::new((x, y), 3, c.stroke_width(1))))
                 .map_err(render_err)?;
             if let Some(&(x, y)) = pts.get(pts.len() / 2) {
-                labels.push((s.name.clone(), x, y, c));
+                // Version 2 names the ridge in its own field: a short label.
+                let label = match (s.ridge, s.ceiling.as_deref()) {
+                    (Some(r), Some(name)) => {
+                        format!("{} sweep, ridge {r:.1}", name.trim_end_matches(" FMA"))
+                    }
+                    _ => s.name.clone(),
+                };
+                labels.push((label, x, y, c, Along::Rising));
             }
         }
 
@@ -258,17 +386,18 @@ pub fn render(report: &RooflineReport) -> Result<String, RooflineError> {
                 placed.iter().map(|p| Circle::new((p.intensity, p.achieved_flops), 4, black.filled())),
             )
             .map_err(render_err)?;
-        let mut all: Vec<(String, f64, f64, RGBColor)> = placed
+        let mut all: Vec<(String, f64, f64, RGBColor, Along)> = placed
             .iter()
             .map(|p| {
-                (format!("{} {:.0}%", p.name, 100.0 * p.pct_of_roof), p.intensity, p.achieved_flops, black)
+                let name = format!("{} {:.0}%", p.name, 100.0 * p.pct_of_roof);
+                (name, p.intensity, p.achieved_flops, black, Along::Point)
             })
             .collect();
         all.extend(labels);
-        for (text, x, y, color) in all {
+        for (text, x, y, color, along) in all {
             let (px, py) = to_px(x, y);
             let w = text_width(&text);
-            let (lx, ly) = boxes.place(px, py, w, LABEL_PX + 2.0);
+            let (lx, ly) = boxes.place(px, py, w, LABEL_PX + 2.0, along);
             let style = TextStyle::from((FONT, LABEL_PX).into_font())
                 .color(&color)
                 .pos(Pos::new(HPos::Left, VPos::Top));

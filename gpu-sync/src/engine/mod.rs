@@ -307,6 +307,17 @@ pub(crate) fn close_allocation(alloc: Arc<Allocation>) -> Result<()> {
     }
 }
 
+/// Whether an operation on `s` would now run as ordinary work: this thread
+/// runs no host function (or simulated kernel) and captures no graph, and
+/// `s` does not capture (a hint: a capture may begin right after, so an
+/// operation routed by this answer must still be one the funnel refuses
+/// during a capture — `Kind::Uncaptured`, `Kind::Blocking`). The one place
+/// an API file asks, to choose between two ways of doing a thing (a staged
+/// pageable copy or the driver's own).
+pub(crate) fn ordinary_now(s: &Arc<Timeline>) -> bool {
+    !inside_host_fn() && !thread_is_capturing() && !s.capture_hint()
+}
+
 /// Whether this thread is capturing a graph.
 pub(crate) fn thread_is_capturing() -> bool {
     capture::thread::thread_is_capturing()

@@ -9,7 +9,11 @@
 //! a pinned buffer ([`Stream::upload_range`], [`Stream::download_range`])
 //! follow the same rules, the whole buffer being tracked.
 //!
-//! A copy from or to a borrowed slice (the `*_pageable` methods) blocks in
+//! A copy from or to a borrowed slice of at least 16 MiB (the `*_pageable`
+//! methods, `to_vec`, `DeviceBuffer::from_slice`) is staged through pinned
+//! chunks by several host threads (`staging`): the borrowed slice is then
+//! read or written only by the host, inside the call, and the device copies
+//! are the pinned, tracked ones. A smaller one blocks in
 //! the driver. It first waits, with no lock held, until its stream and the
 //! uses it depends on are complete, so the driver call waits for its own
 //! transfer only (a host function queued earlier has run by then); and it
@@ -23,8 +27,9 @@
 use crate::engine::{self, Access, Kind, Op, Pending, Point, Resource, Target, same_device};
 use crate::error::{Error, Result};
 use crate::ffi::call;
-use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, resolve};
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, View, resolve};
 use crate::memory::pinned::PinnedBuffer;
+use crate::memory::staging::{self, CHUNK, Chunks};
 use crate::stream::Stream;
 use crate::trace::{CopyDir, HostMem, OpDesc};
 use bytemuck::Pod;
@@ -45,6 +50,12 @@ enum Host<'a> {
     /// A borrowed slice: the copy is complete (or the context lost) when the
     /// call returns.
     Borrowed,
+    /// A staging chunk of a pageable copy (a pinned buffer, tracked by its
+    /// resource): asynchronous like [`Host::Pinned`], but it never joins a
+    /// capture (a capture begun meanwhile on the stream refuses it), since
+    /// the pageable copy it is part of must have happened when the call
+    /// returns.
+    Staged(&'a Resource),
 }
 
 impl Stream {
@@ -66,6 +77,19 @@ impl Stream {
     ) -> Result<()> {
         let v = dst.view();
         same_len(op, len, v.len)?;
+        // SAFETY: `hptr` points to `len` `T`s, `v.bytes` bytes (checked
+        // above), valid as this function's contract says; `v` is a view of
+        // the `dst` this call borrows mutably.
+        unsafe { self.h2d_view(op, hptr.cast(), host, v) }
+    }
+
+    /// [`Stream::h2d`] into a view: `cuMemcpyHtoDAsync` of `v.bytes` bytes
+    /// from `hptr` into `v`, tracked as a write of `v`'s allocation.
+    ///
+    /// # Safety
+    /// 1. As [`Stream::h2d`]'s, for `v.bytes` bytes at `hptr`;
+    /// 2. `v` is (part of) a view the caller borrows mutably for the call.
+    unsafe fn h2d_view(&self, op: &'static str, hptr: *const u8, host: Host<'_>, v: View<'_>) -> Result<()> {
         same_device(&self.inner, v.alloc, "the destination buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Write);
@@ -82,16 +106,20 @@ impl Stream {
             })
         };
         match host {
-            Host::Pinned(h) => {
+            Host::Pinned(h) | Host::Staged(h) => {
+                let kind = if matches!(host, Host::Staged(_)) { Kind::Uncaptured } else { Kind::Async };
                 let uses = [device_use, (Target::Host(h), Access::Read)];
+                // A staged chunk is part of a pageable copy: described as one.
+                let host_mem =
+                    if matches!(host, Host::Staged(_)) { HostMem::Pageable } else { HostMem::Pinned };
                 engine::submit(
                     &self.inner,
                     Op {
                         name: op,
                         uses: &uses,
-                        kind: Kind::Async,
+                        kind,
                         keep: None,
-                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pinned)),
+                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, host_mem)),
                     },
                     copy,
                 )?;
@@ -133,6 +161,20 @@ impl Stream {
     ) -> Result<u64> {
         let v = src.view();
         same_len(op, v.len, len)?;
+        // SAFETY: `hptr` points to `len` `T`s, `v.bytes` bytes (checked
+        // above), as this function's contract says; `v` is a view of the
+        // `src` this call borrows.
+        unsafe { self.d2h_view(op, v, hptr.cast(), host) }
+    }
+
+    /// [`Stream::d2h`] from a view: `cuMemcpyDtoHAsync` of `v.bytes` bytes
+    /// from `v` into `hptr`, tracked as a read of `v`'s allocation; returns
+    /// the ticket.
+    ///
+    /// # Safety
+    /// 1. As [`Stream::d2h`]'s, for `v.bytes` bytes at `hptr`;
+    /// 2. `v` is (part of) a view the caller borrows for the call.
+    unsafe fn d2h_view(&self, op: &'static str, v: View<'_>, hptr: *mut u8, host: Host<'_>) -> Result<u64> {
         same_device(&self.inner, v.alloc, "the source buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Read);
@@ -149,6 +191,10 @@ impl Stream {
         };
         let (uses, kind, mem) = match host {
             Host::Pinned(h) => ([device_use, (Target::Host(h), Access::Write)], Kind::Async, HostMem::Pinned),
+            // A staged chunk is part of a pageable copy: described as one.
+            Host::Staged(h) => {
+                ([device_use, (Target::Host(h), Access::Write)], Kind::Uncaptured, HostMem::Pageable)
+            }
             // The host side is borrowed, not tracked: listed twice, the
             // device use is recorded once more at the same ticket (no-op).
             Host::Borrowed => ([device_use, device_use], Kind::Blocking, HostMem::Pageable),
@@ -157,6 +203,88 @@ impl Stream {
         let op = Op { name: op, uses: &uses, kind, keep: None, describe: Some(&describe) };
         let ((), ticket) = engine::submit(&self.inner, op, copy)?;
         Ok(ticket)
+    }
+
+    /// Whether a pageable copy of `bytes` goes through [`staging`]: large
+    /// enough, and none of the engine's refusals would apply (on a
+    /// capturing stream or thread, or inside a host function, the copy takes
+    /// the driver's path, whose funnel refuses it).
+    fn stages(&self, bytes: usize) -> bool {
+        bytes >= staging::MIN_BYTES && engine::ordinary_now(&self.inner)
+    }
+
+    /// A pageable upload staged through two pinned chunks ([`staging`]):
+    /// the host copies each chunk of `src` into a pinned buffer (several
+    /// threads), then a tracked asynchronous upload moves it into its part
+    /// of `v`; returns once the last chunk's upload (and so, in stream
+    /// order, every earlier one and the work queued before) is complete.
+    /// `src` is read only by the host, inside this call.
+    ///
+    /// `src.len()` must be `v.bytes` (checked: [`Error::LengthMismatch`]
+    /// in bytes).
+    fn upload_staged(&self, op: &'static str, src: &[u8], v: View<'_>) -> Result<()> {
+        same_len(op, src.len(), v.bytes)?;
+        same_device(&self.inner, v.alloc, "the destination buffer")?;
+        let mut chunks = Chunks::take(self.device())?;
+        let mut last = None;
+        for (i, off) in (0..src.len()).step_by(CHUNK).enumerate() {
+            let n = CHUNK.min(src.len() - off);
+            let pin = chunks.get(i);
+            // Waits until this chunk's previous upload has read it.
+            staging::copy(&mut pin.as_mut_slice()?[..n], &src[off..off + n]);
+            let part = View { alloc: v.alloc, offset: v.offset + off, bytes: n, len: n };
+            let hptr = pin.as_ptr();
+            // SAFETY: `hptr..hptr + n` lies in `pin`'s memory, which `pin`
+            // owns; it is not freed or written before this upload completed:
+            // `pin`'s drop and `as_mut_slice` wait for the read recorded on
+            // `pin.res`. `part` is bytes `off..off + n` of `v`, inside the
+            // view the caller borrows mutably (`src.len() == v.bytes`).
+            unsafe { self.h2d_view(op, hptr, Host::Staged(&pin.res), part) }?;
+            last = Some(i);
+        }
+        match last {
+            Some(i) => chunks.get(i).res.host_wait_all(),
+            None => Ok(()),
+        }
+    }
+
+    /// A pageable download staged through two pinned chunks ([`staging`]):
+    /// tracked asynchronous downloads of `v`'s parts into the chunks, two
+    /// ahead; each chunk, once its download is complete, is handed to
+    /// `put` with its offset in `v`, which copies it out (several threads).
+    /// Returns after the last `put`.
+    fn download_staged(
+        &self,
+        op: &'static str,
+        v: View<'_>,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
+        same_device(&self.inner, v.alloc, "the source buffer")?;
+        let mut chunks = Chunks::take(self.device())?;
+        let parts: Vec<(usize, usize)> =
+            (0..v.bytes).step_by(CHUNK).map(|off| (off, CHUNK.min(v.bytes - off))).collect();
+        let issue = |chunks: &mut Chunks, i: usize| -> Result<()> {
+            let Some(&(off, n)) = parts.get(i) else { return Ok(()) };
+            let pin = chunks.get(i);
+            let hptr = pin.as_mut_ptr();
+            let part = View { alloc: v.alloc, offset: v.offset + off, bytes: n, len: n };
+            // SAFETY: `hptr..hptr + n` lies in `pin`'s memory, which `pin`
+            // owns; the host neither reads nor writes it before this
+            // download completed: `as_mut_slice` (below, the only access)
+            // and `pin`'s drop wait for the write recorded on `pin.res`.
+            // `part` is bytes `off..off + n` of `v`, inside the view the
+            // caller borrows.
+            unsafe { self.d2h_view(op, part, hptr, Host::Staged(&pin.res)) }.map(drop)
+        };
+        issue(&mut chunks, 0)?;
+        issue(&mut chunks, 1)?;
+        for (i, &(off, n)) in parts.iter().enumerate() {
+            // Waits for this chunk's download.
+            let data = chunks.get(i).as_mut_slice()?;
+            put(off, &data[..n]);
+            issue(&mut chunks, i + 2)?;
+        }
+        Ok(())
     }
 
     /// Copies a pinned host buffer into device memory, asynchronously
@@ -201,20 +329,35 @@ impl Stream {
     }
 
     /// Copies a pageable host slice into device memory and returns when the
-    /// copy is done (`cuStreamSynchronize` until the stream is idle, then
-    /// `cuMemcpyHtoDAsync` and `cuStreamSynchronize`): the synchronous copy
-    /// the driver performs for pageable memory anyway. Work queued on the
-    /// stream before the call completes first.
+    /// copy is done. Work queued on the stream before the call completes
+    /// first.
+    ///
+    /// Below 16 MiB: `cuStreamSynchronize` until the stream is idle, then
+    /// `cuMemcpyHtoDAsync` and `cuStreamSynchronize` (the synchronous copy
+    /// the driver performs for pageable memory anyway, one host thread
+    /// copying into its staging memory). From 16 MiB: staged by gpu-sync,
+    /// up to four host threads copying 16 MiB chunks into two pinned
+    /// buffers (kept per device between calls) while the copy engine moves
+    /// the previous chunk (tracked `cuMemcpyHtoDAsync`s); it returns once
+    /// the last chunk has arrived. On a capturing stream or thread, or
+    /// inside a host function, the driver's path is taken (its funnel
+    /// refuses what it must).
     ///
     /// # Errors
     /// As [`Stream::upload`]; a failed wait is reported only once the copy
     /// is known complete (or as [`Error::ContextLost`]), so `src` is never
-    /// read after this returns.
+    /// read after this returns (the staged copy reads it only on the host,
+    /// inside the call).
     pub fn upload_pageable<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(
         &self,
         src: &[T],
         dst: &mut D,
     ) -> Result<()> {
+        if self.stages(std::mem::size_of_val(src)) {
+            let v = dst.view();
+            same_len("Stream::upload_pageable", src.len(), v.len)?;
+            return self.upload_staged("Stream::upload_pageable", bytemuck::cast_slice(src), v);
+        }
         // SAFETY: `src` is borrowed for this whole call, which returns only
         // after the copy has completed or the context is lost (Borrowed).
         unsafe { self.h2d("Stream::upload_pageable", src.as_ptr(), src.len(), Host::Borrowed, dst) }
@@ -262,27 +405,42 @@ impl Stream {
     }
 
     /// Copies device memory into a pageable host slice and returns when the
-    /// data is there (`cuStreamSynchronize` until the stream is idle, then
-    /// `cuMemcpyDtoHAsync` and `cuStreamSynchronize`). Work queued on the
-    /// stream before the call completes first.
+    /// data is there. Work queued on the stream before the call completes
+    /// first. Below 16 MiB: `cuStreamSynchronize` until the stream is idle,
+    /// then `cuMemcpyDtoHAsync` and `cuStreamSynchronize`; from 16 MiB,
+    /// staged as [`Stream::upload_pageable`] is, the other way: tracked
+    /// downloads into two pinned chunks, each copied out by up to four host
+    /// threads once it has arrived.
     ///
     /// # Errors
     /// As [`Stream::upload`]; a failed wait is reported only once the copy
     /// is known complete (or as [`Error::ContextLost`]), so `dst` never
-    /// changes after this returns.
+    /// changes after this returns (the staged copy writes it only on the
+    /// host, inside the call).
     pub fn download_pageable<T: Pod, S: AsDeviceSlice<T> + ?Sized>(
         &self,
         src: &S,
         dst: &mut [T],
     ) -> Result<()> {
-        // SAFETY: `dst` is mutably borrowed for this whole call, which
-        // returns only after the copy has completed or the context is lost
-        // (Borrowed).
-        unsafe { self.d2h("Stream::download_pageable", src, dst.as_mut_ptr(), dst.len(), Host::Borrowed) }?;
+        let v = src.view();
+        same_len("Stream::download_pageable", v.len, dst.len())?;
+        let out: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        if self.stages(out.len()) {
+            return self.download_staged("Stream::download_pageable", v, |off, data| {
+                staging::copy(&mut out[off..off + data.len()], data);
+            });
+        }
+        // SAFETY: `out` (all of `dst`) is mutably borrowed for this whole
+        // call, which returns only after the copy has completed or the
+        // context is lost (Borrowed).
+        unsafe { self.d2h_view("Stream::download_pageable", v, out.as_mut_ptr(), Host::Borrowed) }?;
         Ok(())
     }
 
-    /// Copies device memory into a new `Vec` (a synchronous pageable copy).
+    /// Copies device memory into a new `Vec` (a synchronous pageable copy,
+    /// staged from 16 MiB as [`Stream::download_pageable`] is: the host
+    /// threads that copy the chunks out also take the new `Vec`'s first-touch
+    /// page faults, in parallel).
     ///
     /// # Errors
     /// As [`Stream::download_pageable`].
@@ -291,6 +449,26 @@ impl Stream {
         // Not zeroed first: the copy writes every element, and a zeroing
         // pass would touch (and fault in) every page once more.
         let mut out = Vec::<T>::with_capacity(len);
+        let v = src.view();
+        if self.stages(v.bytes) {
+            let spare = out.spare_capacity_mut();
+            let spare_bytes = std::mem::size_of_val(spare);
+            // SAFETY: the same memory as `spare` (the capacity past the
+            // length, at least `len` uninitialized `T`s, exclusively
+            // borrowed), seen as `MaybeUninit<u8>`, which has no validity
+            // requirement and alignment 1.
+            let spare: &mut [std::mem::MaybeUninit<u8>] =
+                unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), spare_bytes) };
+            self.download_staged("Stream::to_vec", v, |off, data| {
+                staging::copy_uninit(&mut spare[off..off + data.len()], data);
+            })?;
+            // SAFETY: `download_staged` returned `Ok` after handing every
+            // part of `v` (`v.bytes` = `len` `T`s, the capacity) to the
+            // closure, which wrote it: `out[..len]` is initialized, and any
+            // bytes are a valid `T` (`Pod`).
+            unsafe { out.set_len(len) };
+            return Ok(out);
+        }
         // SAFETY: `out` owns capacity for `len` `T`s, untouched by the host
         // until this call returns, which is only after the copy completed
         // or the context is lost (Borrowed); the copy writes into it, it

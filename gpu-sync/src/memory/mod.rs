@@ -16,3 +16,4 @@ pub(crate) mod copy;
 pub(crate) mod ledger;
 pub(crate) mod pinned;
 pub(crate) mod prefetch;
+pub(crate) mod staging;
