@@ -129,5 +129,68 @@ pub(crate) fn from_recording(rec: &gt::Recording, source: Source) -> Trace {
             .collect();
     }
     t.dropped.recorder = rec.dropped;
+    if source == Source::Events {
+        let (n, ns) = clamp_to_stream_order(&mut t.spans);
+        t.notes.push(format!(
+            "events: {n} span(s) started before the previous operation on their stream ended and were \
+             clamped to its end ({:.3} µs in all)",
+            ns as f64 / 1e3
+        ));
+    }
     t
+}
+
+/// On one stream an operation cannot start before the one submitted before
+/// it ended: each span's start becomes at least the previous span's end
+/// (spans of a stream in submission order, by operation id). Returns how
+/// many spans moved and the nanoseconds removed.
+pub(crate) fn clamp_to_stream_order(spans: &mut [DeviceSpan]) -> (usize, u64) {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| (spans[i].stream, spans[i].op, spans[i].start_ns));
+    let (mut n, mut removed) = (0usize, 0u64);
+    let mut prev: Option<(u64, u64)> = None; // (stream, end)
+    for i in order {
+        let s = &mut spans[i];
+        if let Some((stream, end)) = prev
+            && stream == s.stream
+            && s.start_ns < end
+        {
+            let to = end.min(s.end_ns);
+            removed += to - s.start_ns;
+            s.start_ns = to;
+            n += 1;
+        }
+        prev = Some((s.stream, prev.filter(|p| p.0 == s.stream).map_or(s.end_ns, |p| p.1.max(s.end_ns))));
+    }
+    (n, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(stream: u64, op: u64, a: u64, b: u64) -> DeviceSpan {
+        DeviceSpan {
+            name: "k".into(),
+            kind: OpKind::Other,
+            device: 0,
+            stream,
+            start_ns: a,
+            end_ns: b,
+            op: Some(op),
+            graph: None,
+        }
+    }
+
+    #[test]
+    fn a_span_never_starts_before_the_previous_one_on_its_stream_ended() {
+        // Stream 1: op 2 starts 30 ns before op 1 ended; stream 2 is apart.
+        let mut v = vec![span(1, 2, 70, 150), span(1, 1, 0, 100), span(2, 3, 10, 20), span(1, 3, 150, 160)];
+        assert_eq!(clamp_to_stream_order(&mut v), (1, 30));
+        assert_eq!((v[0].start_ns, v[0].end_ns), (100, 150));
+        assert_eq!(v[2].start_ns, 10);
+        assert_eq!(v[3].start_ns, 150);
+        // Already in order: nothing moves.
+        assert_eq!(clamp_to_stream_order(&mut v), (0, 0));
+    }
 }
