@@ -58,6 +58,7 @@ fn events_and_cupti_see_the_same_operations_and_agree_on_kernel_time() {
     let cycles = (200e-6 * mhz * 1e6) as u64;
     let ev = program(&device, Backend::Events, cycles);
     assert_eq!(ev.source, Source::Events);
+    eprintln!("events notes: {:?}", ev.notes);
     let cu = program(&device, Backend::Cupti, cycles);
     assert_eq!(cu.source, Source::Cupti);
     let names = |t: &Trace| {
