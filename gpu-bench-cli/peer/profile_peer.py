@@ -28,13 +28,17 @@ import sys
 
 
 def kernel_durations(trace_path, kinds=("kernel",)):
-    """{name: [durations in µs]} of the complete events of category `kinds`."""
+    """{name: [durations in µs]} of the complete events of category `kinds`,
+    leaving out kernels that ran inside a replayed graph (gpu-bench's traces
+    mark them with args.graph; the PyTorch pipeline replays no graph)."""
     with open(trace_path) as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
     out = {}
     for e in events:
         if e.get("ph") != "X" or e.get("cat") not in kinds:
+            continue
+        if "graph" in (e.get("args") or {}):
             continue
         out.setdefault(e["name"], []).append(float(e["dur"]))
     return out
@@ -76,7 +80,7 @@ def run(args):
     host = (torch.arange(chunks * n, dtype=torch.float32) % 1013) * 0.25 + 1.0
     pinned_in = host.pin_memory()
     pinned_out = [torch.empty(n, dtype=torch.float32).pin_memory() for _ in range(chunks)]
-    pageable_out = torch.empty(chunks * n, dtype=torch.float32)
+    pageable_out = torch.full((chunks * n,), -1.0, dtype=torch.float32)  # pages touched before timing
     slots_in = [torch.zeros(n, dtype=torch.float32, device=dev) for _ in range(2)]
     slots_out = [torch.zeros(n, dtype=torch.float32, device=dev) for _ in range(2)]
     spin_out = torch.zeros(1, dtype=torch.int64, device=dev)
