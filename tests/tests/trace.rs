@@ -469,7 +469,17 @@ fn events_and_cupti_agree_on_a_gpu() {
         assert!(p.0 <= p.1 && p.1 <= n.0 + 1_000, "stream order: {:?} {:?}", w[0], w[1]);
     }
     // CUPTI.
-    let activity = cuda_sys::cupti::activity().expect("CUPTI on the GPU machine");
+    let activity = match cuda_sys::cupti::activity() {
+        Ok(a) => a,
+        // Under compute-sanitizer or ncu the tool owns the profiling
+        // interface: the CUPTI half is not measurable there (the documented
+        // error value, not a failure).
+        Err(e @ cuda_sys::cupti::CuptiError::Unavailable { .. }) => {
+            eprintln!("CUPTI half skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("CUPTI on the GPU machine: {e}"),
+    };
     let consumer = activity.consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation]).unwrap();
     let cu_ops = run(Timing::Cupti);
     // A replayed graph of three spins.
