@@ -125,7 +125,10 @@ pub fn run() -> Result<()> {
             packed_size as f64 / (1u64 << 20) as f64
         );
         if packed_size > 50 << 20 {
-            bail!("even packed, the bundle is {:.1} MiB: too large to carry", packed_size as f64 / (1u64 << 20) as f64);
+            bail!(
+                "even packed, the bundle is {:.1} MiB: too large to carry",
+                packed_size as f64 / (1u64 << 20) as f64
+            );
         }
     }
     Ok(())

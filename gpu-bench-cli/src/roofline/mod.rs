@@ -346,6 +346,8 @@ fn read_peers(path: &Path) -> Result<Vec<Peer>, Failure> {
 /// `out` (if given) and prints the markdown.
 fn emit(report: &RooflineReport, out: Option<&PathBuf>, chart: bool) -> Result<(), Failure> {
     let md = rl::markdown(report);
+    // No chart drawn (`--only-tensor`): no link to one.
+    let md = if chart { md } else { md.replace("\n![roofline](roofline.svg)\n", "\n") };
     let svg = if chart { Some(rl::svg(report).map_err(rl_err)?) } else { None };
     let json = report.to_json().map_err(rl_err)?;
     print!("{md}");
