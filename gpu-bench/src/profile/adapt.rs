@@ -4,40 +4,10 @@
 //! markers, not device work: they keep their host slice and get no span).
 
 use super::trace::{
-    ClockAlignment, CopyDir, DeviceSpan, HostMem, HostOp, HostRange, MemorySample, OpKind, Source,
-    StreamTrack, ThreadTrack, Trace,
+    ClockAlignment, DeviceSpan, HostOp, HostRange, MemorySample, OpKind, Source, StreamTrack, ThreadTrack,
+    Trace,
 };
 use gpu_sync::trace as gt;
-
-/// gpu-sync's operation kind in the trace's words.
-pub(crate) fn kind(k: &gt::OpKind) -> OpKind {
-    match k {
-        gt::OpKind::Kernel { grid, block, shared_bytes } => {
-            OpKind::Kernel { grid: *grid, block: *block, shared_bytes: *shared_bytes }
-        }
-        gt::OpKind::Copy { dir, bytes, host } => OpKind::Copy {
-            dir: match dir {
-                gt::CopyDir::HtoD => CopyDir::HtoD,
-                gt::CopyDir::DtoH => CopyDir::DtoH,
-                gt::CopyDir::DtoD => CopyDir::DtoD,
-            },
-            bytes: *bytes,
-            host: match host {
-                gt::HostMem::Pinned => HostMem::Pinned,
-                gt::HostMem::Pageable => HostMem::Pageable,
-                gt::HostMem::Device => HostMem::Device,
-            },
-        },
-        gt::OpKind::Memset { bytes } => OpKind::Memset { bytes: *bytes },
-        gt::OpKind::HostFn => OpKind::HostFn,
-        gt::OpKind::GraphLaunch { ops } => OpKind::GraphLaunch { nodes: *ops },
-        gt::OpKind::Wait => OpKind::Wait,
-        gt::OpKind::Alloc { bytes } => OpKind::Alloc { bytes: *bytes },
-        gt::OpKind::Free => OpKind::Free,
-        gt::OpKind::EventRecord => OpKind::EventRecord,
-        _ => OpKind::Other,
-    }
-}
 
 /// Whether a span of this kind is device work (drawn and summed) rather
 /// than a marker on the stream.
@@ -75,7 +45,7 @@ pub(crate) fn from_recording(rec: &gt::Recording, source: Source) -> Trace {
         })
         .collect();
     for o in &rec.ops {
-        let k = kind(&o.kind);
+        let k = o.kind.clone();
         if let Some((a, b)) = o.span
             && !o.captured
             && is_work(&k)

@@ -174,7 +174,7 @@ pub(crate) fn from_activity(r: &ActivityRecord) -> Option<Rec> {
         ActivityOp::Memcpy { bytes, copy_kind } => {
             let dir = copy_dir(*copy_kind);
             let host = if dir == CopyDir::DtoD { HostMem::Device } else { HostMem::Pinned };
-            Some(work(format!("memcpy {}", dir.name()), OpKind::Copy { dir, bytes: *bytes, host }, 0))
+            Some(work(format!("memcpy {}", dir.as_str()), OpKind::Copy { dir, bytes: *bytes, host }, 0))
         }
         ActivityOp::Memset { bytes, .. } => Some(work("memset".into(), OpKind::Memset { bytes: *bytes }, 0)),
         ActivityOp::ExternalCorrelation { external_kind, external_id } => (*external_kind
@@ -447,7 +447,7 @@ mod tests {
         let copy = OpKind::Copy { dir: CopyDir::HtoD, bytes: 64, host: HostMem::Pageable };
         t.ops.push(host_op(10, "k", k.clone()));
         t.ops.push(host_op(11, "memcpy HtoD", copy.clone()));
-        t.ops.push(host_op(12, "graph launch", OpKind::GraphLaunch { nodes: 2 }));
+        t.ops.push(host_op(12, "graph launch", OpKind::GraphLaunch { ops: 2 }));
         let cupti_copy = OpKind::Copy { dir: CopyDir::HtoD, bytes: 64, host: HostMem::Pinned };
         let recs = vec![
             Rec::External { correlation: 1, external: 10 },

@@ -36,7 +36,8 @@ pub fn colour(kind: &OpKind) -> &'static str {
         OpKind::Memset { .. } => "#9d9d9d",
         OpKind::HostFn => "#e15759",
         OpKind::GraphLaunch { .. } => "#76b7b2",
-        OpKind::Wait | OpKind::Alloc { .. } | OpKind::Free | OpKind::EventRecord | OpKind::Other => "#bab0ac",
+        // Markers (waits, event records, allocations, frees) and anything else.
+        _ => "#bab0ac",
     }
 }
 

@@ -57,7 +57,7 @@ fn sample() -> Trace {
     t.ops.push(op(101, "k", kernel(8), 10, 1300, Some(2)));
     let copy = OpKind::Copy { dir: CopyDir::HtoD, bytes: 4096, host: HostMem::Pinned };
     t.ops.push(op(102, "memcpy HtoD", copy.clone(), 11, 1700, Some(1)));
-    t.ops.push(op(103, "graph launch", OpKind::GraphLaunch { nodes: 2 }, 10, 1800, Some(1)));
+    t.ops.push(op(103, "graph launch", OpKind::GraphLaunch { ops: 2 }, 10, 1800, Some(1)));
     t.spans.push(span("k", kernel(4), 10, 1200, 1400, Some(100)));
     t.spans.push(span("k", kernel(8), 10, 1400, 1500, Some(101)));
     t.spans.push(span("memcpy HtoD", copy, 11, 1720, 1900, Some(102)));

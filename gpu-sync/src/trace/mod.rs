@@ -105,6 +105,7 @@ impl Default for RecordOptions {
 
 /// A copy's direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CopyDir {
     /// Host to device.
     HtoD,
@@ -112,21 +113,26 @@ pub enum CopyDir {
     DtoH,
     /// Device to device.
     DtoD,
+    /// Anything else (host to host, peer to peer): never submitted by
+    /// gpu-sync, but a CUPTI record of a copy may report it.
+    Other,
 }
 
 impl CopyDir {
-    /// `"HtoD"`, `"DtoH"` or `"DtoD"`.
+    /// `"HtoD"`, `"DtoH"`, `"DtoD"` or `"other"`.
     pub fn as_str(self) -> &'static str {
         match self {
             CopyDir::HtoD => "HtoD",
             CopyDir::DtoH => "DtoH",
             CopyDir::DtoD => "DtoD",
+            CopyDir::Other => "other",
         }
     }
 }
 
 /// The host side of a copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum HostMem {
     /// Page-locked memory (a `PinnedBuffer`): an asynchronous copy.
     Pinned,
@@ -138,6 +144,8 @@ pub enum HostMem {
 
 /// What a recorded operation is, with its arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum OpKind {
     /// A kernel launch (`cuLaunchKernel`).
@@ -184,6 +192,48 @@ pub enum OpKind {
     EventRecord,
     /// Anything else (a foreign launch, a prefetch …): the name says.
     Other,
+}
+
+impl OpKind {
+    /// The kind's short name: "kernel", "memcpy", "memset", …
+    pub fn category(&self) -> &'static str {
+        match self {
+            OpKind::Kernel { .. } => "kernel",
+            OpKind::Copy { .. } => "memcpy",
+            OpKind::Memset { .. } => "memset",
+            OpKind::HostFn => "host function",
+            OpKind::GraphLaunch { .. } => "graph launch",
+            OpKind::Wait => "wait",
+            OpKind::Alloc { .. } => "alloc",
+            OpKind::Free => "free",
+            OpKind::EventRecord => "event record",
+            OpKind::Other => "other",
+        }
+    }
+
+    /// The operation's shape, for grouping: grid and block of a kernel,
+    /// bytes (and host memory) of a copy, a memset or an allocation, the
+    /// operations of a graph replay; `None` where there is none.
+    pub fn shape(&self) -> Option<String> {
+        let dim = |d: [u32; 3]| {
+            if d[1] == 1 && d[2] == 1 { format!("{}", d[0]) } else { format!("{}x{}x{}", d[0], d[1], d[2]) }
+        };
+        match self {
+            OpKind::Kernel { grid, block, shared_bytes } => Some(if *shared_bytes > 0 {
+                format!("grid {} block {} smem {shared_bytes}", dim(*grid), dim(*block))
+            } else {
+                format!("grid {} block {}", dim(*grid), dim(*block))
+            }),
+            OpKind::Copy { bytes, host, .. } => Some(match host {
+                HostMem::Pinned => format!("{bytes} B pinned"),
+                HostMem::Pageable => format!("{bytes} B pageable"),
+                HostMem::Device => format!("{bytes} B"),
+            }),
+            OpKind::Memset { bytes } | OpKind::Alloc { bytes } => Some(format!("{bytes} B")),
+            OpKind::GraphLaunch { ops } if *ops > 0 => Some(format!("{ops} nodes")),
+            _ => None,
+        }
+    }
 }
 
 /// One recorded stream-ordered operation.

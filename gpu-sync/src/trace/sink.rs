@@ -170,6 +170,7 @@ impl OpDesc {
             super::CopyDir::HtoD => "memcpy HtoD",
             super::CopyDir::DtoH => "memcpy DtoH",
             super::CopyDir::DtoD => "memcpy DtoD",
+            super::CopyDir::Other => "memcpy",
         };
         OpDesc { name: name.into(), kind: OpKind::Copy { dir, bytes: bytes as u64, host } }
     }
