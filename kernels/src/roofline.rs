@@ -185,6 +185,26 @@ fn quads(kernel: KernelId, name: &str, len: usize) -> Result<u64> {
     }
 }
 
+/// The checks every intensity sweep makes before its launch: `in` and
+/// `out` of one length, whole 16-byte vectors of `per_vec` elements each,
+/// 16-byte aligned starts, a valid grid. Returns the vector count and the
+/// launch configuration.
+fn sweep_checks(
+    kernel: KernelId,
+    grid: Grid,
+    (in_len, in_ptr): (usize, u64),
+    (out_len, out_ptr): (usize, u64),
+    per_vec: usize,
+) -> Result<(u64, LaunchConfig)> {
+    same(kernel, "lengths", in_len, out_len)?;
+    if !in_len.is_multiple_of(per_vec) {
+        return Err(invalid(kernel, format!("`in` has {in_len} elements, not a multiple of {per_vec}")));
+    }
+    aligned16(kernel, "in", in_ptr)?;
+    aligned16(kernel, "out", out_ptr)?;
+    Ok(((in_len / per_vec) as u64, grid.config(kernel)?))
+}
+
 fn same(kernel: KernelId, what: &str, a: usize, b: usize) -> Result<()> {
     if a == b { Ok(()) } else { Err(invalid(kernel, format!("{what}: {a} vs {b}"))) }
 }
@@ -458,12 +478,9 @@ impl RooflineKernels {
         I: AsDeviceSlice<f32> + ?Sized,
         O: AsDeviceSliceMut<f32> + ?Sized,
     {
-        let k = KernelId::IntensityF32;
-        same(k, "lengths", input.device_len(), out.device_len())?;
-        let n4 = quads(k, "in", input.device_len())?;
-        aligned16(k, "in", input.device_ptr())?;
-        aligned16(k, "out", out.device_ptr())?;
-        let cfg = grid.config(k)?;
+        let (input_v, out_v) =
+            ((input.device_len(), input.device_ptr()), (out.device_len(), out.device_ptr()));
+        let (n4, cfg) = sweep_checks(KernelId::IntensityF32, grid, input_v, out_v, 4)?;
         // SAFETY (launch): float4 indices `< n4` of both views, exactly
         // `4 * n4` floats each from 16-byte aligned starts (checked above);
         // one thread per index.
@@ -490,16 +507,9 @@ impl RooflineKernels {
         I: AsDeviceSlice<f64> + ?Sized,
         O: AsDeviceSliceMut<f64> + ?Sized,
     {
-        let k = KernelId::IntensityF64;
-        same(k, "lengths", input.device_len(), out.device_len())?;
-        let len = input.device_len();
-        if !len.is_multiple_of(2) {
-            return Err(invalid(k, format!("`in` has {len} doubles, not a multiple of 2")));
-        }
-        let n4 = (len / 2) as u64;
-        aligned16(k, "in", input.device_ptr())?;
-        aligned16(k, "out", out.device_ptr())?;
-        let cfg = grid.config(k)?;
+        let (input_v, out_v) =
+            ((input.device_len(), input.device_ptr()), (out.device_len(), out.device_ptr()));
+        let (n4, cfg) = sweep_checks(KernelId::IntensityF64, grid, input_v, out_v, 2)?;
         // SAFETY (launch): uint4 indices `< n4` of both views, exactly
         // `2 * n4` doubles each from 16-byte aligned starts (checked above);
         // one thread per index.
@@ -525,12 +535,9 @@ impl RooflineKernels {
         I: AsDeviceSlice<u32> + ?Sized,
         O: AsDeviceSliceMut<u32> + ?Sized,
     {
-        let k = KernelId::IntensityF16x2;
-        same(k, "lengths", input.device_len(), out.device_len())?;
-        let n4 = quads(k, "in", input.device_len())?;
-        aligned16(k, "in", input.device_ptr())?;
-        aligned16(k, "out", out.device_ptr())?;
-        let cfg = grid.config(k)?;
+        let (input_v, out_v) =
+            ((input.device_len(), input.device_ptr()), (out.device_len(), out.device_ptr()));
+        let (n4, cfg) = sweep_checks(KernelId::IntensityF16x2, grid, input_v, out_v, 4)?;
         // SAFETY (launch): uint4 indices `< n4` of both views, exactly
         // `4 * n4` words each from 16-byte aligned starts (checked above);
         // one thread per index.
