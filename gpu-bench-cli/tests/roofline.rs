@@ -125,3 +125,19 @@ fn replay_of_the_committed_h100_result() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn only_tensor_links_no_chart_it_did_not_draw() {
+    let dir = out_dir("only-tensor");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["--driver", "sim", "--quick", "roofline", "--only-tensor", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = read(&dir, "report.md");
+    assert!(md.contains("| BF16 tensor |"), "the tensor phase ran");
+    assert!(!dir.join("roofline.svg").exists(), "no chart under --only-tensor");
+    assert!(!md.contains("roofline.svg"), "the report links a chart that was not drawn");
+    let _ = std::fs::remove_dir_all(&dir);
+}
