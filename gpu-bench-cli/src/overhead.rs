@@ -4,7 +4,7 @@
 //! gpu-sync's automatic waits; and what recording (`gpu_sync::trace`) adds
 //! to a tracked launch.
 //!
-//! # The six variants
+//! # The seven variants
 //! - **raw launch**: `cuda_sys::result::launch::launch_kernel` of `add_f32`
 //!   on stream A, its four parameters built on the stack for each launch, as
 //!   a program without gpu-sync makes them (no allocation, no lookup);
@@ -23,6 +23,8 @@
 //!   (CUPTI's external correlation id pushed and popped around each launch)
 //!   and a CUPTI consumer of kernel and external-correlation records
 //!   enabled, as a profiler runs it.
+//! - **raw launch, CUPTI attached**: the raw launch again, in the second
+//!   phase (below), its baseline.
 //!
 //! A recorded variant's recorder (and consumer) is made before its batch
 //! and stopped after it, outside the timed region: no other variant runs
@@ -31,6 +33,19 @@
 //! (events) or takes CUPTI's records; the counts are checked (one record
 //! per launch) and the report's notes give them. Without libcupti the cupti
 //! variant is left out and the notes say why.
+//!
+//! # Two phases: CUPTI attaches for good
+//! Once libcupti is loaded and subscribed, it stays attached to the process
+//! and every driver call goes through it: a raw launch costs more there
+//! (the two raw-launch rows of the report measure by how much). The
+//! launch and handoff targets are about a program that is not being
+//! profiled, so the comparison runs in two phases: first the five
+//! variants that need no CUPTI (raw and tracked launches and handoffs, and
+//! recording with events), with CUPTI never loaded; then, only if CUPTI
+//! loads, a **raw launch with CUPTI attached** interleaved with the cupti
+//! recording. The cupti row is reported against both raw launches: the one
+//! of its own phase (what recording adds in a profiled process) and the
+//! first phase's (what a profiled launch costs against a plain program).
 //!
 //! A submission is one launch, or one handoff round trip (two launches).
 //! Variants alternate batch by batch (the raw and gpu-sync variant of a pair
@@ -150,12 +165,14 @@ enum Variant {
     TrackedHandoff,
     RecordedEvents,
     RecordedCupti,
+    RawLaunchCupti,
 }
 
 /// How many variants there are.
-const VARIANTS: usize = 6;
+const VARIANTS: usize = 7;
 
 impl Variant {
+    #[cfg(test)]
     const ALL: [Variant; VARIANTS] = [
         Variant::RawLaunch,
         Variant::TrackedLaunch,
@@ -163,17 +180,31 @@ impl Variant {
         Variant::TrackedHandoff,
         Variant::RecordedEvents,
         Variant::RecordedCupti,
+        Variant::RawLaunchCupti,
     ];
 
-    /// The order of odd batches: each pair's two variants swapped.
-    const SWAPPED: [Variant; VARIANTS] = [
-        Variant::TrackedLaunch,
+    /// The first phase's variants (CUPTI never loaded), in the order of even
+    /// batches; odd batches swap each pair ([`Variant::swapped`]).
+    const PLAIN: [Variant; 5] = [
         Variant::RawLaunch,
-        Variant::TrackedHandoff,
+        Variant::TrackedLaunch,
         Variant::RawHandoff,
-        Variant::RecordedCupti,
+        Variant::TrackedHandoff,
         Variant::RecordedEvents,
     ];
+
+    /// The second phase's variants (CUPTI attached).
+    const ATTACHED: [Variant; 2] = [Variant::RawLaunchCupti, Variant::RecordedCupti];
+
+    /// `order` with each compared pair's two variants swapped (the order of
+    /// odd batches), so drift and order effects hit both alike.
+    fn swapped(order: &[Variant]) -> Vec<Variant> {
+        let mut v = order.to_vec();
+        for pair in v.chunks_mut(2) {
+            pair.reverse();
+        }
+        v
+    }
 
     fn index(self) -> usize {
         self as usize
@@ -187,6 +218,7 @@ impl Variant {
             Variant::TrackedHandoff => "gpu-sync handoff",
             Variant::RecordedEvents => "gpu-sync launch, recording (events)",
             Variant::RecordedCupti => "gpu-sync launch, recording (cupti)",
+            Variant::RawLaunchCupti => "raw launch, CUPTI attached",
         }
     }
 
@@ -201,6 +233,9 @@ impl Variant {
             Variant::RecordedEvents => "Kernel::launch of add_f32, a trace::Recorder (Timing::Events) on",
             Variant::RecordedCupti => {
                 "Kernel::launch of add_f32, a trace::Recorder (Timing::Cupti) and a CUPTI consumer on"
+            }
+            Variant::RawLaunchCupti => {
+                "cuLaunchKernel of add_f32 (3 buffers), libcupti loaded and subscribed"
             }
         }
     }
@@ -221,16 +256,22 @@ impl Variant {
             Variant::RawHandoff | Variant::TrackedHandoff => 6,
             // The launch between its start and end events.
             Variant::RecordedEvents => 3,
-            Variant::RawLaunch | Variant::TrackedLaunch | Variant::RecordedCupti => 1,
+            Variant::RawLaunch
+            | Variant::TrackedLaunch
+            | Variant::RecordedCupti
+            | Variant::RawLaunchCupti => 1,
         }
     }
 }
 
 /// A compared pair: (variant, baseline, target ratio at most, if any).
-const PAIRS: [(Variant, Variant, Option<f64>); 4] = [
+/// The last one compares samples of the two phases (taken at different
+/// times, so a drift between them is in it).
+const PAIRS: [(Variant, Variant, Option<f64>); 5] = [
     (Variant::TrackedLaunch, Variant::RawLaunch, Some(1.03)),
     (Variant::TrackedHandoff, Variant::RawHandoff, Some(1.05)),
     (Variant::RecordedEvents, Variant::RawLaunch, None),
+    (Variant::RecordedCupti, Variant::RawLaunchCupti, None),
     (Variant::RecordedCupti, Variant::RawLaunch, None),
 ];
 
@@ -285,61 +326,60 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
         },
     };
     let method = if gate.is_some() { Method::Gated } else { Method::FreeRunning };
-    // The variants run: the cupti one only where CUPTI loads.
-    let mut variants: Vec<Variant> = Variant::ALL.to_vec();
-    if let Err(e) = gpu_sync::cuda_sys::cupti::activity() {
-        notes.push(format!("no CUPTI, so no \"{}\" row: {e}", Variant::RecordedCupti.name()));
-        variants.retain(|v| *v != Variant::RecordedCupti);
-    }
-    let runs = |v: &Variant| variants.contains(v);
     let mut recorded = Recorded::default();
-
     // Pooled samples per variant, and each repetition's ratios per pair.
     let mut pooled: [Vec<f64>; VARIANTS] = Default::default();
     let mut ratios: [Vec<(f64, (f64, f64))>; PAIRS.len()] = Default::default();
     let mut timeouts = [0usize; VARIANTS];
-    // One untimed round: the driver's paths, gpu-sync's markers, the
-    // recorder's event pool and the caches warm before anything is kept.
-    for &v in &variants {
-        fixture.recorded_batch(v, per_batch.min(segment_cap(v)), gate.as_mut(), &mut timeouts, None)?;
-    }
-    // The pool holds a full batch's events from now on.
-    if runs(&Variant::RecordedEvents) {
-        fixture.recorded_batch(Variant::RecordedEvents, per_batch, gate.as_mut(), &mut timeouts, None)?;
-    }
-    timeouts = [0; VARIANTS];
+    let mut phase = Phase {
+        fixture: &mut fixture,
+        gate: gate.as_mut(),
+        batches,
+        per_batch,
+        repeat,
+        timeouts: &mut timeouts,
+        recorded: &mut recorded,
+        progress: &ctx.progress,
+    };
+    // Phase 1: CUPTI never loaded (see the module docs).
+    let plain = phase.run("overhead", &Variant::PLAIN)?;
+    // Phase 2: only where CUPTI loads; loading it attaches it for good.
+    let attached = match gpu_sync::cuda_sys::cupti::activity() {
+        Ok(_) => phase.run("overhead, CUPTI attached", &Variant::ATTACHED)?,
+        Err(e) => {
+            notes.push(format!(
+                "no CUPTI, so no \"{}\" or \"{}\" row: {e}",
+                Variant::RecordedCupti.name(),
+                Variant::RawLaunchCupti.name()
+            ));
+            Vec::new()
+        }
+    };
+    let variants: Vec<Variant> = Variant::PLAIN.iter().chain(&Variant::ATTACHED).copied().collect();
+    let runs = |v: &Variant| match v {
+        Variant::RecordedCupti | Variant::RawLaunchCupti => !attached.is_empty(),
+        _ => true,
+    };
     for rep in 0..repeat {
-        let mut samples: [Vec<f64>; VARIANTS] = Default::default();
-        for b in 0..batches {
-            if b % 10 == 0 {
-                ctx.progress
-                    .step(format!("overhead: repetition {} of {repeat}, batch {b} of {batches}", rep + 1));
-            }
-            let order = if b % 2 == 0 { Variant::ALL } else { Variant::SWAPPED };
-            for v in order.into_iter().filter(runs) {
-                let ns = fixture.recorded_batch(
-                    v,
-                    per_batch,
-                    gate.as_mut(),
-                    &mut timeouts,
-                    Some(&mut recorded),
-                )?;
-                samples[v.index()].push(ns);
-            }
-        }
+        let of = |v: Variant| -> &[f64] {
+            let phase = if Variant::PLAIN.contains(&v) { &plain } else { &attached };
+            phase.get(rep).map_or(&[], |s: &[Vec<f64>; VARIANTS]| &s[v.index()])
+        };
         for (i, &(v, base, _)) in PAIRS.iter().enumerate() {
-            if runs(&v) {
-                ratios[i].push(ratio_ci(&samples[v.index()], &samples[base.index()], 1000));
+            if runs(&v) && runs(&base) {
+                ratios[i].push(ratio_ci(of(v), of(base), 1000));
             }
         }
-        for (p, s) in pooled.iter_mut().zip(samples) {
-            p.extend(s);
+    }
+    for s in plain.iter().chain(&attached) {
+        for (p, s) in pooled.iter_mut().zip(s) {
+            p.extend_from_slice(s);
         }
     }
     fixture.finish()?;
     drop(gate);
 
-    for &v in &variants {
+    for &v in variants.iter().filter(|v| runs(v)) {
         let s = &pooled[v.index()];
         let sum = Summary::of(s).unwrap_or_else(Summary::empty);
         let mut r = Record::new(v.name(), &[("submission", v.what().to_owned())]);
@@ -363,7 +403,7 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
         report.records.push(r);
     }
     for (i, &(v, base, target)) in PAIRS.iter().enumerate() {
-        if !runs(&v) {
+        if !runs(&v) || !runs(&base) {
             continue;
         }
         let name = format!("{} / {}", v.name(), base.name());
@@ -408,7 +448,8 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
     };
     report.notes.push(format!(
         "{repeat} repetition(s) of {batches} batches of {per_batch} submissions per variant, interleaved batch \
-         by batch (pair order alternating); {how}"
+         by batch (pair order alternating), in two phases: the first with CUPTI never loaded, the second \
+         (raw launch and cupti recording) with it attached; {how}"
     ));
     report.notes.push(
         "targets: gpu-sync launch / raw launch at most 1.03, gpu-sync handoff / raw handoff at most 1.05 \
@@ -429,6 +470,73 @@ pub fn run(ctx: &Ctx, opts: Options) -> std::result::Result<Report, Failure> {
     }
     report.notes.extend(notes);
     Ok(report)
+}
+
+/// One phase of the comparison: its variants interleaved batch by batch,
+/// every repetition.
+struct Phase<'a> {
+    fixture: &'a mut Fixture,
+    gate: Option<&'a mut Gate>,
+    batches: usize,
+    per_batch: usize,
+    repeat: usize,
+    timeouts: &'a mut [usize; VARIANTS],
+    recorded: &'a mut Recorded,
+    progress: &'a crate::common::Progress,
+}
+
+impl Phase<'_> {
+    /// One untimed round of every variant of `order` (the driver's paths,
+    /// gpu-sync's markers, the recorder's event pool and the caches warm
+    /// before anything is kept), then the timed batches: per repetition,
+    /// each variant's host nanoseconds per submission, one per batch.
+    fn run(&mut self, what: &str, order: &[Variant]) -> Result<Vec<[Vec<f64>; VARIANTS]>> {
+        let (per_batch, batches, repeat) = (self.per_batch, self.batches, self.repeat);
+        let mut warm = [0usize; VARIANTS];
+        for &v in order {
+            self.fixture.recorded_batch(
+                v,
+                per_batch.min(segment_cap(v)),
+                self.gate.as_deref_mut(),
+                &mut warm,
+                None,
+            )?;
+        }
+        // The pool holds a full batch's events from now on.
+        if order.contains(&Variant::RecordedEvents) {
+            self.fixture.recorded_batch(
+                Variant::RecordedEvents,
+                per_batch,
+                self.gate.as_deref_mut(),
+                &mut warm,
+                None,
+            )?;
+        }
+        let swapped = Variant::swapped(order);
+        let mut reps = Vec::with_capacity(repeat);
+        for rep in 0..repeat {
+            let mut samples: [Vec<f64>; VARIANTS] = Default::default();
+            for b in 0..batches {
+                if b % 10 == 0 {
+                    self.progress
+                        .step(format!("{what}: repetition {} of {repeat}, batch {b} of {batches}", rep + 1));
+                }
+                let this = if b % 2 == 0 { order } else { &swapped[..] };
+                for &v in this {
+                    let ns = self.fixture.recorded_batch(
+                        v,
+                        per_batch,
+                        self.gate.as_deref_mut(),
+                        self.timeouts,
+                        Some(self.recorded),
+                    )?;
+                    samples[v.index()].push(ns);
+                }
+            }
+            reps.push(samples);
+        }
+        Ok(reps)
+    }
 }
 
 /// What the recorded batches recorded (checked, and reported in the notes).
@@ -623,7 +731,7 @@ impl Fixture {
         let len = N as u64;
         let a = u64::from(1.5f32.to_bits());
         match v {
-            Variant::RawLaunch => {
+            Variant::RawLaunch | Variant::RawLaunchCupti => {
                 let out = self.raw_out.as_raw();
                 for _ in 0..n {
                     // SAFETY: (1) `add_f32` with `x`, `y`, `raw_out` (live
@@ -807,7 +915,8 @@ impl Gate {
             Variant::RawLaunch
             | Variant::TrackedLaunch
             | Variant::RecordedEvents
-            | Variant::RecordedCupti => {}
+            | Variant::RecordedCupti
+            | Variant::RawLaunchCupti => {}
         }
         Ok(())
     }
@@ -841,6 +950,31 @@ mod tests {
                 assert!(hi - lo <= 1, "{v:?} {total}: {segs:?}");
                 assert!(GATE_ENTRIES + hi * v.queue_entries() <= QUEUE_BUDGET, "{v:?} {total}");
             }
+        }
+    }
+
+    #[test]
+    fn the_two_phases_hold_every_variant_once_and_swap_each_pair() {
+        for v in Variant::ALL {
+            let n = Variant::PLAIN.iter().chain(&Variant::ATTACHED).filter(|&&x| x == v).count();
+            assert_eq!(n, 1, "{v:?}");
+        }
+        // Only the second phase may need CUPTI.
+        assert!(Variant::PLAIN.iter().all(|v| *v != Variant::RecordedCupti && *v != Variant::RawLaunchCupti));
+        assert_eq!(
+            Variant::swapped(&Variant::PLAIN),
+            [
+                Variant::TrackedLaunch,
+                Variant::RawLaunch,
+                Variant::TrackedHandoff,
+                Variant::RawHandoff,
+                Variant::RecordedEvents
+            ]
+        );
+        assert_eq!(Variant::swapped(&Variant::ATTACHED), [Variant::RecordedCupti, Variant::RawLaunchCupti]);
+        // Every compared pair lies within one phase, but the last.
+        for &(v, base, _) in &PAIRS[..PAIRS.len() - 1] {
+            assert_eq!(Variant::PLAIN.contains(&v), Variant::PLAIN.contains(&base), "{v:?} / {base:?}");
         }
     }
 
