@@ -84,7 +84,13 @@ pub(crate) fn record(st: &mut State, caller: &Caller, ev: u64, stream: CUstream)
 /// `CU_EVENT_RECORD_EXTERNAL`, valid only while the stream captures, adds an
 /// event-record node to the capture (each launch of the graph records the
 /// event at that node: [`graph::launch`]).
-pub(crate) fn record_with_flags(st: &mut State, caller: &Caller, ev: u64, stream: CUstream, flags: u32) -> Res {
+pub(crate) fn record_with_flags(
+    st: &mut State,
+    caller: &Caller,
+    ev: u64,
+    stream: CUstream,
+    flags: u32,
+) -> Res {
     const EXTERNAL: u32 = cuda_sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL.0;
     match flags {
         0 => record(st, caller, ev, stream),

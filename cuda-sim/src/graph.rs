@@ -367,7 +367,8 @@ pub(crate) fn launch(st: &mut State, exec: u64, sid: u64) -> Res {
             if let (Work::EventRecord(ev), Some(f)) = (&n.work, finish.get(i))
                 && let Some(e) = st.events.get_mut(ev)
             {
-                e.rec = Some(crate::event::EventRec { op, clock: clock.clone(), time: start.saturating_add(*f) });
+                e.rec =
+                    Some(crate::event::EventRec { op, clock: clock.clone(), time: start.saturating_add(*f) });
                 e.captured = None;
             }
         }

@@ -46,7 +46,9 @@ pub(super) unsafe extern "C" fn cuEventRecordWithFlags(
     hStream: CUstream,
     flags: c_uint,
 ) -> CUresult {
-    api("cuEventRecordWithFlags", |st, caller| event::record_with_flags(st, caller, id(hEvent), hStream, flags))
+    api("cuEventRecordWithFlags", |st, caller| {
+        event::record_with_flags(st, caller, id(hEvent), hStream, flags)
+    })
 }
 
 pub(super) unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
