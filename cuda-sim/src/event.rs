@@ -80,6 +80,33 @@ pub(crate) fn record(st: &mut State, caller: &Caller, ev: u64, stream: CUstream)
     Ok(())
 }
 
+/// `cuEventRecordWithFlags`: `CU_EVENT_RECORD_DEFAULT` is [`record`];
+/// `CU_EVENT_RECORD_EXTERNAL`, valid only while the stream captures, adds an
+/// event-record node to the capture (each launch of the graph records the
+/// event at that node: [`graph::launch`]).
+pub(crate) fn record_with_flags(
+    st: &mut State,
+    caller: &Caller,
+    ev: u64,
+    stream: CUstream,
+    flags: u32,
+) -> Res {
+    const EXTERNAL: u32 = cuda_sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL.0;
+    match flags {
+        0 => record(st, caller, ev, stream),
+        EXTERNAL => {
+            let device = event(st, ev)?.device;
+            let sid = stream::resolve(st, caller, stream)?;
+            let s = st.streams.get(&sid).ok_or(INVALID_HANDLE)?;
+            if s.device != device || s.capture.is_none() {
+                return Err(if s.device != device { INVALID_HANDLE } else { INVALID_VALUE });
+            }
+            graph::add_node(st, sid, Work::EventRecord(ev))
+        }
+        _ => Err(INVALID_VALUE),
+    }
+}
+
 /// `cuStreamWaitEvent`: later work on the stream waits for the event's most
 /// recent record at call time.
 pub(crate) fn wait(st: &mut State, caller: &Caller, stream: CUstream, ev: u64, flags: u32) -> Res {

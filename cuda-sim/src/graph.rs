@@ -301,8 +301,9 @@ pub(crate) fn end(st: &mut State, caller: &Caller, sid: u64) -> Res<u64> {
     Ok(id)
 }
 
-/// Longest path through the nodes (their simulated durations).
-fn critical_path(nodes: &[Node]) -> u64 {
+/// When each node finishes, from the graph's start (ns): the longest path
+/// to it through the nodes' simulated durations.
+fn finish_times(nodes: &[Node]) -> Vec<u64> {
     // Nodes are appended in capture order, so dependencies come first.
     let mut finish = vec![0u64; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
@@ -311,7 +312,12 @@ fn critical_path(nodes: &[Node]) -> u64 {
             *f = start.saturating_add(n.duration);
         }
     }
-    finish.into_iter().max().unwrap_or(0)
+    finish
+}
+
+/// Longest path through the nodes (their simulated durations).
+fn critical_path(nodes: &[Node]) -> u64 {
+    finish_times(nodes).into_iter().max().unwrap_or(0)
 }
 
 /// `cuGraphInstantiateWithFlags`.
@@ -349,8 +355,24 @@ pub(crate) fn launch(st: &mut State, exec: u64, sid: u64) -> Res {
         waits.ready_at = end;
     }
     refuse_in_capture(st, sid)?;
-    let op = stream::enqueue(st, sid, Work::Graph(body), waits)?;
+    let op = stream::enqueue(st, sid, Work::Graph(body.clone()), waits)?;
     let last = st.ops.get(&op).map(|o| (op, o.stamp.clock.clone(), o.end));
+    // Event-record nodes record their event at this launch, timestamped at
+    // the node's finish inside the graph; the record completes with the
+    // launch (the simulator runs a graph as one operation).
+    if let Some((_, clock, end)) = last.clone() {
+        let start = end.saturating_sub(body.duration);
+        let finish = finish_times(&body.nodes);
+        for (i, n) in body.nodes.iter().enumerate() {
+            if let (Work::EventRecord(ev), Some(f)) = (&n.work, finish.get(i))
+                && let Some(e) = st.events.get_mut(ev)
+            {
+                e.rec =
+                    Some(crate::event::EventRec { op, clock: clock.clone(), time: start.saturating_add(*f) });
+                e.captured = None;
+            }
+        }
+    }
     if let Some(e) = st.execs.get_mut(&exec) {
         e.last = last;
     }

@@ -35,7 +35,9 @@
 //!   checked against the allocation's history. Races, use-after-free, double
 //!   free and frees unordered with a use are reported ([`Session::races`]),
 //!   not fatal.
-//! - **Graphs**: stream capture (with fork/join through events), instantiate,
+//! - **Graphs**: stream capture (with fork/join through events; event-record
+//!   nodes from `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)`, which
+//!   record their event at each launch, timestamped at the node), instantiate,
 //!   launch; capture misuse errors (`UNJOINED`, `ISOLATION`, `INVALIDATED`,
 //!   `UNSUPPORTED`, `IMPLICIT`, `UNMATCHED`, `WRONG_THREAD`).
 //! - **Faults**: [`FaultPlan`] fails chosen calls; sticky codes poison the

@@ -91,6 +91,11 @@ pub(crate) enum Work {
     },
     /// `cuGraphLaunch`.
     Graph(Arc<GraphBody>),
+    /// An event-record node of a graph (`cuEventRecordWithFlags` with
+    /// `CU_EVENT_RECORD_EXTERNAL` while capturing): ordering only; each
+    /// launch of the graph records the event at this node's finish
+    /// ([`crate::graph::launch`]).
+    EventRecord(u64),
 }
 
 /// A byte range an operation declares it will touch, for checks against
@@ -172,7 +177,7 @@ impl Work {
             Some(Declared { base, start: addr, end: addr + len, write, free: false, op: op.into() })
         };
         match self {
-            Work::Marker | Work::HostFn { .. } => Vec::new(),
+            Work::Marker | Work::EventRecord(_) | Work::HostFn { .. } => Vec::new(),
             Work::AllocAsync { base } => whole(*base, true, false, "cuMemAllocAsync").into_iter().collect(),
             Work::FreeAsync { base } => whole(*base, true, true, "cuMemFreeAsync").into_iter().collect(),
             Work::Memset { api, dst, count, elem, .. } => {
@@ -259,7 +264,7 @@ pub(crate) fn kernel_duration(l: &Launch, declared: &[Declared]) -> u64 {
 pub(crate) fn duration(work: &Work, declared: &[Declared]) -> u64 {
     use crate::model::{memory_ns, pcie_ns};
     match work {
-        Work::Marker | Work::AllocAsync { .. } | Work::FreeAsync { .. } => 0,
+        Work::Marker | Work::EventRecord(_) | Work::AllocAsync { .. } | Work::FreeAsync { .. } => 0,
         Work::HostFn { .. } => HOST_FN_NS,
         Work::Kernel(l) => kernel_duration(l, declared),
         Work::Memset { count, elem, .. } => memory_ns(count * u64::from(*elem)),

@@ -149,7 +149,7 @@ fn illegal(st: &mut State, session: u64, what: &str) {
 /// Runs one piece of work with `stamp` as its oracle identity.
 pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work, rng: &mut Rng) {
     match work {
-        Work::Marker => {}
+        Work::Marker | Work::EventRecord(_) => {}
         Work::HostFn { f, data } => {
             state::set_in_host_fn(true);
             // SAFETY: `f` and `data` were passed together to cuLaunchHostFunc;

@@ -245,6 +245,49 @@ fn capture_instantiate_and_replay_a_graph() {
 }
 
 #[test]
+fn event_record_nodes_record_their_events_at_each_replay() {
+    let _serial = serial();
+    let e = env(712);
+    let s = e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0);
+    let (a, b) = (e.event(0), e.event(0));
+    let p = e.alloc(1 << 20);
+    let external = CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL.0;
+    // EXTERNAL is for captures only; an unknown flag is refused; DEFAULT
+    // is a plain record.
+    assert_eq!(code(event::record_with_flags(&a, &s, external)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(code(event::record_with_flags(&a, &s, 2)), CUresult::CUDA_ERROR_INVALID_VALUE);
+    event::record_with_flags(&a, &s, 0).expect("default record");
+    e.fill(&s, p, 3, 1 << 18);
+    event::record_with_flags(&b, &s, 0).expect("default record");
+    stream::synchronize(&s).expect("sync");
+    let eager = event::elapsed_time(&a, &b).expect("elapsed of the eager pair");
+    assert!(eager > 0.0, "{eager}");
+
+    // Captured: start node → the fill → end node, three nodes.
+    stream::begin_capture(&s, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).expect("begin");
+    event::record_with_flags(&a, &s, external).expect("event-record node");
+    e.fill(&s, p, 5, 1 << 18);
+    event::record_with_flags(&b, &s, external).expect("event-record node");
+    let graph = stream::end_capture(&s).expect("cuStreamEndCapture");
+    assert_eq!(graph::node_count(&graph), Ok(3));
+    let exec = graph::instantiate_with_flags(&graph, 0).expect("instantiate");
+    for round in 0..2 {
+        graph::launch(&exec, &s).expect("cuGraphLaunch");
+        event::synchronize(&b).expect("the end node's record completes with the replay");
+        let replay = event::elapsed_time(&a, &b).expect("elapsed between the nodes");
+        // The nodes' events span the fill alone, as the eager pair did.
+        assert!((replay - eager).abs() <= eager * 1e-3, "round {round}: {replay} vs {eager}");
+    }
+    assert_eq!(e.read_u32(p, 4), [5; 4]);
+    graph::exec_destroy(exec).expect("cuGraphExecDestroy");
+    graph::destroy(graph).expect("cuGraphDestroy");
+    // SAFETY: the replays completed.
+    unsafe { memory::free(d(), p) }.expect("free");
+    drop((a, b, s));
+    teardown(e);
+}
+
+#[test]
 fn the_default_pool_is_typed_per_attribute() {
     let _serial = serial();
     let e = env(707);

@@ -163,7 +163,14 @@ pub struct Resolution {
     /// Median elapsed time of the empty pairs, seconds (the floor any
     /// measurement carries).
     pub floor_s: f64,
-    /// The smallest non-zero elapsed time seen, seconds (the tick), if any.
+    /// The tick the readings are quantized to, seconds: the smallest step
+    /// between two distinct elapsed times of the empty pairs (idle and, with
+    /// instruments, busy; [`Resolution::tick_of`]), `None` when every
+    /// reading agreed. An upper bound: a multiple of the true tick when too
+    /// few distinct values were seen. (Until issue 15's anatomy this was the
+    /// smallest non-zero reading, which is the floor: on the H100 it read
+    /// 1.248 µs where the readings step by 32 ns,
+    /// `docs/results/2026-11-25-event-anatomy.md`.)
     pub step_s: Option<f64>,
     /// Pairs measured.
     pub pairs: usize,
@@ -175,7 +182,36 @@ pub struct Resolution {
     pub busy_floor_s: Option<f64>,
 }
 
+/// Differences between readings below this are the rounding of
+/// `cuEventElapsedTime`'s `f32` milliseconds, not a step of the timer.
+const READING_ROUNDING_S: f64 = 1e-11;
+
 impl Resolution {
+    /// The resolution seen in the elapsed times (seconds) of `pairs` empty
+    /// event pairs on an idle stream: the median is the floor, and the tick
+    /// is [`Resolution::tick_of`] the readings.
+    pub fn of_idle_pairs(readings: &[f64]) -> Resolution {
+        Resolution {
+            floor_s: crate::stats::Summary::of(readings).map_or(0.0, |s| s.median),
+            step_s: Resolution::tick_of(readings),
+            pairs: readings.len(),
+            busy_floor_s: None,
+        }
+    }
+
+    /// The tick of an event timer's readings (seconds): the smallest step
+    /// between two distinct values, `None` when all agree. Not the smallest
+    /// reading: that is the floor, a property of the GPU's front end, not of
+    /// the clock.
+    pub fn tick_of(readings: &[f64]) -> Option<f64> {
+        let mut v: Vec<f64> = readings.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        v.windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|&d| d > READING_ROUNDING_S)
+            .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))))
+    }
+
     /// What a median must exceed 20× of to be trusted: the larger of the
     /// floor and the tick (0.5 µs, the documented `cuEventElapsedTime`
     /// resolution, when no tick was seen).
@@ -246,5 +282,38 @@ mod tests {
         assert!(ClockCheck::of(vec![], 1.0).is_none());
         let r = Resolution { floor_s: 1e-6, step_s: None, pairs: 4, busy_floor_s: None };
         assert_eq!(r.limit_s(), 1e-6);
+    }
+
+    /// Readings as cuEventElapsedTime gives them: f32 milliseconds.
+    fn readings(ns: &[u32]) -> Vec<f64> {
+        ns.iter().map(|&n| f64::from(n as f32 / 1e6) * 1e-3).collect()
+    }
+
+    #[test]
+    fn the_tick_is_the_step_between_readings_not_the_smallest_reading() {
+        // The H100's empty pairs (event-anatomy, phase A): 1248 to 1312 ns
+        // in steps of 32 ns. The tick is 32 ns; the floor is 1.28 µs. Before
+        // the fix the tick was the smallest reading, 1.248 µs.
+        let v = readings(&[1280, 1280, 1312, 1248, 1280, 1280, 1312, 1280]);
+        let r = Resolution::of_idle_pairs(&v);
+        let tick = r.step_s.unwrap();
+        assert!((tick - 32e-9).abs() < 0.5e-9, "{tick}");
+        assert!((r.floor_s - 1.28e-6).abs() < 1e-9, "{}", r.floor_s);
+        assert_eq!(r.pairs, 8);
+        // The limit is still the floor (larger than the tick).
+        assert!((r.limit_s() - 1.28e-6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn no_tick_when_every_reading_agrees() {
+        assert_eq!(Resolution::tick_of(&readings(&[1280; 5])), None);
+        assert_eq!(Resolution::tick_of(&[]), None);
+        // A simulator's exact zeros: no tick, and the documented 0.5 µs
+        // resolution stands in for the limit.
+        let r = Resolution::of_idle_pairs(&[0.0; 4]);
+        assert_eq!((r.step_s, r.limit_s()), (None, 0.5e-6));
+        // Zero and one tick: the step is the tick.
+        let t = Resolution::tick_of(&readings(&[0, 0, 500, 0])).unwrap();
+        assert!((t - 500e-9).abs() < 0.5e-9, "{t}");
     }
 }

@@ -7,7 +7,6 @@
 
 use crate::info::{ClockCheck, Resolution};
 use crate::instruments::{Instruments, SpinGate};
-use crate::stats::Summary;
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
 use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
 use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
@@ -68,7 +67,7 @@ impl Timer {
         let device = caller.device();
         let stream = Stream::new(device)?;
         let (start, end) = (TimingEvent::new(device)?, TimingEvent::new(device)?);
-        let resolution = measure_resolution(&stream, &start, &end, 32)?;
+        let (resolution, idle) = measure_resolution(&stream, &start, &end, 32)?;
         let (clock_out, primer_out) = match &instruments {
             Some(_) => (
                 Some(DeviceBuffer::<u64>::zeroed(&stream, 2)?),
@@ -96,15 +95,19 @@ impl Timer {
         };
         t.probe_clock()?;
         if t.instruments.is_some() {
-            t.resolution.busy_floor_s = Some(t.busy_floor(32)?);
+            let (floor, mut busy) = t.busy_floor(32)?;
+            t.resolution.busy_floor_s = Some(floor);
+            // The tick from every reading of an empty pair, idle and busy.
+            busy.extend(idle);
+            t.resolution.step_s = Resolution::tick_of(&busy);
         }
         Ok(t)
     }
 
     /// The event-pair floor on a busy stream: `pairs` empty start/end pairs
-    /// queued behind the gate and run back to back; the median, seconds.
-    /// What any gated sample carries on top of its work.
-    fn busy_floor(&mut self, pairs: usize) -> Result<f64> {
+    /// queued behind the gate and run back to back; the median and the
+    /// readings, seconds. What any gated sample carries on top of its work.
+    fn busy_floor(&mut self, pairs: usize) -> Result<(f64, Vec<f64>)> {
         self.ensure_ring()?;
         let n = pairs.clamp(2, PIPELINE_RING);
         for _ in 0..3 {
@@ -121,7 +124,7 @@ impl Timer {
                 v.push(a.elapsed(b)?.as_secs_f64());
             }
             if opened {
-                return Ok(crate::stats::median(&v));
+                return Ok((crate::stats::median(&v), v));
             }
             self.dropped_rounds += 1;
         }
@@ -306,7 +309,14 @@ impl Timer {
     }
 }
 
-fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize) -> Result<Resolution> {
+/// `pairs` empty event pairs on the idle stream, each synchronized: the
+/// resolution they show and their readings, seconds.
+fn measure_resolution(
+    s: &Stream,
+    a: &TimingEvent,
+    b: &TimingEvent,
+    pairs: usize,
+) -> Result<(Resolution, Vec<f64>)> {
     let mut v = Vec::with_capacity(pairs);
     for _ in 0..pairs {
         a.record(s)?;
@@ -314,11 +324,5 @@ fn measure_resolution(s: &Stream, a: &TimingEvent, b: &TimingEvent, pairs: usize
         b.synchronize()?;
         v.push(a.elapsed(b)?.as_secs_f64());
     }
-    let floor = Summary::of(&v).map_or(0.0, |s| s.median);
-    let step = v
-        .iter()
-        .copied()
-        .filter(|&x| x > 0.0)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
-    Ok(Resolution { floor_s: floor, step_s: step, pairs, busy_floor_s: None })
+    Ok((Resolution::of_idle_pairs(&v), v))
 }

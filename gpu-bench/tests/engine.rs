@@ -222,6 +222,41 @@ fn a_timed_region_holds_only_the_events_and_the_work() {
     assert_eq!(counts, [("cuEventRecord", 20), ("cuLaunchKernel", 10)].into_iter().collect(), "{counts:?}");
 }
 
+/// Graph mode's timed region likewise: a replay of a captured tracked
+/// launch is one kernel node, and ten samples hold the two event records
+/// and the `cuGraphLaunch` of each, nothing of gpu-sync's (the H100's graph
+/// mode matches a raw driver pair around a raw `cuGraphLaunch`:
+/// `docs/results/2026-11-25-event-anatomy.md`).
+#[test]
+fn a_timed_graph_replay_holds_only_the_events_and_the_launch() {
+    let _one = one_at_a_time();
+    let (device, stream, k) = setup();
+    let session = cuda_sim::Session::new(8);
+    let _in = session.enter();
+    let s = Stream::new(&device).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    s.wait_stream(&stream).unwrap();
+    let graph = s.capture(|c| k.spin(c.stream(), 1, &mut out)).unwrap();
+    assert_eq!(graph.node_count().unwrap(), 1);
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let (a, b) = (gpu_sync::TimingEvent::new(&device).unwrap(), gpu_sync::TimingEvent::new(&device).unwrap());
+    let before = session.calls().len();
+    for _ in 0..10 {
+        a.record(&s).unwrap();
+        exec.launch(&s).unwrap();
+        b.record(&s).unwrap();
+    }
+    let calls = session.calls();
+    let mut counts = std::collections::BTreeMap::new();
+    for c in &calls[before..] {
+        *counts.entry(*c).or_insert(0) += 1;
+    }
+    assert_eq!(counts, [("cuEventRecord", 20), ("cuGraphLaunch", 10)].into_iter().collect(), "{counts:?}");
+    s.synchronize().unwrap();
+}
+
 /// Kernel mode reads the simulated duration of each run from the
 /// simulator's CUPTI records: exact, like the event modes on the
 /// simulator, with the device-op sum beside the span.

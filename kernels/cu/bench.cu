@@ -33,6 +33,24 @@ extern "C" __global__ void clock_probe(unsigned long long cycles, unsigned long 
     out[1] = t1 - t0;
 }
 
+// Thread 0 of block 0 writes the %globaltimer nanoseconds at its entry to
+// out[0], busy-waits until clock64() has advanced `cycles`, and writes the
+// %globaltimer at its exit to out[1]: where, on the GPU's own clock, a
+// kernel's body began and ended, to set beside event timestamps and CUPTI's
+// kernel start/end. Other threads return at once. out needs 2 elements.
+extern "C" __global__ void stamp(unsigned long long cycles, unsigned long long* out) {
+    if (!gs_first_thread()) {
+        return;
+    }
+    const unsigned long long t0 = gs_globaltimer();
+    const long long c0 = clock64();
+    while ((unsigned long long)(clock64() - c0) < cycles) {
+    }
+    const unsigned long long t1 = gs_globaltimer();
+    out[0] = t0;
+    out[1] = t1;
+}
+
 // Thread 0 of block 0 spins until the host writes a non-zero value to
 // flag[0] (mapped pinned memory, read volatile) or `timeout_ns` of
 // %globaltimer pass; writes 1 to out[0] if the flag opened the gate, 0 on

@@ -1,11 +1,12 @@
 //! gpu-bench's instruments (`kernels/cu/bench.cu`) as typed wrappers that
-//! check lengths: the clock probe, the spin gate, and the SM copy from
-//! mapped pinned host memory.
+//! check lengths: the clock probe, the stamp (`%globaltimer` at a kernel's
+//! entry and exit), the spin gate, and the SM copy from mapped pinned host
+//! memory.
 //!
 //! The gate and the mapped copy read host memory through an address the
 //! tracker does not see, so their wrappers are `unsafe fn`: the caller keeps
 //! that memory alive (and, for the copy, unwritten) until the launch has
-//! completed. The clock probe touches only its tracked output.
+//! completed. The clock probe and the stamp touch only their tracked output.
 //!
 //! Unsafe code: the two `unsafe fn` wrappers above. The kernels are declared
 //! (and their contracts argued) in the kernel table (`table.rs`); this
@@ -13,7 +14,7 @@
 #![allow(unsafe_code)]
 
 use crate::spec::{KernelId, ModuleId};
-use crate::table::{ClockProbeSig, CopyMappedSig, SpinGateSig, declare};
+use crate::table::{ClockProbeSig, CopyMappedSig, SpinGateSig, StampSig, declare};
 use gpu_sync::{
     AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, PinnedBuffer, Result, Stream,
 };
@@ -23,6 +24,7 @@ pub struct BenchKernels {
     device: Device,
     max_blocks: u32,
     clock: Typed<ClockProbeSig>,
+    stamp: Typed<StampSig>,
     gate: Typed<SpinGateSig>,
     copy_mapped: Typed<CopyMappedSig>,
 }
@@ -45,12 +47,14 @@ impl BenchKernels {
         // The declarations, and the contracts they rest on, are the kernel
         // table's (`table.rs`).
         let clock = declare::ClockProbe(&module)?;
+        let stamp = declare::Stamp(&module)?;
         let gate = declare::SpinGate(&module)?;
         let copy_mapped = declare::CopyMappedU32x4(&module)?;
         Ok(BenchKernels {
             device: device.clone(),
             max_blocks: (sms.max(1) as u32).saturating_mul(8),
             clock,
+            stamp,
             gate,
             copy_mapped,
         })
@@ -80,6 +84,25 @@ impl BenchKernels {
             ));
         }
         self.clock.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
+    }
+
+    /// One thread writes the GPU's `%globaltimer` at the kernel's entry to
+    /// `out[0]`, spins `cycles` SM clocks and writes it again at the exit to
+    /// `out[1]` (`stamp`): where the kernel's body ran, on the clock event
+    /// timestamps and CUPTI's records are read from.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `out` has 2 elements; a launch error.
+    pub fn stamp<O: AsDeviceSliceMut<u64> + ?Sized>(
+        &self,
+        stream: &Stream,
+        cycles: u64,
+        out: &mut O,
+    ) -> Result<()> {
+        if out.device_len() != 2 {
+            return Err(invalid(KernelId::Stamp, format!("out has {} elements, needs 2", out.device_len())));
+        }
+        self.stamp.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
 
     /// Holds `stream` (`spin_gate`): one thread spins until the `u32` at

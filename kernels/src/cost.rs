@@ -105,6 +105,11 @@ pub const fn clock_probe() -> Cost {
     Cost { flops: 0, bytes_read: 0, bytes_written: 16 }
 }
 
+/// `stamp`: writes its two 8-byte timestamps only.
+pub const fn stamp() -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: 16 }
+}
+
 /// `spin_gate`: reads the 4-byte flag (at least once), writes 8 bytes.
 pub const fn spin_gate() -> Cost {
     Cost { flops: 0, bytes_read: 4, bytes_written: 8 }
@@ -275,6 +280,7 @@ mod tests {
                 k,
                 KernelId::SpinCycles
                     | KernelId::ClockProbe
+                    | KernelId::Stamp
                     | KernelId::SpinGate
                     | KernelId::SmemRead
                     | KernelId::TcBf16

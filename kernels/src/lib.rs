@@ -61,6 +61,6 @@ pub use spec::{
 };
 pub use table::{
     AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
-    ReadSumSig, ScaleSig, SpinGateSig, SpinSig, TriadSig,
+    ReadSumSig, ScaleSig, SpinGateSig, SpinSig, StampSig, TriadSig,
 };
 pub use tensor::TensorKernels;

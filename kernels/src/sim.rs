@@ -92,7 +92,7 @@ fn duration(call: &KernelCall<'_>) -> u64 {
     let Some(kernel) = KernelId::from_name(call.name()) else {
         return FALLBACK_NS;
     };
-    let ns = if matches!(kernel, KernelId::SpinCycles | KernelId::ClockProbe) {
+    let ns = if matches!(kernel, KernelId::SpinCycles | KernelId::ClockProbe | KernelId::Stamp) {
         match call.scalar::<u64>(0) {
             Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
             Err(_) => return FALLBACK_NS,
@@ -433,6 +433,16 @@ pub(crate) fn run_clock_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFau
     let cycles = call.scalar::<u64>(0)?;
     let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
     call.write(1, &[reference::spin_cycles(cycles), ns.max(1)])
+}
+
+/// `stamp`: the simulator has no global timer inside a kernel; it writes
+/// `[0, the spin's simulated nanoseconds]`, so `out[1] - out[0]` is the
+/// body's length at [`SIM_CLOCK_GHZ`].
+pub(crate) fn run_stamp(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    check_alignment(call, KernelId::Stamp)?;
+    let cycles = call.scalar::<u64>(0)?;
+    let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
+    call.write(1, &[0, ns])
 }
 
 pub(crate) fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {

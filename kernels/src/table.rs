@@ -431,6 +431,20 @@ kernel_table! {
     contract: "2: `out` is only stored to (Out), `out[0..2]` by one thread \
                (`BenchKernels::clock_probe` checks it has 2 elements).";
 
+    /// `stamp(u64 cycles, u64* out)`: one thread writes `%globaltimer` at its
+    /// entry to `out[0]`, spins `cycles` SM clocks, and writes `%globaltimer`
+    /// at its exit to `out[1]`.
+    Stamp = "stamp" in Bench,
+    launch: Any, accumulates: false,
+    sig StampSig(
+        "cycles": u64 = scalar(Ty::U64),
+        "out": Out<u64> = write(Ty::U64, 8, fixed(2)),
+    ),
+    cost(_cycles) = cost::stamp(),
+    sim: run_stamp,
+    contract: "2: `out` is only stored to (Out), `out[0..2]` by one thread \
+               (`BenchKernels::stamp` checks it has 2 elements).";
+
     /// `spin_gate(const unsigned* flag, u64 timeout_ns, u64* out)`: one
     /// thread spins until `*flag != 0` (mapped host memory) or the timeout;
     /// `out[0] = 1` if the flag opened it.

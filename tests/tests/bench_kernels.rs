@@ -1,6 +1,6 @@
 //! gpu-bench's instrument kernels (`kernels::BenchKernels`), on the
 //! simulator and, from the GPU bundle, on a GPU: the clock probe reports a
-//! plausible SM clock, the spin gate opens when the host writes its flag
+//! plausible SM clock, the stamp's entry and exit bracket its spin, the spin gate opens when the host writes its flag
 //! and times out when it does not, and the SM copy from mapped pinned memory
 //! copies exactly.
 #![allow(unsafe_code)]
@@ -25,6 +25,27 @@ fn clock_probe_reports_a_plausible_clock() {
     }
     let mut wrong = DeviceBuffer::<u64>::zeroed(&s, 1).expect("out");
     assert!(matches!(k.clock_probe(&s, 1, &mut wrong), Err(gpu_sync::Error::InvalidArgument(_))));
+    t.finish();
+}
+
+#[test]
+fn stamp_writes_the_bodys_entry_and_exit_on_the_global_timer() {
+    let t = ctx(14);
+    let k = BenchKernels::load(&t.device).expect("load");
+    let s = Stream::new(&t.device).expect("stream");
+    let mut out = DeviceBuffer::<u64>::from_slice(&s, &[u64::MAX, 0]).expect("out");
+    // ~1 ms of spin at any clock from 200 MHz to 4 GHz.
+    k.stamp(&s, 2_000_000, &mut out).expect("stamp");
+    let v = s.to_vec(&out).expect("read");
+    assert!(v[1] > v[0], "exit {} not after entry {}", v[1], v[0]);
+    let ns = v[1] - v[0];
+    assert!((500_000..10_000_000).contains(&ns), "2M cycles took {ns} ns");
+    if t.sim() {
+        // The simulator's clock is 1980 MHz and its timer starts at 0.
+        assert_eq!(v, [0, 1_010_102]);
+    }
+    let mut wrong = DeviceBuffer::<u64>::zeroed(&s, 1).expect("out");
+    assert!(matches!(k.stamp(&s, 1, &mut wrong), Err(gpu_sync::Error::InvalidArgument(_))));
     t.finish();
 }
 

@@ -55,6 +55,7 @@ pub const ENTRY_POINTS: &[(&str, Option<u32>)] = &[
     ("cuEventCreate", None),
     ("cuEventDestroy", None),
     ("cuEventRecord", None),
+    ("cuEventRecordWithFlags", None),
     ("cuEventQuery", None),
     ("cuEventSynchronize", None),
     ("cuEventElapsedTime", None),

@@ -41,6 +41,16 @@ pub(super) unsafe extern "C" fn cuEventRecord(hEvent: CUevent, hStream: CUstream
     api("cuEventRecord", |st, caller| event::record(st, caller, id(hEvent), hStream))
 }
 
+pub(super) unsafe extern "C" fn cuEventRecordWithFlags(
+    hEvent: CUevent,
+    hStream: CUstream,
+    flags: c_uint,
+) -> CUresult {
+    api("cuEventRecordWithFlags", |st, caller| {
+        event::record_with_flags(st, caller, id(hEvent), hStream, flags)
+    })
+}
+
 pub(super) unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
     api("cuEventQuery", |st, caller| event::query(st, caller, id(hEvent)))
 }

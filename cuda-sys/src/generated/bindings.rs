@@ -837,6 +837,9 @@ pub type PFN_cuStreamSynchronize_v2000 =
     ::core::option::Option<unsafe extern "C" fn(hStream: CUstream) -> CUresult>;
 pub type PFN_cuEventRecord_v2000 =
     ::core::option::Option<unsafe extern "C" fn(hEvent: CUevent, hStream: CUstream) -> CUresult>;
+pub type PFN_cuEventRecordWithFlags_v11010 = ::core::option::Option<
+    unsafe extern "C" fn(hEvent: CUevent, hStream: CUstream, flags: ::core::ffi::c_uint) -> CUresult,
+>;
 pub type PFN_cuLaunchKernel_v4000 = ::core::option::Option<
     unsafe extern "C" fn(
         f: CUfunction,

@@ -47,6 +47,7 @@ macro_rules! for_each_entry_point {
             cuEventCreate: PFN_cuEventCreate_v2000 = 2000, 13000;
             cuEventDestroy: PFN_cuEventDestroy_v4000 = 2000, 13000;
             cuEventRecord: PFN_cuEventRecord_v2000 = 2000, 13000;
+            cuEventRecordWithFlags: PFN_cuEventRecordWithFlags_v11010 = 11010, 13000;
             cuEventQuery: PFN_cuEventQuery_v2000 = 2000, 13000;
             cuEventSynchronize: PFN_cuEventSynchronize_v2000 = 2000, 13000;
             cuEventElapsedTime: PFN_cuEventElapsedTime_v12080 = 2000, 13000;

@@ -50,6 +50,28 @@ pub fn record(
     unsafe { call!(e.driver(), cuEventRecord(e.as_raw(), s.as_raw())) }
 }
 
+/// Records the event on the stream with `flags` from `CUevent_record_flags`
+/// (`cuEventRecordWithFlags`). `CU_EVENT_RECORD_DEFAULT` is
+/// [`record`]; `CU_EVENT_RECORD_EXTERNAL` on a capturing stream adds an
+/// event-record *node* to the graph (each replay records the event, at that
+/// point of the graph) instead of standing for a dependency set.
+/// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html)
+///
+/// # Errors
+/// The driver's code; `Refused` for handles of two tables; `Unsupported`
+/// before CUDA 11.1 (no entry point).
+pub fn record_with_flags(
+    event: impl AsBorrowed<kind::EventKind>,
+    stream: impl AsBorrowed<kind::StreamKind>,
+    flags: u32,
+) -> Result<()> {
+    let (e, s) = (event.as_borrowed(), stream.as_borrowed());
+    same_driver("cuEventRecordWithFlags", e.driver(), s.driver())?;
+    // SAFETY: a live event and a live stream of one table; `flags` is a plain
+    // integer the driver validates.
+    unsafe { call!(e.driver(), cuEventRecordWithFlags(e.as_raw(), s.as_raw(), flags)) }
+}
+
 /// Whether the event's last record has completed (`cuEventQuery`):
 /// `CUDA_ERROR_NOT_READY` is `Ok(false)`; never recorded is `Ok(true)`.
 /// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html)
