@@ -12,7 +12,11 @@
 //!
 //! The cases run in a fixed order (an empty spin, then per size the four
 //! memory kernels, then the spins), the order `peer/truth_table.py` joins
-//! Nsight Compute's launches on.
+//! Nsight Compute's launches on. They run twice: first every case in the
+//! event modes, with CUPTI not yet touched in the process, then every case
+//! in kernel mode, added to the same records ([`gpu_bench::Bench::run_more`]):
+//! CUPTI, once initialized, stays attached, and event pairs measured after
+//! it read more.
 //!
 //! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
 //! 1 Mi elements and the spin lengths at 100 µs.
@@ -28,15 +32,33 @@ const SIZES: [(usize, &str); 5] =
 /// Spin lengths, seconds.
 const SPINS: [f64; 5] = [2e-6, 10e-6, 100e-6, 1e-3, 10e-3];
 
+/// Which modes a pass over the cases measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// The event modes (cold, hot, batch, graph), each case's record made
+    /// here; CUPTI not yet touched in the process.
+    Events,
+    /// Kernel mode (CUPTI), added to the records of the first pass.
+    Kernel,
+}
+
 /// What one case is timed with.
 struct Plan<'a> {
     ctx: &'a Ctx,
-    modes: Vec<Mode>,
+    pass: Pass,
     launch_only: Option<usize>,
+    /// The record the next case of the kernel pass adds to.
+    next: std::cell::Cell<usize>,
 }
 
+/// The event modes, measured in the first pass.
+const EVENT_MODES: [Mode; 4] = [Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph];
+
 impl Plan<'_> {
-    /// Times (or only launches) one case and adds its record to `report`.
+    /// Times (or only launches) one case: in the event pass its record is
+    /// added to `report`; in the kernel pass kernel mode is added to the
+    /// record the event pass made for the same case (the cases run in the
+    /// same order in both passes).
     fn case(
         &self,
         report: &mut Report,
@@ -46,7 +68,10 @@ impl Plan<'_> {
         bytes: u64,
         mut f: impl FnMut(&Stream) -> gpu_sync::Result<()>,
     ) -> Result<(), Failure> {
-        self.ctx.progress.step(format!("truth: {kernel} {size}"));
+        self.ctx.progress.step(format!(
+            "truth: {kernel} {size}{}",
+            if self.pass == Pass::Kernel { " (kernel mode)" } else { "" }
+        ));
         if let Some(n) = self.launch_only {
             let s = timer.stream().clone();
             for _ in 0..n {
@@ -58,12 +83,23 @@ impl Plan<'_> {
         let mut s = self.ctx.settings;
         // Batches of about 2 ms of work.
         s.batch_runs = s.batch_runs.max(1);
-        let mut rec = Bench::new(kernel)
-            .param("size", size)
-            .bytes(bytes)
-            .modes(&self.modes)
-            .settings(s)
-            .run_on(timer, None, &mut f)?;
+        let bench = Bench::new(kernel).param("size", size).bytes(bytes).settings(s);
+        if self.pass == Pass::Kernel {
+            let i = self.next.get();
+            self.next.set(i + 1);
+            let Some(rec) = report.records.get_mut(i) else {
+                return Err(Failure::Bench(gpu_bench::Error::Settings(format!(
+                    "the kernel pass found no record for case {i} ({kernel} {size})"
+                ))));
+            };
+            bench.modes(&[Mode::Kernel]).run_more(timer, rec, &mut f)?;
+            let expected = rec.counter("expected (cycles / clock)").map(|c| c.value);
+            if let (Some(expected), Some(kt)) = (expected, rec.mode(Mode::Kernel).map(|m| m.median())) {
+                rec.counters.push(Counter::new("kernel vs expected", kt / expected - 1.0, Unit::Fraction));
+            }
+            return Ok(());
+        }
+        let mut rec = bench.modes(&EVENT_MODES).run_on(timer, None, &mut f)?;
         if let (Some(h), Some(c)) = (rec.mode(Mode::Hot), rec.mode(Mode::Cold))
             && h.median() > c.median() * 1.02
         {
@@ -125,12 +161,6 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     let mut report = ctx.report("Timer truth: every mode against the GPU's own kernel time")?;
     let stream = Stream::new(&ctx.device)?;
     let mut timer = ctx.timer(&stream)?;
-    let mut modes = vec![Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph];
-    match timer.kernel_mode_available() {
-        Ok(()) => modes.push(Mode::Kernel),
-        Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
-    }
-    let plan = Plan { ctx, modes, launch_only };
     let small = ctx.quick || ctx.sim;
     let max = if small { 1 << 20 } else { SIZES[4].0 };
     let k = &ctx.kernels;
@@ -146,39 +176,65 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     let mut out_f = DeviceBuffer::<f32>::alloc(&stream, max)?;
     let mut out_u = DeviceBuffer::<u32>::alloc(&stream, max)?;
     let mut sum = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    // An (almost) empty kernel first: one cycle of spin, the fixed cost of
-    // a launch as each clock sees it (ncu's offset from CUPTI is taken on it).
     let mut empty_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    plan.case(&mut report, &mut timer, "spin_cycles", "empty", 0, |s| k.spin(s, 1, &mut empty_out))?;
-    for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
-        let (xv, yv, sv) = (xs.slice(..n)?, ys.slice(..n)?, src.slice(..n)?);
-        let b = n as u64;
-        plan.case(&mut report, &mut timer, "scale_f32", label, 8 * b, |s| {
-            k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0)
-        })?;
-        plan.case(&mut report, &mut timer, "copy_u32x4", label, 8 * b, |s| {
-            k.copy(s, &sv, &mut out_u.slice_mut(..n)?)
-        })?;
-        plan.case(&mut report, &mut timer, "triad_f32", label, 12 * b, |s| {
-            k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5)
-        })?;
-        plan.case(&mut report, &mut timer, "read_sum_u32x4", label, 4 * b, |s| k.read_sum(s, &sv, &mut sum))?;
-    }
-    let mhz = timer.clock().map_or(report.device.sm_clock_mhz, |c| c.steady_mhz);
     let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    for &len in SPINS.iter().filter(|&&t| !small || t <= 100e-6) {
-        let cycles = Ctx::cycles(len, mhz);
-        let label = format_value(len, Unit::Seconds);
-        plan.case(&mut report, &mut timer, "spin_cycles", &label, 0, |s| k.spin(s, cycles, &mut spin_out))?;
-        if let Some(r) = report.records.last_mut() {
-            let expected = cycles as f64 / (mhz * 1e6);
-            r.counters.push(Counter::new("expected (cycles / clock)", expected, Unit::Seconds));
-            if let Some(kt) = r.mode(Mode::Kernel).map(|m| m.median()) {
-                r.counters.push(Counter::new("kernel vs expected", kt / expected - 1.0, Unit::Fraction));
+    // The spins' cycles, from the clock measured in the first pass (the
+    // second runs the same cycles).
+    let mut mhz: Option<f64> = None;
+    // Every case, in the fixed order; run once per pass.
+    let mut cases = |plan: &Plan, report: &mut Report, timer: &mut Timer| -> Result<(), Failure> {
+        // An (almost) empty kernel first: one cycle of spin, the fixed cost
+        // of a launch as each clock sees it (ncu's offset from CUPTI is taken
+        // on it).
+        plan.case(report, timer, "spin_cycles", "empty", 0, |s| k.spin(s, 1, &mut empty_out))?;
+        for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
+            let (xv, yv, sv) = (xs.slice(..n)?, ys.slice(..n)?, src.slice(..n)?);
+            let b = n as u64;
+            plan.case(report, timer, "scale_f32", label, 8 * b, |s| {
+                k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0)
+            })?;
+            plan.case(report, timer, "copy_u32x4", label, 8 * b, |s| {
+                k.copy(s, &sv, &mut out_u.slice_mut(..n)?)
+            })?;
+            plan.case(report, timer, "triad_f32", label, 12 * b, |s| {
+                k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5)
+            })?;
+            plan.case(report, timer, "read_sum_u32x4", label, 4 * b, |s| k.read_sum(s, &sv, &mut sum))?;
+        }
+        let clock =
+            *mhz.get_or_insert_with(|| timer.clock().map_or(report.device.sm_clock_mhz, |c| c.steady_mhz));
+        for &len in SPINS.iter().filter(|&&t| !small || t <= 100e-6) {
+            let cycles = Ctx::cycles(len, clock);
+            let label = format_value(len, Unit::Seconds);
+            plan.case(report, timer, "spin_cycles", &label, 0, |s| k.spin(s, cycles, &mut spin_out))?;
+            if plan.pass == Pass::Events
+                && plan.launch_only.is_none()
+                && let Some(r) = report.records.last_mut()
+            {
+                let expected = cycles as f64 / (clock * 1e6);
+                r.counters.push(Counter::new("expected (cycles / clock)", expected, Unit::Seconds));
             }
         }
+        Ok(())
+    };
+    // The event modes first, with CUPTI not yet touched in the process: once
+    // initialized it stays attached, and event pairs read more (see
+    // `Bench::run_more`).
+    let events = Plan { ctx, pass: Pass::Events, launch_only, next: 0.into() };
+    cases(&events, &mut report, &mut timer)?;
+    let mut kernel_mode = false;
+    if launch_only.is_none() {
+        match timer.kernel_mode_available() {
+            Ok(()) => {
+                let plan = Plan { ctx, pass: Pass::Kernel, launch_only, next: 0.into() };
+                cases(&plan, &mut report, &mut timer)?;
+                kernel_mode = true;
+            }
+            Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
+        }
     }
-    if launch_only.is_none() && plan.modes.contains(&Mode::Kernel) {
+    let mhz = mhz.unwrap_or(report.device.sm_clock_mhz);
+    if kernel_mode {
         ctx.progress.step("truth: CUPTI's host cost per launch");
         report.records.push(cupti_host_cost(ctx, &stream, &mut empty_out)?);
     }
@@ -192,7 +248,8 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     report.notes.push(format!(
         "spin lengths from cycles = length x {mhz:.0} MHz (the measured steady clock); \
          '<mode> over kernel' = that mode's median - kernel mode's median (CUPTI: the GPU's own \
-         start/end of the run's device operations)"
+         start/end of the run's device operations); the event modes of every case ran first, kernel mode \
+         after them (CUPTI, once initialized, stays attached and event pairs read more)"
     ));
     Ok(report)
 }

@@ -202,20 +202,63 @@ impl Bench {
         );
         rec.bytes_per_run = self.bytes;
         rec.flops_per_run = self.flops;
+        self.measure_into(timer, &mut rec, first.as_deref_mut(), &mut f)?;
+        Ok(rec)
+    }
+
+    /// Times `f` in this bench's modes on `timer` and adds them to `rec`, a
+    /// record of the same work made earlier (by [`Bench::run_on`]); the
+    /// differences between modes (launch overhead, "hot over kernel" …) are
+    /// computed again over all of `rec`'s modes. For measuring the event
+    /// modes of many benchmarks before kernel mode touches CUPTI: once
+    /// CUPTI has been initialized in a process it stays attached, and event
+    /// pairs read more (0.13–0.19 µs on an H100:
+    /// `docs/results/2026-11-25-event-anatomy.md`).
+    ///
+    /// # Errors
+    /// As [`Bench::run_on`]; [`BenchError::Settings`] if `rec` already has
+    /// one of the modes.
+    pub fn run_more(
+        &self,
+        timer: &mut Timer,
+        rec: &mut Record,
+        mut f: impl FnMut(&Stream) -> Result<()>,
+    ) -> BenchResult<()> {
+        self.settings.validate().map_err(BenchError::Settings)?;
+        if let Some(m) = self.modes.iter().find(|m| rec.mode(**m).is_some()) {
+            return Err(BenchError::Settings(format!(
+                "the record of {} already has a {} result",
+                rec.name,
+                m.name()
+            )));
+        }
+        self.measure_into(timer, rec, None, &mut f)
+    }
+
+    /// The modes' loop of [`Bench::run_on`] and [`Bench::run_more`], then
+    /// the differences between modes, computed afresh.
+    fn measure_into(
+        &self,
+        timer: &mut Timer,
+        rec: &mut Record,
+        mut first: Option<&mut FirstCall<'_>>,
+        f: &mut dyn FnMut(&Stream) -> Result<()>,
+    ) -> BenchResult<()> {
         for &mode in &self.modes {
             timer.stream.wait_stream(&timer.caller)?;
             let Some(method) = crate::method::find(mode) else {
                 return Err(BenchError::Unavailable { mode, why: "no method measures this mode".into() });
             };
-            let result = method.measure(self, timer, &mut rec, first.as_deref_mut(), &mut f)?;
+            let result = method.measure(self, timer, rec, first.as_deref_mut(), f)?;
             if let Some(r) = result {
-                self.warn(&mut rec, &r, timer);
+                self.warn(rec, &r, timer);
                 rec.modes.push(r);
             }
         }
+        rec.modes.sort_by_key(|m| m.mode);
         timer.caller.wait_stream(&timer.stream)?;
-        derive(&mut rec);
-        Ok(rec)
+        derive(rec);
+        Ok(())
     }
 
     /// A requested mode that cannot run: an error, or with
@@ -453,13 +496,18 @@ fn low_clock_samples(n: usize, probes: &[(usize, f64)], limit: f64) -> usize {
 /// printed as a number: its value is NaN (rendered "—") and a
 /// [`Rule::Consistency`] warning says why.
 fn derive(rec: &mut Record) {
-    let med = |m: Mode| rec.mode(m).map(|r| (r.median(), r.summary.median_noise() * r.median()));
     let pairs = [
         ("launch overhead", Mode::Hot, Mode::Batch, true),
         ("cache effect", Mode::Cold, Mode::Hot, true),
         ("first-call cost", Mode::FirstCall, Mode::Hot, true),
         ("graph saving", Mode::Hot, Mode::Graph, false),
     ];
+    // Computed afresh: the derived counters and warnings of an earlier call
+    // (before [`Bench::run_more`] added modes) go first.
+    let is_derived = |n: &str| pairs.iter().any(|p| p.0 == n) || n.ends_with(" over kernel");
+    rec.counters.retain(|c| !is_derived(&c.name));
+    rec.warnings.retain(|w| !(w.rule == Rule::Consistency && w.mode.is_none()));
+    let med = |m: Mode| rec.mode(m).map(|r| (r.median(), r.summary.median_noise() * r.median()));
     let mut derived = Vec::new();
     let mut warnings = Vec::new();
     for (name, a, b, non_negative) in pairs {

@@ -284,6 +284,38 @@ fn kernel_mode_reads_the_devices_own_time_of_each_run() {
     assert!((r.counter("hot over kernel").unwrap().value).abs() < 1e-9);
 }
 
+/// `run_more` adds kernel mode to a record the event modes made earlier
+/// (gpu-bench truth's two passes): the differences are computed over all
+/// of the record's modes, once each, and a mode the record has is refused.
+#[test]
+fn run_more_adds_modes_to_an_earlier_record() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut timer = Timer::new(&stream, None).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let bench = |modes: &[Mode]| Bench::new("spin 20 µs").modes(modes).settings(Settings::quick());
+    let mut rec = bench(&[Mode::Cold, Mode::Hot])
+        .run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    assert!(rec.counter("hot over kernel").is_none());
+    let derived = |r: &gpu_bench::Record| r.counters.iter().filter(|c| c.name == "cache effect").count();
+    assert_eq!(derived(&rec), 1);
+    bench(&[Mode::Kernel])
+        .run_more(&mut timer, &mut rec, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out))
+        .unwrap();
+    let modes: Vec<Mode> = rec.modes.iter().map(|m| m.mode).collect();
+    assert_eq!(modes, [Mode::Cold, Mode::Hot, Mode::Kernel]);
+    assert!((rec.mode(Mode::Kernel).unwrap().median() - 20e-6).abs() < 1e-9);
+    assert!(rec.counter("hot over kernel").unwrap().value.abs() < 1e-9);
+    assert!(rec.counter("cold over kernel").is_some());
+    // Computed afresh, not appended twice.
+    assert_eq!(derived(&rec), 1);
+    let err = bench(&[Mode::Hot])
+        .run_more(&mut timer, &mut rec, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out))
+        .unwrap_err();
+    assert!(err.to_string().contains("already has a hot result"), "{err}");
+}
+
 /// A closure whose runs enqueue different numbers of device operations
 /// cannot be split into runs from CUPTI's records: an error that says so.
 #[test]
