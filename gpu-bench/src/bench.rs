@@ -192,7 +192,7 @@ impl Bench {
     pub fn run_on(
         &self,
         timer: &mut Timer,
-        mut first: Option<&mut FirstCall<'_>>,
+        first: Option<&mut FirstCall<'_>>,
         mut f: impl FnMut(&Stream) -> Result<()>,
     ) -> BenchResult<Record> {
         self.settings.validate().map_err(BenchError::Settings)?;
@@ -202,7 +202,7 @@ impl Bench {
         );
         rec.bytes_per_run = self.bytes;
         rec.flops_per_run = self.flops;
-        self.measure_into(timer, &mut rec, first.as_deref_mut(), &mut f)?;
+        self.measure_into(timer, &mut rec, first, &mut f)?;
         Ok(rec)
     }
 
