@@ -34,6 +34,12 @@ fn quick_roofline_on_the_simulator() {
     let report = gpu_bench::roofline::RooflineReport::from_json(&json).unwrap();
     assert!(report.simulated() && report.scaled_down);
     assert!(report.placements.len() >= 9, "{}", report.placements.len());
+    // The L2 probe's four candidates, each measured and checked, and the HBM
+    // read's three.
+    let tried = |probe: &str| report.tuning.iter().filter(|t| t.probe.starts_with(probe)).count();
+    assert_eq!(tried("L2 (whole working sets)"), 4);
+    assert_eq!(tried("HBM read"), 3);
+    assert!(report.tuning.iter().any(|t| t.config.starts_with("read_bulk bulk 2 x 32 KiB")));
     assert!(report.sweeps.iter().any(|s| s.on_roofline && s.points.len() >= 5));
     // One intensity sweep per precision, each held against its own FMA
     // ceiling, with its empirical ridge in the JSON and the report.
@@ -140,4 +146,38 @@ fn only_tensor_links_no_chart_it_did_not_draw() {
     assert!(!dir.join("roofline.svg").exists(), "no chart under --only-tensor");
     assert!(!md.contains("roofline.svg"), "the report links a chart that was not drawn");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn read_tuning_sweep_on_the_simulator() {
+    let dir = out_dir("tune");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["--driver", "sim", "--quick", "roofline", "--tune-reads", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = read(&dir, "tune.csv");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    for level in ["L2", "HBM"] {
+        let of = |stage: &str| rows.iter().filter(|r| r.starts_with(&format!("{level},{stage},"))).count();
+        assert!(of("1") > 200 && of("2") > 10, "{level}: {} and {} rows", of("1"), of("2"));
+    }
+    // Every flavor, both layouts, the bulk engine and the old probes.
+    for shape in [
+        "loads cg,",
+        "loads ca,",
+        "loads lu,",
+        "loads nc,",
+        "loads cg 8-byte,",
+        "loads cg.L2::256B,",
+        "loads nc.L2::256B,",
+        "per-block slices",
+        "bulk 2 x 32 KiB",
+        "cache_read",
+        "hbm_read",
+    ] {
+        assert!(csv.contains(shape), "no {shape} row");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("## L2, stage 2"));
 }

@@ -1,7 +1,7 @@
 // The roofline's probes: every ceiling gpu-bench measures (HBM read, copy and
 // triad with tuned variants; FP64/FP32/FP16x2/BF16x2 FMA; the L1/L2
-// working-set sweep; shared memory; the intensity sweeps, FP32, FP64 and
-// FP16x2).
+// working-set sweep; the read-tuning kernels of the L2 and HBM-read probes;
+// shared memory; the intensity sweeps, FP32, FP64 and FP16x2).
 //
 // Each probe's result is checked against a CPU reference
 // (kernels/src/reference.rs), so nothing is optimized away unseen:
@@ -676,6 +676,261 @@ extern "C" __global__ void cache_read(const uint4* __restrict__ in,
     } else {
         rl_cache<0>(in, ws4, n, out);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Read tuning (`gpu-bench roofline --tune-reads`, and the probes it picked):
+// the same contract as cache_read — `n` loads wrapped over a working set of
+// ws4 uint4 (load i reads in[i % ws4]), *out += the wrapping u64 sum of every
+// word loaded — in more shapes. A working set as large as the array with
+// n == ws4 is one streaming pass: the HBM read.
+//
+// read_tune_u4 / _u8 / _u16: U independent loads in flight per thread (one
+// kernel per U, so that U = 16's registers do not cap U = 4's occupancy).
+// Each has launch bounds that leave room for its U loads: without them
+// ptxas fits a kernel in 32 registers and interleaves each load's sum with
+// the next loads, so that 16 "loads in flight" were 3 (seen in the SASS,
+// 2026-11-25). Bounds (threads a block, blocks a SM) and what ptxas then
+// used: u4 (768, 2), 40 registers, so 1536 threads a SM; u8 (1024, 1), 55
+// registers, 1152; u16 (512, 1), 88 registers, 736.
+// variant = FLAVOR + 8 * LAYOUT:
+// FLAVOR 0 ld.global.cg.v4 (L2 only); 1 ld.global.ca.v4 (L1 and L2);
+//   2 ld.global.lu.v4 (last use); 3 ld.global.nc.L1::no_allocate.v4;
+//   4 ld.global.cg.v2, two 8-byte loads per uint4 (2U in flight);
+//   5 ld.global.cg.L2::256B.v4 (256-byte L2 prefetch);
+//   6 ld.global.nc.L1::no_allocate.L2::256B.v4.
+// LAYOUT 0 interleaved (grid-stride: a pass of the grid's loads covers
+//   consecutive uint4, so every SM reads every part of the set); LAYOUT 1
+//   per-block slices (block b of G re-reads only [ws4*b/G, ws4*(b+1)/G), as
+//   rl_cache_slices).
+// Other variants run variant 0.
+
+template <int F>
+__device__ __forceinline__ uint4 rl_tload(const uint4* p) {
+    uint4 v;
+    if (F == 1) {
+        asm volatile("ld.global.ca.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (F == 2) {
+        asm volatile("ld.global.lu.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (F == 3) {
+        v = rl_load<1>(p);
+    } else if (F == 4) {
+        const unsigned int* q = (const unsigned int*)p;
+        asm volatile("ld.global.cg.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(q));
+        asm volatile("ld.global.cg.v2.u32 {%0,%1}, [%2];" : "=r"(v.z), "=r"(v.w) : "l"(q + 2));
+    } else if (F == 5) {
+        asm volatile("ld.global.cg.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    } else if (F == 6) {
+        v = rl_load<3>(p);
+    } else {
+        v = rl_load<2>(p);
+    }
+    return v;
+}
+
+// U loads at wrapped indices j, next(j), ... of `in` (len uint4), summed.
+template <int U, int F>
+__device__ __forceinline__ unsigned long long rl_tune_loop(const uint4* __restrict__ in,
+                                                           unsigned int len,
+                                                           unsigned int first,
+                                                           unsigned long long start,
+                                                           unsigned long long stride,
+                                                           unsigned long long total) {
+    const unsigned int step = (unsigned int)(stride % len);
+    auto next = [&](unsigned int x) {
+        x += step;
+        return x >= len ? x - len : x;
+    };
+    unsigned long long acc = 0;
+    unsigned long long k = start;
+    unsigned int j = first;
+    for (; k + (U - 1) * stride < total; k += U * stride) {
+        unsigned int jj[U];
+        jj[0] = j;
+#pragma unroll
+        for (int u = 1; u < U; ++u) {
+            jj[u] = next(jj[u - 1]);
+        }
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            v[u] = rl_tload<F>(in + jj[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            acc += rl_words(v[u]);
+        }
+        j = next(jj[U - 1]);
+    }
+    for (; k < total; k += stride) {
+        acc += rl_words(rl_tload<F>(in + j));
+        j = next(j);
+    }
+    return acc;
+}
+
+template <int U, int F, int LAYOUT>
+__device__ __forceinline__ void rl_tune(const uint4* __restrict__ in,
+                                        unsigned long long ws4,
+                                        unsigned long long n,
+                                        unsigned long long* out) {
+    unsigned long long acc = 0;
+    if (LAYOUT == 0) {
+        const unsigned long long i = gs_first();
+        acc = rl_tune_loop<U, F>(in, (unsigned int)ws4, (unsigned int)(i % ws4), i, gs_stride(), n);
+    } else {
+        const unsigned long long g = gridDim.x;
+        const unsigned long long lo = ws4 * blockIdx.x / g;
+        const unsigned long long hi = ws4 * (blockIdx.x + 1ull) / g;
+        const unsigned int len = (unsigned int)(hi - lo);
+        if (len > 0) {
+            acc = rl_tune_loop<U, F>(in + lo, len, (unsigned int)(threadIdx.x % len), threadIdx.x,
+                                     blockDim.x, (unsigned long long)len * (n / ws4));
+        }
+        const unsigned long long rem = n % ws4;
+        for (unsigned long long i = gs_first(); i < rem; i += gs_stride()) {
+            acc += rl_words(rl_tload<F>(in + i));
+        }
+    }
+    rl_add_out(acc, out);
+}
+
+#define RL_TUNE_VARIANTS(U)                                                    \
+    switch (variant) {                                                         \
+        case 1: rl_tune<U, 1, 0>(in, ws4, n, out); break;                      \
+        case 2: rl_tune<U, 2, 0>(in, ws4, n, out); break;                      \
+        case 3: rl_tune<U, 3, 0>(in, ws4, n, out); break;                      \
+        case 4: rl_tune<U, 4, 0>(in, ws4, n, out); break;                      \
+        case 5: rl_tune<U, 5, 0>(in, ws4, n, out); break;                      \
+        case 6: rl_tune<U, 6, 0>(in, ws4, n, out); break;                      \
+        case 8: rl_tune<U, 0, 1>(in, ws4, n, out); break;                      \
+        case 9: rl_tune<U, 1, 1>(in, ws4, n, out); break;                      \
+        case 10: rl_tune<U, 2, 1>(in, ws4, n, out); break;                     \
+        case 11: rl_tune<U, 3, 1>(in, ws4, n, out); break;                     \
+        case 12: rl_tune<U, 4, 1>(in, ws4, n, out); break;                     \
+        case 13: rl_tune<U, 5, 1>(in, ws4, n, out); break;                     \
+        case 14: rl_tune<U, 6, 1>(in, ws4, n, out); break;                     \
+        default: rl_tune<U, 0, 0>(in, ws4, n, out); break;                     \
+    }
+
+extern "C" __global__ void __launch_bounds__(768, 2) read_tune_u4(const uint4* __restrict__ in,
+                                        unsigned long long ws4,
+                                        unsigned long long n,
+                                        unsigned int variant,
+                                        unsigned long long* out) {
+    RL_TUNE_VARIANTS(4)
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) read_tune_u8(const uint4* __restrict__ in,
+                                        unsigned long long ws4,
+                                        unsigned long long n,
+                                        unsigned int variant,
+                                        unsigned long long* out) {
+    RL_TUNE_VARIANTS(8)
+}
+
+extern "C" __global__ void __launch_bounds__(512, 1) read_tune_u16(const uint4* __restrict__ in,
+                                         unsigned long long ws4,
+                                         unsigned long long n,
+                                         unsigned int variant,
+                                         unsigned long long* out) {
+    RL_TUNE_VARIANTS(16)
+}
+
+// read_bulk: the same contract through the bulk copy engine (sm_90). cfg =
+// stages | chunk_kib << 8: each block streams chunks of chunk_kib KiB (chunk
+// t of the n / ws4 passes' ws4 / per whole chunks each is working-set chunk
+// t % chunks; block b takes t = b, b + G, ...) through `stages`
+// shared-memory stages (dynamic shared memory, stages * chunk bytes, which
+// the wrapper sets; 1 to RL_BULK_MAX_STAGES stages): thread 0 issues
+// cp.async.bulk global -> shared completing on the stage's mbarrier, every
+// thread sums its words of the stage, a barrier frees it. What the whole
+// chunks leave (each pass's last ws4 % per uint4, and the n % ws4 loads past
+// the last whole pass) goes through plain loads, grid-stride.
+#define RL_BULK_MAX_STAGES 16
+
+extern "C" __global__ void read_bulk(const uint4* __restrict__ in,
+                                     unsigned long long ws4,
+                                     unsigned long long n,
+                                     unsigned int cfg,
+                                     unsigned long long* out) {
+    const unsigned int stages = cfg & 0xffu;
+    const unsigned int chunk = (cfg >> 8) * 1024u;  // bytes
+    const unsigned long long per = chunk / 16u;     // uint4 per chunk
+    const unsigned long long whole = ws4 / per;     // whole chunks per pass
+    const unsigned long long passes = n / ws4;
+    const unsigned long long chunks = whole * passes;
+    unsigned long long acc = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) uint4 rl_bstage[];
+    __shared__ __align__(8) unsigned long long rl_bbar[RL_BULK_MAX_STAGES];
+    const unsigned long long mine =
+        chunks > blockIdx.x ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    auto issue = [&](unsigned long long q) {
+        const unsigned int s = (unsigned int)(q % stages);
+        const unsigned int bar = rl_smem_addr(&rl_bbar[s]);
+        const unsigned int dst = rl_smem_addr(rl_bstage + s * per);
+        const uint4* src = in + ((blockIdx.x + q * gridDim.x) % whole) * per;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(chunk)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+            "l"(src), "r"(chunk), "r"(bar)
+            : "memory");
+    };
+    if (threadIdx.x == 0) {
+        for (unsigned int s = 0; s < stages; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(rl_smem_addr(&rl_bbar[s])) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (unsigned long long q = 0; q < mine && q < stages; ++q) {
+            issue(q);
+        }
+    }
+    __syncthreads();
+    for (unsigned long long q = 0; q < mine; ++q) {
+        const unsigned int bar = rl_smem_addr(&rl_bbar[q % stages]);
+        const unsigned int parity = (unsigned int)((q / stages) & 1u);
+        unsigned int done = 0;
+        while (!done) {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(parity)
+                : "memory");
+        }
+        const uint4* st = rl_bstage + (q % stages) * per;
+        for (unsigned int e = threadIdx.x; e < per; e += blockDim.x) {
+            acc += rl_words(st[e]);
+        }
+        __syncthreads();  // every thread is done with the stage
+        if (threadIdx.x == 0 && q + stages < mine) {
+            issue(q + stages);
+        }
+    }
+#else
+    for (unsigned long long t = gs_first(); t < chunks * per; t += gs_stride()) {
+        acc += rl_words(in[((t / per) % whole) * per + t % per]);
+    }
+#endif
+    // Each pass's remainder past its whole chunks, then the loads past the
+    // last whole pass.
+    const unsigned long long r = ws4 - whole * per;
+    if (r > 0) {
+        for (unsigned long long k = gs_first(); k < passes * r; k += gs_stride()) {
+            acc += rl_words(in[whole * per + k % r]);
+        }
+    }
+    for (unsigned long long i = gs_first(); i < n - passes * ws4; i += gs_stride()) {
+        acc += rl_words(in[i]);
+    }
+    rl_add_out(acc, out);
 }
 
 // ---------------------------------------------------------------------------

@@ -51,7 +51,8 @@ pub use fatbins::{FATBIN_MAGIC, fatbin};
 pub use launch::Kernels;
 pub use mma::MmaKernels;
 pub use roofline::{
-    CacheHint, FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, RooflineKernels, hbm_variant_name,
+    CacheHint, FmaOut, FmaPrecision, Grid, HBM_BULK, HBM_VARIANTS, LoadFlavor, READ_BULK_MAX_STAGES,
+    ReadVariant, RooflineKernels, hbm_variant_name,
 };
 #[cfg(feature = "sim")]
 pub use sim::register_sim_kernels;

@@ -1,7 +1,8 @@
 //! The roofline's probes (`kernels/cu/roofline.cu`) as typed wrappers that
 //! check lengths, alignment and the launch shape: HBM read/copy/triad in
 //! tuning variants, FMA chains per precision, the cache working-set sweep,
-//! shared memory and the intensity sweep.
+//! the read-tuning shapes ([`ReadVariant`]: loads in flight, load flavor,
+//! layout, the bulk copy engine), shared memory and the intensity sweep.
 //!
 //! Every probe takes its launch shape ([`Grid`]) from the caller, because
 //! choosing it is part of what the roofline tunes; the shape is checked
@@ -14,7 +15,8 @@
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{
     CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
-    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, SmemReadSig, declare,
+    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, ReadBulkSig, ReadTuneU4Sig, ReadTuneU8Sig,
+    ReadTuneU16Sig, SmemReadSig, declare,
 };
 use gpu_sync::{
     AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
@@ -147,6 +149,114 @@ pub enum CacheHint {
     L2Slices = 2,
 }
 
+/// The load instruction of a [`ReadVariant::Loads`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadFlavor {
+    /// `ld.global.cg.v4` (L2 only).
+    Cg,
+    /// `ld.global.ca.v4` (L1 and L2).
+    Ca,
+    /// `ld.global.lu.v4` (last use).
+    Lu,
+    /// `ld.global.nc.L1::no_allocate.v4` (read-only path, no L1 line).
+    Nc,
+    /// `ld.global.cg.v2`: two 8-byte loads per 16 bytes.
+    Cg8,
+    /// `ld.global.cg.L2::256B.v4` (a 256-byte L2 prefetch).
+    CgL2Prefetch,
+    /// `ld.global.nc.L1::no_allocate.L2::256B.v4`.
+    NcL2Prefetch,
+}
+
+impl LoadFlavor {
+    /// Every flavor.
+    pub const ALL: [LoadFlavor; 7] = [
+        LoadFlavor::Cg,
+        LoadFlavor::Ca,
+        LoadFlavor::Lu,
+        LoadFlavor::Nc,
+        LoadFlavor::Cg8,
+        LoadFlavor::CgL2Prefetch,
+        LoadFlavor::NcL2Prefetch,
+    ];
+
+    /// The kernels' FLAVOR number.
+    const fn code(self) -> u32 {
+        match self {
+            LoadFlavor::Cg => 0,
+            LoadFlavor::Ca => 1,
+            LoadFlavor::Lu => 2,
+            LoadFlavor::Nc => 3,
+            LoadFlavor::Cg8 => 4,
+            LoadFlavor::CgL2Prefetch => 5,
+            LoadFlavor::NcL2Prefetch => 6,
+        }
+    }
+
+    /// The PTX, in short (`"cg"`, `"nc.L2::256B"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            LoadFlavor::Cg => "cg",
+            LoadFlavor::Ca => "ca",
+            LoadFlavor::Lu => "lu",
+            LoadFlavor::Nc => "nc",
+            LoadFlavor::Cg8 => "cg 8-byte",
+            LoadFlavor::CgL2Prefetch => "cg.L2::256B",
+            LoadFlavor::NcL2Prefetch => "nc.L2::256B",
+        }
+    }
+}
+
+/// Most shared-memory stages of a [`ReadVariant::Bulk`] read.
+pub const READ_BULK_MAX_STAGES: u32 = 16;
+
+/// How [`RooflineKernels::read_tuned`] reads: `n` loads wrapped over a
+/// working set, as `cache_read`, in one of the read-tuning shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadVariant {
+    /// `in_flight` (4, 8 or 16) independent loads a thread
+    /// (`read_tune_u*`); grid-stride over the working set, or (`slices`)
+    /// each block re-reading only its own contiguous slice of it.
+    Loads {
+        /// Loads in flight a thread: 4, 8 or 16.
+        in_flight: u32,
+        /// The load instruction.
+        flavor: LoadFlavor,
+        /// Per-block slices instead of grid-stride.
+        slices: bool,
+    },
+    /// The bulk copy engine (`read_bulk`, sm_90): chunks of `chunk_kib` KiB
+    /// through `stages` shared-memory stages a block.
+    Bulk {
+        /// Stages, 1 to [`READ_BULK_MAX_STAGES`].
+        stages: u32,
+        /// KiB a chunk, 1 to 64.
+        chunk_kib: u32,
+    },
+}
+
+impl ReadVariant {
+    /// In words (`"8 loads cg, grid-stride"`, `"bulk 4 x 16 KiB"`).
+    pub fn name(&self) -> String {
+        match *self {
+            ReadVariant::Loads { in_flight, flavor, slices } => format!(
+                "{in_flight} loads {}, {}",
+                flavor.name(),
+                if slices { "per-block slices" } else { "grid-stride" }
+            ),
+            ReadVariant::Bulk { stages, chunk_kib } => format!("bulk {stages} x {chunk_kib} KiB"),
+        }
+    }
+
+    /// Dynamic shared memory a block needs (the bulk stages; 0 otherwise).
+    pub fn shared_bytes(&self) -> u32 {
+        match *self {
+            ReadVariant::Loads { .. } => 0,
+            ReadVariant::Bulk { stages, chunk_kib } => stages.saturating_mul(chunk_kib).saturating_mul(1024),
+        }
+    }
+}
+
 /// The probes of `roofline.cu`, loaded into one device.
 pub struct RooflineKernels {
     device: Device,
@@ -158,6 +268,10 @@ pub struct RooflineKernels {
     fma_f16x2: Typed<FmaF16x2Sig>,
     fma_bf16x2: Typed<FmaBf16x2Sig>,
     cache_read: Typed<CacheReadSig>,
+    read_tune_u4: Typed<ReadTuneU4Sig>,
+    read_tune_u8: Typed<ReadTuneU8Sig>,
+    read_tune_u16: Typed<ReadTuneU16Sig>,
+    read_bulk: Typed<ReadBulkSig>,
     smem_read: Typed<SmemReadSig>,
     intensity: Typed<IntensitySig>,
     intensity_f64: Typed<IntensityF64Sig>,
@@ -228,6 +342,10 @@ impl RooflineKernels {
             fma_f16x2: declare::FmaF16x2(&m)?,
             fma_bf16x2: declare::FmaBf16x2(&m)?,
             cache_read: declare::CacheRead(&m)?,
+            read_tune_u4: declare::ReadTuneU4(&m)?,
+            read_tune_u8: declare::ReadTuneU8(&m)?,
+            read_tune_u16: declare::ReadTuneU16(&m)?,
+            read_bulk: declare::ReadBulk(&m)?,
             smem_read: declare::SmemRead(&m)?,
             intensity: declare::IntensityF32(&m)?,
             intensity_f64: declare::IntensityF64(&m)?,
@@ -434,6 +552,96 @@ impl RooflineKernels {
         self.cache_read.launch(stream, cfg, (input, ws4, n, hint as u32, out))
     }
 
+    /// `out[0] +=` the wrapping sum of the words of `n` loads wrapped over
+    /// `input` (load `i` reads uint4 `i % ws4`: `cache_read`'s result) in the
+    /// shape `variant` names. A working set as large as the array with `n`
+    /// equal to its uint4 count is one streaming pass (an HBM read).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `input` holds whole uint4 (fewer
+    /// than 2^32, at least one) from a 16-byte aligned start, `out` has one
+    /// element, `grid` is valid and the variant is one the kernels have (4,
+    /// 8 or 16 loads; 1 to [`READ_BULK_MAX_STAGES`] stages of 1 to 64 KiB);
+    /// a launch error (more shared memory than the device allows a block).
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_tuned<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        variant: ReadVariant,
+        input: &I,
+        n: u64,
+        out: &mut O,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<u32> + ?Sized,
+        O: AsDeviceSliceMut<u64> + ?Sized,
+    {
+        let k = match variant {
+            ReadVariant::Loads { in_flight: 4, .. } => KernelId::ReadTuneU4,
+            ReadVariant::Loads { in_flight: 8, .. } => KernelId::ReadTuneU8,
+            ReadVariant::Loads { in_flight: 16, .. } => KernelId::ReadTuneU16,
+            ReadVariant::Loads { in_flight, .. } => {
+                return Err(invalid(
+                    KernelId::ReadTuneU4,
+                    format!("{in_flight} loads in flight: the kernels have 4, 8 and 16"),
+                ));
+            }
+            ReadVariant::Bulk { stages, chunk_kib } => {
+                if !(1..=READ_BULK_MAX_STAGES).contains(&stages) || !(1..=64).contains(&chunk_kib) {
+                    return Err(invalid(
+                        KernelId::ReadBulk,
+                        format!(
+                            "{stages} stages of {chunk_kib} KiB: needs 1 to {READ_BULK_MAX_STAGES} stages \
+                             of 1 to 64 KiB"
+                        ),
+                    ));
+                }
+                KernelId::ReadBulk
+            }
+        };
+        let ws4 = quads(k, "in", input.device_len())?;
+        if ws4 == 0 || ws4 >= 1 << 32 {
+            return Err(invalid(k, format!("a working set of {ws4} uint4: needs 1 to 2^32 - 1")));
+        }
+        aligned16(k, "in", input.device_ptr())?;
+        same(k, "out must have one element", out.device_len(), 1)?;
+        let cfg = grid.config(k)?;
+        // SAFETY (launch), every arm: every load is at an index `< ws4`
+        // (grid-stride: the wrapped index starts at `i % ws4` and steps by
+        // `stride % ws4` with one conditional subtract; per-block slices: a
+        // block's index is `lo + j` with `j < hi - lo` wrapped the same way
+        // and `hi = ws4 * (b + 1) / grid <= ws4`, and its tail loads
+        // `i < n % ws4`; bulk: chunk `c < ws4 / per` covers uint4
+        // `c * per .. (c + 1) * per <= ws4`, the rest `whole * per + k % r <
+        // ws4` and `i < n % ws4`), words `4j..4j+4` of `input`, which has
+        // `4 * ws4` words, 16-byte aligned (checked above; the copy engine
+        // needs 16-byte aligned sources and sizes: chunks are whole KiB);
+        // `atomicAdd`s hit `out[0]`, its only element; whole warps for the
+        // shuffles. The bulk variant's stages fill the dynamic shared memory
+        // set here, `stages * chunk` bytes (the kernel indexes stage
+        // `q % stages` of `per` uint4 only), its barriers the kernel's static
+        // array of READ_BULK_MAX_STAGES (checked above).
+        match variant {
+            ReadVariant::Loads { in_flight, flavor, slices } => {
+                let code = flavor.code() + if slices { 8 } else { 0 };
+                match in_flight {
+                    4 => self.read_tune_u4.launch(stream, cfg, (input, ws4, n, code, out)),
+                    8 => self.read_tune_u8.launch(stream, cfg, (input, ws4, n, code, out)),
+                    _ => self.read_tune_u16.launch(stream, cfg, (input, ws4, n, code, out)),
+                }
+            }
+            ReadVariant::Bulk { stages, chunk_kib } => {
+                let bytes = variant.shared_bytes();
+                if bytes > 48 << 10 {
+                    self.read_bulk.set_max_dynamic_shared_mem(bytes)?;
+                }
+                let code = stages | chunk_kib << 8;
+                self.read_bulk.launch(stream, cfg.with_shared_mem(bytes), (input, ws4, n, code, out))
+            }
+        }
+    }
+
     /// The shared-memory probe (`smem_read`): `out[0]` = block 0's thread
     /// 0's sum; `out[1]` is written only by a thread whose sum is `magic`.
     ///
@@ -564,6 +772,18 @@ mod tests {
         assert_eq!(hbm_variant_name(7), "4 loads, nc.L2::256B/cs, grid-stride");
         assert_eq!(hbm_variant_name(13), "4 loads, nc/cs, tiles");
         assert_eq!(hbm_variant_name(11), "8 loads, plain, tiles");
+    }
+
+    #[test]
+    fn read_variants_in_words_and_shared_memory() {
+        let codes: Vec<u32> = LoadFlavor::ALL.iter().map(|f| f.code()).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6], "the kernels' FLAVOR numbers");
+        let loads = ReadVariant::Loads { in_flight: 8, flavor: LoadFlavor::NcL2Prefetch, slices: true };
+        assert_eq!(loads.name(), "8 loads nc.L2::256B, per-block slices");
+        assert_eq!(loads.shared_bytes(), 0);
+        let bulk = ReadVariant::Bulk { stages: 2, chunk_kib: 32 };
+        assert_eq!(bulk.name(), "bulk 2 x 32 KiB");
+        assert_eq!(bulk.shared_bytes(), 64 << 10);
     }
 
     #[test]

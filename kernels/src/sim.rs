@@ -134,6 +134,13 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
         KernelId::CacheRead => {
             Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
         }
+        // One pass over the working set streams it from memory; more passes
+        // re-read it from the cache.
+        KernelId::ReadTuneU4 | KernelId::ReadTuneU8 | KernelId::ReadTuneU16 | KernelId::ReadBulk => {
+            let (ws4, n) = (call.scalar::<u64>(1).ok()?, call.scalar::<u64>(2).ok()?);
+            let rate = if n <= ws4 { SIM_BYTES_PER_NS } else { SIM_CACHE_BYTES_PER_NS };
+            Some(cost::cache_read(n).bytes() as f64 / rate)
+        }
         KernelId::SmemRead => Some(f64::from(call.scalar::<u32>(0).ok()?) * SIM_SMEM_NS_PER_ITER),
         KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
             Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
@@ -521,7 +528,19 @@ pub(crate) fn run_fma_bf16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFaul
 }
 
 pub(crate) fn run_cache_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CacheRead)?;
+    wrapped_read(call, KernelId::CacheRead)
+}
+
+/// `read_tune_u*` and `read_bulk`: `cache_read`'s result, whatever the
+/// variant (every variant makes the same loads).
+pub(crate) fn run_read_tune(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let kernel = KernelId::ALL.into_iter().find(|k| k.name() == call.name()).unwrap_or(KernelId::ReadTuneU4);
+    wrapped_read(call, kernel)
+}
+
+/// `n` loads wrapped over a working set of `ws4` uint4, summed into `out`.
+fn wrapped_read(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
+    check_alignment(call, kernel)?;
     let ws4 = call.scalar::<u64>(1)?;
     let n = call.scalar::<u64>(2)?;
     let words = count(call, 0, ws4.checked_mul(4), 4)?;

@@ -603,6 +603,75 @@ kernel_table! {
     contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped); `out` only \
                `atomicAdd`ed (Out).";
 
+    /// `read_tune_u4(const uint4* in, u64 ws4, u64 n, unsigned variant, u64* out)`:
+    /// `cache_read`'s contract with 4 loads in flight a thread, in one of the
+    /// read-tuning variants (`ReadVariant`).
+    ReadTuneU4 = "read_tune_u4" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig ReadTuneU4Sig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "ws4": u64 = scalar(Ty::U64),
+        "n": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(ws4) = cost::read_sum_u32x4(ws4),
+    sim: run_read_tune,
+    contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped); `out` only \
+               `atomicAdd`ed (Out).";
+
+    /// `read_tune_u8(const uint4* in, u64 ws4, u64 n, unsigned variant, u64* out)`:
+    /// `cache_read`'s contract with 8 loads in flight a thread, in one of the
+    /// read-tuning variants (`ReadVariant`).
+    ReadTuneU8 = "read_tune_u8" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig ReadTuneU8Sig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "ws4": u64 = scalar(Ty::U64),
+        "n": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(ws4) = cost::read_sum_u32x4(ws4),
+    sim: run_read_tune,
+    contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped); `out` only \
+               `atomicAdd`ed (Out).";
+
+    /// `read_tune_u16(const uint4* in, u64 ws4, u64 n, unsigned variant, u64* out)`:
+    /// `cache_read`'s contract with 16 loads in flight a thread, in one of the
+    /// read-tuning variants (`ReadVariant`).
+    ReadTuneU16 = "read_tune_u16" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig ReadTuneU16Sig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "ws4": u64 = scalar(Ty::U64),
+        "n": u64 = scalar(Ty::U64),
+        "variant": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(ws4) = cost::read_sum_u32x4(ws4),
+    sim: run_read_tune,
+    contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped); `out` only \
+               `atomicAdd`ed (Out).";
+
+    /// `read_bulk(const uint4* in, u64 ws4, u64 n, unsigned cfg, u64* out)`:
+    /// `cache_read`'s contract through the bulk copy engine (`cp.async.bulk`
+    /// into `cfg & 0xff` shared-memory stages of `cfg >> 8` KiB; sm_90).
+    ReadBulk = "read_bulk" in Roofline,
+    launch: LinearFullWarps, accumulates: true,
+    sig ReadBulkSig(
+        "in": In<u32> = read(Ty::U32x4, 16, by(1)),
+        "ws4": u64 = scalar(Ty::U64),
+        "n": u64 = scalar(Ty::U64),
+        "cfg": u32 = scalar(Ty::U32),
+        "out": Out<u64> = read_write(Ty::U64, 8, fixed(1)),
+    ),
+    cost(ws4) = cost::read_sum_u32x4(ws4),
+    sim: run_read_tune,
+    contract: "2: `in` is `const uint4*` (In), read at indices `< ws4` only (wrapped, whole chunks \
+               below `ws4` by the copy engine into the block's dynamic shared memory); `out` only \
+               `atomicAdd`ed (Out).";
+
     /// `smem_read(unsigned iters, unsigned seed, unsigned magic, unsigned* out)`:
     /// the shared-memory bandwidth probe.
     SmemRead = "smem_read" in Roofline,

@@ -126,6 +126,18 @@ impl Gpu {
     /// Launches `kernel` on the test stream; checks each argument's size
     /// against the spec first. Returns the launch's `CUresult`.
     fn try_launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) -> CUresult {
+        self.try_launch_shared(kernel, grid, block, 0, args)
+    }
+
+    /// As [`Gpu::try_launch`], with `shared` bytes of dynamic shared memory.
+    fn try_launch_shared(
+        &self,
+        kernel: KernelId,
+        grid: u32,
+        block: u32,
+        shared: u32,
+        args: &[Arg],
+    ) -> CUresult {
         let info = kernel.info();
         assert_eq!(args.len(), info.params.len(), "{}", info.name);
         let mut store = args.to_vec();
@@ -155,7 +167,7 @@ impl Gpu {
                 block,
                 1,
                 1,
-                0,
+                shared,
                 self.stream,
                 params.as_mut_ptr(),
                 std::ptr::null_mut()
@@ -666,4 +678,56 @@ fn float_inputs_are_finite() {
     assert!(floats(2, 1000).iter().all(|f| f.is_finite() && f.abs() <= 100.0));
     assert_eq!(grids(1000), [3, 2, 1, 4]);
     assert_eq!(grids(1 << 20), [3, 2048, 512, 4096]);
+}
+
+/// The read-tuning kernels (`read_tune_u*`, `read_bulk`) against
+/// `cache_read`'s reference, in every variant: working sets that are and
+/// are not whole bulk chunks, load counts that are and are not whole
+/// passes, grids smaller and larger than the work.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn read_tuning_kernels_match_the_reference() {
+    let gpu = Gpu::new();
+    for ws4 in [1usize, 1000, 4113, 6144] {
+        let data = words(41, 4 * ws4);
+        let inp = gpu.upload(&data);
+        let out = gpu.alloc(8);
+        let w = ws4 as u64;
+        for n in [w, 3 * w, 3 * w + w / 2 + 1] {
+            let want = reference::probes::cache_read(&data, n);
+            let run = |k: KernelId, v: u32, grid: u32, block: u32, shared: u32| {
+                gpu.zero(out, 8);
+                check(gpu.try_launch_shared(
+                    k,
+                    grid,
+                    block,
+                    shared,
+                    &[Arg::Ptr(inp), Arg::U64(w), Arg::U64(n), Arg::U32(v), Arg::Ptr(out)],
+                ))
+                .unwrap_or_else(|e| panic!("launching {}: {e}", k.name()));
+                let got: Vec<u64> = gpu.download(out, 1);
+                assert_eq!(
+                    got[0],
+                    want,
+                    "{} variant {v:#x}, ws4 {ws4}, n {n}, grid {grid} x {block}",
+                    k.name()
+                );
+            };
+            for k in [KernelId::ReadTuneU4, KernelId::ReadTuneU8, KernelId::ReadTuneU16] {
+                for v in (0..7).chain(8..15) {
+                    for grid in [1u32, 7, 300] {
+                        run(k, v, grid, 256, 0);
+                    }
+                }
+            }
+            // stages | KiB << 8, within the 48 KiB a launch gets unasked.
+            for (stages, kib) in [(1u32, 1u32), (2, 4), (3, 8)] {
+                for grid in [1u32, 7, 300] {
+                    run(KernelId::ReadBulk, stages | kib << 8, grid, 128, stages * kib * 1024);
+                }
+            }
+        }
+        gpu.free(inp);
+        gpu.free(out);
+    }
 }

@@ -31,6 +31,7 @@ const WATCHED: &[&str] = &[
     "QGMMA",
     "HMMA",
     "F2FP",
+    "UBLKCP",
     "LDG.E ",
     "STG.E ",
 ];
@@ -49,6 +50,11 @@ const REQUIRED: &[(&str, &str, &str)] = &[
     ("hbm_copy", "LDG.E.128", ""),
     ("hbm_triad", "LDG.E.128", ""),
     ("cache_read", "LDG.E.128", ""),
+    ("read_tune_u4", "LDG.E.128", ""),
+    ("read_tune_u8", "LDG.E.128", ""),
+    ("read_tune_u16", "LDG.E.128", ""),
+    // The bulk copy engine: cp.async.bulk global -> shared is UBLKCP.S.G.
+    ("read_bulk", "UBLKCP", ""),
     ("intensity_f32", "LDG.E.128", ""),
     ("fma_f64", "DFMA", ""),
     ("fma_f32", "FFMA", ""),

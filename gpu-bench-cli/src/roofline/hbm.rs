@@ -5,7 +5,7 @@ use super::{Run, ceiling, check_pattern, pattern_sum, time};
 use crate::common::{Ctx, Failure};
 use gpu_bench::roofline::{CeilingKind, MemoryLevel, RooflineReport, TuneRow};
 use gpu_sync::{DeviceBuffer, Stream};
-use kernels::{Grid, HBM_BULK, HBM_VARIANTS, cost, hbm_variant_name, reference};
+use kernels::{Grid, HBM_BULK, HBM_VARIANTS, ReadVariant, cost, hbm_variant_name, reference};
 
 /// An HBM probe's configuration: (variant, blocks per SM, threads a block);
 /// 0 blocks per SM: one block per tile (per bulk chunk), however large the
@@ -21,7 +21,24 @@ type Config = (u32, u32, u32);
 /// 4 GiB; copy and triad gain with shorter blocks, best with one block per
 /// tile (copy: 2 loads of 256 threads, an 8 KiB tile; triad: 4 loads), which
 /// the scheduler refills as they finish.
-const READ_CONFIGS: [Config; 2] = [(10, 4, 256), (HBM_BULK, 2, 512)];
+///
+/// Read's third candidate, [`READ_BULK_2X32`], is the best of the
+/// read-tuning sweep of 2026-11-25 (`gpu-bench roofline --tune-reads`,
+/// docs/results/2026-11-25-roofline-tuning.md: 256 read shapes and grids
+/// over 4 GiB, every one with 64 KiB or more in flight a SM at 3.10–3.13
+/// TB/s): the bulk copy engine in 2 stages of 32 KiB, one block of 512 a SM
+/// (`read_bulk`).
+const READ_CONFIGS: [Config; 3] = [(10, 4, 256), (HBM_BULK, 2, 512), (READ_BULK_2X32, 1, 512)];
+
+/// A variant number past `hbm_read`'s own (`HBM_VARIANTS`): the read is
+/// [`RooflineKernels::read_tuned`](kernels::RooflineKernels::read_tuned) in
+/// [`tuned_read`]'s shape, one streaming pass over the array.
+const READ_BULK_2X32: u32 = 1000;
+
+/// The read-tuning shape of a variant number past `hbm_read`'s own.
+fn tuned_read(v: u32) -> Option<ReadVariant> {
+    (v == READ_BULK_2X32).then_some(ReadVariant::Bulk { stages: 2, chunk_kib: 32 })
+}
 const COPY_CONFIGS: [Config; 3] = [(13, 0, 256), (12, 0, 256), (11, 0, 256)];
 const TRIAD_CONFIGS: [Config; 2] = [(10, 0, 256), (13, 0, 256)];
 
@@ -66,6 +83,9 @@ fn grid(sms: u32, (v, per_sm, threads): Config, n4: u64) -> Grid {
 }
 
 fn describe((v, per_sm, threads): Config) -> String {
+    if let Some(t) = tuned_read(v) {
+        return format!("{}, {per_sm} blocks/SM of {threads}", t.name());
+    }
     if per_sm == 0 {
         format!("{}, one block of {threads} per tile", hbm_variant_name(v))
     } else {
@@ -157,7 +177,10 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
 
     // read
     let c = cost::read_sum_u32x4(n4);
-    let read = |s: &Stream, g: Grid, v: u32, sum: &mut DeviceBuffer<u64>| probes.hbm_read(s, g, v, &src, sum);
+    let read = |s: &Stream, g: Grid, v: u32, sum: &mut DeviceBuffer<u64>| match tuned_read(v) {
+        Some(t) => probes.read_tuned(s, g, t, &src, n4, sum),
+        None => probes.hbm_read(s, g, v, &src, sum),
+    };
     let cfg = search(
         ctx,
         timer,
@@ -183,7 +206,7 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         "HBM read",
         c.bytes() as f64 / t,
         noise,
-        "hbm_read",
+        if tuned_read(cfg.0).is_some() { "read_bulk" } else { "hbm_read" },
         config,
         format!("sum = CPU reference {expected:#x}"),
     );

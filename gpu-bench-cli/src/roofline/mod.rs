@@ -18,7 +18,9 @@
 //!
 //! Every probe's result is checked against its CPU reference before its
 //! figure is kept. `--tune` adds the tuning search of the HBM probes
-//! (variants × grids) and the L2 sweep in per-block slices; `--replay FILE` re-renders a saved `results.json`
+//! (variants × grids) and the L2 sweep in per-block slices; `--tune-reads`
+//! (hidden) runs the read-tuning sweep of the L2 and HBM-read probes alone
+//! (`tune`); `--replay FILE` re-renders a saved `results.json`
 //! with no GPU; `--peers FILE` merges PyTorch figures measured in the same
 //! device call. Under `--quick` or the simulator, sizes are scaled down and
 //! the report says so.
@@ -28,6 +30,7 @@ mod hbm;
 mod memory;
 mod place;
 mod sweep;
+mod tune;
 
 use crate::common::{Ctx, Failure};
 use gpu_bench::render::{utc_date, write_text};
@@ -71,6 +74,10 @@ pub struct Args {
     /// sm_90 GPU checks the fallback; `wgmma` elsewhere fails to load).
     #[arg(long, value_enum, default_value_t = TensorPath::Auto)]
     pub tensor_path: TensorPath,
+    /// The read-tuning sweep (L2 working sets and HBM array sizes × load
+    /// shapes × grids) alone: a table, no report (tuning calls).
+    #[arg(long, hide = true, conflicts_with_all = ["only_hbm_fma", "only_tensor"])]
+    pub tune_reads: bool,
     /// Re-render a saved results.json (no GPU needed).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
@@ -417,6 +424,11 @@ pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure
     }
     let mut run =
         Run { ctx, timer, stream, probes, sms, sizes, tune: args.tune, tensor_path: args.tensor_path };
+    if args.tune_reads {
+        let r = tune::run(&mut run, out);
+        ctx.progress.finish();
+        return r;
+    }
     if args.only_tensor {
         let mut phases = Phases::start(ctx, "tensor");
         let r = compute::tensor(&mut run, &mut report);

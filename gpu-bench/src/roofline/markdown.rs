@@ -171,7 +171,8 @@ pub fn targets(r: &RooflineReport) -> Vec<TargetRow> {
 
 /// The measured reason a target is missed, where the report holds one:
 /// the BF16 tensor peak at the clock measured in the probe below 900
-/// TFLOP/s; an HBM read flat across the tuning search.
+/// TFLOP/s; an HBM read or an L2 whole-set figure flat across the
+/// configurations tried.
 fn why_not(r: &RooflineReport, what: &str) -> Option<String> {
     match what {
         "BF16 tensor" => {
@@ -184,21 +185,25 @@ fn why_not(r: &RooflineReport, what: &str) -> Option<String> {
                 )
             })
         }
-        "HBM read" => {
-            let rows: Vec<f64> =
-                r.tuning.iter().filter(|t| t.probe.starts_with("HBM read")).map(|t| t.value).collect();
-            let best = rows.iter().copied().fold(0.0, f64::max);
-            let near = rows.iter().filter(|&&v| v >= 0.99 * best).count();
-            (rows.len() >= 2).then(|| {
-                format!(
-                    "{near} of the {} configurations tried lie within 1 % of the best ({}B/s)",
-                    rows.len(),
-                    si(best)
-                )
-            })
-        }
+        "HBM read" => spread(r, "HBM read"),
+        "L2 (whole working sets, 1 MB to the L2 size)" => spread(r, "L2 (whole working sets)"),
         _ => None,
     }
+}
+
+/// How flat the tuning rows of `probe` are: "N of the M configurations
+/// tried lie within 1 % of the best", where there are two or more.
+fn spread(r: &RooflineReport, probe: &str) -> Option<String> {
+    let rows: Vec<f64> = r.tuning.iter().filter(|t| t.probe.starts_with(probe)).map(|t| t.value).collect();
+    let best = rows.iter().copied().fold(0.0, f64::max);
+    let near = rows.iter().filter(|&&v| v >= 0.99 * best).count();
+    (rows.len() >= 2).then(|| {
+        format!(
+            "{near} of the {} configurations tried lie within 1 % of the best ({}B/s)",
+            rows.len(),
+            si(best)
+        )
+    })
 }
 
 /// The whole report.

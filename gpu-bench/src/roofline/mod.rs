@@ -162,6 +162,41 @@ mod tests {
     }
 
     #[test]
+    fn missed_memory_targets_say_how_flat_the_configurations_tried_were() {
+        let mut r = RooflineReport::from_json(&example_report_json()).unwrap();
+        // An HBM read under 95 % of the example's 3.352 TB/s.
+        r.ceilings.iter_mut().filter(|c| c.name == "HBM read").for_each(|c| c.value = 3.14e12);
+        let mut whole = r.ceiling("L2").unwrap().clone();
+        whole.name = "L2 (whole working sets)".into();
+        whole.value = 7.79e12;
+        whole.roof = false;
+        r.ceilings.push(whole);
+        for (probe, values) in [
+            ("L2 (whole working sets)", [7.79e12, 7.67e12, 7.56e12, 7.69e12]),
+            ("HBM read (main job's candidates)", [3.05e12, 3.12e12, 3.14e12, 3.135e12]),
+        ] {
+            for (i, value) in values.into_iter().enumerate() {
+                r.tuning.push(TuneRow { probe: probe.into(), config: format!("config {i}"), value });
+            }
+        }
+        let rows = targets(&r);
+        let row = |what: &str| rows.iter().find(|t| t.what == what).unwrap();
+        let l2 = row("L2 (whole working sets, 1 MB to the L2 size)");
+        assert_eq!(l2.met, Some(false));
+        assert_eq!(
+            l2.why.as_deref(),
+            Some("1 of the 4 configurations tried lie within 1 % of the best (7.79 TB/s)")
+        );
+        let hbm = row("HBM read");
+        assert_eq!(hbm.met, Some(false));
+        assert_eq!(
+            hbm.why.as_deref(),
+            Some("3 of the 4 configurations tried lie within 1 % of the best (3.14 TB/s)")
+        );
+        assert!(markdown(&r).contains("1 of the 4 configurations tried"));
+    }
+
+    #[test]
     fn renders_markdown_and_svg() {
         let mut r = RooflineReport::from_json(&example_report_json()).unwrap();
         let p = place(
