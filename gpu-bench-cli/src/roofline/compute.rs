@@ -59,13 +59,14 @@ pub(super) fn fma(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
             return Err(Failure::Check(format!("{name}: slot {i} = {g} but the CPU reference gives {w}")));
         }
         let iters = sizes.fma_iters;
+        let mut log = ClockLog::new(stream)?;
         let (t, noise) = time(ctx, timer, &name, |s| {
             let out =
                 if prec == FmaPrecision::F64 { FmaOut::F64(&mut out64) } else { FmaOut::F32(&mut out32) };
-            probes.fma(s, g, prec, seed, iters, false, out, &mut clk)
+            probes.fma(s, g, prec, seed, iters, false, out, &mut clk)?;
+            log.keep(s, &clk)
         })?;
-        let v = stream.to_vec(&clk)?;
-        let clock_mhz = if v[1] > 0 { Some(v[0] as f64 / v[1] as f64 * 1e3) } else { None };
+        let clock_mhz = log.median_mhz(stream)?;
         let flops = cost::fma_probe(slots as u64, u64::from(iters), prec.lanes()).flops as f64;
         let mut ce = ceiling(
             &name,
@@ -90,6 +91,49 @@ pub(super) fn fma(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         report.ceilings.push(ce);
     }
     Ok(())
+}
+
+/// Launches kept in a [`ClockLog`] (a ring: the newest, when more ran).
+const CLOCK_SLOTS: usize = 4096;
+
+/// The SM clock of every timed launch of a probe. Each launch writes its
+/// block 0's `[SM cycles, %globaltimer ns]` to the probe's `clk`; a 16-byte
+/// device copy queued right after it keeps that pair, so the clock a
+/// ceiling is held against is the median over the same launches whose
+/// median time it reports. (The last launch's clock alone was not: under
+/// tensor load the clock drifts between launches, and one H100 run read a
+/// BF16 ceiling at 101.4 % of the peak at its last launch's clock.) The copy
+/// lies inside each timed region: about 2 µs on a probe of milliseconds.
+struct ClockLog {
+    log: DeviceBuffer<u64>,
+    kept: usize,
+}
+
+impl ClockLog {
+    fn new(stream: &Stream) -> gpu_sync::Result<ClockLog> {
+        Ok(ClockLog { log: DeviceBuffer::zeroed(stream, 2 * CLOCK_SLOTS)?, kept: 0 })
+    }
+
+    /// Queues the copy of this launch's clock pair (`Stream::copy`).
+    fn keep(&mut self, s: &Stream, clk: &DeviceBuffer<u64>) -> gpu_sync::Result<()> {
+        let i = self.kept % CLOCK_SLOTS;
+        s.copy(clk, &mut self.log.slice_mut(2 * i..2 * i + 2)?)?;
+        self.kept += 1;
+        Ok(())
+    }
+
+    /// The median SM clock over the launches kept, MHz; `None` when no
+    /// launch measured any time.
+    fn median_mhz(&self, stream: &Stream) -> gpu_sync::Result<Option<f64>> {
+        let v = stream.to_vec(&self.log)?;
+        let mhz: Vec<f64> = v
+            .chunks_exact(2)
+            .take(self.kept.min(CLOCK_SLOTS))
+            .filter(|p| p[1] > 0)
+            .map(|p| p[0] as f64 / p[1] as f64 * 1e3)
+            .collect();
+        Ok((!mhz.is_empty()).then(|| gpu_bench::stats::median(&mhz)))
+    }
 }
 
 /// The tensor-core probes of one path.
@@ -252,11 +296,12 @@ pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(
                 "64x256",
             )
         };
+        let mut log = ClockLog::new(stream)?;
         let (t, noise) = time(ctx, timer, &name, |s| {
-            probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk)
+            probes.probe(s, g, format, &a, &b, iters, false, &mut out, &mut clk)?;
+            log.keep(s, &clk)
         })?;
-        let v = stream.to_vec(&clk)?;
-        let clock_mhz = if v[1] > 0 { Some(v[0] as f64 / v[1] as f64 * 1e3) } else { None };
+        let clock_mhz = log.median_mhz(stream)?;
         let mut ce = ceiling(
             &name,
             CeilingKind::Compute,
@@ -276,4 +321,28 @@ pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(
     }
     report.notes.push(format!("tensor ceilings measured with {path}"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The clock is the median over every launch kept, not the last one's,
+    /// and a launch that measured no time is left out.
+    #[test]
+    fn the_clock_is_the_median_over_the_launches_kept() {
+        let _s = gpu_sync::sim::session(0).expect("cuda-sim");
+        let device = gpu_sync::Device::get(0).expect("device");
+        let stream = Stream::new(&device).expect("stream");
+        let mut log = ClockLog::new(&stream).expect("log");
+        assert_eq!(log.median_mhz(&stream).expect("read"), None);
+        // [cycles, ns] per launch: 1980, 1600, 1700 MHz, then one with no
+        // time, then 1650 MHz last.
+        for pair in [[1980u64, 1000], [1600, 1000], [1700, 1000], [5, 0], [1650, 1000]] {
+            let clk = DeviceBuffer::from_slice(&stream, &pair).expect("clk");
+            log.keep(&stream, &clk).expect("keep");
+        }
+        let mhz = log.median_mhz(&stream).expect("read").expect("some clock");
+        assert!((mhz - 1675.0).abs() < 1e-9, "{mhz}");
+    }
 }
