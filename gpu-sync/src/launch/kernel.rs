@@ -211,13 +211,17 @@ impl KernelCore {
             *p = (s as *mut u64).cast::<c_void>();
         }
         let drv = stream.device().inner.drv;
-        let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
+        let f = self.f.get();
         // Before the launch returns: the module's unload waits for it.
         self.module.note_launch(&stream.inner);
-        let describe = || {
+        // The closures below take the configuration by one reference (`move`
+        // of `&LaunchConfig`), not each of its fields.
+        let (cfg, name) = (&cfg, &self.name);
+        let describe = move || {
             let (g, b) = (cfg.grid, cfg.block);
-            OpDesc::kernel(&self.name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
+            OpDesc::kernel(name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
         };
+        let params = &mut params;
         let op = Op {
             name: "cuLaunchKernel",
             uses: &Args(args),
@@ -225,7 +229,7 @@ impl KernelCore {
             keep: Some(&self.keep),
             describe: Some(&describe),
         };
-        engine::submit(&stream.inner, op, |raw| {
+        engine::submit(&stream.inner, op, move |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded
             // the module), and the module stays loaded for the whole call (the
@@ -247,14 +251,8 @@ impl KernelCore {
             // No second refusal: `submit` made it (`call_admitted`).
             crate::ffi::call_admitted(|| unsafe {
                 let f = BorrowedFunction::borrow_raw(drv, f);
-                cu::launch::launch_kernel(
-                    f,
-                    [g.x, g.y, g.z],
-                    [b.x, b.y, b.z],
-                    cfg.shared_mem_bytes,
-                    raw,
-                    &mut params,
-                )
+                let (g, b) = (cfg.grid, cfg.block);
+                cu::launch::launch_kernel(f, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes, raw, params)
             })
         })?;
         Ok(())
