@@ -142,9 +142,15 @@ impl MarkerRing {
         self.slots[slot & (MARKERS_KEEP - 1)].as_ref().map(|(m, c)| (m, *c))
     }
 
-    /// The slot of the earliest marker covering `ticket`.
+    /// The slot of the earliest marker covering `ticket`. The newest is
+    /// looked at first: covers grow towards it, so when it does not cover
+    /// `ticket` (a handoff's hot path: the point is newer than every
+    /// marker) none does, and nothing else is read.
     #[inline(always)]
     fn earliest_covering(&self, ticket: u64) -> Option<usize> {
+        if self.newest().is_none_or(|(_, c)| c < ticket) {
+            return None;
+        }
         (0..self.len).map(|i| self.slot(i)).find(|&k| self.slots[k].as_ref().is_some_and(|(_, c)| *c >= ticket))
     }
 
