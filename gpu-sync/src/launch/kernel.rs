@@ -252,7 +252,14 @@ impl KernelCore {
             crate::ffi::call_admitted(|| unsafe {
                 let f = BorrowedFunction::borrow_raw(drv, f);
                 let (g, b) = (cfg.grid, cfg.block);
-                cu::launch::launch_kernel(f, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes, raw, params)
+                cu::launch::launch_kernel(
+                    f,
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    cfg.shared_mem_bytes,
+                    raw,
+                    params,
+                )
             })
         })?;
         Ok(())

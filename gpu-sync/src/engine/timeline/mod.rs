@@ -151,7 +151,9 @@ impl MarkerRing {
         if self.newest().is_none_or(|(_, c)| c < ticket) {
             return None;
         }
-        (0..self.len).map(|i| self.slot(i)).find(|&k| self.slots[k].as_ref().is_some_and(|(_, c)| *c >= ticket))
+        (0..self.len)
+            .map(|i| self.slot(i))
+            .find(|&k| self.slots[k].as_ref().is_some_and(|(_, c)| *c >= ticket))
     }
 
     /// The newest marker and the ticket it covers.
@@ -491,7 +493,9 @@ impl Timeline {
         self.device.inner.bind()?;
         if st.oldest_recyclable() {
             let r = match st.markers.oldest_if_full() {
-                Some(m) => m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw()))),
+                Some(m) => {
+                    m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))
+                }
                 None => Err(empty_slot()),
             };
             if let Err(e) = r {
