@@ -135,8 +135,21 @@ impl KernelCore {
         }
     }
 
+    /// The error for a `Len` argument longer than a view: the first
+    /// largest `Len` and the first shortest view, found again here (cold).
     #[cold]
-    fn len_too_large(&self, param: usize, n: u64, view: usize, len: usize) -> Error {
+    #[inline(never)]
+    fn len_too_large(&self, args: &[RawArg<'_>]) -> Error {
+        let mut longest: Option<(usize, u64)> = None;
+        let mut shortest: Option<(usize, usize)> = None;
+        for (i, a) in args.iter().enumerate() {
+            match *a {
+                RawArg::Len(n) if longest.is_none_or(|(_, m)| n > m) => longest = Some((i, n)),
+                RawArg::Buffer { len, .. } if shortest.is_none_or(|(_, m)| len < m) => shortest = Some((i, len)),
+                _ => {}
+            }
+        }
+        let ((param, n), (view, len)) = (longest.unwrap_or_default(), shortest.unwrap_or_default());
         Error::LaunchArgument {
             kernel: self.name.clone(),
             param,
@@ -174,17 +187,16 @@ impl KernelCore {
         let args = args.0;
         self.check(stream, &cfg)?;
         let mut slots = [0u64; MAX_PARAMS];
-        // The shortest view (index, length) and the largest `Len` (index,
-        // value): one pass, then one comparison.
-        let mut shortest: Option<(usize, usize)> = None;
-        let mut longest_len: Option<(usize, u64)> = None;
+        // The shortest view's length and the largest `Len`: one pass, then
+        // one comparison; which parameters they are is found again only for
+        // the error (`len_too_large`), off the hot path.
+        let mut shortest = usize::MAX;
+        let mut longest_len = 0u64;
         for (i, (slot, a)) in slots.iter_mut().zip(args).enumerate() {
             match *a {
                 RawArg::Scalar(bits) => *slot = bits,
                 RawArg::Len(n) => {
-                    if longest_len.is_none_or(|(_, m)| n > m) {
-                        longest_len = Some((i, n));
-                    }
+                    longest_len = longest_len.max(n);
                     *slot = n;
                 }
                 RawArg::Buffer { alloc, ptr, len, align, .. } => {
@@ -194,17 +206,15 @@ impl KernelCore {
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
                         return Err(self.misaligned(i, ptr, align));
                     }
-                    if shortest.is_none_or(|(_, m)| len < m) {
-                        shortest = Some((i, len));
-                    }
+                    shortest = shortest.min(len);
                     *slot = ptr;
                 }
             }
         }
-        if let (Some((li, n)), Some((bi, len))) = (longest_len, shortest)
-            && n > len as u64
-        {
-            return Err(self.len_too_large(li, n, bi, len));
+        // No buffer: `shortest` stays `usize::MAX`, which no `u64` exceeds
+        // on a 64-bit host; no `Len`: 0 exceeds nothing.
+        if u128::from(longest_len) > shortest as u128 {
+            return Err(self.len_too_large(args));
         }
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
         for (p, s) in params.iter_mut().zip(slots.iter_mut()).take(args.len()) {
