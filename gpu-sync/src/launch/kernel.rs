@@ -192,7 +192,9 @@ impl KernelCore {
         // the error (`len_too_large`), off the hot path.
         let mut shortest = usize::MAX;
         let mut longest_len = 0u64;
-        for (i, (slot, a)) in slots.iter_mut().zip(args).enumerate() {
+        // Each parameter's pointer to its slot, set in the same pass.
+        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+        for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
             match *a {
                 RawArg::Scalar(bits) => *slot = bits,
                 RawArg::Len(n) => {
@@ -210,15 +212,12 @@ impl KernelCore {
                     *slot = ptr;
                 }
             }
+            *p = (slot as *mut u64).cast::<c_void>();
         }
         // No buffer: `shortest` stays `usize::MAX`, which no `u64` exceeds
         // on a 64-bit host; no `Len`: 0 exceeds nothing.
         if u128::from(longest_len) > shortest as u128 {
             return Err(self.len_too_large(args));
-        }
-        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-        for (p, s) in params.iter_mut().zip(slots.iter_mut()).take(args.len()) {
-            *p = (s as *mut u64).cast::<c_void>();
         }
         let drv = stream.device().inner.drv;
         let f = self.f.get();
