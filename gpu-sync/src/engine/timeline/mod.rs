@@ -207,6 +207,12 @@ impl MarkerRing {
 }
 
 impl StreamState {
+    /// The index of stream `stream`'s entry among the waits made here.
+    #[inline(always)]
+    fn known_entry(&self, stream: u64) -> Option<usize> {
+        self.known.iter().position(|(s, _)| *s == stream)
+    }
+
     #[inline(always)]
     pub(in crate::engine) fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
@@ -531,11 +537,23 @@ impl Timeline {
     /// Clones no reference: the marker is used in place.
     #[inline]
     pub(crate) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
-        if !self.needs_wait(streams.get(self), p) {
+        if p.timeline.id == self.id || p.is_complete() {
+            return Ok(());
+        }
+        // The entry of `p`'s stream among the waits made here, found once:
+        // read now, updated after the wait (which changes only the other
+        // stream's state).
+        let entry = streams.get(self).known_entry(p.timeline.id);
+        let st = streams.get(self);
+        if entry.and_then(|k| st.known.get(k)).map_or(0, |(_, t)| *t) >= p.ticket {
             return Ok(());
         }
         let covered = self.wait_on_marker(streams.get(&p.timeline), p)?;
-        streams.get(self).set_known(p.timeline.id, covered);
+        let st = streams.get(self);
+        match entry.and_then(|k| st.known.get_mut(k)) {
+            Some(e) => e.1 = e.1.max(covered),
+            None => st.set_known(p.timeline.id, covered),
+        }
         Ok(())
     }
 
