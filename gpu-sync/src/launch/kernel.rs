@@ -145,7 +145,9 @@ impl KernelCore {
         for (i, a) in args.iter().enumerate() {
             match *a {
                 RawArg::Len(n) if longest.is_none_or(|(_, m)| n > m) => longest = Some((i, n)),
-                RawArg::Buffer { len, .. } if shortest.is_none_or(|(_, m)| len < m) => shortest = Some((i, len)),
+                RawArg::Buffer { len, .. } if shortest.is_none_or(|(_, m)| len < m) => {
+                    shortest = Some((i, len))
+                }
                 _ => {}
             }
         }

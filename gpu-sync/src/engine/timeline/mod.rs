@@ -129,7 +129,8 @@ struct MarkerRing {
 const _: () = assert!(MARKERS_KEEP.is_power_of_two());
 
 impl MarkerRing {
-    /// The slot of the `i`-th oldest marker.
+    /// The slot of the `i`-th oldest marker (masked: never out of bounds,
+    /// so no bounds check is made).
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
         (self.head + i) & (MARKERS_KEEP - 1)
@@ -165,14 +166,14 @@ impl MarkerRing {
     /// The oldest marker, when every slot is filled.
     #[inline(always)]
     fn oldest_if_full(&self) -> Option<&Arc<Marker>> {
-        if self.len < MARKERS_KEEP { None } else { self.slots[self.head].as_ref().map(|(m, _)| m) }
+        if self.len < MARKERS_KEEP { None } else { self.slots[self.slot(0)].as_ref().map(|(m, _)| m) }
     }
 
     /// Keeps `marker`, covering `ticket`, as the newest, dropping the oldest
     /// when every slot is filled; returns its slot.
     fn push(&mut self, marker: Arc<Marker>, ticket: u64) -> usize {
         if self.len == MARKERS_KEEP {
-            let k = self.head;
+            let k = self.slot(0);
             self.slots[k] = Some((marker, ticket));
             self.head = self.slot(1);
             k
@@ -188,7 +189,7 @@ impl MarkerRing {
     /// (the ring is full): only the head moves. Returns its slot.
     #[inline(always)]
     fn recycle_oldest(&mut self, ticket: u64) -> usize {
-        let k = self.head;
+        let k = self.slot(0);
         if let Some((_, c)) = &mut self.slots[k] {
             *c = ticket;
         }
@@ -199,7 +200,8 @@ impl MarkerRing {
     /// Drops the oldest marker (its event back to the pool).
     fn drop_oldest(&mut self) {
         if self.len > 0 {
-            self.slots[self.head] = None;
+            let k = self.slot(0);
+            self.slots[k] = None;
             self.head = self.slot(1);
             self.len -= 1;
         }
@@ -229,21 +231,19 @@ impl StreamState {
         self.markers.newest().is_some_and(|(_, c)| c >= self.last_ticket)
     }
 
-    /// Whether the ring is full and nothing but it holds the oldest marker
-    /// (no host wait, proof or pending device wait uses it): its event can
-    /// then be recorded again in place.
+    /// The oldest marker, if the ring is full and nothing but it holds that
+    /// marker (no host wait, proof or pending device wait uses it): its
+    /// event can then be recorded again in place.
     ///
     /// A count of one is proof enough, read without a read-modify-write:
     /// kept markers are cloned only under the book lock (held here), nothing
     /// makes a `Weak` of one, and other holders only drop theirs; the fence
     /// orders their last use (a wait on the event) before the re-record.
     #[inline(always)]
-    fn oldest_recyclable(&self) -> bool {
-        let unique = self.markers.oldest_if_full().is_some_and(|m| Arc::strong_count(m) == 1);
-        if unique {
-            std::sync::atomic::fence(Ordering::Acquire);
-        }
-        unique
+    fn oldest_recyclable(&self) -> Option<&Arc<Marker>> {
+        let m = self.markers.oldest_if_full().filter(|m| Arc::strong_count(m) == 1)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        Some(m)
     }
 
     /// Notes a device-side wait made here for every ticket up to `ticket`
@@ -497,13 +497,8 @@ impl Timeline {
     fn record_marker(&self, st: &mut StreamState) -> Result<usize> {
         let covered = st.last_ticket;
         self.device.inner.bind()?;
-        if st.oldest_recyclable() {
-            let r = match st.markers.oldest_if_full() {
-                Some(m) => {
-                    m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))
-                }
-                None => Err(empty_slot()),
-            };
+        if let Some(m) = st.oldest_recyclable() {
+            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
             if let Err(e) = r {
                 // The marker no longer covers the point it was kept for:
                 // dropped (its event back to the pool).
