@@ -117,9 +117,10 @@ const MARKERS_KEEP: usize = 4;
 /// [`MARKERS_KEEP`] slots, `len` of them filled from `head` (the oldest)
 /// on. Covers grow from oldest to newest (each marker is recorded at the
 /// stream's tail, after the one before it).
-#[derive(Default)]
-struct MarkerRing {
-    slots: [Option<(Arc<Marker>, u64)>; MARKERS_KEEP],
+/// Generic over the marker (`M`) only so that its unit tests can use
+/// plain tokens.
+struct MarkerRing<M = Arc<Marker>> {
+    slots: [Option<(M, u64)>; MARKERS_KEEP],
     /// The slot of the oldest marker.
     head: usize,
     /// How many slots are filled.
@@ -128,7 +129,13 @@ struct MarkerRing {
 
 const _: () = assert!(MARKERS_KEEP.is_power_of_two());
 
-impl MarkerRing {
+impl<M> Default for MarkerRing<M> {
+    fn default() -> Self {
+        MarkerRing { slots: std::array::from_fn(|_| None), head: 0, len: 0 }
+    }
+}
+
+impl<M> MarkerRing<M> {
     /// The slot of the `i`-th oldest marker (masked: never out of bounds,
     /// so no bounds check is made).
     #[inline(always)]
@@ -139,7 +146,7 @@ impl MarkerRing {
     /// The marker in `slot` and the ticket it covers (`None`: an empty
     /// slot).
     #[inline(always)]
-    fn get(&self, slot: usize) -> Option<(&Arc<Marker>, u64)> {
+    fn get(&self, slot: usize) -> Option<(&M, u64)> {
         self.slots[slot & (MARKERS_KEEP - 1)].as_ref().map(|(m, c)| (m, *c))
     }
 
@@ -159,19 +166,19 @@ impl MarkerRing {
 
     /// The newest marker and the ticket it covers.
     #[inline(always)]
-    fn newest(&self) -> Option<(&Arc<Marker>, u64)> {
+    fn newest(&self) -> Option<(&M, u64)> {
         if self.len == 0 { None } else { self.get(self.slot(self.len - 1)) }
     }
 
     /// The oldest marker, when every slot is filled.
     #[inline(always)]
-    fn oldest_if_full(&self) -> Option<&Arc<Marker>> {
+    fn oldest_if_full(&self) -> Option<&M> {
         if self.len < MARKERS_KEEP { None } else { self.slots[self.slot(0)].as_ref().map(|(m, _)| m) }
     }
 
     /// Keeps `marker`, covering `ticket`, as the newest, dropping the oldest
     /// when every slot is filled; returns its slot.
-    fn push(&mut self, marker: Arc<Marker>, ticket: u64) -> usize {
+    fn push(&mut self, marker: M, ticket: u64) -> usize {
         if self.len == MARKERS_KEEP {
             let k = self.slot(0);
             self.slots[k] = Some((marker, ticket));
@@ -728,5 +735,58 @@ impl Drop for Retire {
     /// [`DeviceBook::retire_stream`]).
     fn drop(&mut self) {
         self.book.retire_stream(self.slot);
+    }
+}
+
+#[cfg(test)]
+mod ring_tests {
+    //! The marker ring against plain tokens: oldest-first order, the
+    //! newest-first early exit of the lookup, recycling by the head alone.
+    use super::{MARKERS_KEEP, MarkerRing};
+
+    /// The tokens from oldest to newest with their covers.
+    fn order(r: &MarkerRing<u32>) -> Vec<(u32, u64)> {
+        (0..r.len).filter_map(|i| r.get(r.slot(i)).map(|(m, c)| (*m, c))).collect()
+    }
+
+    #[test]
+    fn the_earliest_covering_marker_is_found_and_none_past_the_newest() {
+        let mut r = MarkerRing::<u32>::default();
+        assert_eq!(r.earliest_covering(1), None, "empty");
+        for (m, c) in [(1, 10), (2, 20), (3, 30)] {
+            r.push(m, c);
+        }
+        let found = |t| r.earliest_covering(t).and_then(|k| r.get(k)).map(|(m, _)| *m);
+        assert_eq!(found(5), Some(1));
+        assert_eq!(found(10), Some(1), "a cover equal to the ticket covers it");
+        assert_eq!(found(11), Some(2));
+        assert_eq!(found(30), Some(3));
+        assert_eq!(found(31), None, "newer than the newest marker");
+        assert!(r.oldest_if_full().is_none(), "three of four slots");
+    }
+
+    #[test]
+    fn a_full_ring_drops_its_oldest_on_push_and_recycles_it_in_place() {
+        let mut r = MarkerRing::<u32>::default();
+        for m in 1..=MARKERS_KEEP as u32 {
+            r.push(m, u64::from(m) * 10);
+        }
+        assert_eq!(r.oldest_if_full(), Some(&1));
+        r.push(5, 50);
+        assert_eq!(order(&r), [(2, 20), (3, 30), (4, 40), (5, 50)]);
+        // Recycling: the oldest token becomes the newest with the new cover.
+        let k = r.recycle_oldest(60);
+        assert_eq!(r.get(k), Some((&2, 60)));
+        assert_eq!(order(&r), [(3, 30), (4, 40), (5, 50), (2, 60)]);
+        assert_eq!(r.newest(), Some((&2, 60)));
+        assert_eq!(r.earliest_covering(41).and_then(|k| r.get(k)), Some((&5, 50)));
+        r.drop_oldest();
+        assert_eq!(order(&r), [(4, 40), (5, 50), (2, 60)]);
+        assert!(r.oldest_if_full().is_none());
+        // Around the ring more than once: still oldest first.
+        for m in 6..=13 {
+            r.push(m, u64::from(m) * 10);
+        }
+        assert_eq!(order(&r), [(10, 100), (11, 110), (12, 120), (13, 130)]);
     }
 }
