@@ -117,10 +117,9 @@ const MARKERS_KEEP: usize = 4;
 /// [`MARKERS_KEEP`] slots, `len` of them filled from `head` (the oldest)
 /// on. Covers grow from oldest to newest (each marker is recorded at the
 /// stream's tail, after the one before it).
-/// Generic over the marker (`M`) only so that its unit tests can use
-/// plain tokens.
-struct MarkerRing<M = Arc<Marker>> {
-    slots: [Option<(M, u64)>; MARKERS_KEEP],
+#[derive(Default)]
+struct MarkerRing {
+    slots: [Option<(Arc<Marker>, u64)>; MARKERS_KEEP],
     /// The slot of the oldest marker.
     head: usize,
     /// How many slots are filled.
@@ -129,13 +128,7 @@ struct MarkerRing<M = Arc<Marker>> {
 
 const _: () = assert!(MARKERS_KEEP.is_power_of_two());
 
-impl<M> Default for MarkerRing<M> {
-    fn default() -> Self {
-        MarkerRing { slots: std::array::from_fn(|_| None), head: 0, len: 0 }
-    }
-}
-
-impl<M> MarkerRing<M> {
+impl MarkerRing {
     /// The slot of the `i`-th oldest marker (masked: never out of bounds,
     /// so no bounds check is made).
     #[inline(always)]
@@ -146,7 +139,7 @@ impl<M> MarkerRing<M> {
     /// The marker in `slot` and the ticket it covers (`None`: an empty
     /// slot).
     #[inline(always)]
-    fn get(&self, slot: usize) -> Option<(&M, u64)> {
+    fn get(&self, slot: usize) -> Option<(&Arc<Marker>, u64)> {
         self.slots[slot & (MARKERS_KEEP - 1)].as_ref().map(|(m, c)| (m, *c))
     }
 
@@ -166,19 +159,19 @@ impl<M> MarkerRing<M> {
 
     /// The newest marker and the ticket it covers.
     #[inline(always)]
-    fn newest(&self) -> Option<(&M, u64)> {
+    fn newest(&self) -> Option<(&Arc<Marker>, u64)> {
         if self.len == 0 { None } else { self.get(self.slot(self.len - 1)) }
     }
 
     /// The oldest marker, when every slot is filled.
     #[inline(always)]
-    fn oldest_if_full(&self) -> Option<&M> {
+    fn oldest_if_full(&self) -> Option<&Arc<Marker>> {
         if self.len < MARKERS_KEEP { None } else { self.slots[self.slot(0)].as_ref().map(|(m, _)| m) }
     }
 
     /// Keeps `marker`, covering `ticket`, as the newest, dropping the oldest
     /// when every slot is filled; returns its slot.
-    fn push(&mut self, marker: M, ticket: u64) -> usize {
+    fn push(&mut self, marker: Arc<Marker>, ticket: u64) -> usize {
         if self.len == MARKERS_KEEP {
             let k = self.slot(0);
             self.slots[k] = Some((marker, ticket));
@@ -738,55 +731,73 @@ impl Drop for Retire {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sim"))]
 mod ring_tests {
-    //! The marker ring against plain tokens: oldest-first order, the
-    //! newest-first early exit of the lookup, recycling by the head alone.
-    use super::{MARKERS_KEEP, MarkerRing};
+    //! The marker ring: oldest-first order, the newest-first early exit of
+    //! the lookup, recycling by the head alone (markers of a simulated
+    //! device, told apart by their `Arc`).
+    use super::{MARKERS_KEEP, Marker, MarkerRing};
+    use crate::engine::timeline::marker::EventPool;
+    use std::sync::Arc;
 
-    /// The tokens from oldest to newest with their covers.
-    fn order(r: &MarkerRing<u32>) -> Vec<(u32, u64)> {
-        (0..r.len).filter_map(|i| r.get(r.slot(i)).map(|(m, c)| (*m, c))).collect()
+    /// `n` markers of a simulated device.
+    fn markers(n: usize) -> (crate::sim::Session, Vec<Arc<Marker>>) {
+        let session = crate::sim::session(0x51).expect("session");
+        let device = crate::Device::get(0).expect("device");
+        let pool = EventPool::new(&device);
+        let ms = (0..n).map(|_| Arc::new(pool.marker().expect("marker"))).collect();
+        (session, ms)
+    }
+
+    /// Which of `ms` each kept marker is, oldest first, with its cover.
+    fn order(r: &MarkerRing, ms: &[Arc<Marker>]) -> Vec<(usize, u64)> {
+        (0..r.len)
+            .filter_map(|i| r.get(r.slot(i)))
+            .map(|(m, c)| (ms.iter().position(|x| Arc::ptr_eq(x, m)).expect("a known marker"), c))
+            .collect()
     }
 
     #[test]
     fn the_earliest_covering_marker_is_found_and_none_past_the_newest() {
-        let mut r = MarkerRing::<u32>::default();
+        let (_session, ms) = markers(3);
+        let mut r = MarkerRing::default();
         assert_eq!(r.earliest_covering(1), None, "empty");
-        for (m, c) in [(1, 10), (2, 20), (3, 30)] {
-            r.push(m, c);
+        for (i, m) in ms.iter().enumerate() {
+            r.push(m.clone(), 10 * (i as u64 + 1));
         }
-        let found = |t| r.earliest_covering(t).and_then(|k| r.get(k)).map(|(m, _)| *m);
-        assert_eq!(found(5), Some(1));
-        assert_eq!(found(10), Some(1), "a cover equal to the ticket covers it");
-        assert_eq!(found(11), Some(2));
-        assert_eq!(found(30), Some(3));
+        let found = |t| r.earliest_covering(t).and_then(|k| r.get(k)).map(|(m, c)| (Arc::as_ptr(m), c));
+        assert_eq!(found(5), Some((Arc::as_ptr(&ms[0]), 10)));
+        assert_eq!(found(10), Some((Arc::as_ptr(&ms[0]), 10)), "a cover equal to the ticket covers it");
+        assert_eq!(found(11), Some((Arc::as_ptr(&ms[1]), 20)));
+        assert_eq!(found(30), Some((Arc::as_ptr(&ms[2]), 30)));
         assert_eq!(found(31), None, "newer than the newest marker");
         assert!(r.oldest_if_full().is_none(), "three of four slots");
     }
 
     #[test]
     fn a_full_ring_drops_its_oldest_on_push_and_recycles_it_in_place() {
-        let mut r = MarkerRing::<u32>::default();
-        for m in 1..=MARKERS_KEEP as u32 {
-            r.push(m, u64::from(m) * 10);
+        let (_session, ms) = markers(13);
+        let mut r = MarkerRing::default();
+        for (i, m) in ms.iter().enumerate().take(MARKERS_KEEP) {
+            r.push(m.clone(), 10 * (i as u64 + 1));
         }
-        assert_eq!(r.oldest_if_full(), Some(&1));
-        r.push(5, 50);
-        assert_eq!(order(&r), [(2, 20), (3, 30), (4, 40), (5, 50)]);
-        // Recycling: the oldest token becomes the newest with the new cover.
+        assert!(r.oldest_if_full().is_some_and(|m| Arc::ptr_eq(m, &ms[0])));
+        r.push(ms[4].clone(), 50);
+        assert_eq!(order(&r, &ms), [(1, 20), (2, 30), (3, 40), (4, 50)]);
+        assert_eq!(Arc::strong_count(&ms[0]), 1, "the dropped marker is no longer kept");
+        // Recycling: the oldest marker becomes the newest with the new cover.
         let k = r.recycle_oldest(60);
-        assert_eq!(r.get(k), Some((&2, 60)));
-        assert_eq!(order(&r), [(3, 30), (4, 40), (5, 50), (2, 60)]);
-        assert_eq!(r.newest(), Some((&2, 60)));
-        assert_eq!(r.earliest_covering(41).and_then(|k| r.get(k)), Some((&5, 50)));
+        assert!(r.get(k).is_some_and(|(m, c)| Arc::ptr_eq(m, &ms[1]) && c == 60));
+        assert_eq!(order(&r, &ms), [(2, 30), (3, 40), (4, 50), (1, 60)]);
+        assert_eq!(r.newest().map(|(_, c)| c), Some(60));
+        assert_eq!(r.earliest_covering(41).and_then(|k| r.get(k)).map(|(_, c)| c), Some(50));
         r.drop_oldest();
-        assert_eq!(order(&r), [(4, 40), (5, 50), (2, 60)]);
+        assert_eq!(order(&r, &ms), [(3, 40), (4, 50), (1, 60)]);
         assert!(r.oldest_if_full().is_none());
         // Around the ring more than once: still oldest first.
-        for m in 6..=13 {
-            r.push(m, u64::from(m) * 10);
+        for (i, m) in ms.iter().enumerate().skip(5) {
+            r.push(m.clone(), 10 * (i as u64 + 1));
         }
-        assert_eq!(order(&r), [(10, 100), (11, 110), (12, 120), (13, 130)]);
+        assert_eq!(order(&r, &ms), [(9, 100), (10, 110), (11, 120), (12, 130)]);
     }
 }
