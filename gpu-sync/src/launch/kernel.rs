@@ -47,8 +47,11 @@ struct Args<'s, 'a>(&'s [RawArg<'a>]);
 /// the check.
 struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 
-/// A launch's uses are its buffer arguments.
+/// A launch's uses are its buffer arguments, each checked to be of the
+/// stream's device (`same_device` in [`KernelCore::launch_checked`], the only
+/// maker of `Args`, before it submits).
 impl Uses for Args<'_, '_> {
+    const ON_STREAM_DEVICE: bool = true;
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for a in self.0 {

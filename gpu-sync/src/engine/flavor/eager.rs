@@ -34,7 +34,14 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     let (mut conflicts, mut foreign) = (false, false);
     uses.each(|t, a| {
         let r = t.res();
-        if !r.is_in(&s.book) {
+        // A resource of the stream's device is in its book (`book_of` keys
+        // books by ordinal): for a launch the device check already made
+        // stands for this comparison (asserted in debug builds).
+        debug_assert!(
+            !U::ON_STREAM_DEVICE || r.is_in(&s.book),
+            "a launch's buffer outside the stream's book"
+        );
+        if !U::ON_STREAM_DEVICE && !r.is_in(&s.book) {
             foreign = true;
         } else if let Some(tr) = book.tracker(r.slot) {
             tr.deps(s.id, a, |p| {
