@@ -89,7 +89,15 @@ impl<P: OnStream> Conflicts<P> {
     pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
         match access {
             Access::Read => {
-                if let Some(r) = self.reads.iter_mut().find(|r| r.stream_id() == stream) {
+                // The first reader is looked at before the scan: a stream
+                // reading again what it read last (the hot path) stops here.
+                let reads = self.reads.as_mut_slice();
+                let found = match reads.split_first_mut() {
+                    Some((first, _)) if first.stream_id() == stream => Some(first),
+                    Some((_, rest)) => rest.iter_mut().find(|r| r.stream_id() == stream),
+                    None => None,
+                };
+                if let Some(r) = found {
                     r.advance(at);
                 } else {
                     // A new reader stream: drop readers a host wait proved
