@@ -557,6 +557,7 @@ impl Timeline {
     /// `cuStreamWaitEvent` on this stream with this stream's context current
     /// (recording on another device's stream made that one current).
     /// Returns the ticket the marker covers.
+    #[inline]
     fn wait_on_marker(&self, other: &mut StreamState, p: &Point) -> Result<u64> {
         let k = p.timeline.cover_in(other, p.ticket)?;
         let (m, covered) = other.markers.get(k).ok_or_else(empty_slot)?;
