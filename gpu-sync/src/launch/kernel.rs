@@ -195,7 +195,7 @@ impl KernelCore {
         // The shortest view's length and the largest `Len`: one pass, then
         // one comparison; which parameters they are is found again only for
         // the error (`len_too_large`), off the hot path.
-        let mut shortest = usize::MAX;
+        let mut shortest = u64::MAX;
         let mut longest_len = 0u64;
         // Each parameter's pointer to its slot, set in the same pass.
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
@@ -213,15 +213,16 @@ impl KernelCore {
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
                         return Err(self.misaligned(i, ptr, align));
                     }
-                    shortest = shortest.min(len);
+                    // `usize` to `u64`: lossless on every host Rust targets.
+                    shortest = shortest.min(len as u64);
                     *slot = ptr;
                 }
             }
             *p = (slot as *mut u64).cast::<c_void>();
         }
-        // No buffer: `shortest` stays `usize::MAX`, which no `u64` exceeds
-        // on a 64-bit host; no `Len`: 0 exceeds nothing.
-        if u128::from(longest_len) > shortest as u128 {
+        // No buffer: `shortest` stays `u64::MAX`, which no `Len` exceeds;
+        // no `Len`: 0 exceeds nothing.
+        if longest_len > shortest {
             return Err(self.len_too_large(args));
         }
         let drv = stream.device().inner.drv;
