@@ -133,7 +133,9 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // out of line. The routing is instantiated once either way (a second
     // instantiation lets LLVM merge the flavors' closures and stop inlining
     // them on the hot path), with `call` wrapped by `Hooked::call`.
-    let hook = if s.device.inner.trace.is_on() { hook(s, &op) } else { None };
+    // The hook takes the fields it keeps by value: a reference to `op` would
+    // make the whole operation a stack object on the hot path too.
+    let hook = if s.device.inner.trace.is_on() { hook(s, op.name, op.kind, op.describe) } else { None };
     let captured = hook.as_ref().map(|h| &h.captured);
     route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
 }
@@ -149,18 +151,24 @@ struct Hooked<'a> {
     captured: Cell<bool>,
 }
 
-/// The hook for `op` on `s`, if the device's recorder records that stream
-/// (clears the device's flag when the recorder is gone).
+/// The hook for an operation (`name`, `kind`, `describe`) on `s`, if the
+/// device's recorder records that stream (clears the device's flag when the
+/// recorder is gone).
 #[cold]
 #[inline(never)]
-fn hook<'a, U: Uses + ?Sized>(s: &Arc<Timeline>, op: &Op<'a, U>) -> Option<Hooked<'a>> {
+fn hook<'a>(
+    s: &Arc<Timeline>,
+    name: &'static str,
+    kind: Kind<'a>,
+    describe: Option<&'a dyn Fn() -> OpDesc>,
+) -> Option<Hooked<'a>> {
     let sink = s.device.inner.trace.sink_for(s.id)?;
     Some(Hooked {
         sink,
         stream: StreamFacts { id: s.id, priority: s.priority },
-        name: op.name,
-        kind: op.kind,
-        describe: op.describe,
+        name,
+        kind,
+        describe,
         captured: Cell::new(false),
     })
 }

@@ -47,8 +47,11 @@ struct Args<'s, 'a>(&'s [RawArg<'a>]);
 /// the check.
 struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 
-/// A launch's uses are its buffer arguments.
+/// A launch's uses are its buffer arguments, each checked to be of the
+/// stream's device (`same_device` in [`KernelCore::launch_checked`], the only
+/// maker of `Args`, before it submits).
 impl Uses for Args<'_, '_> {
+    const ON_STREAM_DEVICE: bool = true;
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for a in self.0 {
@@ -135,8 +138,23 @@ impl KernelCore {
         }
     }
 
+    /// The error for a `Len` argument longer than a view: the first
+    /// largest `Len` and the first shortest view, found again here (cold).
     #[cold]
-    fn len_too_large(&self, param: usize, n: u64, view: usize, len: usize) -> Error {
+    #[inline(never)]
+    fn len_too_large(&self, args: &[RawArg<'_>]) -> Error {
+        let mut longest: Option<(usize, u64)> = None;
+        let mut shortest: Option<(usize, usize)> = None;
+        for (i, a) in args.iter().enumerate() {
+            match *a {
+                RawArg::Len(n) if longest.is_none_or(|(_, m)| n > m) => longest = Some((i, n)),
+                RawArg::Buffer { len, .. } if shortest.is_none_or(|(_, m)| len < m) => {
+                    shortest = Some((i, len))
+                }
+                _ => {}
+            }
+        }
+        let ((param, n), (view, len)) = (longest.unwrap_or_default(), shortest.unwrap_or_default());
         Error::LaunchArgument {
             kernel: self.name.clone(),
             param,
@@ -174,17 +192,18 @@ impl KernelCore {
         let args = args.0;
         self.check(stream, &cfg)?;
         let mut slots = [0u64; MAX_PARAMS];
-        // The shortest view (index, length) and the largest `Len` (index,
-        // value): one pass, then one comparison.
-        let mut shortest: Option<(usize, usize)> = None;
-        let mut longest_len: Option<(usize, u64)> = None;
-        for (i, (slot, a)) in slots.iter_mut().zip(args).enumerate() {
+        // The shortest view's length and the largest `Len`: one pass, then
+        // one comparison; which parameters they are is found again only for
+        // the error (`len_too_large`), off the hot path.
+        let mut shortest = u64::MAX;
+        let mut longest_len = 0u64;
+        // Each parameter's pointer to its slot, set in the same pass.
+        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+        for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
             match *a {
                 RawArg::Scalar(bits) => *slot = bits,
                 RawArg::Len(n) => {
-                    if longest_len.is_none_or(|(_, m)| n > m) {
-                        longest_len = Some((i, n));
-                    }
+                    longest_len = longest_len.max(n);
                     *slot = n;
                 }
                 RawArg::Buffer { alloc, ptr, len, align, .. } => {
@@ -194,30 +213,30 @@ impl KernelCore {
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
                         return Err(self.misaligned(i, ptr, align));
                     }
-                    if shortest.is_none_or(|(_, m)| len < m) {
-                        shortest = Some((i, len));
-                    }
+                    // `usize` to `u64`: lossless on every host Rust targets.
+                    shortest = shortest.min(len as u64);
                     *slot = ptr;
                 }
             }
+            *p = (slot as *mut u64).cast::<c_void>();
         }
-        if let (Some((li, n)), Some((bi, len))) = (longest_len, shortest)
-            && n > len as u64
-        {
-            return Err(self.len_too_large(li, n, bi, len));
-        }
-        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-        for (p, s) in params.iter_mut().zip(slots.iter_mut()).take(args.len()) {
-            *p = (s as *mut u64).cast::<c_void>();
+        // No buffer: `shortest` stays `u64::MAX`, which no `Len` exceeds;
+        // no `Len`: 0 exceeds nothing.
+        if longest_len > shortest {
+            return Err(self.len_too_large(args));
         }
         let drv = stream.device().inner.drv;
-        let (g, b, f) = (cfg.grid, cfg.block, self.f.get());
+        let f = self.f.get();
         // Before the launch returns: the module's unload waits for it.
         self.module.note_launch(&stream.inner);
-        let describe = || {
+        // The closures below take the configuration by one reference (`move`
+        // of `&LaunchConfig`), not each of its fields.
+        let (cfg, name) = (&cfg, &self.name);
+        let describe = move || {
             let (g, b) = (cfg.grid, cfg.block);
-            OpDesc::kernel(&self.name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
+            OpDesc::kernel(name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
         };
+        let params = &mut params;
         let op = Op {
             name: "cuLaunchKernel",
             uses: &Args(args),
@@ -225,7 +244,7 @@ impl KernelCore {
             keep: Some(&self.keep),
             describe: Some(&describe),
         };
-        engine::submit(&stream.inner, op, |raw| {
+        engine::submit(&stream.inner, op, move |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded
             // the module), and the module stays loaded for the whole call (the
@@ -247,13 +266,14 @@ impl KernelCore {
             // No second refusal: `submit` made it (`call_admitted`).
             crate::ffi::call_admitted(|| unsafe {
                 let f = BorrowedFunction::borrow_raw(drv, f);
+                let (g, b) = (cfg.grid, cfg.block);
                 cu::launch::launch_kernel(
                     f,
                     [g.x, g.y, g.z],
                     [b.x, b.y, b.z],
                     cfg.shared_mem_bytes,
                     raw,
-                    &mut params,
+                    params,
                 )
             })
         })?;

@@ -65,14 +65,19 @@ fn take(until: Until) -> Vec<Work> {
 /// buffers, which locks trackers and streams).
 #[inline]
 pub(crate) fn run_ordinary() {
-    if ORDINARY.load(Ordering::Acquire) == 0 || crate::ffi::calls_refused() {
-        return;
+    // One load on the hot path (nothing queued); the host-function test
+    // only when there is work to run.
+    if ORDINARY.load(Ordering::Acquire) != 0 {
+        run_ordinary_slow();
     }
-    run_ordinary_slow();
 }
 
 #[cold]
+#[inline(never)]
 fn run_ordinary_slow() {
+    if crate::ffi::calls_refused() {
+        return;
+    }
     for w in take(Until::Ordinary) {
         w();
     }

@@ -30,15 +30,29 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
     // again — finds none and collects nothing), and whether a resource or a
-    // conflicting use belongs to another device.
-    let (mut conflicts, mut foreign) = (false, false);
+    // conflicting use belongs to another device. The first conflict is
+    // kept as where it sits (its tracker's slot, and the write or a
+    // reader), so a single one (a handoff) is waited for without a second
+    // pass over the uses.
+    let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
     uses.each(|t, a| {
         let r = t.res();
-        if !r.is_in(&s.book) {
+        // A resource of the stream's device is in its book (`book_of` keys
+        // books by ordinal): for a launch the device check already made
+        // stands for this comparison (asserted in debug builds).
+        debug_assert!(
+            !U::ON_STREAM_DEVICE || r.is_in(&s.book),
+            "a launch's buffer outside the stream's book"
+        );
+        if !U::ON_STREAM_DEVICE && !r.is_in(&s.book) {
             foreign = true;
         } else if let Some(tr) = book.tracker(r.slot) {
-            tr.deps(s.id, a, |p| {
-                conflicts = true;
+            tr.deps_at(s.id, a, |at, p| {
+                if first.is_none() {
+                    first = Some((r.slot, at));
+                } else {
+                    more = true;
+                }
                 foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
             });
         }
@@ -47,27 +61,35 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         drop(book);
         return across::run(s, op_name, uses, op);
     }
-    if conflicts {
-        // Refused before any wait is made; then each wait made in place, as
-        // a second pass over the trackers finds it (no point cloned).
+    if let Some((slot, at)) = first {
+        // Refused before any wait is made.
         s.refuse_if_capturing(op_name)?;
         let (trackers, streams) = book.split();
-        // The first error is kept; assigned only on that cold path, so the
-        // hot path never drops a `Result` (an out-of-line call per wait).
-        let mut waited: Option<Error> = None;
-        uses.each(|t, a| {
-            if let Some(tr) = trackers.get(t.res().slot as usize) {
-                tr.0.deps(s.id, a, |p| {
-                    if waited.is_none()
-                        && let Err(e) = s.wait_same_device(streams, p)
-                    {
-                        waited = Some(e);
-                    }
-                });
+        if !more {
+            // The one conflict, found again where the pass above saw it
+            // (same lock held): the wait made in place, no point cloned.
+            let p = trackers.get(slot as usize).and_then(|tr| tr.0.at(at)).ok_or_else(lost_conflict)?;
+            s.wait_same_device(streams, p)?;
+        } else {
+            // Each wait made in place, as a second pass over the trackers
+            // finds it. The first error is kept; assigned only on that cold
+            // path, so the hot path never drops a `Result` (an out-of-line
+            // call per wait).
+            let mut waited: Option<Error> = None;
+            uses.each(|t, a| {
+                if let Some(tr) = trackers.get(t.res().slot as usize) {
+                    tr.0.deps(s.id, a, |p| {
+                        if waited.is_none()
+                            && let Err(e) = s.wait_same_device(streams, p)
+                        {
+                            waited = Some(e);
+                        }
+                    });
+                }
+            });
+            if let Some(e) = waited {
+                return Err(e);
             }
-        });
-        if let Some(e) = waited {
-            return Err(e);
         }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
@@ -77,4 +99,13 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         }
     });
     Ok((r, ticket))
+}
+
+/// The error for a conflict the first pass saw but the book no longer
+/// holds under the same lock (a broken invariant, reported rather than
+/// panicked on).
+#[cold]
+#[inline(never)]
+fn lost_conflict() -> Error {
+    Error::Internal("a conflicting use seen under the book lock was gone under the same lock".into())
 }

@@ -67,17 +67,34 @@ impl<P: OnStream> Conflicts<P> {
     /// ordered after, given to `out`.
     #[inline(always)]
     pub(crate) fn deps(&self, stream: u64, access: Access, mut out: impl FnMut(&P)) {
+        self.deps_at(stream, access, |_, p| out(p));
+    }
+
+    /// [`Conflicts::deps`], each position given with where it is kept
+    /// (`None`: the last write; `Some(i)`: the `i`-th reader), which
+    /// [`Conflicts::at`] finds again.
+    #[inline(always)]
+    pub(crate) fn deps_at(&self, stream: u64, access: Access, mut out: impl FnMut(Option<usize>, &P)) {
         if let Some(w) = &self.write
             && w.stream_id() != stream
         {
-            out(w);
+            out(None, w);
         }
         if access == Access::Write {
-            for p in &self.reads {
+            for (i, p) in self.reads.iter().enumerate() {
                 if p.stream_id() != stream {
-                    out(p);
+                    out(Some(i), p);
                 }
             }
+        }
+    }
+
+    /// The position kept at `at` (as [`Conflicts::deps_at`] names it).
+    #[inline(always)]
+    pub(crate) fn at(&self, at: Option<usize>) -> Option<&P> {
+        match at {
+            None => self.write.as_ref(),
+            Some(i) => self.reads.get(i),
         }
     }
 
@@ -89,7 +106,15 @@ impl<P: OnStream> Conflicts<P> {
     pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
         match access {
             Access::Read => {
-                if let Some(r) = self.reads.iter_mut().find(|r| r.stream_id() == stream) {
+                // The first reader is looked at before the scan: a stream
+                // reading again what it read last (the hot path) stops here.
+                let reads = self.reads.as_mut_slice();
+                let found = match reads.split_first_mut() {
+                    Some((first, _)) if first.stream_id() == stream => Some(first),
+                    Some((_, rest)) => rest.iter_mut().find(|r| r.stream_id() == stream),
+                    None => None,
+                };
+                if let Some(r) = found {
                     r.advance(at);
                 } else {
                     // A new reader stream: drop readers a host wait proved
@@ -211,6 +236,26 @@ mod tests {
         let mut d = deps(&c, 2, Access::Write);
         d.sort_unstable();
         assert_eq!(d, [(1, 1), (3, 3)]);
+    }
+
+    #[test]
+    fn deps_at_names_where_each_position_is_kept() {
+        let mut c = Conflicts::default();
+        c.record(1, 1, Access::Write, at(1, 1));
+        c.record(2, 2, Access::Read, at(2, 2));
+        c.record(3, 3, Access::Read, at(3, 3));
+        let mut found = Vec::new();
+        c.deps_at(3, Access::Write, |k, p| found.push((k, p.stream, p.ticket)));
+        assert_eq!(
+            found,
+            [(None, 1, 1), (Some(0), 2, 2)],
+            "the write, then reader 0; stream 3's own read skipped"
+        );
+        for (k, stream, ticket) in found {
+            let p = c.at(k).expect("kept");
+            assert_eq!((p.stream, p.ticket), (stream, ticket));
+        }
+        assert!(c.at(Some(2)).is_none());
     }
 
     #[test]

@@ -31,7 +31,6 @@ use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
 use cuda_sys::result as cu;
 use marker::{EventPool, Marker};
-use smallvec::SmallVec;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -94,12 +93,13 @@ impl Point {
 pub(crate) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
     pub(in crate::engine) last_ticket: u64,
-    /// The newest markers and the tickets they cover, oldest first (at most
+    /// The newest markers and the tickets they cover (at most
     /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
     /// so it never waits for work queued after that point when an exact
     /// marker exists (a prefetcher's upload *i* while upload *i + 1* is
-    /// queued behind it, for example).
-    markers: SmallVec<[(Arc<Marker>, u64); MARKERS_KEEP]>,
+    /// queued behind it, for example). A ring: nothing moves when the
+    /// oldest is recycled as the newest.
+    markers: MarkerRing,
     /// Device-side waits already made: for stream id, every ticket up to this
     /// one is ordered before any later work here.
     known: Vec<(u64, u64)>,
@@ -109,51 +109,141 @@ pub(crate) struct StreamState {
 
 const KNOWN_KEEP: usize = 32;
 
-/// Recent markers kept per stream.
+/// Recent markers kept per stream (a power of two: ring slots wrap with a
+/// mask).
 const MARKERS_KEEP: usize = 4;
 
+/// A stream's kept markers, each with the ticket it covers: a ring of
+/// [`MARKERS_KEEP`] slots, `len` of them filled from `head` (the oldest)
+/// on. Covers grow from oldest to newest (each marker is recorded at the
+/// stream's tail, after the one before it).
+#[derive(Default)]
+struct MarkerRing {
+    slots: [Option<(Arc<Marker>, u64)>; MARKERS_KEEP],
+    /// The slot of the oldest marker.
+    head: usize,
+    /// How many slots are filled.
+    len: usize,
+}
+
+const _: () = assert!(MARKERS_KEEP.is_power_of_two());
+
+impl MarkerRing {
+    /// The slot of the `i`-th oldest marker (masked: never out of bounds,
+    /// so no bounds check is made).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> usize {
+        (self.head + i) & (MARKERS_KEEP - 1)
+    }
+
+    /// The marker in `slot` and the ticket it covers (`None`: an empty
+    /// slot).
+    #[inline(always)]
+    fn get(&self, slot: usize) -> Option<(&Arc<Marker>, u64)> {
+        self.slots[slot & (MARKERS_KEEP - 1)].as_ref().map(|(m, c)| (m, *c))
+    }
+
+    /// The slot of the earliest marker covering `ticket`. The newest is
+    /// looked at first: covers grow towards it, so when it does not cover
+    /// `ticket` (a handoff's hot path: the point is newer than every
+    /// marker) none does, and nothing else is read.
+    #[inline(always)]
+    fn earliest_covering(&self, ticket: u64) -> Option<usize> {
+        if self.newest().is_none_or(|(_, c)| c < ticket) {
+            return None;
+        }
+        (0..self.len)
+            .map(|i| self.slot(i))
+            .find(|&k| self.slots[k].as_ref().is_some_and(|(_, c)| *c >= ticket))
+    }
+
+    /// The newest marker and the ticket it covers.
+    #[inline(always)]
+    fn newest(&self) -> Option<(&Arc<Marker>, u64)> {
+        if self.len == 0 { None } else { self.get(self.slot(self.len - 1)) }
+    }
+
+    /// The oldest marker, when every slot is filled.
+    #[inline(always)]
+    fn oldest_if_full(&self) -> Option<&Arc<Marker>> {
+        if self.len < MARKERS_KEEP { None } else { self.slots[self.slot(0)].as_ref().map(|(m, _)| m) }
+    }
+
+    /// Keeps `marker`, covering `ticket`, as the newest, dropping the oldest
+    /// when every slot is filled; returns its slot.
+    fn push(&mut self, marker: Arc<Marker>, ticket: u64) -> usize {
+        if self.len == MARKERS_KEEP {
+            let k = self.slot(0);
+            self.slots[k] = Some((marker, ticket));
+            self.head = self.slot(1);
+            k
+        } else {
+            let k = self.slot(self.len);
+            self.slots[k] = Some((marker, ticket));
+            self.len += 1;
+            k
+        }
+    }
+
+    /// The oldest marker, re-recorded to cover `ticket`, becomes the newest
+    /// (the ring is full): only the head moves. Returns its slot.
+    #[inline(always)]
+    fn recycle_oldest(&mut self, ticket: u64) -> usize {
+        let k = self.slot(0);
+        if let Some((_, c)) = &mut self.slots[k] {
+            *c = ticket;
+        }
+        self.head = self.slot(1);
+        k
+    }
+
+    /// Drops the oldest marker (its event back to the pool).
+    fn drop_oldest(&mut self) {
+        if self.len > 0 {
+            let k = self.slot(0);
+            self.slots[k] = None;
+            self.head = self.slot(1);
+            self.len -= 1;
+        }
+    }
+}
+
 impl StreamState {
+    /// The index of stream `stream`'s entry among the waits made here.
+    #[inline(always)]
+    fn known_entry(&self, stream: u64) -> Option<usize> {
+        self.known.iter().position(|(s, _)| *s == stream)
+    }
+
     #[inline(always)]
     pub(in crate::engine) fn known_for(&self, stream: u64) -> u64 {
         self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
     }
 
-    /// The index of the earliest kept marker covering `ticket`.
+    /// The slot of the earliest kept marker covering `ticket`.
     #[inline(always)]
     fn marker_for(&self, ticket: u64) -> Option<usize> {
-        self.markers.iter().position(|(_, c)| *c >= ticket)
+        self.markers.earliest_covering(ticket)
     }
 
     /// Whether the newest marker covers everything submitted so far.
     fn tail_marked(&self) -> bool {
-        self.markers.last().is_some_and(|(_, c)| *c >= self.last_ticket)
+        self.markers.newest().is_some_and(|(_, c)| c >= self.last_ticket)
     }
 
-    /// Keeps `marker`, covering `ticket` (the newest), dropping the oldest
-    /// beyond [`MARKERS_KEEP`].
-    fn keep_marker(&mut self, marker: Arc<Marker>, ticket: u64) {
-        if self.markers.len() >= MARKERS_KEEP {
-            self.markers.remove(0);
-        }
-        self.markers.push((marker, ticket));
-    }
-
-    /// Whether the list is full and nothing but it holds the oldest marker
-    /// (no host wait, proof or pending device wait uses it): its event can
-    /// then be recorded again in place.
+    /// The oldest marker, if the ring is full and nothing but it holds that
+    /// marker (no host wait, proof or pending device wait uses it): its
+    /// event can then be recorded again in place.
     ///
     /// A count of one is proof enough, read without a read-modify-write:
     /// kept markers are cloned only under the book lock (held here), nothing
     /// makes a `Weak` of one, and other holders only drop theirs; the fence
     /// orders their last use (a wait on the event) before the re-record.
     #[inline(always)]
-    fn oldest_recyclable(&self) -> bool {
-        let unique = self.markers.len() >= MARKERS_KEEP
-            && self.markers.first().is_some_and(|(m, _)| Arc::strong_count(m) == 1);
-        if unique {
-            std::sync::atomic::fence(Ordering::Acquire);
-        }
-        unique
+    fn oldest_recyclable(&self) -> Option<&Arc<Marker>> {
+        let m = self.markers.oldest_if_full().filter(|m| Arc::strong_count(m) == 1)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        Some(m)
     }
 
     /// Notes a device-side wait made here for every ticket up to `ticket`
@@ -376,13 +466,13 @@ impl Timeline {
     pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
         let mut book = self.lock();
         let st = book.stream(self);
-        let i = self.cover_in(st, ticket)?;
-        let (m, c) = &st.markers[i];
-        Ok((m.clone(), *c))
+        let k = self.cover_in(st, ticket)?;
+        let (m, c) = st.markers.get(k).ok_or_else(empty_slot)?;
+        Ok((m.clone(), c))
     }
 
     /// Makes sure a kept marker covers `ticket`, with the book locked (`st`
-    /// is this stream's state): the index of the earliest that does, recorded
+    /// is this stream's state): the slot of the earliest that does, recorded
     /// now if none did.
     #[inline]
     fn cover_in(&self, st: &mut StreamState, ticket: u64) -> Result<usize> {
@@ -403,35 +493,25 @@ impl Timeline {
     /// `cuStreamWaitEvent` already issued on the event took the record it saw
     /// at call time, and any other user would hold a clone of the `Arc`.
     ///
-    /// Returns the new marker's index in `st.markers` (the last).
+    /// Returns the new marker's slot in `st.markers` (the newest).
     fn record_marker(&self, st: &mut StreamState) -> Result<usize> {
         let covered = st.last_ticket;
         self.device.inner.bind()?;
-        if st.oldest_recyclable() {
-            let r = st.markers[0]
-                .0
-                .event()
-                .and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
+        if let Some(m) = st.oldest_recyclable() {
+            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
             if let Err(e) = r {
                 // The marker no longer covers the point it was kept for:
                 // dropped (its event back to the pool).
-                st.markers.remove(0);
+                st.markers.drop_oldest();
                 return Err(e);
             }
-            // Oldest becomes newest, in place: no reference count touched
-            // (adjacent swaps: cheaper than a general rotate for four).
-            let kept = st.markers.as_mut_slice();
-            let last = kept.len() - 1;
-            for i in 0..last {
-                kept.swap(i, i + 1);
-            }
-            kept[last].1 = covered;
-            return Ok(last);
+            // Oldest becomes newest, in place: the ring's head moves, no
+            // marker does and no reference count is touched.
+            return Ok(st.markers.recycle_oldest(covered));
         }
         let marker = self.pool.marker()?;
         marker.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))?;
-        st.keep_marker(Arc::new(marker), covered);
-        Ok(st.markers.len() - 1)
+        Ok(st.markers.push(Arc::new(marker), covered))
     }
 
     /// Records a marker covering everything submitted so far, unless one
@@ -452,11 +532,23 @@ impl Timeline {
     /// Clones no reference: the marker is used in place.
     #[inline]
     pub(crate) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
-        if !self.needs_wait(streams.get(self), p) {
+        if p.timeline.id == self.id || p.is_complete() {
+            return Ok(());
+        }
+        // The entry of `p`'s stream among the waits made here, found once:
+        // read now, updated after the wait (which changes only the other
+        // stream's state).
+        let entry = streams.get(self).known_entry(p.timeline.id);
+        let st = streams.get(self);
+        if entry.and_then(|k| st.known.get(k)).map_or(0, |(_, t)| *t) >= p.ticket {
             return Ok(());
         }
         let covered = self.wait_on_marker(streams.get(&p.timeline), p)?;
-        streams.get(self).set_known(p.timeline.id, covered);
+        let st = streams.get(self);
+        match entry.and_then(|k| st.known.get_mut(k)) {
+            Some(e) => e.1 = e.1.max(covered),
+            None => st.set_known(p.timeline.id, covered),
+        }
         Ok(())
     }
 
@@ -465,9 +557,10 @@ impl Timeline {
     /// `cuStreamWaitEvent` on this stream with this stream's context current
     /// (recording on another device's stream made that one current).
     /// Returns the ticket the marker covers.
+    #[inline]
     fn wait_on_marker(&self, other: &mut StreamState, p: &Point) -> Result<u64> {
-        let i = p.timeline.cover_in(other, p.ticket)?;
-        let (m, covered) = &other.markers[i];
+        let k = p.timeline.cover_in(other, p.ticket)?;
+        let (m, covered) = other.markers.get(k).ok_or_else(empty_slot)?;
         let ev = m.event()?;
         // A record just made on another device's stream made that device's
         // context current; on this device it is current already.
@@ -475,7 +568,7 @@ impl Timeline {
             self.device.inner.bind()?;
         }
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
-        Ok(*covered)
+        Ok(covered)
     }
 
     /// Records a marker at the stream's current tail unless one already
@@ -617,6 +710,14 @@ impl Timeline {
     }
 }
 
+/// The error for a marker slot found empty where one was just kept (a
+/// broken invariant, reported rather than panicked on).
+#[cold]
+#[inline(never)]
+fn empty_slot() -> Error {
+    Error::Internal("a stream's marker slot was empty where a marker was kept".into())
+}
+
 /// Retires a stream's slot in its book when its timeline goes.
 struct Retire {
     book: Arc<DeviceBook>,
@@ -630,3 +731,8 @@ impl Drop for Retire {
         self.book.retire_stream(self.slot);
     }
 }
+
+// The ring's tests use the simulator (above the engine), so they sit in
+// their own file, which the layer test does not scan.
+#[cfg(all(test, feature = "sim"))]
+mod tests;

@@ -133,6 +133,12 @@ pub(crate) type Use<'a> = (Target<'a>, Access);
 /// The resources one operation touches: a slice of [`Use`]s, or a launch's
 /// argument list (whose buffers are its uses).
 pub(crate) trait Uses {
+    /// Whether every use's resource is, by construction, a device
+    /// allocation of the stream's own device (so tracked in its book): a
+    /// launch's buffers, each checked by [`same_device`] before the
+    /// launch is submitted. The eager flavor then skips its per-use book
+    /// comparison; the device check itself is the caller's, and stays.
+    const ON_STREAM_DEVICE: bool = false;
     /// Calls `f` with each use.
     fn each(&self, f: impl FnMut(Target<'_>, Access));
 }
