@@ -35,6 +35,7 @@ use cuda_sys::{BorrowedFunction, RawHandle};
 use cuda_sys::{CUdeviceptr, CUfunction, CUfunction_attribute};
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -191,20 +192,24 @@ impl KernelCore {
     fn launch_checked(&self, stream: &Stream, cfg: LaunchConfig, args: ArgsChecked<'_, '_>) -> Result<()> {
         let args = args.0;
         self.check(stream, &cfg)?;
-        let mut slots = [0u64; MAX_PARAMS];
+        // The slots and the parameter pointers, written by the pass below for
+        // the first `args.len()` entries only (no zeroing of the twelve): the
+        // driver is handed exactly those (`params`, below).
+        let mut slots = [MaybeUninit::<u64>::uninit(); MAX_PARAMS];
         // The shortest view's length and the largest `Len`: one pass, then
         // one comparison; which parameters they are is found again only for
         // the error (`len_too_large`), off the hot path.
         let mut shortest = u64::MAX;
         let mut longest_len = 0u64;
         // Each parameter's pointer to its slot, set in the same pass.
-        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+        let mut params = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
+        let mut written = 0usize;
         for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
-            match *a {
-                RawArg::Scalar(bits) => *slot = bits,
+            let bits = match *a {
+                RawArg::Scalar(bits) => bits,
                 RawArg::Len(n) => {
                     longest_len = longest_len.max(n);
-                    *slot = n;
+                    n
                 }
                 RawArg::Buffer { alloc, ptr, len, align, .. } => {
                     same_device(&stream.inner, alloc, "a buffer argument")?;
@@ -215,10 +220,11 @@ impl KernelCore {
                     }
                     // `usize` to `u64`: lossless on every host Rust targets.
                     shortest = shortest.min(len as u64);
-                    *slot = ptr;
+                    ptr
                 }
-            }
-            *p = (slot as *mut u64).cast::<c_void>();
+            };
+            *p = MaybeUninit::new(std::ptr::from_mut(slot.write(bits)).cast::<c_void>());
+            written = i + 1;
         }
         // No buffer: `shortest` stays `u64::MAX`, which no `Len` exceeds;
         // no `Len`: 0 exceeds nothing.
@@ -236,7 +242,13 @@ impl KernelCore {
             let (g, b) = (cfg.grid, cfg.block);
             OpDesc::kernel(name, [g.x, g.y, g.z], [b.x, b.y, b.z], cfg.shared_mem_bytes)
         };
-        let params = &mut params;
+        // SAFETY: the pass above wrote entries `0..written` of `params` (a
+        // prefix of the array: `written` is one past the last index it
+        // wrote, and it writes every index in turn), so they are initialized
+        // `*mut c_void`s (`MaybeUninit<T>` has `T`'s layout); the slice
+        // borrows `params` mutably, as the array did before.
+        let params: &mut [*mut c_void] =
+            unsafe { std::slice::from_raw_parts_mut(params.as_mut_ptr().cast::<*mut c_void>(), written) };
         let op = Op {
             name: "cuLaunchKernel",
             uses: &Args(args),

@@ -21,13 +21,13 @@ pub(super) fn books_of<U: Uses + ?Sized>(stream: &Timeline, uses: &U) -> BookLis
     list
 }
 
-/// Conflicting points of `uses` for an operation on stream `stream`, each
-/// resource read from its own device's book; `Err(list)` when a conflicting
+/// Conflicting points of `uses` for an operation on stream `stream` (its
+/// timeline's address, by which `conflicts::OnStream` compares points), each resource read from its own device's book; `Err(list)` when a conflicting
 /// use is on a stream whose device's book is not locked (`list` then names
 /// every book needed so far).
 pub(super) fn deps_in<U: Uses + ?Sized>(
     books: &mut Books<'_>,
-    stream: u64,
+    stream: *const Timeline,
     uses: &U,
 ) -> Result<SmallVec<[Point; 4]>, Vec<Arc<DeviceBook>>> {
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
@@ -79,7 +79,7 @@ pub(super) fn run<R, U: Uses + ?Sized>(
     let mut list = books_of(s, uses);
     loop {
         let mut books = list.lock();
-        match deps_in(&mut books, s.id, uses) {
+        match deps_in(&mut books, Arc::as_ptr(s), uses) {
             Ok(deps) => {
                 s.device.inner.bind()?;
                 let (out, ticket) = s.submit_in(&mut books, op_name, &deps, op)?;

@@ -69,7 +69,7 @@ fn run_idle<R, U: Uses + ?Sized>(
         crate::engine::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
         s.synchronize(op_name)?;
-        let found = deps_in(&mut list.lock(), s.id, uses);
+        let found = deps_in(&mut list.lock(), Arc::as_ptr(s), uses);
         let pending = match found {
             Ok(deps) => deps,
             Err(missing) => {
@@ -83,7 +83,7 @@ fn run_idle<R, U: Uses + ?Sized>(
             p.host_wait()?;
         }
         let mut books = list.lock();
-        match deps_in(&mut books, s.id, uses) {
+        match deps_in(&mut books, Arc::as_ptr(s), uses) {
             Ok(deps) if deps.iter().all(Point::is_complete) => {}
             // A use arrived meanwhile: wait for it, unlocked.
             _ => continue,

@@ -35,8 +35,9 @@ struct Captured {
 }
 
 impl OnStream for Captured {
-    fn stream_id(&self) -> u64 {
-        self.stream
+    type Stream = u64;
+    fn is_on(&self, stream: u64) -> bool {
+        self.stream == stream
     }
     fn is_complete(&self) -> bool {
         false

@@ -47,7 +47,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         if !U::ON_STREAM_DEVICE && !r.is_in(&s.book) {
             foreign = true;
         } else if let Some(tr) = book.tracker(r.slot) {
-            tr.deps_at(s.id, a, |at, p| {
+            tr.deps_at(Arc::as_ptr(s), a, |at, p| {
                 if first.is_none() {
                     first = Some((r.slot, at));
                 } else {
@@ -78,7 +78,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
             let mut waited: Option<Error> = None;
             uses.each(|t, a| {
                 if let Some(tr) = trackers.get(t.res().slot as usize) {
-                    tr.0.deps(s.id, a, |p| {
+                    tr.0.deps(Arc::as_ptr(s), a, |p| {
                         if waited.is_none()
                             && let Err(e) = s.wait_same_device(streams, p)
                         {

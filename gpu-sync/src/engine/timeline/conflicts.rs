@@ -24,8 +24,10 @@ pub enum Access {
 
 /// A use's position on a stream, as the conflict rules see it.
 pub(crate) trait OnStream {
-    /// The stream it is on.
-    fn stream_id(&self) -> u64;
+    /// What names a stream (compared, never dereferenced).
+    type Stream: Copy;
+    /// Whether it is on `stream`.
+    fn is_on(&self, stream: Self::Stream) -> bool;
     /// Whether a host wait proved it complete (then it orders nothing).
     fn is_complete(&self) -> bool;
     /// Moves it forward to a later use on the same stream.
@@ -33,9 +35,14 @@ pub(crate) trait OnStream {
 }
 
 impl OnStream for Point {
+    /// The stream's timeline, by address: a point holds its timeline, so
+    /// while it and the caller's stream are alive the two are the same
+    /// timeline exactly when their addresses are equal (one comparison,
+    /// where the timelines' ids would need a load through the point's).
+    type Stream = *const Timeline;
     #[inline(always)]
-    fn stream_id(&self) -> u64 {
-        self.timeline.id
+    fn is_on(&self, stream: *const Timeline) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.timeline), stream)
     }
     #[inline(always)]
     fn is_complete(&self) -> bool {
@@ -66,7 +73,7 @@ impl<P: OnStream> Conflicts<P> {
     /// Each position on another stream that an `access` on `stream` must be
     /// ordered after, given to `out`.
     #[inline(always)]
-    pub(crate) fn deps(&self, stream: u64, access: Access, mut out: impl FnMut(&P)) {
+    pub(crate) fn deps(&self, stream: P::Stream, access: Access, mut out: impl FnMut(&P)) {
         self.deps_at(stream, access, |_, p| out(p));
     }
 
@@ -74,15 +81,15 @@ impl<P: OnStream> Conflicts<P> {
     /// (`None`: the last write; `Some(i)`: the `i`-th reader), which
     /// [`Conflicts::at`] finds again.
     #[inline(always)]
-    pub(crate) fn deps_at(&self, stream: u64, access: Access, mut out: impl FnMut(Option<usize>, &P)) {
+    pub(crate) fn deps_at(&self, stream: P::Stream, access: Access, mut out: impl FnMut(Option<usize>, &P)) {
         if let Some(w) = &self.write
-            && w.stream_id() != stream
+            && !w.is_on(stream)
         {
             out(None, w);
         }
         if access == Access::Write {
             for (i, p) in self.reads.iter().enumerate() {
-                if p.stream_id() != stream {
+                if !p.is_on(stream) {
                     out(Some(i), p);
                 }
             }
@@ -103,15 +110,15 @@ impl<P: OnStream> Conflicts<P> {
     /// that stream is held (the hot path — the same stream again — moves a
     /// number and touches no reference count).
     #[inline(always)]
-    pub(crate) fn record(&mut self, stream: u64, at: u64, access: Access, new: impl FnOnce() -> P) {
+    pub(crate) fn record(&mut self, stream: P::Stream, at: u64, access: Access, new: impl FnOnce() -> P) {
         match access {
             Access::Read => {
                 // The first reader is looked at before the scan: a stream
                 // reading again what it read last (the hot path) stops here.
                 let reads = self.reads.as_mut_slice();
                 let found = match reads.split_first_mut() {
-                    Some((first, _)) if first.stream_id() == stream => Some(first),
-                    Some((_, rest)) => rest.iter_mut().find(|r| r.stream_id() == stream),
+                    Some((first, _)) if first.is_on(stream) => Some(first),
+                    Some((_, rest)) => rest.iter_mut().find(|r| r.is_on(stream)),
                     None => None,
                 };
                 if let Some(r) = found {
@@ -129,7 +136,7 @@ impl<P: OnStream> Conflicts<P> {
             }
             Access::Write => {
                 match &mut self.write {
-                    Some(w) if w.stream_id() == stream => w.advance(at),
+                    Some(w) if w.is_on(stream) => w.advance(at),
                     w => *w = Some(new()),
                 }
                 if !self.reads.is_empty() {
@@ -157,7 +164,7 @@ impl Tracker {
     /// Records a use at `ticket` of `timeline`.
     #[inline(always)]
     pub(crate) fn record_use(&mut self, timeline: &Arc<Timeline>, ticket: u64, access: Access) {
-        self.record(timeline.id, ticket, access, || Point { timeline: timeline.clone(), ticket });
+        self.record(Arc::as_ptr(timeline), ticket, access, || Point { timeline: timeline.clone(), ticket });
     }
 
     /// Every use not yet known complete.
@@ -181,8 +188,9 @@ mod tests {
     }
 
     impl OnStream for Fake {
-        fn stream_id(&self) -> u64 {
-            self.stream
+        type Stream = u64;
+        fn is_on(&self, stream: u64) -> bool {
+            self.stream == stream
         }
         fn is_complete(&self) -> bool {
             self.done
