@@ -33,6 +33,14 @@ fn invalid(kernel: KernelId, what: String) -> Error {
     Error::InvalidArgument(format!("{}: {what}", kernel.name()))
 }
 
+/// The check `clock_probe` and `stamp` share: their `out` holds two words.
+fn two_words(kernel: KernelId, out_len: usize) -> Result<()> {
+    if out_len != 2 {
+        return Err(invalid(kernel, format!("out has {out_len} elements, needs 2")));
+    }
+    Ok(())
+}
+
 impl BenchKernels {
     /// Loads `bench.fatbin` into `device` (`cuModuleLoadData`) and takes its
     /// three kernels with checked signatures.
@@ -77,12 +85,7 @@ impl BenchKernels {
         cycles: u64,
         out: &mut O,
     ) -> Result<()> {
-        if out.device_len() != 2 {
-            return Err(invalid(
-                KernelId::ClockProbe,
-                format!("out has {} elements, needs 2", out.device_len()),
-            ));
-        }
+        two_words(KernelId::ClockProbe, out.device_len())?;
         self.clock.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
 
@@ -99,9 +102,7 @@ impl BenchKernels {
         cycles: u64,
         out: &mut O,
     ) -> Result<()> {
-        if out.device_len() != 2 {
-            return Err(invalid(KernelId::Stamp, format!("out has {} elements, needs 2", out.device_len())));
-        }
+        two_words(KernelId::Stamp, out.device_len())?;
         self.stamp.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
     }
 

@@ -299,6 +299,26 @@ fn quads(kernel: KernelId, name: &str, len: usize) -> Result<u64> {
     }
 }
 
+/// The checks `cache_read` and the read-tuning kernels share: `input`
+/// (its length in `u32` words and its address) is whole uint4 — at least one,
+/// fewer than 2^32 — from a 16-byte aligned start, `out` has one element and
+/// `grid` is valid. Returns the working set in uint4 and the launch
+/// configuration.
+fn working_set_checks(
+    k: KernelId,
+    grid: Grid,
+    input: (usize, u64),
+    out_len: usize,
+) -> Result<(u64, LaunchConfig)> {
+    let ws4 = quads(k, "in", input.0)?;
+    if ws4 == 0 || ws4 >= 1 << 32 {
+        return Err(invalid(k, format!("a working set of {ws4} uint4: needs 1 to 2^32 - 1")));
+    }
+    aligned16(k, "in", input.1)?;
+    same(k, "out must have one element", out_len, 1)?;
+    Ok((ws4, grid.config(k)?))
+}
+
 /// The checks every intensity sweep makes before its launch: `in` and
 /// `out` of one length, whole 16-byte vectors of `per_vec` elements each,
 /// 16-byte aligned starts, a valid grid. Returns the vector count and the
@@ -534,13 +554,8 @@ impl RooflineKernels {
         O: AsDeviceSliceMut<u64> + ?Sized,
     {
         let k = KernelId::CacheRead;
-        let ws4 = quads(k, "in", input.device_len())?;
-        if ws4 == 0 || ws4 >= 1 << 32 {
-            return Err(invalid(k, format!("a working set of {ws4} uint4: needs 1 to 2^32 - 1")));
-        }
-        aligned16(k, "in", input.device_ptr())?;
-        same(k, "out must have one element", out.device_len(), 1)?;
-        let cfg = grid.config(k)?;
+        let (ws4, cfg) =
+            working_set_checks(k, grid, (input.device_len(), input.device_ptr()), out.device_len())?;
         // SAFETY (launch): every load is at an index `< ws4` (hints 0 and 1:
         // the wrapped index starts at `i % ws4` and steps by `stride % ws4`
         // with one conditional subtract, so it stays below `ws4`; hint 2: a
@@ -600,13 +615,8 @@ impl RooflineKernels {
                 KernelId::ReadBulk
             }
         };
-        let ws4 = quads(k, "in", input.device_len())?;
-        if ws4 == 0 || ws4 >= 1 << 32 {
-            return Err(invalid(k, format!("a working set of {ws4} uint4: needs 1 to 2^32 - 1")));
-        }
-        aligned16(k, "in", input.device_ptr())?;
-        same(k, "out must have one element", out.device_len(), 1)?;
-        let cfg = grid.config(k)?;
+        let (ws4, cfg) =
+            working_set_checks(k, grid, (input.device_len(), input.device_ptr()), out.device_len())?;
         // SAFETY (launch), every arm: every load is at an index `< ws4`
         // (grid-stride: the wrapped index starts at `i % ws4` and steps by
         // `stride % ws4` with one conditional subtract; per-block slices: a
@@ -796,5 +806,23 @@ mod tests {
             assert!(matches!(g.config(KernelId::HbmRead), Err(Error::InvalidArgument(_))), "{bad:?}");
         }
         assert_eq!(FmaPrecision::F16x2.lanes(), 2);
+    }
+
+    /// The checks `cache_read` and `read_tuned` share: each refusal names
+    /// its cause, and a good working set gives its uint4 count.
+    #[test]
+    fn working_set_checks_name_each_refusal() {
+        let g = Grid { blocks: 2, threads: 256 };
+        let k = KernelId::CacheRead;
+        assert_eq!(working_set_checks(k, g, (4096, 256), 1).map(|(ws4, _)| ws4).ok(), Some(1024));
+        let why = |input: (usize, u64), out: usize, g: Grid| match working_set_checks(k, g, input, out) {
+            Err(Error::InvalidArgument(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert!(why((0, 256), 1, g).contains("needs 1 to 2^32 - 1"));
+        assert!(why((6, 256), 1, g).contains("in"), "not whole uint4");
+        assert!(why((4096, 8), 1, g).contains("in"), "not 16-byte aligned");
+        assert!(why((4096, 256), 2, g).contains("out must have one element"));
+        assert!(!why((4096, 256), 1, Grid { blocks: 0, threads: 256 }).is_empty());
     }
 }
