@@ -103,7 +103,9 @@ const CLOCK_SLOTS: usize = 4096;
 /// median time it reports. (The last launch's clock alone was not: under
 /// tensor load the clock drifts between launches, and one H100 run read a
 /// BF16 ceiling at 101.4 % of the peak at its last launch's clock.) The copy
-/// lies inside each timed region: about 2 µs on a probe of milliseconds.
+/// lies inside each timed region; its cost was not timed on its own, but the
+/// FMA ceilings read 98.3–99.8 % of peak without it and 98.2–99.8 % with it
+/// on the same H100 (docs/results/2026-11-25-h100-c/).
 struct ClockLog {
     log: DeviceBuffer<u64>,
     kept: usize,
