@@ -173,9 +173,11 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
 }
 
 // Variant RL_BULK (sm_90; read and copy): the bulk copy engine. Each block
-// streams chunks of RL_CHUNK bytes (chunk j, j + grid, ...) through
-// RL_STAGES shared-memory stages (dynamic shared memory, RL_STAGES *
-// RL_CHUNK bytes; the wrapper sets it): thread 0 issues cp.async.bulk
+// streams chunks of `chunk` bytes (chunk j, j + grid, ...; RL_CHUNK for
+// RL_BULK, any whole KiB for copy_bulk) through `stages` shared-memory
+// stages (RL_STAGES for RL_BULK, 1 to RL_BULK_MAX_STAGES for copy_bulk;
+// dynamic shared memory, stages * chunk bytes, which the wrapper sets):
+// thread 0 issues cp.async.bulk
 // global -> shared completing on the stage's mbarrier; for copy, thread 0
 // then writes the stage back with cp.async.bulk shared -> global (bulk
 // groups, the stage reused once its store has read it); for read, every
@@ -184,6 +186,7 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
 #define RL_BULK 24
 #define RL_STAGES 4
 #define RL_CHUNK 8192u
+#define RL_BULK_MAX_STAGES 16
 
 __device__ __forceinline__ unsigned int rl_smem_addr(const void* p) {
     return (unsigned int)__cvta_generic_to_shared(p);
@@ -193,31 +196,33 @@ template <int OP>
 __device__ __forceinline__ void rl_bulk(const uint4* __restrict__ a,
                                         uint4* __restrict__ c,
                                         unsigned long long n4,
-                                        unsigned long long* out) {
+                                        unsigned long long* out,
+                                        unsigned int stages,
+                                        unsigned int chunk) {
     unsigned long long acc = 0;
-    const unsigned long long per = RL_CHUNK / 16u;  // uint4 per chunk
+    const unsigned long long per = chunk / 16u;  // uint4 per chunk
     const unsigned long long chunks = n4 / per;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) uint4 rl_stage[];
-    __shared__ __align__(8) unsigned long long rl_bar[RL_STAGES];
+    __shared__ __align__(8) unsigned long long rl_bar[RL_BULK_MAX_STAGES];
     // This block's chunks: blockIdx.x + q * gridDim.x for q < mine.
     const unsigned long long mine =
         chunks > blockIdx.x ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     auto issue = [&](unsigned long long q) {
-        const unsigned int s = (unsigned int)(q % RL_STAGES);
+        const unsigned int s = (unsigned int)(q % stages);
         const unsigned int bar = rl_smem_addr(&rl_bar[s]);
         const unsigned int dst = rl_smem_addr(rl_stage + s * per);
         const uint4* src = a + (blockIdx.x + q * gridDim.x) * per;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(RL_CHUNK)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(chunk)
                      : "memory");
         asm volatile(
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-            "l"(src), "r"(RL_CHUNK), "r"(bar)
+            "l"(src), "r"(chunk), "r"(bar)
             : "memory");
     };
     auto wait = [&](unsigned long long q) {
-        const unsigned int bar = rl_smem_addr(&rl_bar[q % RL_STAGES]);
-        const unsigned int parity = (unsigned int)((q / RL_STAGES) & 1u);
+        const unsigned int bar = rl_smem_addr(&rl_bar[q % stages]);
+        const unsigned int parity = (unsigned int)((q / stages) & 1u);
         unsigned int done = 0;
         while (!done) {
             asm volatile(
@@ -228,11 +233,11 @@ __device__ __forceinline__ void rl_bulk(const uint4* __restrict__ a,
         }
     };
     if (threadIdx.x == 0) {
-        for (int s = 0; s < RL_STAGES; ++s) {
+        for (unsigned int s = 0; s < stages; ++s) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(rl_smem_addr(&rl_bar[s])) : "memory");
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (unsigned long long q = 0; q < mine && q < RL_STAGES; ++q) {
+        for (unsigned long long q = 0; q < mine && q < stages; ++q) {
             issue(q);
         }
     }
@@ -241,17 +246,17 @@ __device__ __forceinline__ void rl_bulk(const uint4* __restrict__ a,
         if (threadIdx.x == 0) {
             for (unsigned long long q = 0; q < mine; ++q) {
                 wait(q);
-                const unsigned int s = (unsigned int)(q % RL_STAGES);
+                const unsigned int s = (unsigned int)(q % stages);
                 uint4* dst = c + (blockIdx.x + q * gridDim.x) * per;
                 asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
-                             "r"(rl_smem_addr(rl_stage + s * per)), "r"(RL_CHUNK)
+                             "r"(rl_smem_addr(rl_stage + s * per)), "r"(chunk)
                              : "memory");
                 asm volatile("cp.async.bulk.commit_group;" ::: "memory");
                 // Refill the previous stage once its store has read it
                 // (every group but the newest).
-                if (q >= 1 && q - 1 + RL_STAGES < mine) {
+                if (q >= 1 && q - 1 + stages < mine) {
                     asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-                    issue(q - 1 + RL_STAGES);
+                    issue(q - 1 + stages);
                 }
             }
             asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -259,13 +264,13 @@ __device__ __forceinline__ void rl_bulk(const uint4* __restrict__ a,
     } else {
         for (unsigned long long q = 0; q < mine; ++q) {
             wait(q);
-            const uint4* st = rl_stage + (q % RL_STAGES) * per;
+            const uint4* st = rl_stage + (q % stages) * per;
             for (unsigned int e = threadIdx.x; e < per; e += blockDim.x) {
                 acc += rl_words(st[e]);
             }
             __syncthreads();  // every thread is done with the stage
-            if (threadIdx.x == 0 && q + RL_STAGES < mine) {
-                issue(q + RL_STAGES);
+            if (threadIdx.x == 0 && q + stages < mine) {
+                issue(q + stages);
             }
         }
     }
@@ -334,7 +339,7 @@ extern "C" __global__ void hbm_read(const uint4* __restrict__ in,
                                     unsigned int variant,
                                     unsigned long long* out) {
     if (variant == RL_BULK) {
-        rl_bulk<0>(in, nullptr, n4, out);
+        rl_bulk<0>(in, nullptr, n4, out, RL_STAGES, RL_CHUNK);
         return;
     }
     RL_VARIANTS(0, in, in, nullptr, 0.0f, n4, out)
@@ -346,10 +351,34 @@ extern "C" __global__ void __launch_bounds__(1024) hbm_copy(const uint4* __restr
                                     unsigned long long n4,
                                     unsigned int variant) {
     if (variant == RL_BULK) {
-        rl_bulk<1>(src, dst, n4, nullptr);
+        rl_bulk<1>(src, dst, n4, nullptr, RL_STAGES, RL_CHUNK);
         return;
     }
     RL_VARIANTS(1, src, src, dst, 0.0f, n4, nullptr)
+}
+
+// dst[0..n4] = src[0..n4] through the bulk copy engine with a chosen
+// pipeline (sm_90): cfg = stages | chunk_kib << 8, `stages` (2 to
+// RL_BULK_MAX_STAGES) shared-memory stages of `chunk_kib` KiB each (dynamic
+// shared memory, stages * chunk_kib KiB, which the wrapper sets). Thread 0
+// of each block loads chunk j, j + grid, ... with cp.async.bulk and stores
+// each back with cp.async.bulk shared -> global as rl_bulk's copy does;
+// the remainder past the whole chunks goes through plain loads.
+extern "C" __global__ void copy_bulk(const uint4* __restrict__ src,
+                                     uint4* __restrict__ dst,
+                                     unsigned long long n4,
+                                     unsigned int cfg) {
+    const unsigned int stages = cfg & 0xffu, chunk = (cfg >> 8) * 1024u;
+    if (stages < 2u || stages > RL_BULK_MAX_STAGES || chunk == 0u) {
+        // The copy refills a stage once the store before it has read it,
+        // so one stage would wait for a chunk never issued: a pipeline the
+        // wrapper refuses; here a plain copy rather than a hang.
+        for (unsigned long long i = gs_first(); i < n4; i += gs_stride()) {
+            dst[i] = src[i];
+        }
+        return;
+    }
+    rl_bulk<1>(src, dst, n4, nullptr, stages, chunk);
 }
 
 // a[i] = fmaf(scalar, c[i], b[i]) for the 4*n4 floats (as triad_f32).
@@ -853,7 +882,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) read_tune_u16(const uint4* 
 // thread sums its words of the stage, a barrier frees it. What the whole
 // chunks leave (each pass's last ws4 % per uint4, and the n % ws4 loads past
 // the last whole pass) goes through plain loads, grid-stride.
-#define RL_BULK_MAX_STAGES 16
 
 extern "C" __global__ void read_bulk(const uint4* __restrict__ in,
                                      unsigned long long ws4,

@@ -14,8 +14,8 @@
 
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{
-    CacheReadSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig, HbmTriadSig,
-    IntensityF16x2Sig, IntensityF64Sig, IntensitySig, ReadBulkSig, ReadTuneU4Sig, ReadTuneU8Sig,
+    CacheReadSig, CopyBulkSig, FmaBf16x2Sig, FmaF16x2Sig, FmaF32Sig, FmaF64Sig, HbmCopySig, HbmReadSig,
+    HbmTriadSig, IntensityF16x2Sig, IntensityF64Sig, IntensitySig, ReadBulkSig, ReadTuneU4Sig, ReadTuneU8Sig,
     ReadTuneU16Sig, SmemReadSig, declare,
 };
 use gpu_sync::{
@@ -207,7 +207,13 @@ impl LoadFlavor {
     }
 }
 
-/// Most shared-memory stages of a [`ReadVariant::Bulk`] read.
+/// Dynamic shared memory a launch gets without raising the kernel's limit:
+/// 48 KiB less the bulk kernels' static barriers (16 x 8 bytes), rounded
+/// down to a KiB.
+const BULK_UNASKED_SMEM: u32 = 47 << 10;
+
+/// Most shared-memory stages of a [`ReadVariant::Bulk`] read and of
+/// [`RooflineKernels::copy_bulk`].
 pub const READ_BULK_MAX_STAGES: u32 = 16;
 
 /// How [`RooflineKernels::read_tuned`] reads: `n` loads wrapped over a
@@ -262,6 +268,7 @@ pub struct RooflineKernels {
     device: Device,
     hbm_read: Typed<HbmReadSig>,
     hbm_copy: Typed<HbmCopySig>,
+    copy_bulk: Typed<CopyBulkSig>,
     hbm_triad: Typed<HbmTriadSig>,
     fma_f64: Typed<FmaF64Sig>,
     fma_f32: Typed<FmaF32Sig>,
@@ -319,6 +326,21 @@ fn working_set_checks(
     Ok((ws4, grid.config(k)?))
 }
 
+/// The checks both copies (`hbm_copy`, `copy_bulk`) make: `src` and `dst`
+/// (lengths in `u32` words and addresses) of one length of whole uint4 from
+/// 16-byte aligned starts. Returns the uint4 count.
+fn copy_checks(
+    k: KernelId,
+    (src_len, src_ptr): (usize, u64),
+    (dst_len, dst_ptr): (usize, u64),
+) -> Result<u64> {
+    same(k, "lengths", src_len, dst_len)?;
+    let n4 = quads(k, "src", src_len)?;
+    aligned16(k, "src", src_ptr)?;
+    aligned16(k, "dst", dst_ptr)?;
+    Ok(n4)
+}
+
 /// The checks every intensity sweep makes before its launch: `in` and
 /// `out` of one length, whole 16-byte vectors of `per_vec` elements each,
 /// 16-byte aligned starts, a valid grid. Returns the vector count and the
@@ -356,6 +378,7 @@ impl RooflineKernels {
             device: device.clone(),
             hbm_read: declare::HbmRead(&m)?,
             hbm_copy: declare::HbmCopy(&m)?,
+            copy_bulk: declare::CopyBulk(&m)?,
             hbm_triad: declare::HbmTriad(&m)?,
             fma_f64: declare::FmaF64(&m)?,
             fma_f32: declare::FmaF32(&m)?,
@@ -430,10 +453,7 @@ impl RooflineKernels {
         D: AsDeviceSliceMut<u32> + ?Sized,
     {
         let k = KernelId::HbmCopy;
-        same(k, "lengths", src.device_len(), dst.device_len())?;
-        let n4 = quads(k, "src", src.device_len())?;
-        aligned16(k, "src", src.device_ptr())?;
-        aligned16(k, "dst", dst.device_ptr())?;
+        let n4 = copy_checks(k, (src.device_len(), src.device_ptr()), (dst.device_len(), dst.device_ptr()))?;
         let cfg = grid.config(k)?.with_shared_mem(if variant == HBM_BULK { HBM_BULK_SMEM } else { 0 });
         // SAFETY (launch): uint4 indices `< n4` of both views, which have
         // exactly `4 * n4` words and 16-byte aligned starts (checked above);
@@ -442,6 +462,59 @@ impl RooflineKernels {
         // `cp.async.bulk` needs) through the 32 KiB of dynamic shared memory
         // set here, the kernel's 4 stages of 8 KiB; each chunk by one block.
         self.hbm_copy.launch(stream, cfg, (src, dst, n4, variant))
+    }
+
+    /// `dst = src` through the bulk copy engine (`copy_bulk`, sm_90): each
+    /// block moves chunks of `chunk_kib` KiB through `stages` shared-memory
+    /// stages (global → shared → global, `cp.async.bulk` both ways).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless both have one length of whole uint4
+    /// from 16-byte aligned starts, `grid` is valid and the pipeline is 2 to
+    /// [`READ_BULK_MAX_STAGES`] stages of 1 to 64 KiB; a launch error (more
+    /// shared memory than the device allows a block).
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy_bulk<S, D>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        stages: u32,
+        chunk_kib: u32,
+        src: &S,
+        dst: &mut D,
+    ) -> Result<()>
+    where
+        S: AsDeviceSlice<u32> + ?Sized,
+        D: AsDeviceSliceMut<u32> + ?Sized,
+    {
+        let k = KernelId::CopyBulk;
+        // A stage is refilled once the store before it has read it: the
+        // pipeline needs two.
+        if !(2..=READ_BULK_MAX_STAGES).contains(&stages) || !(1..=64).contains(&chunk_kib) {
+            return Err(invalid(
+                k,
+                format!(
+                    "{stages} stages of {chunk_kib} KiB: needs 2 to {READ_BULK_MAX_STAGES} stages of 1 to 64 KiB"
+                ),
+            ));
+        }
+        let n4 = copy_checks(k, (src.device_len(), src.device_ptr()), (dst.device_len(), dst.device_ptr()))?;
+        let bytes = stages * chunk_kib * 1024;
+        let cfg = grid.config(k)?.with_shared_mem(bytes);
+        if bytes > BULK_UNASKED_SMEM {
+            self.copy_bulk.set_max_dynamic_shared_mem(bytes)?;
+        }
+        // SAFETY (launch): the copy engine moves whole chunks of
+        // `chunk_kib` KiB below `n4` (chunk `c < n4 / per` covers uint4
+        // `c * per .. (c + 1) * per <= n4`; 16-byte aligned starts, checked
+        // above, and whole-KiB sizes, as `cp.async.bulk` needs) from `src`
+        // into stage `q % stages` of the dynamic shared memory set here
+        // (`stages * chunk` bytes) and from there to the same chunk of
+        // `dst`; the plain tail covers `n4 - n4 % per .. n4`; both views
+        // have exactly `4 * n4` words (checked above); each chunk by one
+        // block, each tail index by one thread. The barriers are the
+        // kernel's static array of READ_BULK_MAX_STAGES (checked above).
+        self.copy_bulk.launch(stream, cfg, (src, dst, n4, stages | chunk_kib << 8))
     }
 
     /// `a = fma(scalar, c, b)` (`hbm_triad`).
@@ -643,7 +716,7 @@ impl RooflineKernels {
             }
             ReadVariant::Bulk { stages, chunk_kib } => {
                 let bytes = variant.shared_bytes();
-                if bytes > 48 << 10 {
+                if bytes > BULK_UNASKED_SMEM {
                     self.read_bulk.set_max_dynamic_shared_mem(bytes)?;
                 }
                 let code = stages | chunk_kib << 8;
@@ -806,6 +879,22 @@ mod tests {
             assert!(matches!(g.config(KernelId::HbmRead), Err(Error::InvalidArgument(_))), "{bad:?}");
         }
         assert_eq!(FmaPrecision::F16x2.lanes(), 2);
+    }
+
+    /// The checks both copies share: each refusal names its cause, and
+    /// matching whole-uint4 views give their uint4 count.
+    #[test]
+    fn copy_checks_name_each_refusal() {
+        let k = KernelId::CopyBulk;
+        assert_eq!(copy_checks(k, (4096, 256), (4096, 512)).ok(), Some(1024));
+        let why = |src: (usize, u64), dst: (usize, u64)| match copy_checks(k, src, dst) {
+            Err(Error::InvalidArgument(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert!(why((4096, 256), (4092, 512)).contains("lengths: 4096 vs 4092"));
+        assert!(why((6, 256), (6, 512)).contains("`src` has 6 elements"));
+        assert!(why((4096, 8), (4096, 512)).contains("`src` at 0x8"));
+        assert!(why((4096, 256), (4096, 520)).contains("`dst` at 0x208"));
     }
 
     /// The checks `cache_read` and `read_tuned` share: each refusal names

@@ -470,6 +470,10 @@ pub(crate) fn run_hbm_copy(call: &mut KernelCall<'_>) -> Result<(), KernelFault>
     copy_quads(call, KernelId::HbmCopy)
 }
 
+pub(crate) fn run_copy_bulk(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    copy_quads(call, KernelId::CopyBulk)
+}
+
 pub(crate) fn run_hbm_triad(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     let n4 = call.scalar::<u64>(4)?;
     triad(call, KernelId::HbmTriad, n4.checked_mul(4))

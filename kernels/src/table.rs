@@ -506,6 +506,24 @@ kernel_table! {
     contract: "2: `src` is `const uint4*` (In), `dst` only stored to (Out). 1: u32 views, four \
                words at a time.";
 
+    /// `copy_bulk(const uint4* src, uint4* dst, u64 n4, unsigned cfg)`: `hbm_copy`
+    /// through the bulk copy engine in `cfg & 0xff` shared-memory stages of
+    /// `cfg >> 8` KiB (sm_90).
+    CopyBulk = "copy_bulk" in Roofline,
+    launch: Linear, accumulates: false,
+    sig CopyBulkSig(
+        "src": In<u32> = read(Ty::U32x4, 16, by(2)),
+        "dst": Out<u32> = write(Ty::U32x4, 16, by(2)),
+        "n4": u64 = scalar(Ty::U64),
+        "cfg": u32 = scalar(Ty::U32),
+    ),
+    cost(n4) = cost::copy_u32x4(n4),
+    sim: run_copy_bulk,
+    contract: "2: `src` is `const uint4*` (In), read in whole chunks below `n4` by the copy engine into \
+               the block's dynamic shared memory and the rest by plain loads; `dst` only stored to \
+               (Out), the chunks by the copy engine from shared memory. 1: u32 views, four words at a \
+               time.";
+
     /// `hbm_triad(uint4* a, const uint4* b, const uint4* c, float scalar, u64 n4,
     /// unsigned variant)`: `a = fma(scalar, c, b)` on the `4*n4` floats.
     HbmTriad = "hbm_triad" in Roofline,

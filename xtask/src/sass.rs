@@ -55,6 +55,9 @@ const REQUIRED: &[(&str, &str, &str)] = &[
     ("read_tune_u16", "LDG.E.128", ""),
     // The bulk copy engine: cp.async.bulk global -> shared is UBLKCP.S.G.
     ("read_bulk", "UBLKCP", ""),
+    // copy_bulk: global -> shared (UBLKCP.S.G) and back (UBLKCP.G.S).
+    ("copy_bulk", "UBLKCP.S.G", ""),
+    ("copy_bulk", "UBLKCP.G.S", ""),
     ("intensity_f32", "LDG.E.128", ""),
     ("fma_f64", "DFMA", ""),
     ("fma_f32", "FFMA", ""),
