@@ -34,12 +34,21 @@ fn quick_roofline_on_the_simulator() {
     let report = gpu_bench::roofline::RooflineReport::from_json(&json).unwrap();
     assert!(report.simulated() && report.scaled_down);
     assert!(report.placements.len() >= 9, "{}", report.placements.len());
-    // The L2 probe's four candidates, each measured and checked, and the HBM
-    // read's three.
+    // The L2 probe's four candidates, each measured and checked, the HBM
+    // read's five (the bulk engine's many-block shape among them) and the
+    // copy's three.
     let tried = |probe: &str| report.tuning.iter().filter(|t| t.probe.starts_with(probe)).count();
     assert_eq!(tried("L2 (whole working sets)"), 4);
-    assert_eq!(tried("HBM read"), 3);
+    assert_eq!(tried("HBM read"), 5);
+    assert_eq!(tried("HBM copy"), 3);
     assert!(report.tuning.iter().any(|t| t.config.starts_with("read_bulk bulk 2 x 32 KiB")));
+    for grid in ["1 blocks/SM of 512", "2 blocks/SM of 512", "512 blocks/SM of 128"] {
+        let config = format!("bulk 2 x 32 KiB, {grid}");
+        assert!(
+            report.tuning.iter().any(|t| t.probe.starts_with("HBM read") && t.config == config),
+            "{config}"
+        );
+    }
     assert!(report.sweeps.iter().any(|s| s.on_roofline && s.points.len() >= 5));
     // One intensity sweep per precision, each held against its own FMA
     // ceiling, with its empirical ridge in the JSON and the report.
@@ -121,6 +130,27 @@ fn replay_of_the_committed_h100_result() {
         read(&dir2, "results.json")
             .contains(&format!("\"version\": {}", gpu_bench::roofline::SCHEMA_VERSION))
     );
+    // The newest results of both GPUs (the H100's final run and the H200's)
+    // re-render their committed reports and charts byte for byte.
+    for (run, gpu) in
+        [("2026-11-26-final/rerun", "NVIDIA H100 80GB HBM3"), ("2026-11-26-h200/call12", "NVIDIA H200")]
+    {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results").join(run).join("roofline");
+        let dir3 = out_dir(&format!("replay-{}", run.replace('/', "-")));
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+            .args(["roofline", "--replay"])
+            .arg(src.join("results.json"))
+            .arg("--out")
+            .arg(&dir3)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{run}: {}", String::from_utf8_lossy(&out.stderr));
+        let md = read(&dir3, "report.md");
+        assert!(md.contains(&format!("# Roofline: {gpu}\n")), "{run}");
+        assert_eq!(md, read(&src, "report.md"), "{run}");
+        assert_eq!(read(&dir3, "roofline.svg"), read(&src, "roofline.svg"), "{run}");
+        let _ = std::fs::remove_dir_all(&dir3);
+    }
     // A file of another schema is refused with a usage error (exit 2).
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"other\", \"version\": 1}").unwrap();
@@ -180,4 +210,36 @@ fn read_tuning_sweep_on_the_simulator() {
         assert!(csv.contains(shape), "no {shape} row");
     }
     assert!(String::from_utf8_lossy(&out.stdout).contains("## L2, stage 2"));
+}
+
+/// `--tune` of the HBM probes on the simulator: the copy's search tries
+/// every bulk-copy pipeline (`copy_bulk`) at the grids whose stages fit the
+/// SM, besides `hbm_copy`'s variants, and the job still checks the copy it
+/// keeps.
+#[test]
+fn hbm_tuning_search_tries_every_copy_pipeline() {
+    let dir = out_dir("tune-hbm");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["--driver", "sim", "--quick", "roofline", "--tune", "--only-hbm-fma", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = read(&dir, "results.json");
+    let report = gpu_bench::roofline::RooflineReport::from_json(&json).unwrap();
+    let copies: Vec<&str> =
+        report.tuning.iter().filter(|t| t.probe == "HBM copy").map(|t| t.config.as_str()).collect();
+    // (stages, KiB) and the blocks a SM whose stages fit 227 KiB.
+    for (stages, kib, per_sm) in
+        [(2, 32, 3), (4, 16, 3), (3, 32, 2), (2, 16, 4), (4, 32, 1), (6, 16, 2), (8, 8, 3)]
+    {
+        for n in 1..=4 {
+            let config = format!("bulk copy engine, {stages} x {kib} KiB stages, {n} blocks/SM of 128");
+            assert_eq!(copies.contains(&config.as_str()), n <= per_sm, "{config}");
+        }
+    }
+    assert!(copies.len() > 40, "{} copy configurations", copies.len());
+    let md = read(&dir, "report.md");
+    assert!(md.contains("| HBM copy |") && md.contains("every word matches the pattern"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -28,7 +28,21 @@ type Config = (u32, u32, u32);
 /// over 4 GiB, every one with 64 KiB or more in flight a SM at 3.10–3.13
 /// TB/s): the bulk copy engine in 2 stages of 32 KiB, one block of 512 a SM
 /// (`read_bulk`).
-const READ_CONFIGS: [Config; 3] = [(10, 4, 256), (HBM_BULK, 2, 512), (READ_BULK_2X32, 1, 512)];
+///
+/// Its fourth, the same shape at two blocks of 512 a SM, is the best of the
+/// same sweep on the H200 (docs/results/2026-11-26-h200/call9-tune-reads:
+/// 4.58 TB/s over 4 GiB against 4.53–4.54 for the first two). Its fifth,
+/// the same shape in many short blocks (512 a SM of 128 threads, about two
+/// chunks each, the scheduler refilling the SMs as they finish), is the
+/// best of a grid sweep on the H100 (docs/results/2026-11-26-explore.md:
+/// 3.185 TB/s over 4 GiB against 3.15 at one or two blocks a SM).
+const READ_CONFIGS: [Config; 5] = [
+    (10, 4, 256),
+    (HBM_BULK, 2, 512),
+    (READ_BULK_2X32, 1, 512),
+    (READ_BULK_2X32, 2, 512),
+    (READ_BULK_2X32, 512, 128),
+];
 
 /// A variant number past `hbm_read`'s own (`HBM_VARIANTS`): the read is
 /// [`RooflineKernels::read_tuned`](kernels::RooflineKernels::read_tuned) in
@@ -39,6 +53,26 @@ const READ_BULK_2X32: u32 = 1000;
 fn tuned_read(v: u32) -> Option<ReadVariant> {
     (v == READ_BULK_2X32).then_some(ReadVariant::Bulk { stages: 2, chunk_kib: 32 })
 }
+
+/// Variant numbers past `hbm_copy`'s own: the copy is
+/// [`RooflineKernels::copy_bulk`](kernels::RooflineKernels::copy_bulk) in
+/// the pipeline of [`COPY_BULK`]`[v - COPY_BULK_BASE]`.
+const COPY_BULK_BASE: u32 = 2000;
+
+/// The bulk-copy pipelines (stages, KiB a stage) `--tune` tries for the
+/// copy.
+const COPY_BULK: [(u32, u32); 7] = [(2, 32), (4, 16), (3, 32), (2, 16), (4, 32), (6, 16), (8, 8)];
+
+/// The bulk-copy pipeline of a variant number past `hbm_copy`'s own.
+fn tuned_copy(v: u32) -> Option<(u32, u32)> {
+    v.checked_sub(COPY_BULK_BASE).and_then(|i| COPY_BULK.get(i as usize).copied())
+}
+
+/// Copy's candidates: `hbm_copy`'s best three on the H100 of 2026-11-25.
+/// The bulk copy engine in deeper pipelines ([`COPY_BULK`], `--tune` only)
+/// lost to them on both GPUs measured: 2.86–2.88 TB/s against 3.05 on the
+/// H100, 3.57–3.95 against 4.18 on the H200
+/// (docs/results/2026-11-26-explore.md).
 const COPY_CONFIGS: [Config; 3] = [(13, 0, 256), (12, 0, 256), (11, 0, 256)];
 const TRIAD_CONFIGS: [Config; 2] = [(10, 0, 256), (13, 0, 256)];
 
@@ -83,6 +117,9 @@ fn grid(sms: u32, (v, per_sm, threads): Config, n4: u64) -> Grid {
 }
 
 fn describe((v, per_sm, threads): Config) -> String {
+    if let Some((stages, kib)) = tuned_copy(v) {
+        return format!("bulk copy engine, {stages} x {kib} KiB stages, {per_sm} blocks/SM of {threads}");
+    }
     if let Some(t) = tuned_read(v) {
         return format!("{}, {per_sm} blocks/SM of {threads}", t.name());
     }
@@ -132,6 +169,17 @@ fn search(
                 // hbm_triad's 80 registers a thread do not fit 1024 threads.
                 if (w, per_sm, threads) != first && !(probe == "HBM triad" && threads > 512) {
                     try_one((w, per_sm, threads), report, &mut best)?;
+                }
+            }
+        }
+        if probe == "HBM copy" {
+            // Every bulk-copy pipeline at 1 to 4 blocks a SM that fit the
+            // SM's 227 KiB of shared memory.
+            for (i, &(stages, kib)) in COPY_BULK.iter().enumerate() {
+                for per_sm in 1..=4u32 {
+                    if per_sm * stages * kib <= 227 {
+                        try_one((COPY_BULK_BASE + i as u32, per_sm, 128), report, &mut best)?;
+                    }
                 }
             }
         }
@@ -213,6 +261,10 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
 
     // copy
     let c = cost::copy_u32x4(n4);
+    let copy = |s: &Stream, g: Grid, v: u32, dst: &mut DeviceBuffer<u32>| match tuned_copy(v) {
+        Some((stages, kib)) => probes.copy_bulk(s, g, stages, kib, &src, dst),
+        None => probes.hbm_copy(s, g, v, &src, dst),
+    };
     let cfg = search(
         ctx,
         timer,
@@ -222,15 +274,15 @@ pub(super) fn run(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(), 
         &COPY_CONFIGS,
         tune,
         c.bytes() as f64,
-        &mut |s, g, v| probes.hbm_copy(s, g, v, &src, &mut dst),
+        &mut |s, g, v| copy(s, g, v, &mut dst),
         report,
     )?;
     stream.fill_bytes(&mut dst, 0xff)?;
-    let (t, noise) =
-        time(ctx, timer, "HBM copy", |s| probes.hbm_copy(s, grid(sms, cfg, n4), cfg.0, &src, &mut dst))?;
+    let (t, noise) = time(ctx, timer, "HBM copy", |s| copy(s, grid(sms, cfg, n4), cfg.0, &mut dst))?;
     check_pattern(ctx, stream, &dst, seed, "HBM copy")?;
     let check = "every word matches the pattern (poisoned before)";
-    push(report, "HBM copy", c.bytes() as f64 / t, noise, "hbm_copy", describe(cfg), check.into());
+    let kernel = if tuned_copy(cfg.0).is_some() { "copy_bulk" } else { "hbm_copy" };
+    push(report, "HBM copy", c.bytes() as f64 / t, noise, kernel, describe(cfg), check.into());
 
     // The driver's D2D copy: a reference line, not a roof of ours.
     stream.fill_bytes(&mut dst, 0xff)?;
