@@ -76,7 +76,7 @@ fn main() -> Res<()> {
     let only = std::env::args().nth(2).unwrap_or_default();
 
     // HBM: 4 GiB.
-    let hbm_bytes: u64 = if only == "hb" { 8 << 30 } else { 4 << 30 };
+    let hbm_bytes: u64 = if only == "hb" || only == "cp" { 8 << 30 } else { 4 << 30 };
     let mut buf = memory::alloc(drv, hbm_bytes as usize)?;
     let mut words = hbm_bytes / 4;
     launch(fill, 4 * nsm, 256, &s, &mut [(&raw mut buf).cast(), (&raw mut words).cast()])?;
@@ -117,6 +117,61 @@ fn main() -> Res<()> {
                     bw(sorted[sorted.len() - 1]),
                     bw(sorted[0])
                 );
+                println!("{line}");
+                writeln!(rep, "{line}")?;
+            }
+        }
+    }
+
+    if only == "cp" {
+        // Copy against the destination's placement: src = buf[0 .. 2 GiB),
+        // dst = buf[2 GiB + off ..), off in bytes; hbm_copy (variant 13:
+        // 4 loads, nc/cs, tiles, one block of 256 per tile) and the
+        // driver's cuMemcpyDtoDAsync on the same views; variants 12 and 11
+        // (2 and 8 loads) beside it.
+        let img3 = std::fs::read("kernels/fatbin/roofline.fatbin")?;
+        // SAFETY: a fatbin image, alive during the call.
+        let m3 = unsafe { module::load_data(drv, img3.as_ptr().cast()) }?;
+        let hcopy = module::get_function(m3.as_borrowed(), c"hbm_copy")?;
+        let half: u64 = 2 << 30;
+        writeln!(rep, "\n## Copy of 2 GiB against the destination offset\n\n| dst offset (bytes) | copy | variant | TB/s median of 15 | min..max | ok |\n| --- | --- | --- | --- | --- | --- |")?;
+        for off in [0u64, 4096, 65536 + 4096, (1 << 20) + 12288, (32 << 20) + 8192, (3 << 30) - half] {
+            let src = buf;
+            let dst = buf + half + off;
+            let n4 = half / 16;
+            for (name, v) in [("hbm_copy", 13u32), ("hbm_copy", 12), ("hbm_copy", 11), ("driver D2D", 99)] {
+                let mut ts = Vec::new();
+                for r in 0..16 {
+                    zero(dst, 64, &s)?;
+                    event::record(&e0, &s)?;
+                    if v == 99 {
+                        // SAFETY: both ranges inside `buf` (8 GiB), disjoint.
+                        unsafe { memory::memcpy_dtod_async(dst, src, half as usize, &s) }?;
+                    } else {
+                        let (mut a, mut b, mut n, mut vv) = (src, dst, n4, v);
+                        let tile: u64 = [2u64, 4, 8][(v % 3) as usize] * 256;
+                        let blocks = n4.div_ceil(tile) as u32;
+                        // SAFETY: hbm_copy(src, dst, n4, variant) over the two
+                        // disjoint 2 GiB views of `buf`.
+                        unsafe {
+                            launch::launch_kernel(hcopy, [blocks, 1, 1], [256, 1, 1], 0, &s, &mut [(&raw mut a).cast(), (&raw mut b).cast(), (&raw mut n).cast(), (&raw mut vv).cast()])
+                        }?;
+                    }
+                    event::record(&e1, &s)?;
+                    event::synchronize(&e1)?;
+                    if r > 0 {
+                        ts.push(event::elapsed_time(&e0, &e1)? as f64 * 1e-3);
+                    }
+                }
+                // the first and last words of the copy: src word i = i
+                let first: Vec<u32> = d2h(dst, 4, &s)?;
+                let last: Vec<u32> = d2h(dst + half - 16, 4, &s)?;
+                let words = (half / 4) as u32;
+                let ok = first == [0, 1, 2, 3] && last == [words - 4, words - 3, words - 2, words - 1];
+                let mut sorted = ts.clone();
+                sorted.sort_by(f64::total_cmp);
+                let bw = |t: f64| 2.0 * half as f64 / t / 1e12;
+                let line = format!("| {off} | {name} | {v} | {:.4} | {:.4}..{:.4} | {ok} |", bw(median(ts)), bw(sorted[sorted.len() - 1]), bw(sorted[0]));
                 println!("{line}");
                 writeln!(rep, "{line}")?;
             }
