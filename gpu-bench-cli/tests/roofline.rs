@@ -35,17 +35,26 @@ fn quick_roofline_on_the_simulator() {
     assert!(report.simulated() && report.scaled_down);
     assert!(report.placements.len() >= 9, "{}", report.placements.len());
     // The L2 probe's four candidates, each measured and checked, the HBM
-    // read's five (the bulk engine's many-block shape among them) and the
-    // copy's three.
+    // read's five and the copy's five (the bulk engine's many-block shapes
+    // among them).
     let tried = |probe: &str| report.tuning.iter().filter(|t| t.probe.starts_with(probe)).count();
     assert_eq!(tried("L2 (whole working sets)"), 4);
     assert_eq!(tried("HBM read"), 5);
-    assert_eq!(tried("HBM copy"), 3);
+    assert_eq!(tried("HBM copy"), 5);
     assert!(report.tuning.iter().any(|t| t.config.starts_with("read_bulk bulk 2 x 32 KiB")));
     for grid in ["1 blocks/SM of 512", "2 blocks/SM of 512", "512 blocks/SM of 128"] {
         let config = format!("bulk 2 x 32 KiB, {grid}");
         assert!(
             report.tuning.iter().any(|t| t.probe.starts_with("HBM read") && t.config == config),
+            "{config}"
+        );
+    }
+    for config in [
+        "bulk copy engine, 3 x 32 KiB stages, 512 blocks/SM of 128",
+        "bulk copy engine, 2 x 32 KiB stages, 512 blocks/SM of 128",
+    ] {
+        assert!(
+            report.tuning.iter().any(|t| t.probe.starts_with("HBM copy") && t.config == config),
             "{config}"
         );
     }
@@ -133,7 +142,7 @@ fn replay_of_the_committed_h100_result() {
     // The newest results of both GPUs (the H100's final run and the H200's)
     // re-render their committed reports and charts byte for byte.
     for (run, gpu) in
-        [("2026-11-26-final/verify", "NVIDIA H100 80GB HBM3"), ("2026-11-26-h200/call12", "NVIDIA H200")]
+        [("2026-11-26-final/final-main", "NVIDIA H100 80GB HBM3"), ("2026-11-26-h200/call12", "NVIDIA H200")]
     {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results").join(run).join("roofline");
         let dir3 = out_dir(&format!("replay-{}", run.replace('/', "-")));
@@ -229,13 +238,14 @@ fn hbm_tuning_search_tries_every_copy_pipeline() {
     let report = gpu_bench::roofline::RooflineReport::from_json(&json).unwrap();
     let copies: Vec<&str> =
         report.tuning.iter().filter(|t| t.probe == "HBM copy").map(|t| t.config.as_str()).collect();
-    // (stages, KiB) and the blocks a SM whose stages fit 227 KiB.
+    // (stages, KiB) and the blocks a SM whose stages fit 227 KiB together;
+    // 512 short blocks a SM for every pipeline.
     for (stages, kib, per_sm) in
         [(2, 32, 3), (4, 16, 3), (3, 32, 2), (2, 16, 4), (4, 32, 1), (6, 16, 2), (8, 8, 3)]
     {
-        for n in 1..=4 {
+        for n in [1, 2, 3, 4, 512] {
             let config = format!("bulk copy engine, {stages} x {kib} KiB stages, {n} blocks/SM of 128");
-            assert_eq!(copies.contains(&config.as_str()), n <= per_sm, "{config}");
+            assert_eq!(copies.contains(&config.as_str()), n <= per_sm || n == 512, "{config}");
         }
     }
     assert!(copies.len() > 40, "{} copy configurations", copies.len());

@@ -68,12 +68,15 @@ fn tuned_copy(v: u32) -> Option<(u32, u32)> {
     v.checked_sub(COPY_BULK_BASE).and_then(|i| COPY_BULK.get(i as usize).copied())
 }
 
-/// Copy's candidates: `hbm_copy`'s best three on the H100 of 2026-11-25.
-/// The bulk copy engine in deeper pipelines ([`COPY_BULK`], `--tune` only)
-/// lost to them on both GPUs measured: 2.86–2.88 TB/s against 3.05 on the
-/// H100, 3.57–3.95 against 4.18 on the H200
-/// (docs/results/2026-11-26-explore.md).
-const COPY_CONFIGS: [Config; 3] = [(13, 0, 256), (12, 0, 256), (11, 0, 256)];
+/// Copy's candidates: `hbm_copy`'s best three on the H100 of 2026-11-25,
+/// then the bulk copy engine ([`COPY_BULK`]) in many short blocks (512 a SM
+/// of 128 threads), the shape that won the read. At one to three blocks a
+/// SM the bulk copy lost on both GPUs (2.86–2.88 TB/s against 3.05 on the
+/// H100, 3.57–3.95 against 4.18 on the H200); in many short blocks, 3 x 32
+/// KiB read 3.02 on the H100, above `hbm_copy`'s 3.01 and the driver's copy
+/// in the same run (docs/results/2026-11-26-explore.md).
+const COPY_CONFIGS: [Config; 5] =
+    [(13, 0, 256), (12, 0, 256), (11, 0, 256), (COPY_BULK_BASE + 2, 512, 128), (COPY_BULK_BASE, 512, 128)];
 const TRIAD_CONFIGS: [Config; 2] = [(10, 0, 256), (13, 0, 256)];
 
 /// The grids `--tune` tries for the best variant and for [`HBM_BULK`]:
@@ -174,10 +177,11 @@ fn search(
         }
         if probe == "HBM copy" {
             // Every bulk-copy pipeline at 1 to 4 blocks a SM that fit the
-            // SM's 227 KiB of shared memory.
+            // SM's 227 KiB of shared memory together, and in many short
+            // blocks (512 a SM, resident as many as fit).
             for (i, &(stages, kib)) in COPY_BULK.iter().enumerate() {
-                for per_sm in 1..=4u32 {
-                    if per_sm * stages * kib <= 227 {
+                for per_sm in [1, 2, 3, 4, 512u32] {
+                    if per_sm == 512 || per_sm * stages * kib <= 227 {
                         try_one((COPY_BULK_BASE + i as u32, per_sm, 128), report, &mut best)?;
                     }
                 }
