@@ -76,7 +76,7 @@ fn main() -> Res<()> {
     let only = std::env::args().nth(2).unwrap_or_default();
 
     // HBM: 4 GiB.
-    let hbm_bytes: u64 = if only == "hb" || only == "cp" { 8 << 30 } else { 4 << 30 };
+    let hbm_bytes: u64 = if matches!(only.as_str(), "hb" | "cp" | "cb") { 8 << 30 } else { 4 << 30 };
     let mut buf = memory::alloc(drv, hbm_bytes as usize)?;
     let mut words = hbm_bytes / 4;
     launch(fill, 4 * nsm, 256, &s, &mut [(&raw mut buf).cast(), (&raw mut words).cast()])?;
@@ -120,6 +120,73 @@ fn main() -> Res<()> {
                 println!("{line}");
                 writeln!(rep, "{line}")?;
             }
+        }
+    }
+
+    if only == "cb" {
+        // copy_bulk (the kernels crate's) in many grids, against hbm_copy's
+        // best and the driver's copy, 2 GiB into the next 2 GiB of `buf`.
+        let img3 = std::fs::read("kernels/fatbin/roofline.fatbin")?;
+        // SAFETY: a fatbin image, alive during the call.
+        let m3 = unsafe { module::load_data(drv, img3.as_ptr().cast()) }?;
+        let hcopy = module::get_function(m3.as_borrowed(), c"hbm_copy")?;
+        let cbulk = module::get_function(m3.as_borrowed(), c"copy_bulk")?;
+        function::set_attribute(
+            cbulk,
+            gpu_sync::cuda_sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            128 << 10,
+        )?;
+        let half: u64 = 2 << 30;
+        let n4 = half / 16;
+        writeln!(rep, "\n## copy_bulk in many grids, 2 GiB\n\n| copy | blocks/SM x threads | TB/s median of 15 | min..max | ok |\n| --- | --- | --- | --- | --- |")?;
+        let mut cases: Vec<(String, u32, u32, u32, u32)> = vec![
+            ("hbm_copy 2 loads, nc/cs, tiles".into(), 12, 0, 256, 0),
+            ("hbm_copy 4 loads, nc/cs, tiles".into(), 13, 0, 256, 0),
+            ("driver D2D".into(), 99, 0, 0, 0),
+        ];
+        for (stages, kib) in [(2u32, 32u32), (2, 16), (4, 16), (4, 8), (2, 8), (3, 32)] {
+            for per_sm in [1u32, 2, 3, 8, 64, 512] {
+                cases.push((format!("copy_bulk {stages} x {kib} KiB"), stages | kib << 8, per_sm, 128, stages * kib * 1024));
+            }
+        }
+        for (name, v, per_sm, thr, smem) in cases {
+            let (src, dst) = (buf, buf + half);
+            let mut ts = Vec::new();
+            for r in 0..16 {
+                zero(dst, 64, &s)?;
+                event::record(&e0, &s)?;
+                let (mut a, mut b, mut n, mut vv) = (src, dst, n4, v);
+                if v == 99 {
+                    // SAFETY: both ranges inside `buf` (8 GiB), disjoint.
+                    unsafe { memory::memcpy_dtod_async(dst, src, half as usize, &s) }?;
+                } else if per_sm == 0 {
+                    let tile: u64 = [2u64, 4, 8][(v % 3) as usize] * 256;
+                    // SAFETY: hbm_copy(src, dst, n4, variant) over two disjoint 2 GiB views of `buf`.
+                    unsafe { launch::launch_kernel(hcopy, [n4.div_ceil(tile) as u32, 1, 1], [256, 1, 1], 0, &s, &mut [(&raw mut a).cast(), (&raw mut b).cast(), (&raw mut n).cast(), (&raw mut vv).cast()]) }?;
+                } else {
+                    // SAFETY: copy_bulk(src, dst, n4, cfg) over the same views, its
+                    // stages in the dynamic shared memory given (2+ stages).
+                    unsafe { launch::launch_kernel(cbulk, [per_sm * nsm, 1, 1], [thr, 1, 1], smem, &s, &mut [(&raw mut a).cast(), (&raw mut b).cast(), (&raw mut n).cast(), (&raw mut vv).cast()]) }?;
+                }
+                event::record(&e1, &s)?;
+                event::synchronize(&e1)?;
+                if r > 0 {
+                    ts.push(event::elapsed_time(&e0, &e1)? as f64 * 1e-3);
+                }
+            }
+            let words = (half / 4) as u32;
+            let first: Vec<u32> = d2h(dst, 4, &s)?;
+            let last: Vec<u32> = d2h(dst + half - 16, 4, &s)?;
+            let mid: Vec<u32> = d2h(dst + half / 2 + 4096, 4, &s)?;
+            let m0 = ((half / 2 + 4096) / 4) as u32;
+            let ok = first == [0, 1, 2, 3] && last == [words - 4, words - 3, words - 2, words - 1] && mid == [m0, m0 + 1, m0 + 2, m0 + 3];
+            let mut sorted = ts.clone();
+            sorted.sort_by(f64::total_cmp);
+            let bw = |t: f64| 2.0 * half as f64 / t / 1e12;
+            let grid = if per_sm == 0 { "one block a tile".to_string() } else { format!("{per_sm} x {thr}") };
+            let line = format!("| {name} | {grid} | {:.4} | {:.4}..{:.4} | {ok} |", bw(median(ts)), bw(sorted[sorted.len() - 1]), bw(sorted[0]));
+            println!("{line}");
+            writeln!(rep, "{line}")?;
         }
     }
 
