@@ -35,7 +35,7 @@ type Config = (u32, u32, u32);
 /// the same shape in many short blocks (512 a SM of 128 threads, about two
 /// chunks each, the scheduler refilling the SMs as they finish), is the
 /// best of a grid sweep on the H100 (docs/results/2026-11-26-explore.md:
-/// 3.185 TB/s over 4 GiB against 3.15 at one or two blocks a SM).
+/// 3.185 TB/s over 4 GiB against 3.13 at one or two blocks a SM).
 const READ_CONFIGS: [Config; 5] = [
     (10, 4, 256),
     (HBM_BULK, 2, 512),
