@@ -1,5 +1,6 @@
 //! The roofline probes' wrappers on the simulator: `copy_bulk` refuses the
-//! pipelines its kernel cannot run, naming why, and copies in the others.
+//! pipelines its kernel cannot run, naming why, and copies in the others
+//! (their shared-memory edges on a GPU are tested in `gpu.rs`).
 #![cfg(feature = "kernels")]
 
 use gpu_sync::{Device, DeviceBuffer, Error, Stream};

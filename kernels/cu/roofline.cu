@@ -175,7 +175,7 @@ __device__ __forceinline__ void rl_stream(const uint4* __restrict__ a,
 // Variant RL_BULK (sm_90; read and copy): the bulk copy engine. Each block
 // streams chunks of `chunk` bytes (chunk j, j + grid, ...; RL_CHUNK for
 // RL_BULK, any whole KiB for copy_bulk) through `stages` shared-memory
-// stages (RL_STAGES for RL_BULK, 1 to RL_BULK_MAX_STAGES for copy_bulk;
+// stages (RL_STAGES for RL_BULK, 2 to RL_BULK_MAX_STAGES for copy_bulk;
 // dynamic shared memory, stages * chunk bytes, which the wrapper sets):
 // thread 0 issues cp.async.bulk
 // global -> shared completing on the stage's mbarrier; for copy, thread 0

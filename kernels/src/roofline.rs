@@ -207,11 +207,6 @@ impl LoadFlavor {
     }
 }
 
-/// Dynamic shared memory a launch gets without raising the kernel's limit:
-/// 48 KiB less the bulk kernels' static barriers (16 x 8 bytes), rounded
-/// down to a KiB.
-const BULK_UNASKED_SMEM: u32 = 47 << 10;
-
 /// Most shared-memory stages of a [`ReadVariant::Bulk`] read and of
 /// [`RooflineKernels::copy_bulk`].
 pub const READ_BULK_MAX_STAGES: u32 = 16;
@@ -501,7 +496,8 @@ impl RooflineKernels {
         let n4 = copy_checks(k, (src.device_len(), src.device_ptr()), (dst.device_len(), dst.device_ptr()))?;
         let bytes = stages * chunk_kib * 1024;
         let cfg = grid.config(k)?.with_shared_mem(bytes);
-        if bytes > BULK_UNASKED_SMEM {
+        // Raised once per larger pipeline, not per launch.
+        if bytes > self.copy_bulk.max_dynamic_shared_mem() {
             self.copy_bulk.set_max_dynamic_shared_mem(bytes)?;
         }
         // SAFETY (launch): the copy engine moves whole chunks of
@@ -716,7 +712,8 @@ impl RooflineKernels {
             }
             ReadVariant::Bulk { stages, chunk_kib } => {
                 let bytes = variant.shared_bytes();
-                if bytes > BULK_UNASKED_SMEM {
+                // Raised once per larger pipeline, not per launch.
+                if bytes > self.read_bulk.max_dynamic_shared_mem() {
                     self.read_bulk.set_max_dynamic_shared_mem(bytes)?;
                 }
                 let code = stages | chunk_kib << 8;

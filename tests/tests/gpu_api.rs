@@ -368,6 +368,22 @@ fn launches_are_checked_before_the_driver_sees_them() {
             "{cfg:?}"
         );
     }
+    // Dynamic shared memory: a launch may use the driver's own default
+    // unasked (add_f32 has no static shared memory: the device's per-block
+    // limit), one byte more is refused before the driver, and raising the
+    // limit is remembered; the opt-in limit is the ceiling.
+    let limit = add.max_dynamic_shared_mem();
+    assert_eq!(
+        i64::from(limit),
+        i64::from(t.device.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK).unwrap())
+    );
+    let over = LaunchConfig::new(1, 64).with_shared_mem(limit + 1);
+    assert!(matches!(add.launch(&s, over, (&x, &x, &mut o, 64u64)), Err(Error::LaunchConfig { .. })));
+    add.set_max_dynamic_shared_mem(limit + 1024).expect("raise");
+    assert_eq!(add.max_dynamic_shared_mem(), limit + 1024);
+    add.launch(&s, over, (&x, &x, &mut o, 64u64)).expect("a launch within the raised limit");
+    assert!(matches!(add.set_max_dynamic_shared_mem(u32::MAX), Err(Error::LaunchConfig { .. })));
+    assert_eq!(add.max_dynamic_shared_mem(), limit + 1024, "a refused raise changes nothing");
     // A view that breaks the 16-byte alignment of the vector loads.
     let mut a = DeviceBuffer::<f32>::zeroed(&s, 65).expect("a");
     let b = DeviceBuffer::<f32>::zeroed(&s, 64).expect("b");

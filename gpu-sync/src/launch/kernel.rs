@@ -80,7 +80,7 @@ struct KernelCore {
 
 impl KernelCore {
     fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
-        let max = module.device.inner.limits.max_shared_per_block;
+        let max = Self::driver_max_dynamic_shared(f, &module);
         let keep: KeepAlive = module.clone();
         let device = module.device.clone();
         KernelCore {
@@ -93,22 +93,48 @@ impl KernelCore {
         }
     }
 
+    /// The dynamic shared memory a launch of `f` may use before anything is
+    /// raised: the driver's own figure (`cuFuncGetAttribute` with
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), which is the
+    /// device's per-block limit less the function's static shared memory. A
+    /// driver that cannot say gives the device's per-block limit, and the
+    /// driver then judges the launch.
+    fn driver_max_dynamic_shared(f: CUfunction, module: &ModuleInner) -> u32 {
+        let dev = &module.device.inner;
+        let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: `f` is a live function of `module`, which the caller is
+        // about to keep loaded; the borrow lives for this call only.
+        let borrowed = unsafe { BorrowedFunction::borrow_raw(dev.drv, f) };
+        cu::function::get_attribute(borrowed, attr)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(dev.limits.max_shared_per_block)
+    }
+
     fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
         let dev = &self.module.device.inner;
-        if bytes > dev.limits.max_shared_per_block_optin {
+        // SAFETY: `f` is a live function of the module this kernel keeps
+        // loaded (the Arc), for the borrow's short life; shared by design.
+        let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
+        // The function's static shared memory counts against the same
+        // opt-in limit (0 if the driver cannot say).
+        let fixed = cu::function::get_attribute(f, CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0);
+        let room = dev.limits.max_shared_per_block_optin.saturating_sub(fixed);
+        if bytes > room {
             return Err(Error::LaunchConfig {
                 kernel: self.name.clone(),
                 reason: format!(
-                    "{bytes} bytes of dynamic shared memory exceed the device's opt-in limit of {}",
+                    "{bytes} bytes of dynamic shared memory exceed the {room} the device's opt-in limit of {} \
+                     leaves beside the kernel's {fixed} bytes of static shared memory",
                     dev.limits.max_shared_per_block_optin
                 ),
             });
         }
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        // SAFETY: `f` is a live function of the module this kernel keeps
-        // loaded (the Arc), for the borrow's short life; shared by design.
-        let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
-        // The value is within the device's opt-in limit.
+        // The value is within what the opt-in limit leaves.
         dev.call("cuFuncSetAttribute", || cu::function::set_attribute(f, attr, bytes as i32))?;
         self.max_dynamic_shared.store(bytes, Ordering::Release);
         Ok(())
@@ -363,9 +389,18 @@ impl<S: Signature> Kernel<S> {
     /// (`cuFuncSetAttribute` with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
     ///
     /// # Errors
-    /// [`Error::LaunchConfig`] beyond the device's opt-in limit; a driver error.
+    /// [`Error::LaunchConfig`] beyond what the device's opt-in limit leaves
+    /// beside the kernel's static shared memory; a driver error.
     pub fn set_max_dynamic_shared_mem(&self, bytes: u32) -> Result<()> {
         self.core.set_max_dynamic_shared(bytes)
+    }
+
+    /// The dynamic shared memory a launch may use now: what the last
+    /// [`set_max_dynamic_shared_mem`](Self::set_max_dynamic_shared_mem)
+    /// allowed, or at first the driver's default for this function (the
+    /// device's per-block limit less the kernel's static shared memory).
+    pub fn max_dynamic_shared_mem(&self) -> u32 {
+        self.core.max_dynamic_shared.load(Ordering::Acquire)
     }
 
     /// The raw function handle.
