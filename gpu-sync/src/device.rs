@@ -43,7 +43,6 @@ pub(crate) struct Limits {
     pub max_threads_per_block: u32,
     pub max_block: [u32; 3],
     pub max_grid: [u32; 3],
-    pub max_shared_per_block: u32,
     pub max_shared_per_block_optin: u32,
 }
 
@@ -131,7 +130,6 @@ impl Device {
                 attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
                 attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
-            max_shared_per_block: attr_u32(drv, raw, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             max_shared_per_block_optin: attr_u32(
                 drv,
                 raw,

@@ -147,7 +147,6 @@ mod tests {
                 max_threads_per_block: u32::MAX,
                 max_block: [max; 3],
                 max_grid: [max; 3],
-                max_shared_per_block: 0,
                 max_shared_per_block_optin: 0,
             };
             for &v in &values {

@@ -79,36 +79,34 @@ struct KernelCore {
 }
 
 impl KernelCore {
-    fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> KernelCore {
-        let max = Self::driver_max_dynamic_shared(f, &module);
+    fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> Result<KernelCore> {
+        let max = Self::driver_max_dynamic_shared(f, &module)?;
         let keep: KeepAlive = module.clone();
         let device = module.device.clone();
-        KernelCore {
+        Ok(KernelCore {
             f: RawHandle::new(f),
             module,
             device,
             keep,
             name,
             max_dynamic_shared: AtomicU32::new(max),
-        }
+        })
     }
 
     /// The dynamic shared memory a launch of `f` may use before anything is
     /// raised: the driver's own figure (`cuFuncGetAttribute` with
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), which is the
-    /// device's per-block limit less the function's static shared memory. A
-    /// driver that cannot say gives the device's per-block limit, and the
-    /// driver then judges the launch.
-    fn driver_max_dynamic_shared(f: CUfunction, module: &ModuleInner) -> u32 {
+    /// device's per-block limit less the function's static shared memory.
+    fn driver_max_dynamic_shared(f: CUfunction, module: &ModuleInner) -> Result<u32> {
         let dev = &module.device.inner;
         let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `f` is a live function of `module`, which the caller is
         // about to keep loaded; the borrow lives for this call only.
         let borrowed = unsafe { BorrowedFunction::borrow_raw(dev.drv, f) };
-        cu::function::get_attribute(borrowed, attr)
-            .ok()
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(dev.limits.max_shared_per_block)
+        let v = dev.call("cuFuncGetAttribute", || cu::function::get_attribute(borrowed, attr))?;
+        // A negative size is not one the driver gives; 0 then refuses any
+        // dynamic shared memory until it is raised.
+        Ok(u32::try_from(v).unwrap_or(0))
     }
 
     fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
@@ -117,11 +115,10 @@ impl KernelCore {
         // loaded (the Arc), for the borrow's short life; shared by design.
         let f = unsafe { BorrowedFunction::borrow_raw(dev.drv, self.f.get()) };
         // The function's static shared memory counts against the same
-        // opt-in limit (0 if the driver cannot say).
-        let fixed = cu::function::get_attribute(f, CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-            .ok()
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0);
+        // opt-in limit.
+        let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+        let fixed = dev.call("cuFuncGetAttribute", || cu::function::get_attribute(f, attr))?;
+        let fixed = u32::try_from(fixed).unwrap_or(0);
         let room = dev.limits.max_shared_per_block_optin.saturating_sub(fixed);
         if bytes > room {
             return Err(Error::LaunchConfig {
@@ -349,8 +346,13 @@ pub struct Kernel<S> {
 }
 
 impl<S: Signature> Kernel<S> {
-    pub(crate) fn new(f: CUfunction, module: Arc<ModuleInner>, name: String, checked: bool) -> Kernel<S> {
-        Kernel { core: KernelCore::new(f, module, name), checked, _s: PhantomData }
+    pub(crate) fn new(
+        f: CUfunction,
+        module: Arc<ModuleInner>,
+        name: String,
+        checked: bool,
+    ) -> Result<Kernel<S>> {
+        Ok(Kernel { core: KernelCore::new(f, module, name)?, checked, _s: PhantomData })
     }
 
     /// Launches the kernel on `stream` (`cuLaunchKernel`). Checked first,
@@ -415,8 +417,8 @@ pub struct RawKernel {
 }
 
 impl RawKernel {
-    pub(crate) fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> RawKernel {
-        RawKernel { core: KernelCore::new(f, module, name) }
+    pub(crate) fn new(f: CUfunction, module: Arc<ModuleInner>, name: String) -> Result<RawKernel> {
+        Ok(RawKernel { core: KernelCore::new(f, module, name)? })
     }
 
     /// Launches with arguments of signature `S`, unchecked against the kernel

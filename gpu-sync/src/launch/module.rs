@@ -263,7 +263,8 @@ impl Module {
     ///
     /// # Errors
     /// [`Error::KernelSignature`] naming the kernel and the parameter that
-    /// differs, or when the module has no such kernel; a driver error.
+    /// differs, or when the module has no such kernel; a driver error (also
+    /// from reading the function's dynamic shared memory limit).
     ///
     /// # Safety
     /// A returned `Kernel<S>` lets safe code launch the kernel with any
@@ -307,7 +308,7 @@ impl Module {
     pub unsafe fn kernel<S: Signature>(&self, name: &str) -> Result<Kernel<S>> {
         let f = self.get_function(name)?;
         let checked = self.check_params(f, name, S::PARAM_SIZES)?;
-        Ok(Kernel::new(f.as_raw(), self.inner.clone(), name.to_owned(), checked))
+        Kernel::new(f.as_raw(), self.inner.clone(), name.to_owned(), checked)
     }
 
     /// The kernel `name` without a checked signature
@@ -315,10 +316,11 @@ impl Module {
     /// some launches, launched with the unsafe [`crate::RawKernel::launch`].
     ///
     /// # Errors
-    /// As [`Module::kernel`] for a missing kernel.
+    /// As [`Module::kernel`] for a missing kernel; a driver error reading
+    /// the function's dynamic shared memory limit.
     pub fn raw_kernel(&self, name: &str) -> Result<crate::launch::kernel::RawKernel> {
         let f = self.get_function(name)?;
-        Ok(crate::launch::kernel::RawKernel::new(f.as_raw(), self.inner.clone(), name.to_owned()))
+        crate::launch::kernel::RawKernel::new(f.as_raw(), self.inner.clone(), name.to_owned())
     }
 
     /// Checks parameter sizes; `Ok(false)` when the driver cannot tell
