@@ -141,9 +141,10 @@ fn replay_of_the_committed_h100_result() {
     );
     // The newest results of both GPUs (the H100's final run and the H200's)
     // re-render their committed reports and charts byte for byte.
-    for (run, gpu) in
-        [("2026-11-26-final/final-main", "NVIDIA H100 80GB HBM3"), ("2026-11-26-h200/call12", "NVIDIA H200")]
-    {
+    for (run, gpu) in [
+        ("2026-11-26-final/verify-after-review", "NVIDIA H100 80GB HBM3"),
+        ("2026-11-26-h200/call12", "NVIDIA H200"),
+    ] {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results").join(run).join("roofline");
         let dir3 = out_dir(&format!("replay-{}", run.replace('/', "-")));
         let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))

@@ -15,10 +15,14 @@ TEST_TIMEOUT=150 OUT=$O/bundle bash "$here/run.sh" tests > "$O/bundle.log" 2>&1
 echo "run.sh tests: exit $? (t=$((SECONDS-start)) s)"
 grep -E "^=== |test result|FAILED|panicked" "$O/bundle.log" | grep -v "test result: ok" | tail -20
 echo "test binaries ok: $(grep -c 'test result: ok' "$O/bundle.log")"
+# SAN_BINS: call 17 ran kernels--gpu; call 24 (after the review) also
+# gpu-bench--gpu, which holds the bulk pipelines' shared-memory edge test.
+for b in ${SAN_BINS:-kernels--gpu}; do
 for tool in memcheck racecheck synccheck; do
   GPU_SANITIZER=1 timeout 150 "$cs" --tool "$tool" --report-api-errors no --error-exitcode 99 --print-limit 20 \
-    "$here/tests/kernels--gpu" --include-ignored --test-threads=1 > "$O/san-$tool-kernels--gpu.log" 2>&1
-  echo "compute-sanitizer $tool kernels--gpu: exit $?"; grep -E "SUMMARY|test result" "$O/san-$tool-kernels--gpu.log" | tail -2
+    "$here/tests/$b" --include-ignored --test-threads=1 > "$O/san-$tool-$b.log" 2>&1
+  echo "compute-sanitizer $tool $b: exit $?"; grep -E "SUMMARY|test result" "$O/san-$tool-$b.log" | tail -2
+done
 done
 PEERS_MIB=4096 PYTHONUNBUFFERED=1 timeout 90 python3 docs/results/roofline/peers.py "$O/roofline-peers.json" > "$O/roofline-peers.log" 2>&1
 echo "roofline peers rc=$?"
