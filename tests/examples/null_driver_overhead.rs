@@ -96,6 +96,12 @@ unsafe extern "C" fn get_function(f: *mut CUfunction, _: CUmodule, _: *const c_c
     // SAFETY: out-pointer from gpu-sync; an opaque token.
     unsafe { put(f, 8 as CUfunction) }
 }
+/// Every function attribute reads 0 (no dynamic shared memory, which the
+/// example's launches do not ask for); declaring a kernel reads one.
+unsafe extern "C" fn func_attribute(v: *mut c_int, _: CUfunction_attribute, _: CUfunction) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync.
+    unsafe { put(v, 0) }
+}
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn launch(
     _: CUfunction,
@@ -163,6 +169,7 @@ fn main() -> gpu_sync::Result<()> {
     d.cuModuleLoadData = Some(module_load);
     d.cuModuleUnload = Some(module_unload);
     d.cuModuleGetFunction = Some(get_function);
+    d.cuFuncGetAttribute = Some(func_attribute);
     d.cuLaunchKernel = Some(launch);
     d.cuEventCreate = Some(event_create);
     d.cuEventDestroy = Some(event_any);
