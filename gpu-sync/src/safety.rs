@@ -214,14 +214,55 @@
 //! # Sealed traits
 //! Some guarantees hold because code outside the crate cannot implement a
 //! trait: [`crate::Proof`] (a forged proof would release a
-//! [`crate::Pending`] early), [`crate::AsDeviceSlice`] (views carry an
-//! allocation and bounds the tracker trusts), [`crate::AsEvent`] and
-//! [`crate::RecordTarget`] (an event's recorded point), and the launch
+//! [`crate::Pending`] early), [`crate::AsDeviceSlice`] and
+//! [`crate::AsDeviceSliceMut`] (views carry an allocation and bounds the
+//! tracker trusts; only a writable view may be written), [`crate::AsEvent`]
+//! and [`crate::RecordTarget`] (an event's recorded point), and the launch
 //! traits [`crate::Param`], [`crate::KernelArg`], [`crate::Signature`],
 //! [`crate::KernelArgs`] (a launch hands the driver exactly one pointer per
-//! parameter, each to a value of the declared size). The compile-fail cases
-//! `forge_a_proof`, `implement_proof`, `implement_record_target` and
-//! `implement_kernel_arg` keep them sealed.
+//! parameter, each to a value of the declared size, and every buffer
+//! argument is a view the crate made, of the parameter's element type).
+//!
+//! How each seal holds: the public trait has a supertrait that is `pub`
+//! inside a private module (`launch::signature::sealed`,
+//! `memory::buffer::sealed`, `scope`'s and `event`'s `sealed`), which no
+//! other crate can name, so none can implement it. No seal has a blanket
+//! impl over `&S` or `&mut S`: `&Local` and `&mut Local` are local types
+//! under the orphan rules, so such a blanket would let a user crate write
+//! `impl KernelArg<Out<u32>> for &Local` (issue 25 found exactly that: a
+//! mapped host address passed as an `Out` buffer, one buffer's allocation
+//! with another's address, a length longer than the view). The seals are
+//! also *per type parameter* where the trait has one: a `KernelArg<P>` needs
+//! `ArgSeal<P>`, implemented for `&S` with `P = In<T>` only where `S` is a
+//! sealed readable view **of `T`**, for `&mut S` with `P = Out<T>` only where
+//! `S` is a sealed **writable** view of `T` (`MutSeal<T>`: a
+//! `DeviceBuffer<T>` or `DeviceSliceMut<T>`, never a `DeviceSlice`), for a
+//! scalar with `P` its own type, and for `u64` with `P = Len`; and
+//! `AsDeviceSlice<T>` needs `ViewSeal<T>`, implemented for
+//! `DeviceBuffer<T>`, `DeviceSlice<T>` and `DeviceSliceMut<T>` with that same
+//! `T` — so `impl AsDeviceSlice<Big> for DeviceBuffer<u8>` (a byte buffer
+//! read as 16-byte elements) and `impl AsDeviceSliceMut<W> for
+//! DeviceSlice<'_, W>` (a shared view made writable) are refused too.
+//!
+//! The compile-fail cases keep each seal: `forge_a_proof`,
+//! `implement_proof`, `implement_record_target`, `implement_kernel_arg`
+//! (a local type, `&Local` and `&mut Local`), `implement_param`,
+//! `implement_signature`, `implement_kernel_args` (each for `&Local` and
+//! `&mut Local`), `build_raw_arg` and `implement_device_slice`.
+//!
+//! ## Public items reachable from safe code but not documented
+//! A sealed trait's supertrait methods can still be *called* through a
+//! generic bound. What they return is opaque, and no public function takes
+//! it back:
+//!
+//! | item | reachable as | why harmless |
+//! |---|---|---|
+//! | `ArgSeal::raw` (seal of `KernelArg`) | `a.raw()` on any `A: KernelArg<P>` | returns a `RawArg`: a struct with a crate-private field, no public constructor, field or method, not re-exported; nothing public accepts one |
+//! | `ArgsSeal::raw_args`, `ArgsSeal::Raw` (seal of `KernelArgs`) | on any `A: KernelArgs<S>` | an array of `RawArg`s, as above |
+//! | `ViewSeal::view` (seal of `AsDeviceSlice`) | `s.view()` on any `S: AsDeviceSlice<T>` | returns a `View`: crate-private fields, no public method, not re-exported; nothing public accepts one |
+//! | `SimParam`/`SimSignature`'s hidden `Staged`, `spec`, `load`, `view`, `store` (feature `sim`) | on the crate's parameter types (`SimParam: Param`, which is sealed, so no new implementors) | they move a simulated kernel's arguments between a `cuda_sim::KernelCall` and the closure; every access goes through the call's own checked reads and writes of simulated memory, which the race oracle sees |
+//!
+//! Nothing else in gpu-sync is `#[doc(hidden)]`.
 //!
 //! # Checked by tests
 //! - Tracking and capture: the race oracle of `cuda-sim` in every

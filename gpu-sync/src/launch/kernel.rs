@@ -26,7 +26,7 @@ use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses, same_device
 use crate::error::{Error, Result};
 use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
-use crate::launch::signature::{KernelArgs, MAX_PARAMS, RawArg, Signature};
+use crate::launch::signature::{KernelArgs, MAX_PARAMS, Raw, RawArg, Signature};
 use crate::stream::Stream;
 use crate::trace::OpDesc;
 use cuda_sys::handle::kind::FunctionKind;
@@ -56,7 +56,7 @@ impl Uses for Args<'_, '_> {
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for a in self.0 {
-            if let RawArg::Buffer { alloc, access, .. } = a {
+            if let RawArg(Raw::Buffer { alloc, access, .. }) = a {
                 f(Target::Device(alloc), *access);
             }
         }
@@ -171,8 +171,8 @@ impl KernelCore {
         let mut shortest: Option<(usize, usize)> = None;
         for (i, a) in args.iter().enumerate() {
             match *a {
-                RawArg::Len(n) if longest.is_none_or(|(_, m)| n > m) => longest = Some((i, n)),
-                RawArg::Buffer { len, .. } if shortest.is_none_or(|(_, m)| len < m) => {
+                RawArg(Raw::Len(n)) if longest.is_none_or(|(_, m)| n > m) => longest = Some((i, n)),
+                RawArg(Raw::Buffer { len, .. }) if shortest.is_none_or(|(_, m)| len < m) => {
                     shortest = Some((i, len))
                 }
                 _ => {}
@@ -228,13 +228,13 @@ impl KernelCore {
         let mut params = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
         let mut written = 0usize;
         for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
-            let bits = match *a {
-                RawArg::Scalar(bits) => bits,
-                RawArg::Len(n) => {
+            let bits = match a.0 {
+                Raw::Scalar(bits) => bits,
+                Raw::Len(n) => {
                     longest_len = longest_len.max(n);
                     n
                 }
-                RawArg::Buffer { alloc, ptr, len, align, .. } => {
+                Raw::Buffer { alloc, ptr, len, align, .. } => {
                     same_device(&stream.inner, alloc, "a buffer argument")?;
                     // `align` is an `align_of`, a power of two: a mask, not a
                     // division, on the hot path.

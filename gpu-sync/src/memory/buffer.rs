@@ -229,8 +229,8 @@ pub struct DeviceSliceMut<'a, T: Pod> {
     _t: PhantomData<&'a mut [T]>,
 }
 
-/// The parts of a view that operations need.
-#[doc(hidden)]
+/// The parts of a view that operations need. Crate-private fields: a view
+/// is made only by [`view_of`], from a buffer's own allocation and bounds.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
     pub(crate) alloc: &'a Arc<Allocation>,
@@ -248,16 +248,39 @@ impl View<'_> {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
+/// The seals of the view traits: `pub` inside a private module, so only
+/// this crate can name or implement them. Each is per element type — a
+/// `DeviceBuffer<u8>` is a view of `u8` only, never of a local 16-byte
+/// type whose element count would then be read 16 times too long — and
+/// [`MutSeal`] is implemented by the writable views only: a shared
+/// [`DeviceSlice`] cannot be made writable from outside (the blocking
+/// copies' unlocked stretch and a launch's `Out`/`In` disjointness rest on
+/// `&mut` exclusivity). No seal has a blanket impl over references.
+pub(crate) mod sealed {
+    use super::View;
+
+    /// Seals [`super::AsDeviceSlice<T>`] and reads a view.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not device memory of `{T}`",
+        note = "readable device memory of `T` is a `DeviceBuffer<T>`, `DeviceSlice<T>` or `DeviceSliceMut<T>`; the trait is sealed"
+    )]
+    pub trait ViewSeal<T> {
+        /// The allocation, offset and length the view covers.
+        fn view(&self) -> View<'_>;
+    }
+
+    /// Seals [`super::AsDeviceSliceMut<T>`]: the writable views only.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not writable device memory of `{T}`",
+        note = "writable device memory of `T` is a `DeviceBuffer<T>` or `DeviceSliceMut<T>` taken by `&mut`; a `DeviceSlice` is read-only; the trait is sealed"
+    )]
+    pub trait MutSeal<T>: ViewSeal<T> {}
 }
 
 /// Device memory an operation can read: a [`DeviceBuffer`], a
-/// [`DeviceSlice`] or a [`DeviceSliceMut`]. Sealed.
-pub trait AsDeviceSlice<T: Pod>: sealed::Sealed {
-    #[doc(hidden)]
-    fn view(&self) -> View<'_>;
-
+/// [`DeviceSlice`] or a [`DeviceSliceMut`] of `T`. Sealed (per element
+/// type).
+pub trait AsDeviceSlice<T: Pod>: sealed::ViewSeal<T> {
     /// Device address of the first element (for alignment checks and
     /// foreign code; zero for an empty buffer).
     fn device_ptr(&self) -> CUdeviceptr {
@@ -271,35 +294,38 @@ pub trait AsDeviceSlice<T: Pod>: sealed::Sealed {
 }
 
 /// Device memory an operation can write: a [`DeviceBuffer`] or a
-/// [`DeviceSliceMut`] (taken by `&mut`). Sealed.
-pub trait AsDeviceSliceMut<T: Pod>: AsDeviceSlice<T> {}
+/// [`DeviceSliceMut`] (taken by `&mut`). Sealed: a [`DeviceSlice`] is never
+/// writable.
+pub trait AsDeviceSliceMut<T: Pod>: AsDeviceSlice<T> + sealed::MutSeal<T> {}
 
 fn view_of<T>(alloc: &Arc<Allocation>, offset: usize, len: usize) -> View<'_> {
     let size = std::mem::size_of::<T>();
     View { alloc, offset: offset * size, bytes: len * size, len }
 }
 
-impl<T: Pod> sealed::Sealed for DeviceBuffer<T> {}
-impl<T: Pod> AsDeviceSlice<T> for DeviceBuffer<T> {
+impl<T: Pod> sealed::ViewSeal<T> for DeviceBuffer<T> {
     fn view(&self) -> View<'_> {
         view_of::<T>(&self.alloc, 0, self.len)
     }
 }
+impl<T: Pod> AsDeviceSlice<T> for DeviceBuffer<T> {}
+impl<T: Pod> sealed::MutSeal<T> for DeviceBuffer<T> {}
 impl<T: Pod> AsDeviceSliceMut<T> for DeviceBuffer<T> {}
 
-impl<T: Pod> sealed::Sealed for DeviceSlice<'_, T> {}
-impl<T: Pod> AsDeviceSlice<T> for DeviceSlice<'_, T> {
+impl<T: Pod> sealed::ViewSeal<T> for DeviceSlice<'_, T> {
     fn view(&self) -> View<'_> {
         view_of::<T>(self.alloc, self.offset, self.len)
     }
 }
+impl<T: Pod> AsDeviceSlice<T> for DeviceSlice<'_, T> {}
 
-impl<T: Pod> sealed::Sealed for DeviceSliceMut<'_, T> {}
-impl<T: Pod> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {
+impl<T: Pod> sealed::ViewSeal<T> for DeviceSliceMut<'_, T> {
     fn view(&self) -> View<'_> {
         view_of::<T>(self.alloc, self.offset, self.len)
     }
 }
+impl<T: Pod> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {}
+impl<T: Pod> sealed::MutSeal<T> for DeviceSliceMut<'_, T> {}
 impl<T: Pod> AsDeviceSliceMut<T> for DeviceSliceMut<'_, T> {}
 
 macro_rules! view_accessors {
