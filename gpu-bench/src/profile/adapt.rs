@@ -4,8 +4,7 @@
 //! markers, not device work: they keep their host slice and get no span).
 
 use super::trace::{
-    ClockAlignment, DeviceSpan, HostOp, HostRange, MemorySample, OpKind, Source, StreamTrack, ThreadTrack,
-    Trace,
+    ClockAlignment, DeviceSpan, HostRange, MemorySample, OpKind, Source, StreamTrack, ThreadTrack, Trace,
 };
 use gpu_sync::trace as gt;
 
@@ -45,14 +44,13 @@ pub(crate) fn from_recording(rec: &gt::Recording, source: Source) -> Trace {
         })
         .collect();
     for o in &rec.ops {
-        let k = o.kind.clone();
         if let Some((a, b)) = o.span
             && !o.captured
-            && is_work(&k)
+            && is_work(&o.kind)
         {
             t.spans.push(DeviceSpan {
                 name: o.name.clone(),
-                kind: k.clone(),
+                kind: o.kind.clone(),
                 device: o.device,
                 stream: o.stream,
                 start_ns: a,
@@ -61,18 +59,7 @@ pub(crate) fn from_recording(rec: &gt::Recording, source: Source) -> Trace {
                 graph: None,
             });
         }
-        t.ops.push(HostOp {
-            id: o.id,
-            name: o.name.clone(),
-            kind: k,
-            device: o.device,
-            stream: o.stream,
-            thread: o.thread,
-            host_start_ns: o.host_start_ns,
-            host_end_ns: o.host_end_ns,
-            range: o.range,
-            captured: o.captured,
-        });
+        t.ops.push(o.clone());
     }
     t.memory = rec
         .memory

@@ -381,7 +381,7 @@ impl CuptiSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::trace::{HostOp, Source};
+    use crate::profile::trace::{OpRecord, Source};
 
     #[test]
     fn the_tightest_bracket_sets_the_offset_and_its_half_width_the_uncertainty() {
@@ -412,8 +412,8 @@ mod tests {
         assert_eq!(m.to_host(1_001_000_000), 1_000_010);
     }
 
-    fn host_op(id: u64, name: &str, kind: OpKind) -> HostOp {
-        HostOp {
+    fn host_op(id: u64, name: &str, kind: OpKind) -> OpRecord {
+        OpRecord {
             id,
             name: name.into(),
             kind,
@@ -422,6 +422,7 @@ mod tests {
             thread: 1,
             host_start_ns: 1_000,
             host_end_ns: 1_010,
+            span: None,
             range: None,
             captured: false,
         }

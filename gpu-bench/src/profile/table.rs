@@ -193,7 +193,7 @@ impl KeyAverages {
         }
         let mut span_ns_of_op: HashMap<u64, u64> = HashMap::new();
         let mut self_ns_of_op: HashMap<u64, u64> = HashMap::new();
-        let ops: HashMap<u64, &super::trace::HostOp> = trace.ops.iter().map(|o| (o.id, o)).collect();
+        let ops: HashMap<u64, &super::trace::OpRecord> = trace.ops.iter().map(|o| (o.id, o)).collect();
         for s in &trace.spans {
             let own = s.op.and_then(|id| ops.get(&id).map(|o| (id, o)));
             match own {

@@ -10,8 +10,8 @@ fn kernel(grid: u32) -> OpKind {
     OpKind::Kernel { grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0 }
 }
 
-fn op(id: u64, name: &str, kind: OpKind, stream: u64, t: u64, range: Option<u64>) -> HostOp {
-    HostOp {
+fn op(id: u64, name: &str, kind: OpKind, stream: u64, t: u64, range: Option<u64>) -> OpRecord {
+    OpRecord {
         id,
         name: name.into(),
         kind,
@@ -20,6 +20,7 @@ fn op(id: u64, name: &str, kind: OpKind, stream: u64, t: u64, range: Option<u64>
         thread: 1,
         host_start_ns: t,
         host_end_ns: t + 10,
+        span: None,
         range,
         captured: false,
     }

@@ -6,7 +6,7 @@
 //!
 //! Three kinds of things are on the axis:
 //! - host ranges ([`HostRange`]): named, nested, per host thread;
-//! - host operations ([`HostOp`]): each stream-ordered driver call the
+//! - host operations ([`OpRecord`]): each stream-ordered driver call the
 //!   program made through gpu-sync (a launch, a copy, a graph replay …),
 //!   with the host time around the call;
 //! - device spans ([`DeviceSpan`]): what ran on a stream and when, each tied
@@ -101,33 +101,7 @@ pub struct HostRange {
 // What an operation was: gpu-sync's own recording types (serialized
 // through its `serde` feature), so the trace and the recording never
 // disagree on them.
-pub use gpu_sync::trace::{CopyDir, HostMem, OpKind};
-
-/// One stream-ordered driver call made through gpu-sync.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostOp {
-    /// Process-unique id (with CUPTI, the external correlation id).
-    pub id: u64,
-    /// Kernel name for launches; "memcpy HtoD", "graph launch", …
-    pub name: String,
-    /// What it was.
-    pub kind: OpKind,
-    /// Device ordinal.
-    pub device: i32,
-    /// The stream's id.
-    pub stream: u64,
-    /// The thread that made the call.
-    pub thread: u64,
-    /// Host time before the driver call, ns.
-    pub host_start_ns: u64,
-    /// Host time after it, ns.
-    pub host_end_ns: u64,
-    /// The innermost host range open on the thread at the call.
-    pub range: Option<u64>,
-    /// Made while its stream captured a graph: it runs only when the graph
-    /// is replayed (its spans then belong to the replay).
-    pub captured: bool,
-}
+pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord};
 
 /// What ran on a stream and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,7 +177,7 @@ pub struct Trace {
     /// Host ranges.
     pub ranges: Vec<HostRange>,
     /// Host operations.
-    pub ops: Vec<HostOp>,
+    pub ops: Vec<OpRecord>,
     /// Device spans.
     pub spans: Vec<DeviceSpan>,
     /// Device memory over time.
@@ -264,7 +238,7 @@ impl Trace {
     }
 
     /// The host operation of `id`.
-    pub fn op(&self, id: u64) -> Option<&HostOp> {
+    pub fn op(&self, id: u64) -> Option<&OpRecord> {
         self.ops.iter().find(|o| o.id == id)
     }
 

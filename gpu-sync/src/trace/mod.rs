@@ -236,8 +236,10 @@ impl OpKind {
     }
 }
 
-/// One recorded stream-ordered operation.
-#[derive(Debug, Clone, PartialEq)]
+/// One recorded stream-ordered operation (also the host side of an
+/// operation in `gpu-bench`'s profiler trace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OpRecord {
     /// Process-unique id, increasing in submission order. With
     /// [`Timing::Cupti`] also the CUPTI external correlation id (kind
