@@ -4,7 +4,7 @@
 //! markers, not device work: they keep their host slice and get no span).
 
 use super::trace::{
-    ClockAlignment, DeviceSpan, HostRange, MemorySample, OpKind, Source, StreamTrack, ThreadTrack, Trace,
+    ClockAlignment, DeviceSpan, MemorySample, OpKind, Source, StreamTrack, ThreadTrack, Trace,
 };
 use gpu_sync::trace as gt;
 
@@ -31,18 +31,7 @@ pub(crate) fn from_recording(rec: &gt::Recording, source: Source) -> Trace {
         .iter()
         .map(|s| StreamTrack { device: s.device, stream: s.stream, priority: Some(s.priority) })
         .collect();
-    t.ranges = rec
-        .ranges
-        .iter()
-        .map(|r| HostRange {
-            id: r.id,
-            parent: r.parent,
-            name: r.name.clone(),
-            thread: r.thread,
-            start_ns: r.start_ns,
-            end_ns: r.end_ns,
-        })
-        .collect();
+    t.ranges = rec.ranges.clone();
     for o in &rec.ops {
         if let Some((a, b)) = o.span
             && !o.captured

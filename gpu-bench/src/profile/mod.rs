@@ -45,8 +45,8 @@ pub use schedule::{Action, Schedule};
 pub use svg::colour;
 pub use table::{Column, KeyAverages, Row, RowKind, TABLE_SCHEMA, TABLE_SCHEMA_VERSION};
 pub use trace::{
-    ClockAlignment, CopyDir, DeviceSpan, Dropped, FOREIGN_STREAM, HostMem, HostRange, MemorySample, OpKind,
-    OpRecord, Source, StreamTrack, ThreadTrack, Trace,
+    ClockAlignment, CopyDir, DeviceSpan, Dropped, FOREIGN_STREAM, HostMem, MemorySample, OpKind, OpRecord,
+    RangeRecord, Source, StreamTrack, ThreadTrack, Trace,
 };
 
 impl Trace {

@@ -38,7 +38,7 @@ fn sample() -> Trace {
     t.threads.push(ThreadTrack { id: 1, name: Some("main".into()) });
     t.streams.push(StreamTrack { device: 0, stream: 10, priority: Some(0) });
     t.streams.push(StreamTrack { device: 0, stream: 11, priority: Some(-1) });
-    t.ranges.push(HostRange {
+    t.ranges.push(RangeRecord {
         id: 1,
         parent: None,
         name: "step".into(),
@@ -46,7 +46,7 @@ fn sample() -> Trace {
         start_ns: 1000,
         end_ns: 2000,
     });
-    t.ranges.push(HostRange {
+    t.ranges.push(RangeRecord {
         id: 2,
         parent: Some(1),
         name: "forward".into(),

@@ -5,7 +5,7 @@
 //! CUPTI backend, from CUPTI's activity records.
 //!
 //! Three kinds of things are on the axis:
-//! - host ranges ([`HostRange`]): named, nested, per host thread;
+//! - host ranges ([`RangeRecord`]): named, nested, per host thread;
 //! - host operations ([`OpRecord`]): each stream-ordered driver call the
 //!   program made through gpu-sync (a launch, a copy, a graph replay …),
 //!   with the host time around the call;
@@ -81,27 +81,10 @@ impl StreamTrack {
     }
 }
 
-/// A named host range (`gpu_sync::trace::range`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostRange {
-    /// Process-unique id.
-    pub id: u64,
-    /// The enclosing range on the same thread.
-    pub parent: Option<u64>,
-    /// Its name.
-    pub name: String,
-    /// The thread it ran on.
-    pub thread: u64,
-    /// Start, ns.
-    pub start_ns: u64,
-    /// End, ns.
-    pub end_ns: u64,
-}
-
 // What an operation was: gpu-sync's own recording types (serialized
 // through its `serde` feature), so the trace and the recording never
 // disagree on them.
-pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord};
+pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord, RangeRecord};
 
 /// What ran on a stream and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,7 +158,7 @@ pub struct Trace {
     /// Streams with their ids and priorities.
     pub streams: Vec<StreamTrack>,
     /// Host ranges.
-    pub ranges: Vec<HostRange>,
+    pub ranges: Vec<RangeRecord>,
     /// Host operations.
     pub ops: Vec<OpRecord>,
     /// Device spans.

@@ -275,8 +275,10 @@ pub struct OpRecord {
     pub range: Option<u64>,
 }
 
-/// One host range ([`range`], [`scope`]).
+/// One host range ([`range`], [`scope`]) (also a host range in
+/// `gpu-bench`'s profiler trace).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RangeRecord {
     /// Process-unique id.
     pub id: u64,
