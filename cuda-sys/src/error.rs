@@ -1,7 +1,7 @@
 //! `CUresult` as an error value, and the loader's errors.
 
 use crate::bindings::CUresult;
-use crate::result_names::RESULT_NAMES;
+use crate::generated::result_names::RESULT_NAMES;
 use std::ffi::CStr;
 use std::fmt;
 

@@ -35,56 +35,17 @@
 //! Loading never panics; a missing library, symbol or device is a
 //! [`LoadError`].
 
-#[allow(
-    non_upper_case_globals,
-    non_camel_case_types,
-    non_snake_case,
-    missing_docs,
-    unreachable_pub,
-    clippy::all
-)]
-#[path = "generated/bindings.rs"]
-pub mod bindings;
 pub mod cupti;
-/// CUPTI's activity types and one `PFN_` typedef per function the
-/// [`cupti::Cupti`] table binds, generated from the pinned wheel's headers.
-#[allow(
-    non_upper_case_globals,
-    non_camel_case_types,
-    non_snake_case,
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc,
-    unsafe_op_in_unsafe_fn
-)]
-#[path = "generated/cupti_bindings.rs"]
-pub mod cupti_bindings;
 mod driver;
 mod error;
+mod generated;
 #[cfg(test)]
 mod generated_manifest;
 pub mod handle;
 pub mod nvrtc;
-/// NVRTC's types and run-time loaded function table, generated from the
-/// pinned wheel's `nvrtc.h` (see [`nvrtc`]).
-#[allow(
-    non_upper_case_globals,
-    non_camel_case_types,
-    non_snake_case,
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc,
-    unsafe_op_in_unsafe_fn
-)]
-#[path = "generated/nvrtc_bindings.rs"]
-pub mod nvrtc_bindings;
 pub mod result;
-#[path = "generated/result_names.rs"]
-mod result_names;
+
+pub use generated::{bindings, cupti_bindings, nvrtc_bindings};
 
 pub use bindings::*;
 pub use driver::{
