@@ -69,8 +69,11 @@
 //!   therefore not run beside tests that synchronize the device (it would be
 //!   ordered, so not flagged); the workspace's tests hold a process-wide
 //!   lock for that.
-//! - Host functions run with the simulator's lock held: calling back into
-//!   the driver from one returns `CUDA_ERROR_NOT_PERMITTED`.
+//! - Host functions and registered kernels' CPU versions run with the
+//!   simulator's lock held: calling back into the driver from one returns
+//!   `CUDA_ERROR_NOT_PERMITTED`, into CUPTI `CUPTI_ERROR_INVALID_OPERATION`
+//!   (every table goes through one door that refuses re-entry before
+//!   locking), and [`Session`] methods and [`host_read`] do nothing.
 //! - Sticky errors poison the whole session (every device), not one context;
 //!   a poisoned session's queued work retires without running (a lost
 //!   context's queues are aborted), whoever synchronizes.

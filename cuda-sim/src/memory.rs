@@ -66,7 +66,7 @@ pub(crate) struct Block {
 // SAFETY: `Block` owns its allocation exclusively (nothing else holds `ptr`
 // except pinned host pointers handed to the program, which the CUDA contract
 // makes the program's responsibility); every access by the simulator happens
-// with the global state mutex held (see `state::lock`), so moving a block
+// with the global state mutex held (see `state::enter`), so moving a block
 // between threads cannot create unsynchronized access by the simulator.
 unsafe impl Send for Block {}
 

@@ -151,13 +151,13 @@ pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work,
     match work {
         Work::Marker | Work::EventRecord(_) => {}
         Work::HostFn { f, data } => {
-            state::set_in_host_fn(true);
+            let inside = state::inside();
             // SAFETY: `f` and `data` were passed together to cuLaunchHostFunc;
             // CUDA's contract makes the program keep `data` valid for `f`
             // until it has run. Calls back into the simulator from `f` are
-            // refused (NOT_PERMITTED) because this thread holds the lock.
+            // refused by `state::enter` (this thread holds the lock).
             unsafe { f(data.0) };
-            state::set_in_host_fn(false);
+            drop(inside);
         }
         Work::AllocAsync { base } => {
             let Some(size) = st.mem.block(*base).map(|b| b.size) else { return };
@@ -299,10 +299,10 @@ fn run_kernel(st: &mut State, session: u64, stamp: &Stamp, l: &Arc<Launch>) {
     let run = l.spec.run;
     // A kernel's CPU version runs with the global lock held by this thread,
     // as a host function does: calls back into the simulator from it are
-    // refused (NOT_PERMITTED) instead of deadlocking on that lock.
-    state::set_in_host_fn(true);
+    // refused by `state::enter` instead of deadlocking on that lock.
+    let inside = state::inside();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut call)));
-    state::set_in_host_fn(false);
+    drop(inside);
     let touched = coalesce(std::mem::take(&mut call.touched));
     drop(call);
     for t in touched {
