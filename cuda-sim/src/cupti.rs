@@ -21,6 +21,11 @@
 //! kernel, copy and memset node, laid one after the other in the launch's
 //! span. Nothing is ever dropped.
 //!
+//! A call from inside the simulator (a host function, a registered
+//! kernel's CPU version: the simulator's lock is held by that very thread)
+//! is refused with `CUPTI_ERROR_INVALID_OPERATION` by the same door as the
+//! driver's entry points (`state::enter`), never a deadlock.
+//!
 //! This module holds `unsafe` code because CUPTI's C interface hands raw
 //! buffers and out-pointers; each function checks them for null.
 #![allow(unsafe_code, non_snake_case)]
@@ -322,7 +327,10 @@ unsafe extern "C" fn cuptiGetTimestamp(t: *mut u64) -> CUptiResult {
     if t.is_null() {
         return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     }
-    let st = state::lock();
+    let st = match state::enter() {
+        Ok(st) => st,
+        Err(refused) => return refused.into(),
+    };
     let now = st.streams.values().map(|s| s.tail_end).max().unwrap_or(0);
     // SAFETY: non-null out-pointer.
     unsafe { *t = now };
@@ -337,7 +345,10 @@ unsafe extern "C" fn cuptiSubscribe(
     if subscriber.is_null() {
         return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     }
-    let mut st = state::lock();
+    let mut st = match state::enter() {
+        Ok(st) => st,
+        Err(refused) => return refused.into(),
+    };
     if st.cupti.subscribed {
         return CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
@@ -348,7 +359,10 @@ unsafe extern "C" fn cuptiSubscribe(
 }
 
 unsafe extern "C" fn cuptiUnsubscribe(_subscriber: CUpti_SubscriberHandle) -> CUptiResult {
-    state::lock().cupti.subscribed = false;
+    match state::enter() {
+        Ok(mut st) => st.cupti.subscribed = false,
+        Err(refused) => return refused.into(),
+    }
     CUptiResult::CUPTI_SUCCESS
 }
 
@@ -362,7 +376,11 @@ unsafe extern "C" fn cuptiGetStreamIdEx(
         return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     }
     let sid = stream.addr() as u64;
-    if !state::lock().streams.contains_key(&sid) {
+    let known = match state::enter() {
+        Ok(st) => st.streams.contains_key(&sid),
+        Err(refused) => return refused.into(),
+    };
+    if !known {
         return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     }
     // SAFETY: non-null out-pointer.
@@ -386,13 +404,19 @@ fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
 
 unsafe extern "C" fn cuptiActivityEnable(kind: CUpti_ActivityKind) -> CUptiResult {
     let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
-    state::lock().cupti.enabled[i] = true;
+    match state::enter() {
+        Ok(mut st) => st.cupti.enabled[i] = true,
+        Err(refused) => return refused.into(),
+    }
     CUptiResult::CUPTI_SUCCESS
 }
 
 unsafe extern "C" fn cuptiActivityDisable(kind: CUpti_ActivityKind) -> CUptiResult {
     let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
-    state::lock().cupti.enabled[i] = false;
+    match state::enter() {
+        Ok(mut st) => st.cupti.enabled[i] = false,
+        Err(refused) => return refused.into(),
+    }
     CUptiResult::CUPTI_SUCCESS
 }
 
@@ -403,7 +427,10 @@ unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     let (Some(r), Some(c)) = (requested, completed) else {
         return CUptiResult::CUPTI_ERROR_INVALID_PARAMETER;
     };
-    let mut st = state::lock();
+    let mut st = match state::enter() {
+        Ok(st) => st,
+        Err(refused) => return refused.into(),
+    };
     st.cupti.requested = Some(r);
     st.cupti.completed = Some(c);
     CUptiResult::CUPTI_SUCCESS
@@ -413,7 +440,10 @@ unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> CUptiResult {
     // Take the records under the lock; call the program's callbacks
     // without it (they call back into this table).
     let (records, requested, completed) = {
-        let mut st = state::lock();
+        let mut st = match state::enter() {
+            Ok(st) => st,
+            Err(refused) => return refused.into(),
+        };
         let c = &mut st.cupti;
         (std::mem::take(&mut c.pending), c.requested, c.completed)
     };

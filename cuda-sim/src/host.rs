@@ -43,12 +43,11 @@ fn declare(ptr: *const u8, len: usize, write: bool) {
     if len == 0 {
         return;
     }
-    if state::in_host_fn() {
+    let Ok(mut st) = state::enter() else {
         log::warn!("cuda-sim: host_read/host_write inside a host function are ignored");
         return;
-    }
+    };
     let session = session::current();
-    let mut st = state::lock();
     let addr = ptr.addr() as u64;
     let Some(base) = st.mem.containing(addr, len as u64) else { return };
     if !st.mem.block(base).is_some_and(|b| b.is_pinned()) {

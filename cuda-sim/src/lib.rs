@@ -16,8 +16,10 @@
 //!   (poison-filled with `0xCD`); a `CUdeviceptr` is its address, used only
 //!   as a number and looked up in a map. Pinned host memory
 //!   (`cuMemHostAlloc`) is tracked, and device-mapped blocks are addressable
-//!   from the device. Freed blocks are quarantined (up to 256 MiB) so late
-//!   accesses are recognized as use-after-free.
+//!   from the device. Freed blocks are quarantined (up to 256 MiB, 16,384
+//!   blocks), then remembered as freed ranges (the last 65,536, forgotten
+//!   when an allocation takes the address), so late accesses are
+//!   recognized as use-after-free.
 //! - **Asynchrony**: work is queued per stream and runs only when the host
 //!   synchronizes or queries, in a seeded random order that respects stream
 //!   FIFO order, event waits and the legacy default stream's implicit
@@ -69,14 +71,17 @@
 //!   therefore not run beside tests that synchronize the device (it would be
 //!   ordered, so not flagged); the workspace's tests hold a process-wide
 //!   lock for that.
-//! - Host functions run with the simulator's lock held: calling back into
-//!   the driver from one returns `CUDA_ERROR_NOT_PERMITTED`.
+//! - Host functions and registered kernels' CPU versions run with the
+//!   simulator's lock held: calling back into the driver from one returns
+//!   `CUDA_ERROR_NOT_PERMITTED`, into CUPTI `CUPTI_ERROR_INVALID_OPERATION`
+//!   (every table goes through one door that refuses re-entry before
+//!   locking), and [`Session`] methods and [`host_read`] do nothing.
 //! - Sticky errors poison the whole session (every device), not one context;
 //!   a poisoned session's queued work retires without running (a lost
 //!   context's queues are aborted), whoever synchronizes.
 //! - `cuLaunchKernel` requires the stream's context to be current
 //!   (`CUDA_ERROR_INVALID_CONTEXT` otherwise); copies and waits do not.
-//! - A registered kernel's accesses are checked against live allocations
+//! - A registered kernel's accesses are checked against the allocations
 //!   before any host buffer of the requested size is made
 //!   ([`KernelCall::check_access`]): a length past the buffer is
 //!   `CUDA_ERROR_ILLEGAL_ADDRESS` (sticky), never a huge allocation.
@@ -89,8 +94,13 @@
 //!   `CUDA_ERROR_ILLEGAL_STATE` (it stays capturing).
 //! - Simulated time only advances through queued work and host waits; it
 //!   has no launch overhead, contention between streams or clock changes.
-//! - Use-after-free is recognized only while the block is quarantined;
-//!   after that an access is a plain illegal address.
+//! - Device work on freed memory does not fault (a GPU usually does not
+//!   fault on freed pool memory): it is a [`RaceKind::UseAfterFree`] or
+//!   [`RaceKind::UnorderedFree`] report, as compute-sanitizer's memcheck
+//!   gives it; kernels read it as poison (`0xCD`), their writes, copies and
+//!   memsets to it are dropped. A use is recognized while the freed range
+//!   is remembered (above); after that, or for memory never mapped, it is
+//!   `CUDA_ERROR_ILLEGAL_ADDRESS` (sticky).
 //!
 //! # Error codes for misuse (what layers above can match)
 //! - Capture: waiting in a capture on an event recorded outside it:
@@ -103,8 +113,9 @@
 //!   the capture, and `cuStreamEndCapture` then fails with
 //!   `STREAM_CAPTURE_INVALIDATED` (and so does further work on the stream).
 //! - Memory: second free `INVALID_VALUE` (and a [`RaceKind::DoubleFree`]
-//!   report); use after free at execution `ILLEGAL_ADDRESS` (sticky) and a
-//!   [`RaceKind::UseAfterFree`] report.
+//!   report); use after free at execution a [`RaceKind::UseAfterFree`]
+//!   report, no error; an access to memory never mapped at execution
+//!   `ILLEGAL_ADDRESS` (sticky).
 #![deny(unsafe_code)]
 
 mod clock;

@@ -36,6 +36,12 @@ pub(crate) const QUARANTINE_BYTES: u64 = 256 << 20;
 /// frees millions of small buffers keeps a bounded quarantine too.
 pub(crate) const QUARANTINE_BLOCKS: usize = 1 << 14;
 
+/// Most freed ranges remembered after their quarantine ended ([`Tomb`]):
+/// each costs a few dozen bytes (its range and the free's record), so
+/// a use of any of the last 65,536 freed blocks is still recognized long
+/// after their bytes went back to the host.
+pub(crate) const TOMBS: usize = 1 << 16;
+
 /// What an allocation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -43,6 +49,43 @@ pub(crate) enum Kind {
     Device { device: i32, pooled: bool },
     /// Pinned host memory from `cuMemHostAlloc` with these flags.
     Pinned { flags: u32 },
+}
+
+impl Kind {
+    /// Whether device code (copies, kernels) may address memory of this kind.
+    pub(crate) fn device_visible(self) -> bool {
+        match self {
+            Kind::Device { .. } => true,
+            Kind::Pinned { flags } => flags & cuda_sys::CU_MEMHOSTALLOC_DEVICEMAP != 0,
+        }
+    }
+}
+
+/// A freed block whose quarantine ended: its bytes are released, its range
+/// and its free are remembered, so a late access is still a use after free
+/// (a report), not an illegal address — as on a GPU, where freed pool
+/// memory usually stays mapped. Forgotten when a new allocation overlaps
+/// the range, or when [`TOMBS`] newer ones exist.
+#[derive(Debug)]
+pub(crate) struct Tomb {
+    pub(crate) size: u64,
+    pub(crate) kind: Kind,
+    /// The free that ended the block.
+    pub(crate) free: Record,
+    /// Its place in `Memory::tomb_order`.
+    seq: u64,
+}
+
+/// Where a device address lands: a block (live or quarantined) or a tomb,
+/// by base address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub(crate) base: u64,
+    pub(crate) end: u64,
+    pub(crate) kind: Kind,
+    /// Freed (a quarantined block or a tomb): reads see poison, writes are
+    /// dropped, the oracle reports the use.
+    pub(crate) freed: bool,
 }
 
 /// One allocation.
@@ -66,7 +109,7 @@ pub(crate) struct Block {
 // SAFETY: `Block` owns its allocation exclusively (nothing else holds `ptr`
 // except pinned host pointers handed to the program, which the CUDA contract
 // makes the program's responsibility); every access by the simulator happens
-// with the global state mutex held (see `state::lock`), so moving a block
+// with the global state mutex held (see `state::enter`), so moving a block
 // between threads cannot create unsynchronized access by the simulator.
 unsafe impl Send for Block {}
 
@@ -86,10 +129,7 @@ impl Block {
 
     /// Whether device code (copies, kernels) may address it.
     pub(crate) fn device_visible(&self) -> bool {
-        match self.kind {
-            Kind::Device { .. } => true,
-            Kind::Pinned { flags } => flags & cuda_sys::CU_MEMHOSTALLOC_DEVICEMAP != 0,
-        }
+        self.kind.device_visible()
     }
 
     /// Whether it is pinned host memory.
@@ -116,6 +156,13 @@ pub(crate) struct Memory {
     blocks: BTreeMap<u64, Block>,
     quarantine: VecDeque<u64>,
     quarantined: u64,
+    /// Freed ranges past their quarantine, by base (disjoint from each
+    /// other and from every block).
+    tombs: BTreeMap<u64, Tomb>,
+    /// Tombs oldest first, with their `seq` (an entry whose tomb was
+    /// forgotten early, or replaced, no longer matches and is skipped).
+    tomb_order: VecDeque<(u64, u64)>,
+    next_tomb: u64,
     /// Live device bytes per device (all sessions: it is the device's memory).
     pub(crate) used: HashMap<i32, u64>,
 }
@@ -133,6 +180,7 @@ impl Memory {
         // allocation of that layout).
         unsafe { std::ptr::write_bytes(ptr.as_ptr(), POISON, layout.size()) };
         let base = ptr.addr().get() as u64;
+        self.forget_tombs(base, layout.size() as u64);
         self.blocks.insert(
             base,
             Block { ptr, layout, size, kind, session, history: Vec::new(), freed: None, issued_free: None },
@@ -149,6 +197,61 @@ impl Memory {
         let (&base, b) = self.blocks.range(..=addr).next_back()?;
         let end = addr.checked_add(len.max(1))?;
         (end <= b.end(base)).then_some(base)
+    }
+
+    /// Where `[addr, addr + len)` lands (for `len` 0: `addr`): a block,
+    /// freed or not, or a tomb; `None` for memory never mapped (or freed so
+    /// long ago that its tomb is forgotten).
+    pub(crate) fn place(&self, addr: u64, len: u64) -> Option<Place> {
+        if let Some(base) = self.containing(addr, len) {
+            let b = self.blocks.get(&base)?;
+            return Some(Place { base, end: b.end(base), kind: b.kind, freed: b.freed.is_some() });
+        }
+        let (&base, t) = self.tombs.range(..=addr).next_back()?;
+        let end = base.saturating_add(t.size);
+        (addr.checked_add(len.max(1))? <= end).then_some(Place { base, end, kind: t.kind, freed: true })
+    }
+
+    /// The free that ended the tomb at `base`.
+    pub(crate) fn tomb_free(&self, base: u64) -> Option<&Record> {
+        self.tombs.get(&base).map(|t| &t.free)
+    }
+
+    /// Number of tombs remembered (for tests of the bound).
+    #[cfg(test)]
+    fn tombs(&self) -> usize {
+        self.tombs.len()
+    }
+
+    /// Forgets the tombs overlapping `[base, base + len)`: a new allocation
+    /// took those addresses.
+    fn forget_tombs(&mut self, base: u64, len: u64) {
+        let end = base.saturating_add(len);
+        let gone: Vec<u64> = self
+            .tombs
+            .range(..end)
+            .rev()
+            .take_while(|(b, t)| b.saturating_add(t.size) > base)
+            .map(|(b, _)| *b)
+            .collect();
+        for b in gone {
+            self.tombs.remove(&b);
+        }
+    }
+
+    /// Remembers the freed block `base` of `size` bytes, whose quarantine
+    /// ends, as a tomb; forgets the oldest beyond [`TOMBS`].
+    fn bury(&mut self, base: u64, size: u64, kind: Kind, free: Record) {
+        let seq = self.next_tomb;
+        self.next_tomb += 1;
+        self.tombs.insert(base, Tomb { size, kind, free, seq });
+        self.tomb_order.push_back((base, seq));
+        while self.tomb_order.len() > TOMBS {
+            let Some((old, seq)) = self.tomb_order.pop_front() else { break };
+            if self.tombs.get(&old).is_some_and(|t| t.seq == seq) {
+                self.tombs.remove(&old);
+            }
+        }
     }
 
     /// Whether `addr` is inside some block (possibly with bytes past its end).
@@ -188,8 +291,11 @@ impl Memory {
         self.quarantine.push_back(base);
         while self.quarantined > QUARANTINE_BYTES || self.quarantine.len() > QUARANTINE_BLOCKS {
             let Some(old) = self.quarantine.pop_front() else { break };
-            if let Some(gone) = self.blocks.remove(&old) {
+            if let Some(mut gone) = self.blocks.remove(&old) {
                 self.quarantined = self.quarantined.saturating_sub(gone.size);
+                if let Some(free) = gone.freed.take() {
+                    self.bury(old, gone.size, gone.kind, free);
+                }
             }
         }
     }
@@ -267,16 +373,18 @@ impl Memory {
 }
 
 /// The simulator's memory as a kernel's reference implementation sees it:
-/// device-visible, not freed blocks only.
+/// device-visible blocks and tombs. Freed memory (a quarantined block or a
+/// tomb) does not fault, as on a GPU where freed pool memory stays mapped:
+/// it reads as [`POISON`] and ignores writes, and the scheduler reports the
+/// access to the oracle; only memory never mapped is an illegal address.
 pub(crate) struct SimMemory<'a> {
     pub(crate) mem: &'a mut Memory,
 }
 
 impl SimMemory<'_> {
-    fn locate(&self, addr: u64, len: u64) -> Result<u64, (u64, u64)> {
-        let base = self.mem.containing(addr, len).ok_or((addr, len))?;
-        match self.mem.block(base) {
-            Some(b) if b.device_visible() && b.freed.is_none() => Ok(base),
+    fn locate(&self, addr: u64, len: u64) -> Result<Place, (u64, u64)> {
+        match self.mem.place(addr, len) {
+            Some(p) if p.kind.device_visible() => Ok(p),
             _ => Err((addr, len)),
         }
     }
@@ -285,19 +393,26 @@ impl SimMemory<'_> {
 impl DeviceMemory for SimMemory<'_> {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)> {
         let len = out.len() as u64;
-        let base = self.locate(addr, len)?;
-        self.mem.read(base, addr - base, out).map_err(|_| (addr, len))
+        let p = self.locate(addr, len)?;
+        if p.freed {
+            out.fill(POISON);
+            return Ok(());
+        }
+        self.mem.read(p.base, addr - p.base, out).map_err(|_| (addr, len))
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)> {
         let len = data.len() as u64;
-        let base = self.locate(addr, len)?;
-        self.mem.write(base, addr - base, data).map_err(|_| (addr, len))
+        let p = self.locate(addr, len)?;
+        if p.freed {
+            return Ok(());
+        }
+        self.mem.write(p.base, addr - p.base, data).map_err(|_| (addr, len))
     }
 
     fn extent(&self, addr: u64) -> Option<u64> {
-        let base = self.locate(addr, 1).ok()?;
-        self.mem.block(base).map(|b| b.end(base) - addr)
+        let p = self.locate(addr, 1).ok()?;
+        Some(p.end - addr)
     }
 
     fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
@@ -333,5 +448,59 @@ mod tests {
         let mut sm = SimMemory { mem: &mut m };
         assert!(DeviceMemory::write(&mut sm, a + 60, &[0; 8]).is_err());
         assert!(DeviceMemory::write(&mut sm, a + 56, &[0; 8]).is_ok());
+    }
+
+    fn free_record() -> Record {
+        let stamp = crate::oracle::Stamp {
+            actor: 1,
+            tick: 1,
+            clock: std::sync::Arc::new(crate::clock::VClock::default()),
+            label: crate::report::Actor::Host,
+        };
+        Record { stamp, start: 0, end: 0, write: true, free: true, op: "cuMemFree".into() }
+    }
+
+    const DEV: Kind = Kind::Device { device: 0, pooled: false };
+
+    #[test]
+    fn a_freed_block_stays_addressable_as_poison_and_a_tomb_as_its_range() {
+        let mut m = Memory::default();
+        let a = m.allocate(64, DEVICE_ALIGN, DEV, 1).unwrap();
+        m.write(a, 0, &[1; 8]).unwrap();
+        m.retire(a, free_record());
+        let p = m.place(a + 8, 8).unwrap();
+        assert_eq!((p.base, p.end, p.freed), (a, a + 64, true));
+        let mut sm = SimMemory { mem: &mut m };
+        let mut out = [0u8; 8];
+        DeviceMemory::read(&sm, a, &mut out).unwrap();
+        assert_eq!(out, [POISON; 8]);
+        assert!(DeviceMemory::write(&mut sm, a, &[2; 8]).is_ok());
+        assert_eq!(DeviceMemory::extent(&sm, a + 60), Some(4));
+        // A tomb (no bytes behind it) is found by range, only inside it.
+        m.bury(0x1000, 32, DEV, free_record());
+        assert_eq!(m.place(0x1010, 16).map(|p| (p.base, p.freed)), Some((0x1000, true)));
+        assert_eq!(m.place(0x1010, 17), None);
+        assert!(m.tomb_free(0x1000).is_some());
+        // An allocation over its range forgets it.
+        m.forget_tombs(0x0ff0, 0x11);
+        assert_eq!(m.place(0x1000, 1), None);
+        assert_eq!(m.tombs(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "65,536 tombs: slow under Miri; the bound's logic is the same for 2")]
+    fn tombs_are_bounded_oldest_first() {
+        let mut m = Memory::default();
+        for i in 0..(TOMBS as u64 + 10) {
+            m.bury(0x1000 + i * 0x100, 0x80, DEV, free_record());
+        }
+        assert_eq!(m.tombs(), TOMBS);
+        assert_eq!(m.place(0x1000, 1), None, "the oldest is forgotten");
+        assert!(m.place(0x1000 + (TOMBS as u64 + 9) * 0x100, 1).is_some(), "the newest is kept");
+        // Re-burying a base does not let its old order entry drop the new tomb.
+        m.forget_tombs(0x1000 + 10 * 0x100, 1);
+        m.bury(0x1000 + 10 * 0x100, 0x80, DEV, free_record());
+        m.bury(0x0, 0x80, DEV, free_record());
+        assert!(m.place(0x1000 + 10 * 0x100, 1).is_some());
     }
 }

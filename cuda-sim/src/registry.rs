@@ -58,11 +58,10 @@ impl ParamSpec {
 /// the `CUresult` a GPU would give.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KernelFault {
-    /// An access outside every live allocation (or to freed memory):
+    /// An access outside every allocation (memory never mapped; freed
+    /// memory is not a fault but a race-oracle report):
     /// `CUDA_ERROR_ILLEGAL_ADDRESS`, which poisons the context.
-    #[error(
-        "kernel {kernel}: parameter {param} accesses {len} bytes at {addr:#x}, outside every live allocation"
-    )]
+    #[error("kernel {kernel}: parameter {param} accesses {len} bytes at {addr:#x}, outside every allocation")]
     IllegalAddress {
         /// The kernel.
         kernel: String,
@@ -94,12 +93,12 @@ pub(crate) trait DeviceMemory {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)>;
     /// Copies `data` to device address `addr`.
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)>;
-    /// Bytes from `addr` to the end of the live, device-visible allocation
-    /// holding it (`None` outside every such allocation).
+    /// Bytes from `addr` to the end of the device-visible allocation
+    /// holding it, freed or not (`None` outside every such allocation).
     fn extent(&self, addr: u64) -> Option<u64>;
 
-    /// Checks that `len` bytes at device address `addr` lie inside one live,
-    /// device-visible allocation, without touching them.
+    /// Checks that `len` bytes at device address `addr` lie inside one
+    /// device-visible allocation (freed or not), without touching them.
     fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)>;
 }
 
@@ -188,7 +187,7 @@ impl KernelCall<'_> {
     }
 
     /// Bytes a kernel may address through pointer parameter `index`: from
-    /// the pointer to the end of the live allocation holding it (0 when it
+    /// the pointer to the end of the allocation holding it, freed or not (0 when it
     /// points into none, for example a null pointer).
     ///
     /// # Errors
@@ -199,7 +198,8 @@ impl KernelCall<'_> {
     }
 
     /// Checks that `len` elements of `T` starting `offset` elements past
-    /// pointer parameter `index` lie inside one live allocation, and returns
+    /// pointer parameter `index` lie inside one allocation (freed ones included:
+    /// their use is reported, not a fault), and returns
     /// the address of the first. Call it before allocating a host buffer
     /// whose size comes from a launch argument (a kernel that fills `n`
     /// elements): an oversized length is then an illegal address, as on a
@@ -208,7 +208,7 @@ impl KernelCall<'_> {
     ///
     /// # Errors
     /// [`KernelFault::BadParam`] for a scalar parameter;
-    /// [`KernelFault::IllegalAddress`] for a range outside every live
+    /// [`KernelFault::IllegalAddress`] for a range outside every
     /// allocation (a byte count that overflows included).
     pub fn check_access<T: bytemuck::Pod>(
         &self,
@@ -240,7 +240,7 @@ impl KernelCall<'_> {
     ///
     /// # Errors
     /// [`KernelFault::BadParam`] for a write-only or scalar parameter;
-    /// [`KernelFault::IllegalAddress`] outside live allocations.
+    /// [`KernelFault::IllegalAddress`] outside every allocation (never mapped).
     pub fn read_at<T: bytemuck::Pod>(
         &mut self,
         index: usize,
@@ -281,7 +281,7 @@ impl KernelCall<'_> {
     ///
     /// # Errors
     /// [`KernelFault::BadParam`] for a read-only or scalar parameter;
-    /// [`KernelFault::IllegalAddress`] outside live allocations.
+    /// [`KernelFault::IllegalAddress`] outside every allocation (never mapped).
     pub fn write_at<T: bytemuck::Pod>(
         &mut self,
         index: usize,

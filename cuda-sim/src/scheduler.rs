@@ -13,7 +13,7 @@
 use crate::memory::SimMemory;
 use crate::ops::{Launch, Loc, Op, Work, fault_code, kernel_param_op};
 use crate::oracle::{self, Record, Stamp};
-use crate::registry::{KernelCall, KernelFault, ParamKind};
+use crate::registry::KernelCall;
 use crate::result::{ILLEGAL_ADDRESS, LAUNCH_FAILED, Res, UNKNOWN};
 use crate::rng::Rng;
 use crate::state::{self, State};
@@ -108,17 +108,23 @@ fn run_op(st: &mut State, op: &Op) {
     run_work(st, op.session, &op.stamp, &op.work, &mut rng);
 }
 
-/// Records the access `rec` to the allocation at `base` with the oracle.
-/// Returns whether the allocation is still live (a freed one is reported
-/// and must not be touched).
+/// Records the access `rec` to the allocation at `base` (a block, or the
+/// tomb of one freed long ago) with the oracle. Returns whether the
+/// allocation is still live: a freed one is reported (use after free,
+/// unordered free, double free) and its bytes must not be touched.
 pub(crate) fn touch(st: &mut State, session: u64, base: u64, rec: Record) -> bool {
-    let Some(block) = st.mem.block_mut(base) else { return false };
-    let (reports, live) = match &block.freed {
-        Some(free) => {
-            let r = oracle::freed_access(free, &rec, base);
-            (vec![(free.stamp.clone(), r)], false)
-        }
-        None => (oracle::check_and_record(&mut block.history, rec.clone(), base), true),
+    let (reports, live) = match st.mem.block_mut(base) {
+        Some(block) => match &block.freed {
+            Some(free) => {
+                let r = oracle::freed_access(free, &rec, base);
+                (vec![(free.stamp.clone(), r)], false)
+            }
+            None => (oracle::check_and_record(&mut block.history, rec.clone(), base), true),
+        },
+        None => match st.mem.tomb_free(base) {
+            Some(free) => (vec![(free.stamp.clone(), oracle::freed_access(free, &rec, base))], false),
+            None => return false,
+        },
     };
     let s = st.session_mut(session);
     for (first, r) in reports {
@@ -132,13 +138,14 @@ fn rec(stamp: &Stamp, start: u64, len: u64, write: bool, op: String) -> Record {
     Record { stamp: stamp.clone(), start, end: start.saturating_add(len), write, free: false, op: op.into() }
 }
 
-/// Finds the block for one side of a copy: device-visible memory for a
-/// device address, a pinned block for a pinned host address.
+/// Finds the block (or tomb) for one side of a copy: device-visible memory
+/// for a device address, a pinned block for a pinned host address. `None`
+/// is memory never mapped: an illegal address.
 fn locate(st: &State, addr: u64, len: u64, pinned: bool) -> Option<u64> {
-    let base = st.mem.containing(addr, len)?;
-    let b = st.mem.block(base)?;
-    let ok = if pinned { b.is_pinned() } else { b.device_visible() };
-    ok.then_some(base)
+    let p = st.mem.place(addr, len)?;
+    let ok =
+        if pinned { matches!(p.kind, crate::memory::Kind::Pinned { .. }) } else { p.kind.device_visible() };
+    ok.then_some(p.base)
 }
 
 fn illegal(st: &mut State, session: u64, what: &str) {
@@ -151,13 +158,13 @@ pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work,
     match work {
         Work::Marker | Work::EventRecord(_) => {}
         Work::HostFn { f, data } => {
-            state::set_in_host_fn(true);
+            let inside = state::inside();
             // SAFETY: `f` and `data` were passed together to cuLaunchHostFunc;
             // CUDA's contract makes the program keep `data` valid for `f`
             // until it has run. Calls back into the simulator from `f` are
-            // refused (NOT_PERMITTED) because this thread holds the lock.
+            // refused by `state::enter` (this thread holds the lock).
             unsafe { f(data.0) };
-            state::set_in_host_fn(false);
+            drop(inside);
         }
         Work::AllocAsync { base } => {
             let Some(size) = st.mem.block(*base).map(|b| b.size) else { return };
@@ -170,7 +177,9 @@ pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work,
                 return illegal(st, session, &format!("{api} destination {dst:#x}+{len}"));
             };
             if !touch(st, session, base, rec(stamp, *dst, len, true, format!("{api} destination"))) {
-                return illegal(st, session, &format!("{api} on freed memory {dst:#x}"));
+                // Freed memory: reported to the oracle; nothing is written
+                // (no fault, as freed pool memory on a GPU).
+                return;
             }
             if st.mem.fill(base, dst - base, *count, *elem, *value).is_err() {
                 illegal(st, session, api);
@@ -206,6 +215,14 @@ pub(crate) fn free_now(st: &mut State, session: u64, stamp: &Stamp, base: u64, a
     }
 }
 
+/// Why one side of a copy stops it.
+enum Stop {
+    /// Memory never mapped: the illegal address is raised.
+    Illegal,
+    /// Freed memory: the use is reported; the copy moves no bytes.
+    Freed,
+}
+
 fn side(
     st: &mut State,
     session: u64,
@@ -214,7 +231,7 @@ fn side(
     len: u64,
     write: bool,
     what: String,
-) -> Result<Option<u64>, ()> {
+) -> Result<Option<u64>, Stop> {
     let (addr, pinned) = match loc {
         Loc::Device(a) => (*a, false),
         Loc::Pinned(a, _) => (*a, true),
@@ -222,18 +239,22 @@ fn side(
     };
     let Some(base) = locate(st, addr, len, pinned) else {
         illegal(st, session, &format!("{what} {addr:#x}+{len}"));
-        return Err(());
+        return Err(Stop::Illegal);
     };
     if !touch(st, session, base, rec(stamp, addr, len, write, what.clone())) {
-        illegal(st, session, &format!("{what} in freed memory {addr:#x}"));
-        return Err(());
+        return Err(Stop::Freed);
     }
     Ok(Some(base))
 }
 
 fn run_copy(st: &mut State, session: u64, stamp: &Stamp, api: &str, dst: &Loc, src: &Loc, len: u64) {
-    let Ok(s) = side(st, session, stamp, src, len, false, format!("{api} source")) else { return };
-    let Ok(d) = side(st, session, stamp, dst, len, true, format!("{api} destination")) else { return };
+    let s = side(st, session, stamp, src, len, false, format!("{api} source"));
+    if matches!(s, Err(Stop::Illegal)) {
+        return;
+    }
+    // A freed source still lets the destination's use be checked.
+    let d = side(st, session, stamp, dst, len, true, format!("{api} destination"));
+    let (Ok(s), Ok(d)) = (s, d) else { return };
     let addr = |l: &Loc| match l {
         Loc::Device(a) | Loc::Pinned(a, _) => *a,
         _ => 0,
@@ -299,34 +320,24 @@ fn run_kernel(st: &mut State, session: u64, stamp: &Stamp, l: &Arc<Launch>) {
     let run = l.spec.run;
     // A kernel's CPU version runs with the global lock held by this thread,
     // as a host function does: calls back into the simulator from it are
-    // refused (NOT_PERMITTED) instead of deadlocking on that lock.
-    state::set_in_host_fn(true);
+    // refused by `state::enter` instead of deadlocking on that lock.
+    let inside = state::inside();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut call)));
-    state::set_in_host_fn(false);
+    drop(inside);
     let touched = coalesce(std::mem::take(&mut call.touched));
     drop(call);
+    // Every access, to live or freed memory (a freed one is a use after
+    // free or an unordered free: reported, never a fault).
     for t in touched {
-        let Some(base) = st.mem.containing(t.addr, t.len) else { continue };
+        let Some(p) = st.mem.place(t.addr, t.len) else { continue };
         let op = kernel_param_op(l.spec.name, t.param, t.write);
-        touch(st, session, base, rec(stamp, t.addr, t.len, t.write, op));
+        touch(st, session, p.base, rec(stamp, t.addr, t.len, t.write, op));
     }
     match result {
         Ok(Ok(())) => {}
         Ok(Err(fault)) => {
+            // Only memory never mapped faults (`SimMemory`).
             log::warn!("cuda-sim: {fault}");
-            if let KernelFault::IllegalAddress { param, addr, len, .. } = &fault {
-                // An access to freed memory is a use after free (or an
-                // unordered free): report it against the free.
-                let freed = st
-                    .mem
-                    .containing(*addr, *len)
-                    .filter(|b| st.mem.block(*b).is_some_and(|x| x.freed.is_some()));
-                if let Some(base) = freed {
-                    let write = l.spec.params.get(*param).is_some_and(|p| p.kind != ParamKind::Read);
-                    let op = kernel_param_op(l.spec.name, *param, write);
-                    touch(st, session, base, rec(stamp, *addr, *len, write, op));
-                }
-            }
             st.session_mut(session).async_fault(fault_code(&fault));
         }
         Err(_) => {

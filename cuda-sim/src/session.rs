@@ -238,8 +238,7 @@ impl Session {
     /// A new session with `seed`, current on the calling thread.
     pub fn new(seed: u64) -> Session {
         let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        if !state::in_host_fn() {
-            let mut st = state::lock();
+        if let Ok(mut st) = state::enter() {
             let host = st.new_handle();
             st.sessions.insert(id, SessionState::new(id, seed, host));
         }
@@ -269,11 +268,10 @@ impl Session {
     }
 
     fn with<T>(&self, default: T, f: impl FnOnce(&mut SessionState) -> T) -> T {
-        if state::in_host_fn() {
+        let Ok(mut st) = state::enter() else {
             log::warn!("cuda-sim: Session methods cannot be used inside a host function");
             return default;
-        }
-        let mut st = state::lock();
+        };
         match st.sessions.get_mut(&self.id) {
             Some(s) => f(s),
             None => default,
@@ -349,10 +347,7 @@ impl Session {
 
     /// Number of queued operations of this session not yet executed.
     pub fn pending(&self) -> usize {
-        if state::in_host_fn() {
-            return 0;
-        }
-        let st = state::lock();
+        let Ok(st) = state::enter() else { return 0 };
         st.ops.values().filter(|o| o.session == self.id).count()
     }
 }
@@ -368,10 +363,7 @@ impl Drop for Session {
                 c.set(self.prev);
             }
         });
-        if state::in_host_fn() {
-            return;
-        }
-        let mut st = state::lock();
+        let Ok(mut st) = state::enter() else { return };
         let st = &mut *st;
         let id = self.id;
         let defaults: Vec<(state::DefaultKey, u64)> =

@@ -78,18 +78,58 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
     })
 });
 
-/// Locks the global state. A panic while it was held (only possible in a
-/// test's own code, the simulator does not panic) leaves it usable: the
-/// state is kept consistent between statements that can fail.
-pub(crate) fn lock() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+/// The door every way into the simulator goes through: each table's entry
+/// points (the driver's, CUPTI's, any later library's) and the test-facing
+/// API ([`crate::Session`], [`crate::host_read`]) get the state only from
+/// here, so none can forget the re-entry check ([`STATE`] is private to
+/// this module, and nothing else here locks it).
+///
+/// A thread inside the simulator ([`inside`]: a host function or a
+/// registered kernel's CPU version, run by the scheduler while this very
+/// thread holds the lock) is refused with [`Reentered`] before the lock is
+/// taken: locking again would deadlock. Each table turns the refusal into
+/// its own result code (`From<Reentered>` below).
+///
+/// A panic while the lock was held (only possible in a test's own code,
+/// the simulator does not panic) leaves the state usable: it is kept
+/// consistent between statements that can fail.
+pub(crate) fn enter() -> Result<MutexGuard<'static, State>, Reentered> {
+    if IN_SIMULATOR.with(Cell::get) {
+        return Err(Reentered);
+    }
+    Ok(STATE.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// A call made from inside the simulator (see [`enter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reentered;
+
+/// The driver table's answer: `CUDA_ERROR_NOT_PERMITTED`, as the CUDA
+/// documentation of `cuLaunchHostFunc` says of driver calls from a host
+/// function ("may not make any CUDA API calls" — the driver may answer it).
+impl From<Reentered> for cuda_sys::CUresult {
+    fn from(_: Reentered) -> cuda_sys::CUresult {
+        crate::result::NOT_PERMITTED
+    }
+}
+
+/// The CUPTI table's answer: `CUPTI_ERROR_INVALID_OPERATION` ("the current
+/// operation cannot be performed due to dependency on other factors"),
+/// CUPTI's closest code for a call that is not allowed where it is made; it
+/// says nothing about the state of CUPTI itself, which
+/// `CUPTI_ERROR_NOT_INITIALIZED` would.
+impl From<Reentered> for cuda_sys::cupti_bindings::CUptiResult {
+    fn from(_: Reentered) -> cuda_sys::cupti_bindings::CUptiResult {
+        cuda_sys::cupti_bindings::CUptiResult::CUPTI_ERROR_INVALID_OPERATION
+    }
 }
 
 thread_local! {
     /// The context current on this thread (a handle; 0 for none).
     static CURRENT_CTX: Cell<u64> = const { Cell::new(0) };
-    /// Set while this thread runs a host function from the scheduler.
-    static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread runs a host function or a kernel's CPU
+    /// version from the scheduler (with the lock held): [`enter`] refuses.
+    static IN_SIMULATOR: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The context handle current on this thread, if any.
@@ -103,16 +143,25 @@ pub(crate) fn set_current_ctx(ctx: u64) {
     CURRENT_CTX.with(|c| c.set(ctx));
 }
 
-/// Whether this thread is inside a host function or a kernel's CPU version
-/// that the scheduler runs (the global lock is then held by this very
-/// thread).
-pub(crate) fn in_host_fn() -> bool {
-    IN_HOST_FN.with(Cell::get)
+/// Marks this thread as inside the simulator until the returned guard
+/// drops: the scheduler holds one (with the lock) while it runs a host
+/// function or a kernel's CPU version, so calls back from them are refused
+/// by [`enter`]. The guard restores the previous mark, also when a
+/// kernel's CPU version unwinds.
+pub(crate) fn inside() -> Inside {
+    Inside { prev: IN_SIMULATOR.with(|c| c.replace(true)) }
 }
 
-/// Marks this thread as running a host function (or not).
-pub(crate) fn set_in_host_fn(v: bool) {
-    IN_HOST_FN.with(|c| c.set(v));
+/// See [`inside`].
+#[must_use = "the thread is inside the simulator only while the guard lives"]
+pub(crate) struct Inside {
+    prev: bool,
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        IN_SIMULATOR.with(|c| c.set(self.prev));
+    }
 }
 
 /// Who is calling: the session and thread, and the thread's context.

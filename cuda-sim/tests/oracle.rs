@@ -104,8 +104,9 @@ fn an_early_stream_ordered_free_is_reported() {
         let r = &races[0];
         assert!([&r.first.op, &r.second.op].iter().any(|o| *o == "cuMemFreeAsync"), "{r}");
         assert!([&r.first.op, &r.second.op].iter().any(|o| o.contains("sim_add_u32 param 0")), "{r}");
-        // When the free happened to run first, the read faulted (sticky).
-        assert!(sync == OK || sync == CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        // Whichever ran first, nothing faults: freed memory is reported,
+        // not an illegal address.
+        assert_eq!(sync, OK);
     }
     let (races, sync) = early_free(60, true);
     assert!(races.is_empty(), "{races:?}");
@@ -150,7 +151,7 @@ fn reading_a_pinned_d2h_destination_before_synchronizing_is_a_race() {
 }
 
 #[test]
-fn use_after_free_is_reported_and_faults() {
+fn use_after_free_is_reported_and_does_not_fault() {
     let _serial = serial();
     let e = env(80);
     let s = e.stream(NB);
@@ -158,11 +159,13 @@ fn use_after_free_is_reported_and_faults() {
     sim::free_async(x, &s).unwrap();
     stream::synchronize(&s).unwrap();
     e.fill(&s, x, 1, 16);
-    assert_eq!(code(stream::synchronize(&s)), CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(code(stream::synchronize(&s)), OK);
     let races = e.session.take_races();
     assert_eq!(kinds(&races), vec![RaceKind::UseAfterFree], "{races:?}");
     assert_eq!(races[0].first.op, "cuMemFreeAsync");
     assert!(races[0].to_string().starts_with("use after free"));
+    stream::destroy(s).unwrap();
+    teardown(e);
 }
 
 #[test]

@@ -11,6 +11,9 @@
 //!   (under its device's lock) before the refusal.
 //! - A `sim::register` closure calling gpu-sync: refused with an error, not
 //!   a re-entry into the simulator's global lock.
+//! - `cuda_sys::cupti`'s `timestamp` and `flush` in a host function or a
+//!   `sim::register` closure: the simulator's CUPTI table refuses them
+//!   (`CUPTI_ERROR_INVALID_OPERATION`) through the same door as its driver.
 //! - The safe `cuda_sys::result::context::set_current` (re-exported as
 //!   `gpu_sync::cuda_sys`) must not leave gpu-sync's per-thread context
 //!   cache stale.
@@ -302,5 +305,72 @@ fn a_pageable_copy_into_memory_a_graph_writes_is_ordered_with_its_replays() {
     });
     r.synchronize().expect("sync");
     drop(dog);
+    t.finish();
+}
+
+/// What the safe CUPTI calls answer from where they run: `timestamp` and
+/// `flush` of cuda-sys's process-wide subscriber.
+type CuptiSlot = Arc<Mutex<Vec<String>>>;
+
+fn cupti_probe(into: &CuptiSlot) {
+    let a = cuda_sys::cupti::activity().expect("the simulator's CUPTI");
+    let mut out = into.lock().expect("slot");
+    out.push(a.timestamp().map(drop).map_err(|e| e.to_string()).err().unwrap_or_else(|| "Ok".into()));
+    out.push(a.flush().map_err(|e| e.to_string()).err().unwrap_or_else(|| "Ok".into()));
+}
+
+fn cupti_refused(seen: &CuptiSlot, what: &str) {
+    let seen = seen.lock().expect("slot");
+    assert_eq!(seen.len(), 2, "{what}: {seen:?}");
+    for s in seen.iter() {
+        assert!(s.contains("CUPTI_ERROR_INVALID_OPERATION"), "{what}: {s}");
+    }
+}
+
+#[test]
+fn cupti_calls_in_a_host_function_are_refused() {
+    if !on_sim() {
+        return;
+    }
+    let t = ctx(0xd80);
+    cuda_sys::cupti::activity().expect("the simulator's CUPTI");
+    let dog = Watchdog::arm(30, "CUPTI timestamp and flush in a host function");
+    let s = Stream::new(&t.device).expect("s");
+    let seen = CuptiSlot::default();
+    let seen2 = seen.clone();
+    s.launch_host_fn(move || cupti_probe(&seen2)).expect("host fn");
+    s.synchronize().expect("sync");
+    drop(dog);
+    cupti_refused(&seen, "CUPTI in a host function");
+    // Outside, they work.
+    let a = cuda_sys::cupti::activity().expect("the simulator's CUPTI");
+    a.timestamp().expect("timestamp outside");
+    a.flush().expect("flush outside");
+    t.finish();
+}
+
+#[test]
+fn cupti_calls_in_a_sim_kernel_are_refused() {
+    if !on_sim() {
+        return;
+    }
+    let t = ctx(0xd81);
+    cuda_sys::cupti::activity().expect("the simulator's CUPTI");
+    let dog = Watchdog::arm(30, "CUPTI timestamp and flush in a sim::register closure");
+    let seen = CuptiSlot::default();
+    let seen2 = seen.clone();
+    sim::register::<(Out<u32>, Len)>("deadlocks_cupti", move |(out, n)| {
+        out[..n as usize].fill(4);
+        cupti_probe(&seen2);
+    });
+    let s = Stream::new(&t.device).expect("s");
+    let module = Module::load(&t.device, sim::PTX_STUB).expect("module");
+    // SAFETY: the registered closure writes `out[..n]` only, `n` a `Len`.
+    let k = unsafe { module.kernel::<(Out<u32>, Len)>("deadlocks_cupti") }.expect("kernel");
+    let mut x = DeviceBuffer::<u32>::zeroed(&s, 64).expect("x");
+    k.launch(&s, gpu_sync::LaunchConfig::for_elements(64, 64), (&mut x, 64u64)).expect("launch");
+    assert_eq!(s.to_vec(&x).expect("to_vec"), vec![4u32; 64]);
+    drop(dog);
+    cupti_refused(&seen, "CUPTI in a sim kernel");
     t.finish();
 }

@@ -18,11 +18,11 @@ use std::ffi::{c_uchar, c_uint, c_void};
 use std::sync::Arc;
 
 /// Checks that `[addr, addr + len)` is inside one device-visible
-/// allocation (freed ones included: the use is reported when it runs).
+/// allocation (freed ones included, quarantined or remembered as a tomb:
+/// the use is reported when it runs).
 fn device_range(st: &State, addr: u64, len: u64) -> Res<u64> {
-    let base = st.mem.containing(addr, len).ok_or(INVALID_VALUE)?;
-    match st.mem.block(base) {
-        Some(b) if b.device_visible() => Ok(base),
+    match st.mem.place(addr, len) {
+        Some(p) if p.kind.device_visible() => Ok(p.base),
         _ => Err(INVALID_VALUE),
     }
 }

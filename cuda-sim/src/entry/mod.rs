@@ -19,7 +19,7 @@ mod memory;
 mod module;
 mod stream;
 
-use crate::result::{CUresult, INVALID_VALUE, NOT_INITIALIZED, NOT_PERMITTED, Res, SUCCESS, is_sticky};
+use crate::result::{CUresult, INVALID_VALUE, NOT_INITIALIZED, Res, SUCCESS, is_sticky};
 use crate::session;
 use crate::state::{self, Caller, State};
 use cuda_sys::{Driver, InstallError};
@@ -37,11 +37,11 @@ const BEFORE_INIT: [&str; 2] = ["cuInit", "cuDriverGetVersion"];
 /// session's sticky error if it is poisoned, apply the fault plan, require
 /// `cuInit`.
 pub(crate) fn api(name: &'static str, body: impl FnOnce(&mut State, &Caller) -> Res) -> CUresult {
-    if state::in_host_fn() {
-        return NOT_PERMITTED;
-    }
     let session = session::current();
-    let mut guard = state::lock();
+    let mut guard = match state::enter() {
+        Ok(g) => g,
+        Err(refused) => return refused.into(),
+    };
     let st = &mut *guard;
     let s = st.session_mut(session);
     let (n, k) = s.count_call(name);
