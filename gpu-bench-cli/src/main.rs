@@ -216,16 +216,36 @@ enum Command {
     /// streams; pinned, then pageable): trace.json for Perfetto, table.md,
     /// table.json, timeline.svg and summary.json in --out (default ./timeline).
     Timeline(timeline::Args),
-    /// Compares two results.json files: ratio of medians with a 95% interval,
-    /// a verdict, exit status 1 on a regression.
+    /// Compares two results.json files (timer reports, or two rooflines
+    /// per ceiling): a CI gate that exits 1 only on a regression.
+    ///
+    /// Each row (benchmark x mode, or ceiling) gets an interval of new/old
+    /// at 1 - 5%/m for m rows (Bonferroni), so two runs of the same code get
+    /// any verdict in at most 5% of reports however many rows they have.
+    /// Times: distribution-free intervals of each median (order statistics);
+    /// ceilings: from each one's noise. SLOWER only when the whole interval
+    /// lies above 1 + threshold (a ceiling: below 1 - threshold); a mode with
+    /// too few samples for an interval (a one-sample first call) is shown as
+    /// such and never decides.
+    ///
+    /// Exit 0: something was compared and nothing regressed; 1: a regression;
+    /// 2: bad arguments, a NaN/infinite/zero/negative time (named), nothing
+    /// in common or nothing with enough samples, or files of different GPUs,
+    /// drivers or schema versions (unless --allow-different-env).
+    #[command(verbatim_doc_comment)]
     Compare {
         /// The baseline results.json.
         old: PathBuf,
         /// The new results.json.
         new: PathBuf,
-        /// Relative difference that counts, e.g. `5%` or `0.05`.
-        #[arg(long, default_value = "5%")]
+        /// The change that counts: a percentage (`5%`) or a fraction in
+        /// (0, 1) (`0.05`); a bare `5` is refused as ambiguous.
+        #[arg(long, default_value = "5%", allow_hyphen_values = true)]
         threshold: String,
+        /// Compare results of different GPUs, drivers or schema versions,
+        /// the differences listed in the report, instead of refusing.
+        #[arg(long)]
+        allow_different_env: bool,
     },
 }
 
@@ -243,21 +263,6 @@ fn main() {
         }
     };
     std::process::exit(code);
-}
-
-/// `5%` or `0.05` as a fraction.
-fn parse_threshold(s: &str) -> Result<f64, Failure> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(Failure::Usage(format!(
-            "--threshold {s:?}: expected a percentage like 5% or a fraction like 0.05"
-        ))),
-    }
 }
 
 fn emit(format: Format, out: Option<&PathBuf>, md: &str, json: &str, csv: &str) -> Result<(), Failure> {
@@ -278,41 +283,40 @@ fn emit(format: Format, out: Option<&PathBuf>, md: &str, json: &str, csv: &str) 
     Ok(())
 }
 
+/// `gpu-bench compare`: every refusal of the gate is a usage error (exit 2).
+fn compare(
+    old: &PathBuf,
+    new: &PathBuf,
+    threshold: &str,
+    allow_different_env: bool,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
+    use gpu_bench::compare::{GateOptions, Results, compare_results, parse_threshold};
+    let usage = |e: gpu_bench::compare::GateError| Failure::Usage(format!("compare: {e}"));
+    let threshold = parse_threshold(threshold).map_err(|e| Failure::Usage(format!("--threshold {e}")))?;
+    if let Some(dir) = out {
+        args::out_writable(dir)?;
+    }
+    let read = |p: &PathBuf| {
+        let text = std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
+        Results::from_json(&text).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))
+    };
+    let (o, n) = (read(old)?, read(new)?);
+    let c = compare_results(&o, &n, GateOptions { threshold, allow_different_env }).map_err(usage)?;
+    let json = serde_json::to_string_pretty(&c).map_err(|e| Failure::Io(e.to_string()))? + "\n";
+    emit(format, out, &c.to_markdown(), &json, &c.to_csv())?;
+    Ok(if c.regressed() { EXIT_REGRESSION } else { 0 })
+}
+
 fn run(cli: Cli) -> Result<i32, Failure> {
     let format = match cli.format {
         FormatArg::Md => Format::Md,
         FormatArg::Json => Format::Json,
         FormatArg::Csv => Format::Csv,
     };
-    if let Command::Compare { old, new, threshold } = &cli.command {
-        let threshold = parse_threshold(threshold)?;
-        if let Some(dir) = &cli.out {
-            args::out_writable(dir)?;
-        }
-        let read = |p: &PathBuf| {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
-            gpu_bench::Report::from_json(&text).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))
-        };
-        let (o, n) = (read(old)?, read(new)?);
-        let c = gpu_bench::compare::compare_reports(&o, &n, threshold);
-        let json = serde_json::to_string_pretty(&c).map_err(|e| Failure::Io(e.to_string()))? + "\n";
-        let mut csv = String::from("benchmark,mode,old_s,new_s,ratio,ci_low,ci_high,verdict\n");
-        for x in &c.comparisons {
-            csv.push_str(&format!(
-                "\"{}\",{},{},{},{},{},{},{}\n",
-                x.key.replace('"', "\"\""),
-                x.mode.name(),
-                x.old_median,
-                x.new_median,
-                x.ratio,
-                x.ci95.0,
-                x.ci95.1,
-                x.verdict.name()
-            ));
-        }
-        emit(format, cli.out.as_ref(), &c.to_markdown(), &json, &csv)?;
-        return Ok(if c.regressed() { EXIT_REGRESSION } else { 0 });
+    if let Command::Compare { old, new, threshold, allow_different_env } = &cli.command {
+        return compare(old, new, threshold, *allow_different_env, format, cli.out.as_ref());
     }
     if let Some(dir) = &cli.out {
         args::out_writable(dir)?;
@@ -401,13 +405,5 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {flag} for {field}"));
             assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env), "{flag}");
         }
-    }
-
-    #[test]
-    fn thresholds_parse_as_percent_or_fraction() {
-        assert_eq!(parse_threshold("5%").unwrap(), 0.05);
-        assert_eq!(parse_threshold("0.02").unwrap(), 0.02);
-        assert!(parse_threshold("-1").is_err());
-        assert!(parse_threshold("x%").is_err());
     }
 }

@@ -6,8 +6,10 @@
 //! each timed in every sampled mode (cold, hot, batch, graph) and in kernel
 //! mode (CUPTI's records, where CUPTI loads). Each record carries
 //! "<mode> over kernel": what each event mode reads above the GPU's own
-//! duration of the same work. With `--launch-only N` nothing is timed: each
-//! case is launched N times back to back and synchronized, so an external
+//! duration of the same work. With `--launch-only N` nothing is timed and no
+//! timer is built (no event, no spin gate, which a profiler's serialized
+//! replay would starve): each case is launched N times back to back, the
+//! stream synchronized once and the results checked, so an external
 //! profiler (Nsight Compute) times the same launches.
 //!
 //! The cases run in a fixed order (an empty spin, then per size the four
@@ -46,7 +48,6 @@ enum Pass {
 struct Plan<'a> {
     ctx: &'a Ctx,
     pass: Pass,
-    launch_only: Option<usize>,
     /// The record the next case of the kernel pass adds to.
     next: std::cell::Cell<usize>,
 }
@@ -55,7 +56,7 @@ struct Plan<'a> {
 const EVENT_MODES: [Mode; 4] = [Mode::Cold, Mode::Hot, Mode::Batch, Mode::Graph];
 
 impl Plan<'_> {
-    /// Times (or only launches) one case: in the event pass its record is
+    /// Times one case: in the event pass its record is
     /// added to `report`; in the kernel pass kernel mode is added to the
     /// record the event pass made for the same case (the cases run in the
     /// same order in both passes).
@@ -72,14 +73,6 @@ impl Plan<'_> {
             "truth: {kernel} {size}{}",
             if self.pass == Pass::Kernel { " (kernel mode)" } else { "" }
         ));
-        if let Some(n) = self.launch_only {
-            let s = timer.stream().clone();
-            for _ in 0..n {
-                f(&s)?;
-            }
-            s.synchronize()?;
-            return Ok(());
-        }
         let mut s = self.ctx.settings;
         // Batches of about 2 ms of work.
         s.batch_runs = s.batch_runs.max(1);
@@ -153,90 +146,219 @@ fn cupti_host_cost(
     Ok(r)
 }
 
-/// Runs the table (or, with `launch_only`, only launches each case).
+/// The inputs and outputs of every case: one set, viewed at each size.
+struct Buffers {
+    /// The largest size run.
+    max: usize,
+    xs: DeviceBuffer<f32>,
+    ys: DeviceBuffer<f32>,
+    src: DeviceBuffer<u32>,
+    out_f: DeviceBuffer<f32>,
+    out_u: DeviceBuffer<u32>,
+    sum: DeviceBuffer<u64>,
+    empty_out: DeviceBuffer<u64>,
+    spin_out: DeviceBuffer<u64>,
+}
+
+/// The value of element `i` of `xs` and `ys` (real values, never zeros).
+fn x_at(i: usize) -> f32 {
+    1.0 + (i % 1013) as f32 * 0.25
+}
+
+/// The word at `i` of `src`.
+fn word_at(i: usize) -> u32 {
+    (i as u32).wrapping_mul(2_654_435_761)
+}
+
+impl Buffers {
+    fn new(ctx: &Ctx, stream: &Stream) -> Result<Buffers, Failure> {
+        let max = if ctx.quick || ctx.sim { 1 << 20 } else { SIZES[4].0 };
+        let x: Vec<f32> = (0..max).map(x_at).collect();
+        let xs = DeviceBuffer::from_slice(stream, &x)?;
+        let ys = DeviceBuffer::from_slice(stream, &x)?;
+        drop(x);
+        let words: Vec<u32> = (0..max).map(word_at).collect();
+        let src = DeviceBuffer::from_slice(stream, &words)?;
+        drop(words);
+        Ok(Buffers {
+            max,
+            xs,
+            ys,
+            src,
+            out_f: DeviceBuffer::<f32>::alloc(stream, max)?,
+            out_u: DeviceBuffer::<u32>::alloc(stream, max)?,
+            sum: DeviceBuffer::<u64>::zeroed(stream, 1)?,
+            empty_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
+            spin_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
+        })
+    }
+}
+
+/// One case as the visitor of [`cases`] sees it.
+struct Case<'a> {
+    kernel: &'a str,
+    size: &'a str,
+    bytes: u64,
+    /// A spin's expected length (cycles over the clock), seconds.
+    expected: Option<f64>,
+}
+
+/// The work of one case, given the stream.
+type Work<'a> = dyn FnMut(&Stream) -> gpu_sync::Result<()> + 'a;
+
+/// Every case, in the fixed order: an (almost) empty kernel first (one
+/// cycle of spin, the fixed cost of a launch as each clock sees it; ncu's
+/// offset from CUPTI is taken on it), then per size the four memory
+/// kernels, then the spins, their cycles from `clock()` MHz (asked once the
+/// memory cases have run).
+fn cases(
+    ctx: &Ctx,
+    b: &mut Buffers,
+    clock: &mut dyn FnMut() -> f64,
+    visit: &mut dyn FnMut(Case, &mut Work) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let k = &ctx.kernels;
+    let empty = Case { kernel: "spin_cycles", size: "empty", bytes: 0, expected: None };
+    visit(empty, &mut |s| k.spin(s, 1, &mut b.empty_out))?;
+    for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= b.max) {
+        let (xv, yv, sv) = (b.xs.slice(..n)?, b.ys.slice(..n)?, b.src.slice(..n)?);
+        let (out_f, out_u, sum) = (&mut b.out_f, &mut b.out_u, &mut b.sum);
+        let bytes = n as u64;
+        let case = |kernel, bytes| Case { kernel, size: label, bytes, expected: None };
+        visit(case("scale_f32", 8 * bytes), &mut |s| k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0))?;
+        visit(case("copy_u32x4", 8 * bytes), &mut |s| k.copy(s, &sv, &mut out_u.slice_mut(..n)?))?;
+        visit(case("triad_f32", 12 * bytes), &mut |s| k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5))?;
+        visit(case("read_sum_u32x4", 4 * bytes), &mut |s| k.read_sum(s, &sv, sum))?;
+    }
+    let mhz = clock();
+    let small = ctx.quick || ctx.sim;
+    for &len in SPINS.iter().filter(|&&t| !small || t <= 100e-6) {
+        let cycles = Ctx::cycles(len, mhz);
+        let label = format_value(len, Unit::Seconds);
+        let case = Case {
+            kernel: "spin_cycles",
+            size: &label,
+            bytes: 0,
+            expected: Some(cycles as f64 / (mhz * 1e6)),
+        };
+        visit(case, &mut |s| k.spin(s, cycles, &mut b.spin_out))?;
+    }
+    Ok(())
+}
+
+/// `--launch-only N`: each case's kernel launched `n` times back to back, a
+/// final synchronize, and the results checked. No timer, no event, no spin
+/// gate: nothing for a serialized profiler's replay (Nsight Compute) to
+/// starve. The spins' cycles come from the device's maximum SM clock.
 ///
 /// # Errors
-/// A driver error; a mode that cannot run.
+/// A driver error; [`Failure::Check`] when a kernel computed a wrong result.
+fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failure> {
+    let stream = Stream::new(&ctx.device)?;
+    let mut b = Buffers::new(ctx, &stream)?;
+    let mhz = report.device.sm_clock_mhz;
+    let (mut launched, mut sums) = (0usize, 0u64);
+    let mut min_spin = 0u64;
+    cases(ctx, &mut b, &mut || mhz, &mut |case, work| {
+        ctx.progress.step(format!("truth: {} {} (launch only)", case.kernel, case.size));
+        for _ in 0..n {
+            work(&stream)?;
+        }
+        launched += n;
+        if case.kernel == "read_sum_u32x4" {
+            sums += 1;
+        }
+        if let Some(t) = case.expected {
+            min_spin = Ctx::cycles(t, mhz);
+        }
+        Ok(())
+    })?;
+    stream.synchronize()?;
+    // The last size's outputs: the copy and the triad (`a = 0.5 * y + x`,
+    // `y = x`: exactly 1.5 x), the sum over every size's launches, the last
+    // spin's cycles.
+    let m = SIZES.iter().filter(|(s, _)| *s <= b.max).map(|(s, _)| *s).max().unwrap_or(0);
+    let bad = |what: &str| Failure::Check(format!("truth --launch-only: {what}"));
+    let got_u = stream.to_vec(&b.out_u.slice(..m)?)?;
+    if let Some(i) = (0..m).find(|&i| got_u[i] != word_at(i)) {
+        return Err(bad(&format!("copy_u32x4 wrote {} at {i}, expected {}", got_u[i], word_at(i))));
+    }
+    let got_f = stream.to_vec(&b.out_f.slice(..m)?)?;
+    if let Some(i) = (0..m).find(|&i| got_f[i] != 1.5 * x_at(i)) {
+        return Err(bad(&format!("triad_f32 wrote {} at {i}, expected {}", got_f[i], 1.5 * x_at(i))));
+    }
+    let expected_sum = SIZES
+        .iter()
+        .filter(|(s, _)| *s <= b.max)
+        .map(|(s, _)| (0..*s).fold(0u64, |a, i| a.wrapping_add(u64::from(word_at(i)))))
+        .fold(0u64, |a, one| a.wrapping_add(one.wrapping_mul(n as u64)));
+    let sum = stream.to_vec(&b.sum)?[0];
+    if sums == 0 || sum != expected_sum {
+        return Err(bad(&format!("read_sum_u32x4 summed {sum:#x}, expected {expected_sum:#x}")));
+    }
+    let spun = stream.to_vec(&b.spin_out)?[0];
+    if spun < min_spin {
+        return Err(bad(&format!("spin_cycles waited {spun} cycles, asked {min_spin}")));
+    }
+    report.notes.push(format!(
+        "launch only: {launched} launches ({n} per case, in the fixed case order), one synchronize, the \
+         results checked; no timer, event or spin gate; spin cycles at the device's {mhz:.0} MHz"
+    ));
+    Ok(report)
+}
+
+/// Runs the table (or, with `launch_only`, only launches each case:
+/// [`launch_only`], which builds no timer).
+///
+/// # Errors
+/// A driver error; a mode that cannot run; a wrong result (launch only).
 pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     let mut report = ctx.report("Timer truth: every mode against the GPU's own kernel time")?;
+    if let Some(n) = launch_only {
+        return self::launch_only(ctx, n, report);
+    }
     let stream = Stream::new(&ctx.device)?;
     let mut timer = ctx.timer(&stream)?;
-    let small = ctx.quick || ctx.sim;
-    let max = if small { 1 << 20 } else { SIZES[4].0 };
-    let k = &ctx.kernels;
-    // Inputs of real values (never zeros); one set of buffers, viewed at
-    // each size.
-    let x: Vec<f32> = (0..max).map(|i| 1.0 + (i % 1013) as f32 * 0.25).collect();
-    let xs = DeviceBuffer::from_slice(&stream, &x)?;
-    let ys = DeviceBuffer::from_slice(&stream, &x)?;
-    drop(x);
-    let words: Vec<u32> = (0..max as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
-    let src = DeviceBuffer::from_slice(&stream, &words)?;
-    drop(words);
-    let mut out_f = DeviceBuffer::<f32>::alloc(&stream, max)?;
-    let mut out_u = DeviceBuffer::<u32>::alloc(&stream, max)?;
-    let mut sum = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    let mut empty_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    let mut spin_out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    let mut b = Buffers::new(ctx, &stream)?;
     // The spins' cycles, from the clock measured in the first pass (the
     // second runs the same cycles).
     let mut mhz: Option<f64> = None;
-    // Every case, in the fixed order; run once per pass.
-    let mut cases = |plan: &Plan, report: &mut Report, timer: &mut Timer| -> Result<(), Failure> {
-        // An (almost) empty kernel first: one cycle of spin, the fixed cost
-        // of a launch as each clock sees it (ncu's offset from CUPTI is taken
-        // on it).
-        plan.case(report, timer, "spin_cycles", "empty", 0, |s| k.spin(s, 1, &mut empty_out))?;
-        for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
-            let (xv, yv, sv) = (xs.slice(..n)?, ys.slice(..n)?, src.slice(..n)?);
-            let b = n as u64;
-            plan.case(report, timer, "scale_f32", label, 8 * b, |s| {
-                k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0)
-            })?;
-            plan.case(report, timer, "copy_u32x4", label, 8 * b, |s| {
-                k.copy(s, &sv, &mut out_u.slice_mut(..n)?)
-            })?;
-            plan.case(report, timer, "triad_f32", label, 12 * b, |s| {
-                k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5)
-            })?;
-            plan.case(report, timer, "read_sum_u32x4", label, 4 * b, |s| k.read_sum(s, &sv, &mut sum))?;
-        }
-        let clock =
-            *mhz.get_or_insert_with(|| timer.clock().map_or(report.device.sm_clock_mhz, |c| c.steady_mhz));
-        for &len in SPINS.iter().filter(|&&t| !small || t <= 100e-6) {
-            let cycles = Ctx::cycles(len, clock);
-            let label = format_value(len, Unit::Seconds);
-            plan.case(report, timer, "spin_cycles", &label, 0, |s| k.spin(s, cycles, &mut spin_out))?;
-            if plan.pass == Pass::Events
-                && plan.launch_only.is_none()
-                && let Some(r) = report.records.last_mut()
+    let device_mhz = report.device.sm_clock_mhz;
+    // Every case, in the fixed order; run once per pass. The timer is
+    // shared by the case visitor and the spins' clock, asked after the
+    // memory cases (the probes taken so far), never at once.
+    let mut pass = |plan: &Plan, report: &mut Report, timer: &mut Timer, b: &mut Buffers| {
+        let timer = std::cell::RefCell::new(timer);
+        let mut clock =
+            || *mhz.get_or_insert_with(|| timer.borrow().clock().map_or(device_mhz, |c| c.steady_mhz));
+        cases(ctx, b, &mut clock, &mut |case, work| {
+            plan.case(report, &mut timer.borrow_mut(), case.kernel, case.size, case.bytes, work)?;
+            if let (Pass::Events, Some(expected), Some(r)) =
+                (plan.pass, case.expected, report.records.last_mut())
             {
-                let expected = cycles as f64 / (clock * 1e6);
                 r.counters.push(Counter::new("expected (cycles / clock)", expected, Unit::Seconds));
             }
-        }
-        Ok(())
+            Ok(())
+        })
     };
     // The event modes first, with CUPTI not yet touched in the process: once
     // initialized it stays attached, and event pairs read more (see
     // `Bench::run_more`).
-    let events = Plan { ctx, pass: Pass::Events, launch_only, next: 0.into() };
-    cases(&events, &mut report, &mut timer)?;
+    let events = Plan { ctx, pass: Pass::Events, next: 0.into() };
+    pass(&events, &mut report, &mut timer, &mut b)?;
     let mut kernel_mode = false;
-    if launch_only.is_none() {
-        match timer.kernel_mode_available() {
-            Ok(()) => {
-                let plan = Plan { ctx, pass: Pass::Kernel, launch_only, next: 0.into() };
-                cases(&plan, &mut report, &mut timer)?;
-                kernel_mode = true;
-            }
-            Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
+    match timer.kernel_mode_available() {
+        Ok(()) => {
+            let plan = Plan { ctx, pass: Pass::Kernel, next: 0.into() };
+            pass(&plan, &mut report, &mut timer, &mut b)?;
+            kernel_mode = true;
         }
+        Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
     }
-    let mhz = mhz.unwrap_or(report.device.sm_clock_mhz);
+    let mhz = mhz.unwrap_or(device_mhz);
     if kernel_mode {
         ctx.progress.step("truth: CUPTI's host cost per launch");
-        report.records.push(cupti_host_cost(ctx, &stream, &mut empty_out)?);
+        report.records.push(cupti_host_cost(ctx, &stream, &mut b.empty_out)?);
     }
     finish_report(&mut report, &timer);
     if timer.dropped_rounds() > 0 {
@@ -252,4 +374,27 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
          after them (CUPTI, once initialized, stays attached and event pairs read more)"
     ));
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_only_launches_the_cases_and_creates_no_timer_event_or_gate() {
+        let session = cuda_sim::Session::new(26);
+        let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true).expect("sim");
+        let report = ctx.report("truth").expect("a report");
+        let before = session.total_calls();
+        let report = launch_only(&ctx, 2, report).expect("launch only runs and its results check");
+        let calls = session.calls();
+        assert!((session.total_calls() - before) as usize <= calls.len(), "the call log kept every call");
+        let ours = &calls[calls.len() - (session.total_calls() - before) as usize..];
+        // 1 empty spin, 4 memory kernels at 3 sizes, 3 spins: 16 cases, 2 each.
+        assert_eq!(ours.iter().filter(|c| **c == "cuLaunchKernel").count(), 32, "launches besides the cases");
+        let events: Vec<_> = ours.iter().filter(|c| c.starts_with("cuEvent")).collect();
+        assert!(events.is_empty(), "launch-only made event calls: {events:?}");
+        assert!(report.records.is_empty() && report.clock.is_none() && report.resolution.is_none());
+        assert!(report.notes[0].contains("32 launches"), "{:?}", report.notes);
+    }
 }

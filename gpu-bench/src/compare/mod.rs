@@ -1,17 +1,19 @@
 //! Comparing measurements: [`Compare`] tables (variants as rows, a
 //! parameter as columns, the fastest per column marked, relative times),
-//! regression verdicts between two reports ([`compare_reports`]) with a
-//! bootstrap confidence interval of the ratio of medians, the A/A
-//! calibration of a threshold ([`calibrate`]) and paired, interleaved A/B
-//! runs ([`paired`]).
+//! the regression gate between two results files ([`gate`]: timer reports
+//! or rooflines, every row's interval corrected for the number of rows),
+//! the A/A calibration of a threshold ([`calibrate`]) and paired,
+//! interleaved A/B runs ([`paired`]).
 //!
-//! The verdict is *slower* only when the whole 95 % interval of
-//! new/old lies above `1 + threshold` (*faster*: below `1 − threshold`);
-//! anything else is *same*. nvbench flags a difference as soon as it exceeds
-//! the noise, so identical reruns come out SLOW or FAST; here a difference
-//! must be both significant and larger than the threshold, and [`calibrate`]
-//! measures how often the same benchmark run twice still gets a verdict on
-//! this GPU.
+//! The verdict is *slower* only when the whole interval of new/old lies
+//! above `1 + threshold` (*faster*: below `1 − threshold`); anything else is
+//! *same*. nvbench flags a difference as soon as it exceeds the noise, so
+//! identical reruns come out SLOW or FAST; here a difference must be both
+//! significant and larger than the threshold. Between two reports the
+//! interval of each row is widened for the many rows of a report (see
+//! [`gate`]'s rule), so a report of identical code gets any verdict at most
+//! 5 % of the time; [`calibrate`] measures how often the same benchmark run
+//! twice still gets a verdict on this GPU.
 //!
 //! ```
 //! use gpu_bench::compare::{Verdict, verdict};
@@ -20,8 +22,16 @@
 //! assert_eq!(verdict((0.90, 0.94), 0.05), Verdict::Faster);
 //! ```
 
+pub mod gate;
+pub mod interval;
+
+pub use gate::{
+    CompareReport, Comparison, FAMILY_ALPHA, GateError, GateOptions, Results, compare as compare_results,
+    parse_threshold,
+};
+
 use crate::bench::{Bench, Timer};
-use crate::record::{Mode, Record, Report, Unit, format_value};
+use crate::record::{Mode, Record, Unit, format_value};
 use crate::settings::Settings;
 use crate::stats::{XorShift, median, quantile_sorted, ratio_ci};
 use gpu_sync::{Result, Stream};
@@ -40,6 +50,9 @@ pub enum Verdict {
     Same,
     /// New is slower by more than the threshold, with 95 % confidence.
     Slower,
+    /// Too few samples for an interval at the level asked: no verdict, and
+    /// the row never decides a comparison.
+    TooFewSamples,
 }
 
 impl Verdict {
@@ -49,6 +62,7 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Same => "same",
             Verdict::Slower => "SLOWER",
+            Verdict::TooFewSamples => "too few samples",
         }
     }
 }
@@ -63,113 +77,6 @@ pub fn verdict(ci: (f64, f64), threshold: f64) -> Verdict {
     } else {
         Verdict::Same
     }
-}
-
-/// One benchmark compared between two reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// Record key.
-    pub key: String,
-    /// Mode compared.
-    pub mode: Mode,
-    /// Old median, seconds.
-    pub old_median: f64,
-    /// New median, seconds.
-    pub new_median: f64,
-    /// new / old.
-    pub ratio: f64,
-    /// Bootstrap 95 % interval of the ratio.
-    pub ci95: (f64, f64),
-    /// The verdict at the threshold.
-    pub verdict: Verdict,
-}
-
-/// The result of comparing two reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompareReport {
-    /// Threshold, a fraction.
-    pub threshold: f64,
-    /// Benchmarks in both.
-    pub comparisons: Vec<Comparison>,
-    /// Keys only in the old report.
-    pub only_old: Vec<String>,
-    /// Keys only in the new report.
-    pub only_new: Vec<String>,
-}
-
-impl CompareReport {
-    /// Whether any benchmark got slower.
-    pub fn regressed(&self) -> bool {
-        self.comparisons.iter().any(|c| c.verdict == Verdict::Slower)
-    }
-
-    /// A markdown table (6 columns).
-    pub fn to_markdown(&self) -> String {
-        let rows: Vec<Vec<String>> = self
-            .comparisons
-            .iter()
-            .map(|c| {
-                vec![
-                    c.key.clone(),
-                    c.mode.name().to_owned(),
-                    format_value(c.old_median, Unit::Seconds),
-                    format_value(c.new_median, Unit::Seconds),
-                    format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ci95.0, c.ci95.1),
-                    c.verdict.name().to_owned(),
-                ]
-            })
-            .collect();
-        let mut s = format!(
-            "# Compare (threshold {:.1}%: a verdict needs the whole 95% interval beyond it)\n\n",
-            self.threshold * 100.0
-        );
-        s.push_str(&crate::render::table(
-            &["benchmark", "mode", "old", "new", "new/old [95% CI]", "verdict"],
-            &rows,
-        ));
-        for k in &self.only_old {
-            s.push_str(&format!("- only in OLD: {k}\n"));
-        }
-        for k in &self.only_new {
-            s.push_str(&format!("- only in NEW: {k}\n"));
-        }
-        s
-    }
-}
-
-/// Compares every (record key, timed mode) present in both reports.
-pub fn compare_reports(old: &Report, new: &Report, threshold: f64) -> CompareReport {
-    let mut comparisons = Vec::new();
-    let mut only_old = Vec::new();
-    for o in &old.records {
-        let Some(n) = new.records.iter().find(|n| n.key() == o.key()) else {
-            only_old.push(o.key());
-            continue;
-        };
-        for om in &o.modes {
-            let Some(nm) = n.mode(om.mode) else { continue };
-            if om.samples.is_empty() || nm.samples.is_empty() {
-                continue;
-            }
-            let (ratio, ci) = ratio_ci(&nm.samples, &om.samples, RESAMPLES);
-            comparisons.push(Comparison {
-                key: o.key(),
-                mode: om.mode,
-                old_median: om.summary.median,
-                new_median: nm.summary.median,
-                ratio,
-                ci95: ci,
-                verdict: verdict(ci, threshold),
-            });
-        }
-    }
-    let only_new = new
-        .records
-        .iter()
-        .filter(|n| !old.records.iter().any(|o| o.key() == n.key()))
-        .map(Record::key)
-        .collect();
-    CompareReport { threshold, comparisons, only_old, only_new }
 }
 
 /// One cell of a [`Compare`] table.
@@ -400,6 +307,7 @@ pub fn paired(
 mod tests {
     use super::*;
     use crate::record::ModeResult;
+    use crate::record::Report;
     use crate::stats::Summary;
 
     fn record(name: &str, size: &str, samples: Vec<f64>) -> Record {
@@ -466,28 +374,6 @@ mod tests {
         let mut r = Report::new("t", device, Settings::default());
         r.records = records;
         r
-    }
-
-    #[test]
-    fn regressions_are_found_and_identical_reruns_are_same() {
-        let old = report(vec![record("k", "1", noisy(1.0, 1)), record("gone", "1", noisy(1.0, 2))]);
-        let same = report(vec![record("k", "1", noisy(1.0, 3))]);
-        let slow = report(vec![record("k", "1", noisy(1.10, 4)), record("new", "1", noisy(1.0, 5))]);
-        let c = compare_reports(&old, &same, 0.05);
-        assert_eq!(c.comparisons.len(), 1);
-        assert_eq!(c.comparisons[0].verdict, Verdict::Same);
-        assert!(!c.regressed());
-        let c = compare_reports(&old, &slow, 0.05);
-        assert_eq!(c.comparisons[0].verdict, Verdict::Slower);
-        assert!(c.regressed());
-        assert_eq!(c.only_old, ["gone{size=1}"]);
-        assert_eq!(c.only_new, ["new{size=1}"]);
-        let c = compare_reports(&slow, &old, 0.05);
-        assert_eq!(c.comparisons[0].verdict, Verdict::Faster);
-        // A 3 % slowdown is real but under a 5 % threshold: same.
-        let slight = report(vec![record("k", "1", noisy(1.03, 6))]);
-        assert_eq!(compare_reports(&old, &slight, 0.05).comparisons[0].verdict, Verdict::Same);
-        assert_eq!(compare_reports(&old, &slight, 0.01).comparisons[0].verdict, Verdict::Slower);
     }
 
     #[test]
