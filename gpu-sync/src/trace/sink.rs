@@ -123,7 +123,13 @@ impl DeviceTrace {
         *slot = Arc::downgrade(&sink);
         self.on.store(true, Ordering::Release);
         drop(slot);
-        live().push(Arc::downgrade(&sink));
+        let mut live = live();
+        // Recorders gone since the last start or ended range leave their
+        // entry (and the sink's memory a `Weak` keeps): dropped here, so the
+        // list holds the live recorders and no more.
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&sink));
+        drop(live);
         RECORDERS.fetch_add(1, Ordering::Relaxed);
         Ok(Recorder { sink })
     }
@@ -139,7 +145,8 @@ impl DeviceTrace {
     }
 }
 
-/// Every live sink, for the ranges (of any thread) that end.
+/// Every live sink, for the ranges (of any thread) that end: pruned of
+/// sinks gone when a recorder starts and when a range ends.
 fn live() -> MutexGuard<'static, Vec<Weak<Sink>>> {
     static LIVE: Mutex<Vec<Weak<Sink>>> = Mutex::new(Vec::new());
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
@@ -492,5 +499,26 @@ impl Drop for Sink {
         }
         drop((leftovers, cals));
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).extend(pool);
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::live;
+    use crate::Device;
+    use crate::trace::{RecordOptions, Timing};
+
+    #[test]
+    fn recorders_gone_leave_no_entry_in_the_live_list() {
+        let _session = crate::sim::session(0x5e).expect("session");
+        let device = Device::get(0).expect("device");
+        let mut most = 0;
+        for _ in 0..20_000 {
+            drop(device.record(RecordOptions::new(Timing::HostOnly)).expect("recorder"));
+            most = most.max(live().len());
+        }
+        // One recorder lives at a time here; other tests of this binary
+        // may start a few beside it.
+        assert!(most <= 8, "the live-recorder list grew to {most} entries after 20,000 recorders");
     }
 }
