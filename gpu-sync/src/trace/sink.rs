@@ -502,23 +502,7 @@ impl Drop for Sink {
     }
 }
 
+// The tests use the simulator and the device (above this layer), so they
+// sit in their own file, which the layer test does not scan.
 #[cfg(all(test, feature = "sim"))]
-mod tests {
-    use super::live;
-    use crate::Device;
-    use crate::trace::{RecordOptions, Timing};
-
-    #[test]
-    fn recorders_gone_leave_no_entry_in_the_live_list() {
-        let _session = crate::sim::session(0x5e).expect("session");
-        let device = Device::get(0).expect("device");
-        let mut most = 0;
-        for _ in 0..20_000 {
-            drop(device.record(RecordOptions::new(Timing::HostOnly)).expect("recorder"));
-            most = most.max(live().len());
-        }
-        // One recorder lives at a time here; other tests of this binary
-        // may start a few beside it.
-        assert!(most <= 8, "the live-recorder list grew to {most} entries after 20,000 recorders");
-    }
-}
+mod tests;
