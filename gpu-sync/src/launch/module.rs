@@ -70,14 +70,18 @@ impl ModuleInner {
 
     #[cold]
     fn note_stream(&self, s: &Arc<Timeline>) {
+        // Inside a host function, a simulated kernel or the foreign door the
+        // launch is refused (`engine::submit` refuses first), and this
+        // thread may hold a book, which a prune on another thread may be
+        // waiting for under the list's lock (lock order: the list, then a
+        // book): nothing to note, and the list is not touched.
+        if crate::ffi::calls_refused() {
+            return;
+        }
         let mut on = self.launched_on.lock().unwrap_or_else(|p| p.into_inner());
         let mut let_go = Vec::new();
         if !on.iter().any(|l| matches!(l, Launched::Stream(t) if t.id() == s.id())) {
-            // Inside a host function (or the foreign door) this thread may
-            // hold a book: nothing is pruned then.
-            if !crate::ffi::calls_refused() {
-                Self::prune(&mut on, &mut let_go);
-            }
+            Self::prune(&mut on, &mut let_go);
             on.push(Launched::Stream(s.clone()));
         }
         self.recent[(s.id() % 4) as usize].store(s.id(), Ordering::Relaxed);
