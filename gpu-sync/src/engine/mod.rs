@@ -51,6 +51,7 @@ pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
 pub(crate) use flavor::captured::{Capture as CaptureHandle, KeepAlive};
 pub(crate) use release::Held;
 pub(crate) use timeline::event::EventInner;
+pub(crate) use timeline::marker::TailMark;
 pub(crate) use timeline::{Point, Timeline};
 pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};
 

@@ -63,6 +63,13 @@ impl Stream {
     /// gpu-sync's bookkeeping locked: a gpu-sync call inside it fails with
     /// `CUDA_ERROR_NOT_PERMITTED` (and what it drops is released later).
     ///
+    /// # Panics
+    /// When `call` panics, which it may do after queuing work: the
+    /// operation is then recorded as submitted — the declared uses as for a
+    /// successful call, so later work on other streams waits for whatever
+    /// it queued, and the memory is not freed before it — and the panic
+    /// resumes, unchanged, once the bookkeeping is unlocked.
+    ///
     /// # Errors
     /// [`crate::Error::DeviceMismatch`] for declared memory of another
     /// device; [`crate::Error::Capturing`] when a capture cannot hold the
@@ -80,6 +87,8 @@ impl Stream {
     ///    (other buffers, pinned host buffers). Memory the foreign library
     ///    owns itself (workspaces, handles) is its own to keep alive.
     /// 3. **Failure.** If `call` returns an error, it submitted nothing.
+    ///    (A panic needs no promise: the declared uses are recorded, see
+    ///    *Panics*.)
     /// 4. **Stream and context left as found.** `call` does not destroy,
     ///    synchronize, begin or end a capture on, or change the flags of
     ///    the stream, and leaves the calling thread's current context as it
@@ -87,6 +96,16 @@ impl Stream {
     /// 5. **Capture.** On a capturing stream (see [`Stream::is_capturing`];
     ///    the call is then recorded into the graph, not run) the work is of
     ///    a kind CUDA can capture.
+    /// 6. **No waiting on other threads' gpu-sync calls.** While `call`
+    ///    runs this thread holds the book of the stream's device (the one
+    ///    lock every tracked operation on that device's streams, memory
+    ///    and events takes, and any operation that waits on work of that
+    ///    device): `call` must not block on another thread (a join, a
+    ///    channel, a lock, a barrier such as an NCCL rendezvous of several
+    ///    host threads) that makes such a gpu-sync call before it lets
+    ///    `call` go on, or both wait for ever. The refusal inside the door
+    ///    only sees this thread. Breaking this deadlocks; it cannot make
+    ///    memory unsafe.
     pub unsafe fn launch_foreign<R>(
         &self,
         name: &'static str,
@@ -103,8 +122,19 @@ impl Stream {
             // gpu-sync's bookkeeping is locked while `call` runs: every
             // gpu-sync call inside it refuses before any lock.
             let _inside = engine::Inside::enter();
-            call(raw)
+            // A panic may come after `call` queued work: caught here, so the
+            // operation counts as submitted (its uses recorded, its ticket
+            // drawn, the book released in order), then resumed below.
+            // `AssertUnwindSafe`: nothing `call` captured is looked at again
+            // here — its result is either returned or the unwind goes on.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(raw))) {
+                Ok(r) => r.map(Ok),
+                Err(payload) => Ok(Err(payload)),
+            }
         })?;
-        Ok(r)
+        match r {
+            Ok(r) => Ok(r),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
     }
 }

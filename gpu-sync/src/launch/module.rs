@@ -6,7 +6,7 @@
 //! `Kernel::launch` safe).
 
 use crate::device::Device;
-use crate::engine::{self, Held, Timeline};
+use crate::engine::{self, Held, TailMark, Timeline};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::launch::kernel::Kernel;
@@ -32,9 +32,24 @@ pub(crate) struct ModuleInner {
     /// ([`Self::note_launch`]): a launch on a stream seen recently costs
     /// one load (also when launches alternate between streams).
     recent: [AtomicU64; 4],
-    /// Every stream a kernel of the module was launched on (kept alive
-    /// until the unload has waited for it).
-    launched_on: Mutex<Vec<Arc<Timeline>>>,
+    /// What the unload must wait for, one entry per stream a kernel of the
+    /// module was launched on: the stream while anything else holds it,
+    /// else a marker of its last work, until that completes
+    /// ([`Self::prune`]).
+    launched_on: Mutex<Vec<Launched>>,
+}
+
+/// A stream a kernel of a module was launched on, as the module's unload
+/// needs it.
+enum Launched {
+    /// A stream something else still holds (a `Stream`, a recorded use of
+    /// a buffer): launches may still come on it, and the unload waits for
+    /// everything submitted there by then.
+    Stream(Arc<Timeline>),
+    /// A stream nothing else held any more, let go (so the driver stream is
+    /// destroyed): no launch can come on it again, and the unload waits on
+    /// this marker of everything it was given.
+    Gone(TailMark),
 }
 
 impl ModuleInner {
@@ -42,8 +57,10 @@ impl ModuleInner {
     /// (call before the launch returns): the unload then waits for all work
     /// submitted on `s` so far. A stream seen recently: one load. The
     /// `Relaxed` load is enough: a slot only ever holds the id of a stream
-    /// already pushed under the mutex, and the unload reads the list after
-    /// the last handle's drop (which orders every launch before it).
+    /// already pushed under the mutex (an entry that leaves the list is of
+    /// a stream no launch can use again: see [`Self::prune`]), and the
+    /// unload reads the list after the last handle's drop (which orders
+    /// every launch before it).
     #[inline(always)]
     pub(crate) fn note_launch(&self, s: &Arc<Timeline>) {
         if self.recent[(s.id() % 4) as usize].load(Ordering::Relaxed) != s.id() {
@@ -53,11 +70,77 @@ impl ModuleInner {
 
     #[cold]
     fn note_stream(&self, s: &Arc<Timeline>) {
+        // Inside a host function, a simulated kernel or the foreign door the
+        // launch is refused (`engine::submit` refuses first), and this
+        // thread may hold a book, which a prune on another thread may be
+        // waiting for under the list's lock (lock order: the list, then a
+        // book): nothing to note, and the list is not touched.
+        if crate::ffi::calls_refused() {
+            return;
+        }
         let mut on = self.launched_on.lock().unwrap_or_else(|p| p.into_inner());
-        if !on.iter().any(|t| t.id() == s.id()) {
-            on.push(s.clone());
+        let mut let_go = Vec::new();
+        if !on.iter().any(|l| matches!(l, Launched::Stream(t) if t.id() == s.id())) {
+            Self::prune(&mut on, &mut let_go);
+            on.push(Launched::Stream(s.clone()));
         }
         self.recent[(s.id() % 4) as usize].store(s.id(), Ordering::Relaxed);
+        drop(on);
+        // Streams and markers go with no lock held (a stream's drop
+        // retires it in its device's book).
+        drop(let_go);
+    }
+
+    /// Keeps the list to what the unload needs, when a new stream joins it
+    /// (so the hot path never sees it): a stream nothing but the list holds
+    /// is let go — dropped if a host wait proved its work complete, else
+    /// replaced by a marker of its last work ([`Timeline::tail_mark`]) —
+    /// and a marker whose work completed (`cuEventQuery`) is dropped. What
+    /// leaves the list goes to `let_go`. A failure (a driver error, a
+    /// capturing stream) keeps the entry as it was: the unload waits for it.
+    ///
+    /// Letting go of a stream is sound because no launch can come on it
+    /// again: a launch needs a `Stream`, which holds the timeline, and with
+    /// the count at one, under this list's lock, no other holder is left to
+    /// make one (nothing makes a `Weak` of a timeline). Its slot in
+    /// `recent` may still name it; ids are never reused.
+    fn prune(on: &mut Vec<Launched>, let_go: &mut Vec<Launched>) {
+        let mut i = 0;
+        while i < on.len() {
+            let tail = match &on[i] {
+                Launched::Stream(t) if Arc::strong_count(t) == 1 => {
+                    // Pairs with the release of the other holders' drops:
+                    // their submissions happen before the book read below.
+                    std::sync::atomic::fence(Ordering::Acquire);
+                    match t.tail_mark() {
+                        Ok(tail) => tail,
+                        Err(_) => {
+                            i += 1;
+                            continue;
+                        }
+                    }
+                }
+                Launched::Stream(_) => {
+                    i += 1;
+                    continue;
+                }
+                Launched::Gone(m) => {
+                    if matches!(m.is_complete(), Ok(true)) {
+                        let_go.push(on.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                    continue;
+                }
+            };
+            match tail {
+                Some(m) => {
+                    let_go.push(std::mem::replace(&mut on[i], Launched::Gone(m)));
+                    i += 1;
+                }
+                None => let_go.push(on.swap_remove(i)),
+            }
+        }
     }
 
     /// The module handle.
@@ -72,7 +155,8 @@ impl Drop for ModuleInner {
     /// on the host, on each stream a kernel of it was launched on, for
     /// everything submitted there so far (a marker covering the stream's
     /// last ticket; no lock held while waiting) — a superset of its
-    /// launches, since no launch can start once the last handle is gone. As
+    /// launches, since no launch can start once the last handle is gone —
+    /// and on the marker kept for each such stream already let go. As
     /// a pinned buffer's free does for its copies; it is leaked if a wait
     /// fails. Inside a host function (or a
     /// simulated kernel) all of it happens later on an ordinary thread; on a
@@ -80,11 +164,14 @@ impl Drop for ModuleInner {
     /// themselves (their launches are waited for by `GraphExec`'s drop).
     fn drop(&mut self) {
         let Some(module) = self.module.take() else { return };
-        let streams = std::mem::take(self.launched_on.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let launched = std::mem::take(self.launched_on.get_mut().unwrap_or_else(|p| p.into_inner()));
         engine::free_now_or_later(
             None,
             Box::new(move || {
-                let waited = streams.iter().try_for_each(|s| s.host_wait_all_so_far("cuModuleUnload"));
+                let waited = launched.iter().try_for_each(|l| match l {
+                    Launched::Stream(s) => s.host_wait_all_so_far("cuModuleUnload"),
+                    Launched::Gone(m) => m.host_wait(),
+                });
                 match waited {
                     Ok(()) => drop(module),
                     Err(e) => {

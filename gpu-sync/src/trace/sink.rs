@@ -123,7 +123,13 @@ impl DeviceTrace {
         *slot = Arc::downgrade(&sink);
         self.on.store(true, Ordering::Release);
         drop(slot);
-        live().push(Arc::downgrade(&sink));
+        let mut live = live();
+        // Recorders gone since the last start or ended range leave their
+        // entry (and the sink's memory a `Weak` keeps): dropped here, so the
+        // list holds the live recorders and no more.
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&sink));
+        drop(live);
         RECORDERS.fetch_add(1, Ordering::Relaxed);
         Ok(Recorder { sink })
     }
@@ -139,7 +145,8 @@ impl DeviceTrace {
     }
 }
 
-/// Every live sink, for the ranges (of any thread) that end.
+/// Every live sink, for the ranges (of any thread) that end: pruned of
+/// sinks gone when a recorder starts and when a range ends.
 fn live() -> MutexGuard<'static, Vec<Weak<Sink>>> {
     static LIVE: Mutex<Vec<Weak<Sink>>> = Mutex::new(Vec::new());
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
@@ -494,3 +501,8 @@ impl Drop for Sink {
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).extend(pool);
     }
 }
+
+// The tests use the simulator and the device (above this layer), so they
+// sit in their own file, which the layer test does not scan.
+#[cfg(all(test, feature = "sim"))]
+mod tests;

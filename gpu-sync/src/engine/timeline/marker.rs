@@ -2,11 +2,13 @@
 //! the host can wait for a point of it; the pool they come from; and the one
 //! way gpu-sync creates events.
 
+use super::Timeline;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use cuda_sys::result as cu;
 use cuda_sys::{CUevent_flags, OwnedEvent};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// A sync-only event from a stream's pool, recorded on that stream.
@@ -49,6 +51,58 @@ impl Drop for Marker {
         if let Some(ev) = self.ev.take() {
             self.pool.put(ev);
         }
+    }
+}
+
+/// Everything submitted on a stream up to a ticket, held as a marker
+/// covering it, not as the stream: host-waitable after the stream's last
+/// handle is gone. The driver destroys a stream with work queued at once
+/// and lets the work complete; an event recorded there stays valid, and the
+/// marker holds the stream's event pool, never its timeline.
+pub(crate) struct TailMark {
+    marker: Arc<Marker>,
+}
+
+impl TailMark {
+    /// Whether the work has completed (`cuEventQuery`).
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; a driver error.
+    pub(crate) fn is_complete(&self) -> Result<bool> {
+        crate::ffi::refuse("cuEventQuery")?;
+        self.marker.query()
+    }
+
+    /// Blocks the host until the work has completed (`cuEventSynchronize`).
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; a driver error.
+    pub(crate) fn host_wait(&self) -> Result<()> {
+        crate::ffi::refuse("cuEventSynchronize")?;
+        self.marker.synchronize()
+    }
+}
+
+impl Timeline {
+    /// A [`TailMark`] covering everything submitted on this stream so far
+    /// (a kept marker if one covers it, else one recorded now, under the
+    /// book); `None` when nothing was submitted or a host wait proved all of
+    /// it complete.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (before any lock);
+    /// [`Error::Capturing`] when a marker would have to be recorded on a
+    /// capturing stream; a driver error.
+    pub(crate) fn tail_mark(&self) -> Result<Option<TailMark>> {
+        crate::ffi::refuse("cuEventRecord")?;
+        let ticket = self.lock().stream(self).last_ticket;
+        let complete = ticket <= self.completed.load(Ordering::Acquire)
+            || ticket <= self.device.inner.completed.load(Ordering::Acquire);
+        if complete {
+            return Ok(None);
+        }
+        let (marker, _) = self.marker_covering(ticket)?;
+        Ok(Some(TailMark { marker }))
     }
 }
 
