@@ -106,10 +106,21 @@
 //!    which every safe `cuCtxSetCurrent` updates, so safe code (also through
 //!    the re-exported `gpu_sync::cuda_sys`) cannot make it stale.
 //! 9. **A module outlives its launches.** A launch notes its stream in the
-//!    module (`ModuleInner::note_launch`, before the launch returns); the
-//!    last drop waits on the host for everything submitted on those streams
-//!    (`Timeline::host_wait_all_so_far`) before `cuModuleUnload`, and leaks
-//!    the module if a wait fails. Graphs keep their modules alive.
+//!    module (`ModuleInner::note_launch`, before the launch returns; one
+//!    load for a stream seen recently; nothing where the launch will be
+//!    refused). Per stream the module keeps what its unload must wait for:
+//!    the stream while anything else holds it (a `Stream`, a buffer's
+//!    recorded use); once nothing else does — found when a new stream joins
+//!    the list — a marker of everything submitted there (`engine::TailMark`,
+//!    from `Timeline::tail_mark`: an event outlives its driver stream),
+//!    dropped once `cuEventQuery` finds it complete, or nothing if a host
+//!    wait proved the stream's work complete. A stream let go takes no more
+//!    launches: a launch needs a `Stream`, which holds the timeline, and
+//!    nothing makes a `Weak` of one. Lock order: the module's list, then a
+//!    book. The last drop waits on the host for each entry
+//!    (`Timeline::host_wait_all_so_far`, `TailMark::host_wait`) before
+//!    `cuModuleUnload`, and leaks the module if a wait fails. Graphs keep
+//!    their modules alive.
 //!
 //! 10. **Recording adds only its own events, around the call it records.**
 //!     While a device records (`gpu_sync::trace`), `engine::submit` makes
@@ -151,7 +162,7 @@
 //! |---|---|---|
 //! | `Module::kernel::<S>` (an `unsafe fn`: the typed-kernel contract) | the kernel's parameters are `S`: an `In<T>` parameter is only read, an `Out<T>` parameter is read and written, each through a `T` pointer; every access stays inside the view passed for any launch the checks accept; a scalar is not used as a bound except a `Len` parameter, which the launch checks to be at most every view's length | each launch ([`crate::Kernel::launch`]) is then safe: the argument tuple is typed by the compiler, views carry their device and length, the `Len` bound and each view's alignment are checked, the configuration against device limits, and every buffer's use is tracked as its `In`/`Out` says |
 //! | [`crate::RawKernel::launch`] | 1. `S` is the kernel's real parameter list (count and type of each); 2. the kernel touches device memory only through its buffer arguments, within their lengths, writing only through `Out` ones (any other memory is the caller's to keep alive and ordered) | buffer arguments are kept alive and tracked exactly as for a typed launch |
-//! | [`crate::Stream::launch_foreign`] | the work the closure submits goes on the stream it is given, while it runs; touches only the declared views (reads `input`s, reads/writes `output`s); nothing is submitted when it fails; the stream and the thread's context are left as found; it is capturable on a capturing stream | the declared views are kept alive and tracked exactly as a launch's buffers (one `engine::submit`); gpu-sync calls inside the closure refuse |
+//! | [`crate::Stream::launch_foreign`] | the work the closure submits goes on the stream it is given, while it runs; touches only the declared views (reads `input`s, reads/writes `output`s); nothing is submitted when it returns an error; the stream and the thread's context are left as found; it is capturable on a capturing stream; it does not wait for another thread's gpu-sync call (it runs holding the device's book: breaking this deadlocks, it is not unsound) | the declared views are kept alive and tracked exactly as a launch's buffers (one `engine::submit`); a panic of the closure is caught inside the submission, the declared uses are recorded as for a success (it may have queued work), and the panic then resumes; gpu-sync calls inside the closure refuse |
 //! | `cuda_sys::install` (in `cuda-sys`) | the table behaves like the CUDA driver | gpu-sync relies on documented driver behaviour only |
 //!
 //! Crate-private (argued at each call site):
@@ -272,7 +283,12 @@
 //!   above about contexts and modules: `tests/tests/deadlocks.rs` (each
 //!   under a watchdog).
 //! - The foreign door: `tests/tests/foreign.rs` (declared uses ordered; an
-//!   undeclared write caught by the oracle).
+//!   undeclared write caught by the oracle) and `tests/tests/foreign_panic.rs`
+//!   (a closure that queues a write and panics leaves it tracked).
+//! - A module's unload and the streams it keeps: `tests/tests/module_streams.rs`.
+//! - Re-entry into the simulator from a host function or a simulated kernel,
+//!   through every simulated table (driver, CUPTI): `cuda-sim/tests/reentry.rs`
+//!   and `tests/tests/deadlocks.rs`.
 //! - The capture protocol's core (`engine/capture/capture_gate.rs`, the
 //!   code the engine runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
 //!   CARGO_TARGET_DIR=target/loom cargo test -p gpu-sync --lib --release
