@@ -63,6 +63,12 @@ pub(crate) struct DeviceInner {
     /// Recording: the flag the engine's funnel reads, and the recorder's
     /// sink while one lives.
     pub trace: DeviceTrace,
+    /// Peer access this device has been given: bit `j` is set once device
+    /// `j`'s memory is open to work on this device (its context's peer
+    /// access and its pool's access, see `Device::enable_peer_access`).
+    /// Only set, and cleared by a disable; read by [`DeviceInner::reaches`].
+    #[allow(dead_code)] // set by peer access (issue 29)
+    pub peers: AtomicU64,
 }
 
 fn registry() -> &'static Mutex<HashMap<i32, Arc<DeviceInner>>> {
@@ -158,6 +164,7 @@ impl Device {
             ledger: Ledger::default(),
             priority_range: (least, greatest),
             trace: DeviceTrace::default(),
+            peers: AtomicU64::new(0),
         });
         map.insert(ordinal, inner.clone());
         Ok(Device { inner })
@@ -288,6 +295,18 @@ impl Device {
 }
 
 impl DeviceInner {
+    /// Whether work on this device may touch memory of device `owner`: the
+    /// same device, or one whose memory peer access opened to this one
+    /// ([`DeviceInner::peers`]). The one question every cross-device rule
+    /// asks.
+    #[inline]
+    #[allow(dead_code)] // read by the cross-device rules, set by peer access (issue 29)
+    pub(crate) fn reaches(&self, owner: &DeviceInner) -> bool {
+        self.ordinal == owner.ordinal
+            || (0..64).contains(&owner.ordinal)
+                && self.peers.load(Ordering::Acquire) & (1 << owner.ordinal) != 0
+    }
+
     /// Makes the driver call `f` (entry point `name`) with this device's
     /// context current: the door for calls that are not stream-ordered
     /// (creating and querying events, loading modules, pinned memory,
