@@ -182,6 +182,7 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 # tests included), the compute-sanitizer passes, then the benchmarks.
 #
 #   bash target/gpu-bundle/run.sh [tests] [sanitize] [bench]   (default: all three)
+#   SAN_BINS="kernels--gpu ..." SAN_TOOLS="memcheck ..." narrow the sanitizer passes.
 #
 # Results go to $OUT (or target/gpu-bundle/out). Exit status 1 if anything failed.
 set -u
@@ -240,12 +241,13 @@ if want sanitize; then
   # session 3). So under racecheck gpu_api's one multi-threaded test runs
   # alone, in a process of its own, after the rest of the binary.
   racecheck_alone=streams_and_buffers_are_shared_across_threads
-  for tool in memcheck racecheck synccheck; do
-    for t in "$here"/tests/sync-tests--gpu_api "$here"/tests/sync-tests--prop_programs \
-             "$here"/tests/sync-tests--ledger "$here"/tests/kernels--gpu \
-             "$here"/tests/sync-tests--host_memory "$here"/tests/sync-tests--kernel_contract \
-             "$here"/tests/sync-tests--capture_race "$here"/tests/sync-tests--prefetch \
-             "$here"/tests/sync-tests--book; do
+  # SAN_BINS (names under tests/, space-separated) narrows the list.
+  san_bins=${SAN_BINS:-"sync-tests--gpu_api sync-tests--prop_programs sync-tests--ledger kernels--gpu
+    sync-tests--host_memory sync-tests--kernel_contract sync-tests--capture_race sync-tests--prefetch
+    sync-tests--book"}
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+    for b in $san_bins; do
+      t="$here/tests/$b"
       [ -x "$t" ] || continue
       skip=()
       if [ "$tool" = racecheck ] && [ "$(basename "$t")" = sync-tests--gpu_api ]; then
