@@ -13,11 +13,10 @@
 //! module has no `unsafe` block.
 #![allow(unsafe_code)]
 
+use crate::checks::invalid;
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{ClockProbeSig, CopyMappedSig, SpinGateSig, StampSig, declare};
-use gpu_sync::{
-    AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, PinnedBuffer, Result, Stream,
-};
+use gpu_sync::{AsDeviceSliceMut, Device, Kernel as Typed, LaunchConfig, PinnedBuffer, Result, Stream};
 
 /// The instrument kernels of `bench.cu`, loaded into one device.
 pub struct BenchKernels {
@@ -27,10 +26,6 @@ pub struct BenchKernels {
     stamp: Typed<StampSig>,
     gate: Typed<SpinGateSig>,
     copy_mapped: Typed<CopyMappedSig>,
-}
-
-fn invalid(kernel: KernelId, what: String) -> Error {
-    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
 }
 
 /// The check `clock_probe` and `stamp` share: their `out` holds two words.
@@ -46,7 +41,7 @@ impl BenchKernels {
     /// three kernels with checked signatures.
     ///
     /// # Errors
-    /// A driver error; [`Error::KernelSignature`] if the fatbin and this
+    /// A driver error; [`Error::KernelSignature`](gpu_sync::Error::KernelSignature) if the fatbin and this
     /// crate disagree.
     pub fn load(device: &Device) -> Result<BenchKernels> {
         let module = gpu_sync::Module::load(device, ModuleId::Bench.fatbin())?;
@@ -78,7 +73,7 @@ impl BenchKernels {
     /// (`clock_probe`): `out[0] / out[1]` is the SM clock in GHz.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `out` has 2 elements; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `out` has 2 elements; a launch error.
     pub fn clock_probe<O: AsDeviceSliceMut<u64> + ?Sized>(
         &self,
         stream: &Stream,
@@ -95,7 +90,7 @@ impl BenchKernels {
     /// timestamps and CUPTI's records are read from.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `out` has 2 elements; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `out` has 2 elements; a launch error.
     pub fn stamp<O: AsDeviceSliceMut<u64> + ?Sized>(
         &self,
         stream: &Stream,
@@ -111,7 +106,7 @@ impl BenchKernels {
     /// the flag opened it, 0 on the timeout.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `out` has 1 element or when
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `out` has 1 element or when
     /// `flag_addr` is not 4-byte aligned; a launch error.
     ///
     /// # Safety
@@ -143,7 +138,7 @@ impl BenchKernels {
     /// (`copy_mapped_u32x4`, 16-byte loads): a copy without a copy engine.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `src` is a
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `src` is a
     /// [`HostAllocFlags::DEVICE_MAP`](gpu_sync::HostAllocFlags::DEVICE_MAP)
     /// buffer of `dst`'s length, a multiple of 4, and `dst` starts 16-byte
     /// aligned; a driver or launch error.

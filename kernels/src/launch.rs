@@ -17,15 +17,14 @@
 //! holds only for that launch (`SAFETY (launch)`). This module itself has no
 //! `unsafe` block.
 
+use crate::checks::invalid;
 use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId, TILE_VECTORS};
 use crate::table::{
     AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig,
     TriadSig, declare,
 };
 use gpu_sync::cuda_sys::CUdevice_attribute;
-use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
-};
+use gpu_sync::{AsDeviceSlice, AsDeviceSliceMut, Device, Kernel as Typed, LaunchConfig, Result, Stream};
 
 /// Every kernel of the crate, loaded into one device.
 ///
@@ -44,10 +43,6 @@ pub struct Kernels {
     add: Typed<AddSig>,
     mix: Typed<MixSig>,
     bump: Typed<BumpSig>,
-}
-
-fn invalid(kernel: KernelId, what: String) -> Error {
-    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
 }
 
 fn aligned16<T: bytemuck::Pod, S: AsDeviceSlice<T> + ?Sized>(
@@ -78,7 +73,7 @@ impl Kernels {
     ///
     /// # Errors
     /// A driver error (`CUDA_ERROR_NO_BINARY_FOR_GPU` on a GPU older than
-    /// sm_80); [`Error::KernelSignature`] if a fatbin and this crate disagree.
+    /// sm_80); [`Error::KernelSignature`](gpu_sync::Error::KernelSignature) if a fatbin and this crate disagree.
     pub fn load(device: &Device) -> Result<Kernels> {
         let load = |m: ModuleId| gpu_sync::Module::load(device, m.fatbin());
         let (stream, spin, pattern, elementwise) = (
@@ -157,7 +152,7 @@ impl Kernels {
     /// (`read_sum_u32x4`, 16-byte loads). Zero `out` first for a fresh sum.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `input` has a multiple of 4 elements
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `input` has a multiple of 4 elements
     /// and starts 16-byte aligned, and `out` has one element; a launch error.
     pub fn read_sum<I, O>(&self, stream: &Stream, input: &I, out: &mut O) -> Result<()>
     where
@@ -183,7 +178,7 @@ impl Kernels {
     /// Copies `src` to `dst` (`copy_u32x4`, 16-byte loads and stores).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless both have one length, a multiple of
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless both have one length, a multiple of
     /// 4, and start 16-byte aligned; a launch error.
     pub fn copy<S, D>(&self, stream: &Stream, src: &S, dst: &mut D) -> Result<()>
     where
@@ -208,7 +203,7 @@ impl Kernels {
     /// `a = scalar * c + b`, one fused multiply-add per element (`triad_f32`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless the three have one length and start
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless the three have one length and start
     /// 16-byte aligned; a launch error.
     pub fn triad<A, B, C>(&self, stream: &Stream, a: &mut A, b: &B, c: &C, scalar: f32) -> Result<()>
     where
@@ -235,7 +230,7 @@ impl Kernels {
     /// actually waited (at least `cycles`) to `out[0]` (`spin_cycles`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `out` has one element; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `out` has one element; a launch error.
     pub fn spin<O: AsDeviceSliceMut<u64> + ?Sized>(
         &self,
         stream: &Stream,
@@ -268,7 +263,7 @@ impl Kernels {
     /// a fresh count.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `mismatches` has one element; a
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) unless `mismatches` has one element; a
     /// launch error.
     pub fn check_pattern<S, M>(&self, stream: &Stream, src: &S, seed: u32, mismatches: &mut M) -> Result<()>
     where
@@ -285,7 +280,7 @@ impl Kernels {
     /// `out = a * input` (`scale_f32`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for different lengths; a launch error.
     pub fn scale<I, O>(&self, stream: &Stream, input: &I, out: &mut O, a: f32) -> Result<()>
     where
         I: AsDeviceSlice<f32> + ?Sized,
@@ -301,7 +296,7 @@ impl Kernels {
     /// `out = x + y` (`add_f32`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for different lengths; a launch error.
     pub fn add<X, Y, O>(&self, stream: &Stream, x: &X, y: &Y, out: &mut O) -> Result<()>
     where
         X: AsDeviceSlice<f32> + ?Sized,
@@ -319,7 +314,7 @@ impl Kernels {
     /// `out[i] = mix(a[i], b[i], salt)` (`mix_u32`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for different lengths; a launch error.
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for different lengths; a launch error.
     pub fn mix<A, B, O>(&self, stream: &Stream, a: &A, b: &B, out: &mut O, salt: u32) -> Result<()>
     where
         A: AsDeviceSlice<u32> + ?Sized,

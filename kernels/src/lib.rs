@@ -33,6 +33,7 @@
 #![deny(unsafe_code)]
 
 mod bench;
+mod checks;
 pub mod cost;
 mod fatbins;
 mod launch;

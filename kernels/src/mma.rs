@@ -13,15 +13,14 @@
 //! Unsafe code: none. The kernels are declared (and their contracts argued)
 //! in the kernel table (`table.rs`).
 
+use crate::checks::{invalid, operands};
 use crate::cost::{MMA_A_BYTES, MMA_B_BYTES, MMA_OUT_ELEMS};
 use crate::reference::probes::TcFormat;
 use crate::roofline::Grid;
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{MmaBf16Sig, MmaE4m3Sig, MmaF16Sig, declare};
 use gpu_sync::cuda_sys::CUdevice_attribute;
-use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
-};
+use gpu_sync::{AsDeviceSlice, AsDeviceSliceMut, Device, Kernel as Typed, LaunchConfig, Result, Stream};
 
 /// The probes of `mma.cu`, loaded into one device.
 pub struct MmaKernels {
@@ -33,16 +32,12 @@ pub struct MmaKernels {
     e4m3: Typed<MmaE4m3Sig>,
 }
 
-fn invalid(kernel: KernelId, what: String) -> Error {
-    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
-}
-
 impl MmaKernels {
     /// Loads `mma.fatbin` (`cuModuleLoadData`) and takes its probes.
     ///
     /// # Errors
     /// `CUDA_ERROR_NO_BINARY_FOR_GPU` on a GPU older than sm_80;
-    /// [`Error::KernelSignature`] if the fatbin and this crate disagree.
+    /// [`Error::KernelSignature`](gpu_sync::Error::KernelSignature) if the fatbin and this crate disagree.
     pub fn load(device: &Device) -> Result<MmaKernels> {
         let m = gpu_sync::Module::load(device, ModuleId::Mma.fatbin())?;
         let major = device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
@@ -74,7 +69,7 @@ impl MmaKernels {
     /// its loop.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for operands, `out` or `clk` of other
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for operands, `out` or `clk` of other
     /// sizes, operands not 16-byte aligned, a block that is not 32 to 256
     /// threads of whole warps, or FP8 on a device that cannot run it; a
     /// launch error.
@@ -111,22 +106,16 @@ impl MmaKernels {
                 ),
             ));
         }
-        let sizes = [
-            ("a", a.device_len() as u64 * 4, MMA_A_BYTES),
-            ("b", b.device_len() as u64 * 4, MMA_B_BYTES),
-            ("out", out.device_len() as u64, MMA_OUT_ELEMS),
-            ("clk", clk.device_len() as u64, 2),
-        ];
-        for (name, got, want) in sizes {
-            if got != want {
-                return Err(invalid(k, format!("`{name}` has size {got}, needs {want}")));
-            }
-        }
-        for (name, ptr) in [("a", a.device_ptr()), ("b", b.device_ptr())] {
-            if !ptr.is_multiple_of(16) {
-                return Err(invalid(k, format!("`{name}` at {ptr:#x} is not 16-byte aligned")));
-            }
-        }
+        operands(
+            k,
+            &[
+                ("a", a.device_len() as u64 * 4, MMA_A_BYTES),
+                ("b", b.device_len() as u64 * 4, MMA_B_BYTES),
+                ("out", out.device_len() as u64, MMA_OUT_ELEMS),
+                ("clk", clk.device_len() as u64, 2),
+            ],
+            &[("a", a.device_ptr()), ("b", b.device_ptr())],
+        )?;
         if grid.blocks == 0 || grid.threads == 0 || grid.threads > 256 || !grid.threads.is_multiple_of(32) {
             return Err(invalid(
                 k,

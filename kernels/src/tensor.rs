@@ -8,14 +8,13 @@
 //! Unsafe code: none. The kernels are declared (and their contracts argued)
 //! in the kernel table (`table.rs`).
 
+use crate::checks::{invalid, operands};
 use crate::cost::{TC_A_BYTES, TC_B_BYTES, TC_OUT_ELEMS};
 use crate::reference::probes::TcFormat;
 use crate::roofline::Grid;
 use crate::spec::{KernelId, ModuleId};
 use crate::table::{TcBf16Sig, TcE4m3Sig, TcF16Sig, declare};
-use gpu_sync::{
-    AsDeviceSlice, AsDeviceSliceMut, Device, Error, Kernel as Typed, LaunchConfig, Result, Stream,
-};
+use gpu_sync::{AsDeviceSlice, AsDeviceSliceMut, Device, Kernel as Typed, LaunchConfig, Result, Stream};
 
 /// The probes of `tensor.cu`, loaded into one device.
 pub struct TensorKernels {
@@ -25,16 +24,12 @@ pub struct TensorKernels {
     e4m3: Typed<TcE4m3Sig>,
 }
 
-fn invalid(kernel: KernelId, what: String) -> Error {
-    Error::InvalidArgument(format!("{}: {what}", kernel.name()))
-}
-
 impl TensorKernels {
     /// Loads `tensor.fatbin` (`cuModuleLoadData`) and takes its probes.
     ///
     /// # Errors
     /// `CUDA_ERROR_NO_BINARY_FOR_GPU` on a GPU other than sm_90 (the module
-    /// is sm_90a code); [`Error::KernelSignature`] if the fatbin and this
+    /// is sm_90a code); [`Error::KernelSignature`](gpu_sync::Error::KernelSignature) if the fatbin and this
     /// crate disagree.
     pub fn load(device: &Device) -> Result<TensorKernels> {
         let m = gpu_sync::Module::load(device, ModuleId::Tensor.fatbin())?;
@@ -59,7 +54,7 @@ impl TensorKernels {
     /// over its loop.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for tiles, `out` or `clk` of other sizes,
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for tiles, `out` or `clk` of other sizes,
     /// tiles not 16-byte aligned, or a block that is not 128 or 256 threads;
     /// a launch error.
     #[allow(clippy::too_many_arguments)]
@@ -86,22 +81,16 @@ impl TensorKernels {
             TcFormat::F16 => KernelId::TcF16,
             TcFormat::E4m3 => KernelId::TcE4m3,
         };
-        let sizes = [
-            ("a", a.device_len() as u64 * 4, TC_A_BYTES),
-            ("b", b.device_len() as u64 * 4, TC_B_BYTES),
-            ("out", out.device_len() as u64, TC_OUT_ELEMS),
-            ("clk", clk.device_len() as u64, 2),
-        ];
-        for (name, got, want) in sizes {
-            if got != want {
-                return Err(invalid(k, format!("`{name}` has size {got}, needs {want}")));
-            }
-        }
-        for (name, ptr) in [("a", a.device_ptr()), ("b", b.device_ptr())] {
-            if !ptr.is_multiple_of(16) {
-                return Err(invalid(k, format!("`{name}` at {ptr:#x} is not 16-byte aligned")));
-            }
-        }
+        operands(
+            k,
+            &[
+                ("a", a.device_len() as u64 * 4, TC_A_BYTES),
+                ("b", b.device_len() as u64 * 4, TC_B_BYTES),
+                ("out", out.device_len() as u64, TC_OUT_ELEMS),
+                ("clk", clk.device_len() as u64, 2),
+            ],
+            &[("a", a.device_ptr()), ("b", b.device_ptr())],
+        )?;
         if grid.blocks == 0 || !(grid.threads == 128 || grid.threads == 256) {
             return Err(invalid(
                 k,
