@@ -39,6 +39,20 @@ use std::sync::Arc;
 /// b.synchronize()?; // cuStreamSynchronize: a StreamSynced proof
 /// # Ok::<(), gpu_sync::Error>(())
 /// ```
+///
+/// # The methods, by job
+/// `Stream`'s methods live beside the types they work on (five `impl`
+/// blocks in five files); this is the index.
+///
+/// | job | methods | file |
+/// |---|---|---|
+/// | create, inspect, close | [`new`](Stream::new), [`with_priority`](Stream::with_priority), [`device`](Stream::device), [`priority`](Stream::priority), [`id`](Stream::id), [`as_raw`](Stream::as_raw), [`is_capturing`](Stream::is_capturing), [`close`](Stream::close) | `stream.rs` |
+/// | wait and order | [`query`](Stream::query), [`synchronize`](Stream::synchronize) (host), [`wait`](Stream::wait) (an event, device-side), [`wait_stream`](Stream::wait_stream) (device-side) | `stream.rs`, `event.rs` |
+/// | host functions | [`launch_host_fn`](Stream::launch_host_fn) | `stream.rs` |
+/// | copies and fills | [`upload`](Stream::upload), [`upload_range`](Stream::upload_range), [`download`](Stream::download), [`download_range`](Stream::download_range) (pinned, asynchronous); [`upload_pageable`](Stream::upload_pageable), [`download_pageable`](Stream::download_pageable), [`to_vec`](Stream::to_vec) (pageable, synchronous); [`copy`](Stream::copy) (device to device, also across devices); [`fill_bytes`](Stream::fill_bytes), [`fill_u32`](Stream::fill_u32) | `memory/copy.rs` |
+/// | kernels | [`Kernel::launch`](crate::Kernel::launch) and [`RawKernel::launch`](crate::RawKernel::launch) take the stream; another library's call through [`launch_foreign`](Stream::launch_foreign) | `launch/` |
+/// | graphs | [`capture`](Stream::capture) | `graph.rs` |
+/// | events | [`TimingEvent::record`](crate::TimingEvent::record), [`SyncEvent::record`](crate::SyncEvent::record) take the stream | `event.rs` |
 #[derive(Clone)]
 pub struct Stream {
     pub(crate) inner: Arc<Timeline>,
