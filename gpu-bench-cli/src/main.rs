@@ -54,6 +54,9 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(sub) = matches.subcommand_name() {
+        let _ = common::SUBCOMMAND.set(sub.to_owned());
+    }
     let code = match nothing_measured_with(&cli, &matches).and_then(|()| run(cli)) {
         Ok(code) => code,
         Err(f) => {

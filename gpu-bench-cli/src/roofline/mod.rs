@@ -310,7 +310,13 @@ fn driver_version() -> Option<String> {
 fn read_peers(path: &Path) -> Result<Vec<Peer>, Failure> {
     let bad = |e: String| Failure::Usage(format!("--peers {}: {e}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let peers: Vec<Peer> = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let peers: Vec<Peer> = serde_json::from_str(&text).map_err(|e| {
+        let null = serde_json::from_str(&text).ok().and_then(|v| validate::null_figure(&v, "peers"));
+        bad(match null {
+            Some(field) => format!("{field} is null: expected a finite number, at least 0 ({e})"),
+            None => e.to_string(),
+        })
+    })?;
     validate::peers(&peers).map_err(bad)?;
     Ok(peers)
 }
@@ -347,7 +353,14 @@ fn emit(report: &RooflineReport, out: Option<&PathBuf>, chart: bool) -> Result<(
 pub fn replay(args: &Args, file: &Path, out: Option<&PathBuf>) -> Result<i32, Failure> {
     let bad = |e: String| Failure::Usage(format!("--replay {}: {e}", file.display()));
     let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
-    let mut report = RooflineReport::from_json(&text).map_err(|e| bad(e.to_string()))?;
+    let mut report = RooflineReport::from_json(&text).map_err(|e| {
+        // A NaN or infinity written by another tool is a `null`: name it.
+        let null = serde_json::from_str(&text).ok().and_then(|v| validate::null_figure(&v, ""));
+        bad(match null {
+            Some(field) => format!("{field} is null: expected a finite number, at least 0 ({e})"),
+            None => e.to_string(),
+        })
+    })?;
     validate::report(&report).map_err(bad)?;
     if let Some(p) = &args.peers {
         report.peers = read_peers(p)?;

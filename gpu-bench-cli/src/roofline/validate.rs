@@ -99,6 +99,41 @@ pub fn report(r: &RooflineReport) -> Result<(), String> {
     peers(&r.peers)
 }
 
+/// Fields a saved report may hold as `null`: optional figures, and the
+/// intensities and ridges written as `null` for infinite.
+const MAY_BE_NULL: [&str; 9] = [
+    "datasheet",
+    "sm_clock_mhz",
+    "peak_at_clock",
+    "y2",
+    "ridge",
+    "intensity",
+    "idle_clock_mhz",
+    "driver_version",
+    "tensor_path",
+];
+
+/// The path of the first `null` in `v` where the schema wants a number (a
+/// NaN or infinity written by another tool), for a parse error that would
+/// otherwise not name its field.
+pub fn null_figure(v: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => m.iter().find_map(|(k, x)| match x {
+            Value::Null if !MAY_BE_NULL.contains(&k.as_str()) => Some(format!("{at}{k}")),
+            _ => null_figure(x, &format!("{at}{k}.")),
+        }),
+        Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| {
+            let at = format!("{}[{i}].", at.trim_end_matches('.'));
+            match x {
+                Value::Null => Some(at.trim_end_matches('.').to_owned()),
+                _ => null_figure(x, &at),
+            }
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +151,13 @@ mod tests {
         assert!(peers(&[peer(f64::INFINITY, "B/s")]).unwrap_err().contains("finite"));
         let e = peers(&[peer(1.0, "GB/s")]).unwrap_err();
         assert!(e.contains("peers[0].unit") && e.contains("B/s, FLOP/s"), "{e}");
+    }
+
+    #[test]
+    fn a_null_figure_is_found_by_its_path() {
+        let v = serde_json::json!({"ceilings": [{"value": 1.0, "datasheet": null}, {"value": null}]});
+        assert_eq!(null_figure(&v, "").as_deref(), Some("ceilings[1].value"));
+        let v = serde_json::json!({"placements": [{"ridge": null, "intensity": null}]});
+        assert_eq!(null_figure(&v, ""), None);
     }
 }
