@@ -353,7 +353,7 @@ pub fn measuring_flags_given(matches: &clap::ArgMatches) -> Vec<String> {
 
 /// The command the binary parses: [`Cli`]'s, negative numbers taken as
 /// values everywhere (refused by each flag's range with a message, never
-/// taken for unknown flags), and each numeric flag's range
+/// taken for unknown flags; `-inf` too), and each numeric flag's range
 /// ([`crate::bounds::RANGES`]) appended to its help.
 pub fn command() -> clap::Command {
     fn document(cmd: clap::Command) -> clap::Command {
@@ -366,7 +366,8 @@ pub fn command() -> clap::Command {
                 let help = a.get_help().map(ToString::to_string).unwrap_or_default();
                 let sep = if help.is_empty() { "" } else { " " };
                 let long = a.get_long_help().map(|h| format!("{h} [{}]", range.expected()));
-                let a = a.help(format!("{help}{sep}[{}]", range.expected()));
+                // `-inf` is a value to refuse by range, not a flag `-i`.
+                let a = a.help(format!("{help}{sep}[{}]", range.expected())).allow_hyphen_values(true);
                 match long {
                     Some(l) => a.long_help(l),
                     None => a,

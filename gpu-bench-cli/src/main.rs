@@ -120,7 +120,14 @@ fn compare(
     }
     let read = |p: &PathBuf| {
         let text = std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
-        Results::from_json(&text).map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))
+        Results::from_json(&text).map_err(|e| {
+            // A NaN or infinity written by another tool is a `null`: name it.
+            let null = serde_json::from_str(&text).ok().and_then(|v| roofline::validate::null_figure(&v, ""));
+            Failure::Usage(match null {
+                Some(field) => format!("{}: {field} is null, not a finite number ({e})", p.display()),
+                None => format!("{}: {e}", p.display()),
+            })
+        })
     };
     let (o, n) = (read(old)?, read(new)?);
     let c = compare_results(&o, &n, GateOptions { threshold, allow_different_env }).map_err(usage)?;

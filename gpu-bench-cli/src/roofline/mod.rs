@@ -31,7 +31,7 @@ mod memory;
 mod place;
 mod sweep;
 mod tune;
-mod validate;
+pub mod validate;
 
 use crate::common::{Ctx, Failure};
 use gpu_bench::render::{utc_date, write_text};
