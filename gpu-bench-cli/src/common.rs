@@ -45,7 +45,8 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::NoDriver(m) => write!(
                 f,
-                "{m}\n(for a first look without a GPU: gpu-bench --driver sim …; times are then simulated)"
+                "{m}\n(for a first look without a GPU: {} --driver sim; times are then simulated)",
+                invoked_as()
             ),
             Failure::Usage(m) => write!(f, "{m}"),
             Failure::Check(m) => write!(f, "result check failed: {m}"),
@@ -53,6 +54,24 @@ impl std::fmt::Display for Failure {
             Failure::Bench(e) => write!(f, "{e}"),
             Failure::Io(m) => write!(f, "{m}"),
         }
+    }
+}
+
+/// The variable through which a wrapper (`cargo xtask roofline`) tells
+/// gpu-bench the command a user typed, so the no-driver hint names that
+/// command instead of `gpu-bench roofline`.
+pub const INVOKED_AS_ENV: &str = "GPU_BENCH_INVOKED_AS";
+
+/// The subcommand being run, as parsed (set once by `main`), for hints.
+pub static SUBCOMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The command to name in hints: [`INVOKED_AS_ENV`] when set, else
+/// `gpu-bench` and the subcommand.
+fn invoked_as() -> String {
+    match (std::env::var(INVOKED_AS_ENV), SUBCOMMAND.get()) {
+        (Ok(v), _) if !v.trim().is_empty() => v,
+        (_, Some(sub)) => format!("gpu-bench {sub}"),
+        _ => "gpu-bench".into(),
     }
 }
 

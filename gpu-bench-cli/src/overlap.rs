@@ -33,16 +33,16 @@ use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Prefetcher, Stream};
 /// # Errors
 /// A driver error; [`Failure::Check`] when the chunks the prefetcher
 /// handed to compute differ from what the producer wrote.
-pub fn run(ctx: &Ctx, chunk_mib: Option<usize>, chunks: Option<usize>) -> Result<Report, Failure> {
+pub fn run(ctx: &Ctx, chunk_bytes: Option<usize>, chunks: Option<usize>) -> Result<Report, Failure> {
     // `--quick` and the simulator set the defaults; explicit values win.
     let small = ctx.quick || ctx.sim;
-    let chunk_bytes = chunk_mib.map_or(if small { 256usize << 10 } else { 32 << 20 }, |m| m << 20);
+    let chunk_bytes = chunk_bytes.unwrap_or(if small { 256usize << 10 } else { 32 << 20 });
     let n = chunks.unwrap_or(if small { 4 } else { 16 });
     let total = chunk_bytes as u64 * n as u64;
     // The host source and the device output of every chunk, and the
     // prefetcher's two pinned stages and device chunks.
     crate::args::fits(
-        &format!("overlap --chunk-mib {} --chunks {n}", chunk_bytes >> 20),
+        &format!("overlap --chunk-mib {} --chunks {n}", chunk_bytes as f64 / f64::from(1u32 << 20)),
         &ctx.device,
         total + 2 * chunk_bytes as u64,
         total + 2 * chunk_bytes as u64,

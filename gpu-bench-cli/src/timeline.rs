@@ -26,58 +26,14 @@
 //! `compare.md`/`compare.json`: each backend's table average beside it.
 
 use crate::common::{Ctx, Failure};
-use gpu_bench::profile::{Backend, Column, OpKind, Profiler, RowKind, Trace, range, scope};
+use gpu_bench::profile::{Backend, OpKind, Profiler, RowKind, Trace, range, scope};
 use gpu_bench::record::{Unit, format_value};
 use gpu_bench::{Bench, Mode};
 use gpu_sync::{DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendArg {
-    /// Timing events around each operation.
-    Events,
-    /// CUPTI activity records.
-    Cupti,
-    /// CUPTI where it loads, else events.
-    Auto,
-    /// Both, one after the other, into events/ and cupti/.
-    Both,
-}
-
-/// The subcommand's flags.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// Device-span backend.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
-    /// Chunks per run, at least 2; default 8, 4 with --quick or on the
-    /// simulator.
-    #[arg(long, value_parser = crate::args::count2)]
-    pub chunks: Option<usize>,
-    /// Bytes per chunk, MiB; default 32, 0.25 with --quick or on the
-    /// simulator.
-    #[arg(long, value_parser = crate::args::mib)]
-    pub chunk_mib: Option<usize>,
-    /// Sort the table by this column (name, calls, device_total,
-    /// device_self, device_avg, device_min, device_max, device_pct,
-    /// host_total, host_self).
-    #[arg(long, default_value = "device_total", value_parser = column)]
-    pub sort_by: Column,
-    /// Group the table by shape (grid/block, bytes) as well as name.
-    #[arg(long)]
-    pub group_by_shape: bool,
-    /// Also time the pipeline's kernels with the timer's kernel mode and
-    /// compare (compare.md, compare.json).
-    #[arg(long)]
-    pub check_timer: bool,
-}
-
-fn column(s: &str) -> Result<Column, String> {
-    Column::from_name(s)
-        .ok_or_else(|| format!("{s:?} is not a column ({})", Column::ALL.map(|c| c.name()).join(", ")))
-}
+pub use gpu_bench_cli::cli::{BackendArg, TimelineArgs as Args};
 
 /// The pipeline's sizes.
 struct Plan {
@@ -324,11 +280,11 @@ fn write(
 /// writing the files.
 pub fn run(ctx: &Ctx, args: &Args, out: Option<&PathBuf>) -> Result<i32, Failure> {
     let small = ctx.quick || ctx.sim;
-    let chunk_bytes = args.chunk_mib.map_or(if small { 256usize << 10 } else { 32 << 20 }, |m| m << 20);
+    let chunk_bytes = args.chunk_bytes.unwrap_or(if small { 256usize << 10 } else { 32 << 20 });
     let chunks = args.chunks.unwrap_or(if small { 4 } else { 8 });
     let total = chunk_bytes as u64 * chunks as u64;
     crate::args::fits(
-        &format!("timeline --chunk-mib {} --chunks {chunks}", chunk_bytes >> 20),
+        &format!("timeline --chunk-mib {} --chunks {chunks}", chunk_bytes as f64 / f64::from(1u32 << 20)),
         &ctx.device,
         3 * total,
         4 * chunk_bytes as u64,

@@ -86,6 +86,17 @@ fn exit_codes_mean_what_they_say() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("libcuda") && err.contains("--driver sim"), "{err}");
         assert_eq!(err.matches("gpu-bench:").count(), 1, "one message: {err}");
+        // The hint names the command that was typed, and the library's
+        // variable.
+        assert!(err.contains("gpu-bench info --driver sim") && err.contains("GPU_SYNC_DRIVER=sim"), "{err}");
+        let out = bin()
+            .env("CUDA_SYS_LIBCUDA", "/nonexistent/libcuda.so.1")
+            .env("GPU_BENCH_INVOKED_AS", "cargo xtask roofline")
+            .args(["roofline", "--quick"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cargo xtask roofline --driver sim"), "{err}");
     }
 }
 

@@ -3,8 +3,10 @@
 
 use crate::record::Mode;
 
-/// What can go wrong while measuring.
-#[derive(Debug, thiserror::Error)]
+/// What can go wrong while measuring. `Debug` prints the `Display` text
+/// (no variant name before it), so an error returned from `main` reads as
+/// a sentence.
+#[derive(thiserror::Error)]
 pub enum Error {
     /// A driver error, from the timed work or from the engine's own calls.
     #[error(transparent)]
@@ -30,6 +32,12 @@ pub enum Error {
     /// A picture could not be rendered (the SVG → PNG path).
     #[error("rendering: {0}")]
     Render(String),
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
 }
 
 /// gpu-bench's result.

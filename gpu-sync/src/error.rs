@@ -8,18 +8,23 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in gpu-sync.
 ///
-/// `Debug` prints the variant and the same message as `Display`, cause and
-/// hint included, so `fn main() -> Result<(), gpu_sync::Error>` (which
-/// prints the `Debug` form) tells a person what to do:
+/// `Debug` prints the same message as `Display`, cause and hint included
+/// and no variant name before it, so `fn main() -> Result<(), gpu_sync::Error>`
+/// (which prints the `Debug` form) tells a person what to do in plain words:
 /// ```
 /// let e = gpu_sync::Error::InvalidArgument("n is 0".into());
-/// assert_eq!(format!("{e:?}"), format!("InvalidArgument: {e}"));
+/// assert_eq!(format!("{e:?}"), "invalid argument: n is 0");
 /// ```
 #[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The driver could not be loaded (no libcuda, no GPU, `cuInit` failed).
-    #[error("CUDA driver unavailable: {0}")]
+    /// The driver could not be loaded (no libcuda, no GPU, `cuInit` failed);
+    /// the message says how to run on the simulator instead.
+    #[error(
+        "CUDA driver unavailable: {0}\n(without a GPU, run on the simulator cuda-sim: set {env}=sim, \
+         or call gpu_sync::select_driver_with(DriverChoice::Sim); both need gpu-sync's `sim` feature)",
+        env = crate::DRIVER_ENV
+    )]
     Load(#[from] LoadError),
 
     /// A driver call failed.
@@ -195,40 +200,12 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// The variant's name (`InvalidArgument`).
-    fn variant(&self) -> &'static str {
-        match self {
-            Error::Load(..) => "Load",
-            Error::Driver { .. } => "Driver",
-            Error::ContextLost { .. } => "ContextLost",
-            Error::Unsupported { .. } => "Unsupported",
-            Error::DriverSelection(..) => "DriverSelection",
-            Error::NvrtcLoad(..) => "NvrtcLoad",
-            Error::Nvrtc { .. } => "Nvrtc",
-            Error::InvalidArgument(..) => "InvalidArgument",
-            Error::Internal(..) => "Internal",
-            Error::LengthMismatch { .. } => "LengthMismatch",
-            Error::OutOfRange { .. } => "OutOfRange",
-            Error::DeviceMismatch { .. } => "DeviceMismatch",
-            Error::KernelSignature { .. } => "KernelSignature",
-            Error::LaunchConfig { .. } => "LaunchConfig",
-            Error::LaunchArgument { .. } => "LaunchArgument",
-            Error::EventNotRecorded => "EventNotRecorded",
-            Error::EventNotComplete => "EventNotComplete",
-            Error::Capturing { .. } => "Capturing",
-            Error::NotCovered { .. } => "NotCovered",
-            Error::AlreadyRecording { .. } => "AlreadyRecording",
-            Error::Cupti(..) => "Cupti",
-        }
-    }
-}
-
 impl std::fmt::Debug for Error {
-    /// The variant and the `Display` message: the cause and its hint survive
-    /// where `Debug` is what gets printed (an error returned from `main`).
+    /// The `Display` message: the cause and its hint survive where `Debug`
+    /// is what gets printed (an error returned from `main`), without the
+    /// variant's name before it ("DriverSelection: driver selection: …").
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {self}", self.variant())
+        write!(f, "{self}")
     }
 }
 
@@ -313,11 +290,18 @@ mod debug_tests {
             tried: vec![("libcuda.so.1".into(), "cannot open shared object file".into())],
         });
         let (d, s) = (format!("{e:?}"), e.to_string());
-        assert_eq!(d, format!("Load: {s}"));
+        assert_eq!(d, s);
         assert!(d.contains("libcuda.so.1") && d.contains("cannot open shared object file"), "{d}");
-        assert_eq!(
-            format!("{:?}", Error::EventNotRecorded),
-            format!("EventNotRecorded: {}", Error::EventNotRecorded)
-        );
+        assert_eq!(format!("{:?}", Error::EventNotRecorded), Error::EventNotRecorded.to_string());
+        let e = Error::DriverSelection("GPU_SYNC_DRIVER=\"x\": expected sim, cuda or auto".into());
+        assert!(format!("{e:?}").starts_with("driver selection: "), "{e:?}");
+    }
+
+    #[test]
+    fn no_driver_names_the_simulator_variable() {
+        let e = Error::Load(LoadError::LibraryNotFound {
+            tried: vec![("libcuda.so.1".into(), "cannot open shared object file".into())],
+        });
+        assert!(e.to_string().contains("GPU_SYNC_DRIVER=sim"), "{e}");
     }
 }

@@ -33,16 +33,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Builds the `gpu-bench` binary (package `gpu-bench-cli`) in release;
+/// Builds the `gpu-bench` binary (package `gpu-bench-cli`) in release,
+/// saying so first and letting cargo's own progress through (a cold
+/// release build takes minutes; `cargo xtask` itself runs `--quiet`);
 /// returns its path.
 pub fn build_gpu_bench() -> Result<PathBuf> {
-    run(Command::new(cargo()).current_dir(root()).args([
-        "build",
-        "--release",
-        "--quiet",
-        "--package",
-        "gpu-bench-cli",
-    ]))
-    .context("building gpu-bench")?;
+    eprintln!("building gpu-bench (release; a first build takes a few minutes)…");
+    run(Command::new(cargo()).current_dir(root()).args(["build", "--release", "--package", "gpu-bench-cli"]))
+        .context("building gpu-bench")?;
     Ok(root().join("target/release/gpu-bench"))
 }

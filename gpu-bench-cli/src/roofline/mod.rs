@@ -31,6 +31,7 @@ mod memory;
 mod place;
 mod sweep;
 mod tune;
+pub mod validate;
 
 use crate::common::{Ctx, Failure};
 use gpu_bench::render::{utc_date, write_text};
@@ -47,60 +48,7 @@ use kernels::{
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// `gpu-bench roofline`'s arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// Size of each HBM array in MiB (use several times the L2). 4 GiB:
-    /// on an H100 the ceilings read 0.3–0.6 % higher than over 1 GiB
-    /// (the launch's ramp is a smaller share of a longer kernel), and the
-    /// main job stays under a minute.
-    #[arg(long, default_value_t = 4096)]
-    pub array_mib: usize,
-    /// Also run the tuning search of the HBM probes (variants × grids) and
-    /// the L2 sweep in per-block slices (each block re-reading its own part
-    /// of the working set).
-    #[arg(long)]
-    pub tune: bool,
-    /// Stop after the HBM and FMA phases (for tuning calls and array-size
-    /// comparisons; the report holds those ceilings only).
-    #[arg(long)]
-    pub only_hbm_fma: bool,
-    /// Run the tensor phase alone (the report holds the tensor ceilings
-    /// only, and no chart).
-    #[arg(long, conflicts_with = "only_hbm_fma")]
-    pub only_tensor: bool,
-    /// Which tensor-core instructions measure the tensor ceilings: `auto`
-    /// (`wgmma` on sm_90, `mma.sync` elsewhere), or one forced (`mma` on an
-    /// sm_90 GPU checks the fallback; `wgmma` elsewhere fails to load).
-    #[arg(long, value_enum, default_value_t = TensorPath::Auto)]
-    pub tensor_path: TensorPath,
-    /// The read-tuning sweep (L2 working sets and HBM array sizes × load
-    /// shapes × grids) alone: a table, no report (tuning calls).
-    #[arg(long, hide = true, conflicts_with_all = ["only_hbm_fma", "only_tensor"])]
-    pub tune_reads: bool,
-    /// Re-render a saved results.json (no GPU needed).
-    #[arg(long, value_name = "FILE")]
-    pub replay: Option<PathBuf>,
-    /// PyTorch figures from the same device call (JSON list of
-    /// {name, value, unit}) to show beside ours.
-    #[arg(long, value_name = "FILE")]
-    pub peers: Option<PathBuf>,
-    /// On a failed result check, note it and go on with the next phase
-    /// (the exit status is still 4).
-    #[arg(long)]
-    pub keep_going: bool,
-}
-
-/// The tensor-core instructions of the tensor phase.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TensorPath {
-    /// `wgmma` where the device is sm_90 (its module loads), else `mma.sync`.
-    Auto,
-    /// `wgmma` (sm_90a), however the device is.
-    Wgmma,
-    /// `mma.sync` (sm_80 and newer), however the device is.
-    Mma,
-}
+pub use gpu_bench_cli::cli::{RooflineArgs as Args, TensorPath};
 
 /// Iterations of the FMA probes (about 2 ms of FP32 on an H100).
 const FMA_ITERS: u32 = 512;
@@ -202,10 +150,29 @@ struct Sizes {
 }
 
 impl Sizes {
-    fn new(ctx: &Ctx, array_mib: usize, l2: u64) -> Result<Sizes, Failure> {
-        if ctx.quick || ctx.sim {
+    /// The run's sizes: `--quick` and the simulator scale everything down
+    /// (HBM arrays of 4 MiB) unless `--array-mib` says; a given array size
+    /// is honoured everywhere, checked against host and device memory (on
+    /// the simulator, device memory is host memory too).
+    fn new(ctx: &Ctx, array_mib: Option<usize>, l2: u64) -> Result<Sizes, Failure> {
+        let small = ctx.quick || ctx.sim;
+        let array = match array_mib {
+            None if small => 4 << 20,
+            None => 4096 << 20,
+            Some(m) => m
+                .checked_mul(1 << 20)
+                .ok_or_else(|| Failure::Usage(format!("--array-mib {m}: too large for this machine")))?,
+        };
+        if array_mib.is_some() {
+            // Three device arrays (triad); two host arrays fill it, and on
+            // the simulator the device's three live in host memory as well.
+            let a = array as u64;
+            let host = if ctx.sim { 5 * a } else { 2 * a };
+            crate::args::fits(&format!("--array-mib {}", array >> 20), &ctx.device, host, 3 * a)?;
+        }
+        if small {
             return Ok(Sizes {
-                array: 4 << 20,
+                array,
                 place: 1 << 20,
                 l2_sweep: rl::log_sizes(16 << 10, 4 << 20, 6, 4096),
                 l1_sweep: rl::log_sizes(8 << 10, 64 << 10, 3, 4096),
@@ -222,10 +189,6 @@ impl Sizes {
                 mma_iters: 4,
             });
         }
-        let array = array_mib
-            .checked_mul(1 << 20)
-            .filter(|b| *b >= 16)
-            .ok_or_else(|| Failure::Usage(format!("--array-mib {array_mib}: out of range")))?;
         let mut fmas = vec![0u32];
         fmas.extend((0..10).map(|i| 1u32 << i));
         Ok(Sizes {
@@ -343,10 +306,19 @@ fn driver_version() -> Option<String> {
     Some(format!("NVIDIA driver {v}"))
 }
 
+/// A `--peers` file: read, parsed and checked ([`validate::peers`]).
 fn read_peers(path: &Path) -> Result<Vec<Peer>, Failure> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))
+    let bad = |e: String| Failure::Usage(format!("--peers {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let peers: Vec<Peer> = serde_json::from_str(&text).map_err(|e| {
+        let null = serde_json::from_str(&text).ok().and_then(|v| validate::null_figure(&v, "peers"));
+        bad(match null {
+            Some(field) => format!("{field} is null: expected a finite number, at least 0 ({e})"),
+            None => e.to_string(),
+        })
+    })?;
+    validate::peers(&peers).map_err(bad)?;
+    Ok(peers)
 }
 
 /// Writes report.md, results.json and (with `chart`) roofline.svg into
@@ -379,9 +351,17 @@ fn emit(report: &RooflineReport, out: Option<&PathBuf>, chart: bool) -> Result<(
 /// # Errors
 /// [`Failure::Usage`] for an unreadable or foreign file; I/O errors.
 pub fn replay(args: &Args, file: &Path, out: Option<&PathBuf>) -> Result<i32, Failure> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
-    let mut report = RooflineReport::from_json(&text).map_err(rl_err)?;
+    let bad = |e: String| Failure::Usage(format!("--replay {}: {e}", file.display()));
+    let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+    let mut report = RooflineReport::from_json(&text).map_err(|e| {
+        // A NaN or infinity written by another tool is a `null`: name it.
+        let null = serde_json::from_str(&text).ok().and_then(|v| validate::null_figure(&v, ""));
+        bad(match null {
+            Some(field) => format!("{field} is null: expected a finite number, at least 0 ({e})"),
+            None => e.to_string(),
+        })
+    })?;
+    validate::report(&report).map_err(bad)?;
     if let Some(p) = &args.peers {
         report.peers = read_peers(p)?;
     }

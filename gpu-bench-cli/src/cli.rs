@@ -1,0 +1,380 @@
+//! The command line of `gpu-bench`: every subcommand, flag and value
+//! parser, as clap defines them ([`command`] is the command the binary
+//! parses, each numeric flag's range shown in its help). A library target so
+//! that tests can enumerate the flags from the same definition.
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use gpu_bench::Settings;
+use gpu_bench::profile::Column;
+use std::path::PathBuf;
+
+/// The whole command line: the global flags and one subcommand.
+#[derive(Parser)]
+#[command(
+    name = "gpu-bench",
+    long_about = None,
+    version,
+    about = "GPU measurement you can trust",
+    allow_negative_numbers = true
+)]
+pub struct Cli {
+    /// Device ordinal.
+    #[arg(long, global = true, default_value_t = 0, env = "GPU_BENCH_DEVICE", value_parser = crate::bounds::ordinal)]
+    pub device: i32,
+    /// Which driver: the real CUDA driver, the simulator (simulated times),
+    /// or auto (the GPU when libcuda loads, else the simulator). Without the
+    /// flag, `GPU_BENCH_DRIVER`, then `GPU_SYNC_DRIVER` (the variable the
+    /// library reads) decide; else cuda.
+    #[arg(long, global = true, value_enum, env = "GPU_BENCH_DRIVER")]
+    pub driver: Option<DriverKind>,
+    /// Output format on stdout.
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Md, env = "GPU_BENCH_FORMAT")]
+    pub format: FormatArg,
+    /// Also write report.md, results.json and results.csv into this folder.
+    #[arg(long, global = true, env = "GPU_BENCH_OUT")]
+    pub out: Option<PathBuf>,
+    /// A short smoke run: small sizes, few samples.
+    #[arg(long, global = true, env = "GPU_BENCH_QUICK")]
+    pub quick: bool,
+    /// The sampling settings.
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The sampling settings: one name per setting (see `gpu_bench::Settings::NAMES`).
+#[derive(clap::Args)]
+pub struct SettingsArgs {
+    /// Fewest samples per mode.
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_SAMPLES", value_parser = crate::bounds::count)]
+    pub min_samples: Option<usize>,
+    /// Least measured device time per mode, seconds.
+    #[arg(long, global = true, env = "GPU_BENCH_MIN_TIME_S", value_parser = crate::bounds::secs)]
+    pub min_time_s: Option<f64>,
+    /// Stop once the median's noise is below this many percent.
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_NOISE_PCT", value_parser = crate::bounds::pct)]
+    pub max_noise_pct: Option<f64>,
+    /// Give up on a mode after this many seconds.
+    #[arg(long, global = true, env = "GPU_BENCH_TIMEOUT_S", value_parser = crate::bounds::positive_secs)]
+    pub timeout_s: Option<f64>,
+    /// Most samples per mode.
+    #[arg(long, global = true, env = "GPU_BENCH_MAX_SAMPLES", value_parser = crate::bounds::count)]
+    pub max_samples: Option<usize>,
+    /// Fewest warmup runs.
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MIN", value_parser = crate::bounds::count)]
+    pub warmup_min: Option<usize>,
+    /// Most warmup runs.
+    #[arg(long, global = true, env = "GPU_BENCH_WARMUP_MAX", value_parser = crate::bounds::count)]
+    pub warmup_max: Option<usize>,
+    /// Runs per sample in batch mode.
+    #[arg(long, global = true, env = "GPU_BENCH_BATCH_RUNS", value_parser = crate::bounds::batch_runs)]
+    pub batch_runs: Option<usize>,
+}
+
+impl SettingsArgs {
+    /// The settings `base` with every flag given applied.
+    pub fn apply(&self, base: Settings) -> Settings {
+        let mut s = base;
+        macro_rules! take {
+            ($($f:ident),*) => {$(if let Some(v) = self.$f { s.$f = v; })*};
+        }
+        take!(
+            min_samples,
+            min_time_s,
+            max_noise_pct,
+            timeout_s,
+            max_samples,
+            warmup_min,
+            warmup_max,
+            batch_runs
+        );
+        s
+    }
+}
+
+/// `--driver`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DriverKind {
+    /// libcuda.so.1.
+    Cuda,
+    /// The software driver cuda-sim: simulated times.
+    Sim,
+    /// libcuda.so.1 when it loads, else cuda-sim.
+    Auto,
+}
+
+/// `--format`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Markdown tables.
+    Md,
+    /// JSON (schema gpu-bench.report, versioned).
+    Json,
+    /// CSV, one row per counter.
+    Csv,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Device name, SMs, clocks, memory bus, L2, PCIe link, driver.
+    Info,
+    /// The timer checked on a spin kernel of known length (10 µs … 10 ms) in
+    /// every mode, with an A/A calibration and a paired A/B run.
+    Timer {
+        /// Threshold of the A/A calibration and the A/B verdict, percent.
+        #[arg(long, default_value_t = 2.0, value_parser = crate::bounds::pct)]
+        threshold_pct: f64,
+    },
+    /// The roofline: every ceiling (HBM, L2, L1/shared, FMA per precision),
+    /// the sweeps, the kernels placed; report.md, results.json, roofline.svg.
+    Roofline(RooflineArgs),
+    /// Host cost per launch: raw driver vs gpu-sync, one stream and a handoff;
+    /// batches queued behind a spin gate unless --free-running.
+    Overhead {
+        /// Batches per variant (interleaved batch by batch) in each repetition;
+        /// default 40, 5 with --quick.
+        #[arg(long, value_parser = crate::bounds::batches)]
+        batches: Option<usize>,
+        /// Submissions per batch, default 200, 20 with --quick (a handoff batch is queued in gated segments
+        /// that fit the driver's queue).
+        #[arg(long, value_parser = crate::bounds::batches)]
+        per_batch: Option<usize>,
+        /// Repeat the whole interleaved comparison this many times and report
+        /// each repetition's ratios and their min/median/max.
+        #[arg(long, default_value_t = 1, value_parser = crate::bounds::repeat)]
+        repeat: usize,
+        /// Time batches with nothing holding the GPU (the first reports'
+        /// method) instead of behind a spin gate.
+        #[arg(long, visible_alias = "no-gate")]
+        free_running: bool,
+    },
+    /// The timer against the GPU's own clock: four memory kernels at five
+    /// sizes and a spin kernel at five lengths, in every mode, each event
+    /// mode's excess over kernel mode (CUPTI) reported.
+    Truth {
+        /// Only launch each case this many times (no timing), for an external
+        /// profiler such as Nsight Compute to time the same launches.
+        #[arg(long, value_parser = crate::bounds::launches)]
+        launch_only: Option<usize>,
+    },
+    /// The right and wrong ways to time, and what synchronization costs.
+    SyncCosts,
+    /// H2D, D2H and both at once; pinned vs pageable; copy engine vs SM copy.
+    Bandwidth {
+        /// Largest transfer, MiB (sizes go from 4 KiB up by 4x); default 1024,
+        /// 1 with --quick or on the simulator.
+        #[arg(long, value_parser = crate::bounds::mib)]
+        max_mib: Option<usize>,
+    },
+    /// Copy/compute overlap with the prefetcher: pinned vs pageable.
+    Overlap {
+        /// Bytes per chunk, MiB (fractions allowed); default 32, 0.25 with
+        /// --quick or on the simulator.
+        #[arg(long = "chunk-mib", value_parser = crate::bounds::chunk_bytes, value_name = "MIB")]
+        chunk_bytes: Option<usize>,
+        /// Chunks, at least 2; default 16, 4 with --quick or on the simulator.
+        #[arg(long, value_parser = crate::bounds::count2)]
+        chunks: Option<usize>,
+    },
+    /// The profiler on a demonstration pipeline (H2D, compute, D2H on three
+    /// streams; pinned, then pageable): trace.json for Perfetto, table.md,
+    /// table.json, timeline.svg and summary.json in --out (default ./timeline).
+    Timeline(TimelineArgs),
+    /// Compares two results.json files (timer reports, or two rooflines
+    /// per ceiling): a CI gate that exits 1 only on a regression.
+    ///
+    /// Each row (benchmark x mode, or ceiling) gets an interval of new/old
+    /// at 1 - 5%/m for m rows (Bonferroni), so two runs of the same code get
+    /// any verdict in at most 5% of reports however many rows they have.
+    /// Times: distribution-free intervals of each median (order statistics);
+    /// ceilings: from each one's noise. SLOWER only when the whole interval
+    /// lies above 1 + threshold (a ceiling: below 1 - threshold); a mode with
+    /// too few samples for an interval (a one-sample first call) is shown as
+    /// such and never decides.
+    ///
+    /// Exit 0: something was compared and nothing regressed; 1: a regression;
+    /// 2: bad arguments, a NaN/infinite/zero/negative time (named), nothing
+    /// in common or nothing with enough samples, or files of different GPUs,
+    /// drivers or schema versions (unless --allow-different-env).
+    #[command(verbatim_doc_comment)]
+    Compare {
+        /// The baseline results.json.
+        old: PathBuf,
+        /// The new results.json.
+        new: PathBuf,
+        /// The change that counts: a percentage (`5%`) or a fraction in
+        /// (0, 1) (`0.05`); a bare `5` is refused as ambiguous.
+        #[arg(long, default_value = "5%", allow_hyphen_values = true)]
+        threshold: String,
+        /// Compare results of different GPUs, drivers or schema versions,
+        /// the differences listed in the report, instead of refusing.
+        #[arg(long)]
+        allow_different_env: bool,
+    },
+}
+
+/// `gpu-bench roofline`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RooflineArgs {
+    /// Size of each HBM array in MiB (use several times the L2); default
+    /// 4096, 4 with --quick or on the simulator, where a value given is
+    /// honoured if three arrays fit the simulated device's memory (16 GiB)
+    /// and five the host's. 4 GiB: on an H100 the ceilings read 0.3–0.6 %
+    /// higher than over 1 GiB (the launch's ramp is a smaller share of a
+    /// longer kernel), and the main job stays under a minute.
+    #[arg(long, value_parser = crate::bounds::mib)]
+    pub array_mib: Option<usize>,
+    /// Also run the tuning search of the HBM probes (variants × grids) and
+    /// the L2 sweep in per-block slices (each block re-reading its own part
+    /// of the working set).
+    #[arg(long)]
+    pub tune: bool,
+    /// Stop after the HBM and FMA phases (for tuning calls and array-size
+    /// comparisons; the report holds those ceilings only).
+    #[arg(long)]
+    pub only_hbm_fma: bool,
+    /// Run the tensor phase alone (the report holds the tensor ceilings
+    /// only, and no chart).
+    #[arg(long, conflicts_with = "only_hbm_fma")]
+    pub only_tensor: bool,
+    /// Which tensor-core instructions measure the tensor ceilings: `auto`
+    /// (`wgmma` on sm_90, `mma.sync` elsewhere), or one forced (`mma` on an
+    /// sm_90 GPU checks the fallback; `wgmma` elsewhere fails to load).
+    #[arg(long, value_enum, default_value_t = TensorPath::Auto)]
+    pub tensor_path: TensorPath,
+    /// The read-tuning sweep (L2 working sets and HBM array sizes × load
+    /// shapes × grids) alone: a table, no report (tuning calls).
+    #[arg(long, hide = true, conflicts_with_all = ["only_hbm_fma", "only_tensor"])]
+    pub tune_reads: bool,
+    /// Re-render a saved results.json (no GPU needed; nothing is measured,
+    /// so no flag of a measurement goes with it).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["array_mib", "tune", "only_hbm_fma", "only_tensor", "tensor_path", "tune_reads", "keep_going"]
+    )]
+    pub replay: Option<PathBuf>,
+    /// PyTorch figures from the same device call (JSON list of
+    /// {name, value, unit}, unit `B/s` or `FLOP/s`) to show beside ours.
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// On a failed result check, note it and go on with the next phase
+    /// (the exit status is still 4).
+    #[arg(long)]
+    pub keep_going: bool,
+}
+
+/// The tensor-core instructions of the tensor phase.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorPath {
+    /// `wgmma` where the device is sm_90 (its module loads), else `mma.sync`.
+    Auto,
+    /// `wgmma` (sm_90a), however the device is.
+    Wgmma,
+    /// `mma.sync` (sm_80 and newer), however the device is.
+    Mma,
+}
+
+/// `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// Timing events around each operation.
+    Events,
+    /// CUPTI activity records.
+    Cupti,
+    /// CUPTI where it loads, else events.
+    Auto,
+    /// Both, one after the other, into events/ and cupti/.
+    Both,
+}
+
+/// `gpu-bench timeline`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TimelineArgs {
+    /// Device-span backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Chunks per run, at least 2; default 8, 4 with --quick or on the
+    /// simulator.
+    #[arg(long, value_parser = crate::bounds::count2)]
+    pub chunks: Option<usize>,
+    /// Bytes per chunk, MiB (fractions allowed); default 32, 0.25 with
+    /// --quick or on the simulator.
+    #[arg(long = "chunk-mib", value_parser = crate::bounds::chunk_bytes, value_name = "MIB")]
+    pub chunk_bytes: Option<usize>,
+    /// Sort the table by this column (name, calls, device_total,
+    /// device_self, device_avg, device_min, device_max, device_pct,
+    /// host_total, host_self).
+    #[arg(long, default_value = "device_total", value_parser = column)]
+    pub sort_by: Column,
+    /// Group the table by shape (grid/block, bytes) as well as name.
+    #[arg(long)]
+    pub group_by_shape: bool,
+    /// Also time the pipeline's kernels with the timer's kernel mode and
+    /// compare (compare.md, compare.json).
+    #[arg(long)]
+    pub check_timer: bool,
+}
+
+fn column(s: &str) -> Result<Column, String> {
+    Column::from_name(s)
+        .ok_or_else(|| format!("{s:?} is not a column ({})", Column::ALL.map(|c| c.name()).join(", ")))
+}
+
+/// The global flags that choose a device or how to sample it: refused with
+/// `compare` and `roofline --replay`, which measure nothing
+/// ([`measuring_flags_given`]).
+pub const MEASURING_GLOBALS: &[&str] = &[
+    "device",
+    "driver",
+    "quick",
+    "min_samples",
+    "min_time_s",
+    "max_noise_pct",
+    "timeout_s",
+    "max_samples",
+    "warmup_min",
+    "warmup_max",
+    "batch_runs",
+];
+
+/// The measuring global flags given on the command line (not from a
+/// variable: `GPU_BENCH_*` set for other runs stay harmless), as `--name`.
+pub fn measuring_flags_given(matches: &clap::ArgMatches) -> Vec<String> {
+    MEASURING_GLOBALS
+        .iter()
+        .filter(|id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| format!("--{}", id.replace('_', "-")))
+        .collect()
+}
+
+/// The command the binary parses: [`Cli`]'s, negative numbers taken as
+/// values everywhere (refused by each flag's range with a message, never
+/// taken for unknown flags; `-inf` too), and each numeric flag's range
+/// ([`crate::bounds::RANGES`]) appended to its help.
+pub fn command() -> clap::Command {
+    fn document(cmd: clap::Command) -> clap::Command {
+        let ids: Vec<(String, crate::bounds::Range)> = cmd
+            .get_arguments()
+            .filter_map(|a| Some((a.get_id().to_string(), crate::bounds::range_of(a.get_long()?)?)))
+            .collect();
+        let cmd = ids.into_iter().fold(cmd, |cmd, (id, range)| {
+            cmd.mut_arg(id, |a| {
+                let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                let sep = if help.is_empty() { "" } else { " " };
+                let long = a.get_long_help().map(|h| format!("{h} [{}]", range.expected()));
+                // `-inf` is a value to refuse by range, not a flag `-i`.
+                let a = a.help(format!("{help}{sep}[{}]", range.expected())).allow_hyphen_values(true);
+                match long {
+                    Some(l) => a.long_help(l),
+                    None => a,
+                }
+            })
+        });
+        cmd.allow_negative_numbers(true).mut_subcommands(document)
+    }
+    document(Cli::command())
+}
