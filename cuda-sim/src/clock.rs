@@ -2,8 +2,11 @@
 //!
 //! An actor is a stream or a session's host thread, named by a global `u64`
 //! id. A clock maps actors to the last tick of theirs it has seen; absent
-//! actors are at 0. Clocks are small (one entry per actor that ever
-//! synchronized with the owner), kept as a sorted vector.
+//! actors are at 0. Clocks are small, kept as a sorted vector: one entry
+//! per live actor the owner synchronized with, plus one "retired streams"
+//! entry per session that stands for every destroyed stream its host had
+//! fully observed (see `crate::retire`), so a clock does not grow with the
+//! number of streams that ever existed.
 
 /// A vector clock: sorted `(actor, tick)` pairs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +36,45 @@ impl VClock {
                 1
             }
         }
+    }
+
+    /// Number of explicit entries (actors this clock has seen).
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The explicit entries, sorted by actor.
+    pub(crate) fn entries(&self) -> &[(u64, u64)] {
+        &self.0
+    }
+
+    /// Raises `actor`'s entry to at least `tick`.
+    pub(crate) fn raise(&mut self, actor: u64, tick: u64) {
+        match self.0.binary_search_by_key(&actor, |&(a, _)| a) {
+            Ok(i) => {
+                if let Some(e) = self.0.get_mut(i) {
+                    e.1 = e.1.max(tick);
+                }
+            }
+            Err(i) => self.0.insert(i, (actor, tick)),
+        }
+    }
+
+    /// Drops `actor`'s explicit entry (its knowledge must be kept by
+    /// another entry: see `crate::retire`).
+    pub(crate) fn remove(&mut self, actor: u64) {
+        if let Ok(i) = self.0.binary_search_by_key(&actor, |&(a, _)| a) {
+            self.0.remove(i);
+        }
+    }
+
+    /// Keeps the entries for which `keep(clock, actor, tick)` holds.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&VClock, u64, u64) -> bool) {
+        // Most calls drop nothing: allocate only when one goes.
+        let Some(first) = self.0.iter().position(|&(a, t)| !keep(self, a, t)) else { return };
+        let mut kept: Vec<(u64, u64)> = self.0[..first].to_vec();
+        kept.extend(self.0[first + 1..].iter().copied().filter(|&(a, t)| keep(self, a, t)));
+        self.0 = kept;
     }
 
     /// Pointwise maximum with `other` (a wait on, or a sync with, `other`).

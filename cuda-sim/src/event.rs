@@ -159,7 +159,7 @@ pub(crate) fn query(st: &mut State, caller: &Caller, ev: u64) -> Res {
         return Err(NOT_READY);
     }
     if let Some(r) = e.rec.clone() {
-        st.session_mut(session).host_sync(&r.clock, r.time);
+        crate::retire::host_sync(st, session, &r.clock, r.time);
     }
     scheduler::sync_result(st, session)
 }
@@ -171,7 +171,7 @@ pub(crate) fn synchronize(st: &mut State, caller: &Caller, ev: u64) -> Res {
     let rec = event(st, ev)?.rec.clone();
     if let Some(r) = rec {
         scheduler::run_until(st, caller.session, |st| complete(st, r.op))?;
-        st.session_mut(caller.session).host_sync(&r.clock, r.time);
+        crate::retire::host_sync(st, caller.session, &r.clock, r.time);
     }
     scheduler::sync_result(st, caller.session)
 }

@@ -37,6 +37,11 @@
 //!   checked against the allocation's history. Races, use-after-free, double
 //!   free and frees unordered with a use are reported ([`Session::races`]),
 //!   not fatal.
+//!   A destroyed stream leaves the clocks once its session's host has
+//!   observed all its work (a "retired streams" entry stands for it), so
+//!   clocks, and each operation's cost, stay as small as the set of live
+//!   streams however many came and went; no race with its work is lost.
+//!   [`Session::footprint`] shows what the simulator holds.
 //! - **Graphs**: stream capture (with fork/join through events; event-record
 //!   nodes from `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)`, which
 //!   record their event at each launch, timestamped at the node), instantiate,
@@ -136,6 +141,7 @@ mod pool;
 mod registry;
 mod report;
 mod result;
+mod retire;
 mod rng;
 mod scheduler;
 mod session;
@@ -152,5 +158,5 @@ pub use crate::{
         lookup_kernel, register_kernel,
     },
     report::{Access, Actor, RaceKind, RaceReport},
-    session::{CALL_LOG, LiveCounts, Session, SessionGuard},
+    session::{CALL_LOG, Footprint, LiveCounts, Session, SessionGuard},
 };

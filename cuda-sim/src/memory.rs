@@ -254,6 +254,16 @@ impl Memory {
         }
     }
 
+    /// Live and quarantined (freed) blocks of `session`, and the access
+    /// records their histories hold.
+    pub(crate) fn session_records(&self, session: u64) -> (usize, usize, usize) {
+        let mine = self.blocks.values().filter(|b| b.session == session);
+        mine.fold((0, 0, 0), |(live, freed, r), b| {
+            let f = usize::from(b.freed.is_some());
+            (live + 1 - f, freed + f, r + b.history.len())
+        })
+    }
+
     /// Whether `addr` is inside some block (possibly with bytes past its end).
     pub(crate) fn touches(&self, addr: u64) -> bool {
         self.containing(addr, 1).is_some()
@@ -456,6 +466,7 @@ mod tests {
             tick: 1,
             clock: std::sync::Arc::new(crate::clock::VClock::default()),
             label: crate::report::Actor::Host,
+            retired: None,
         };
         Record { stamp, start: 0, end: 0, write: true, free: true, op: "cuMemFree".into() }
     }

@@ -4,11 +4,13 @@
 //! Every access carries a [`Stamp`]: the actor (a stream or a session's
 //! host), the actor's tick for that operation, and the actor's vector clock
 //! as it was when the operation was issued. Access `a` happens before access
-//! `b` iff `b.clock[a.actor] >= a.tick`. Two accesses to overlapping bytes,
+//! `b` iff `b.clock[a.actor] >= a.tick`, or `a`'s stream was retired and
+//! `b`'s clock covers its retirement (`crate::retire`). Two accesses to overlapping bytes,
 //! at least one a write, neither happening before the other, are a race.
 
 use crate::clock::VClock;
 use crate::report::{Access, Actor, RaceKind, RaceReport};
+use crate::retire::RetireCell;
 use std::sync::Arc;
 
 /// Records per allocation past which the oracle says, once per process,
@@ -27,6 +29,9 @@ pub(crate) struct Stamp {
     pub(crate) clock: Arc<VClock>,
     /// How to name the actor in reports.
     pub(crate) label: Actor,
+    /// The stream's retirement, once it is destroyed and retired (`None`
+    /// for a host actor, which never retires).
+    pub(crate) retired: Option<RetireCell>,
 }
 
 impl Stamp {
@@ -34,6 +39,7 @@ impl Stamp {
     /// `later`.
     pub(crate) fn happens_before(&self, later: &Stamp) -> bool {
         later.clock.get(self.actor) >= self.tick
+            || self.retired.as_ref().and_then(|c| c.get()).is_some_and(|r| r.covered_by(&later.clock))
     }
 
     /// Whether both stamps are the same operation (nodes of one graph
@@ -181,7 +187,7 @@ mod tests {
                 c.tick(a);
             }
         }
-        Stamp { actor, tick, clock: Arc::new(c), label: Actor::Stream(actor as u32) }
+        Stamp { actor, tick, clock: Arc::new(c), label: Actor::Stream(actor as u32), retired: None }
     }
 
     fn rec(s: Stamp, start: u64, end: u64, write: bool) -> Record {
@@ -217,7 +223,8 @@ mod tests {
         let mut c = VClock::default();
         for i in 0..100_000u64 {
             let tick = c.tick(1);
-            let s = Stamp { actor: 1, tick, clock: Arc::new(c.clone()), label: Actor::Stream(1) };
+            let s =
+                Stamp { actor: 1, tick, clock: Arc::new(c.clone()), label: Actor::Stream(1), retired: None };
             assert!(check_and_record(&mut h, rec(s, 0, 64, i % 3 == 0), 0).is_empty());
             assert!(h.len() <= 2, "{} records after {i} accesses", h.len());
         }
@@ -235,7 +242,13 @@ mod tests {
         for round in 0..100u64 {
             for v in 0..1000u64 {
                 let tick = c.tick(1);
-                let s = Stamp { actor: 1, tick, clock: Arc::new(c.clone()), label: Actor::Stream(1) };
+                let s = Stamp {
+                    actor: 1,
+                    tick,
+                    clock: Arc::new(c.clone()),
+                    label: Actor::Stream(1),
+                    retired: None,
+                };
                 assert!(
                     check_and_record(&mut h, rec(s, v * 16, v * 16 + 16, false), 0).is_empty(),
                     "{round}"

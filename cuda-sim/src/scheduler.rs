@@ -89,10 +89,7 @@ fn execute(st: &mut State, id: u64) {
     run_op(st, &op);
     crate::cupti::on_execute(st, &op, op.start);
     if drained {
-        st.streams.remove(&op.stream);
-        if let Some(s) = st.sessions.get_mut(&op.session) {
-            s.streams.remove(&op.stream);
-        }
+        crate::stream::remove(st, op.stream);
     }
 }
 
@@ -379,8 +376,8 @@ pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
         on_device.iter().filter_map(|id| st.streams.get(id).and_then(|s| s.last_op)).collect();
     // Clocks change only when work is queued, so take them before running
     // (a destroyed stream disappears once drained).
-    let mut clock = crate::clock::VClock::default();
-    let mut time = 0;
+    // Destroyed streams that drained unobserved are complete too.
+    let (mut clock, mut time) = crate::retire::unobserved_on(st, device);
     for id in &on_device {
         if let Some(s) = st.streams.get(id) {
             clock.merge(&s.clock);
@@ -388,8 +385,9 @@ pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
         }
     }
     run_until(st, session, |st| targets.iter().all(|t| complete(st, *t)))?;
-    for s in st.sessions.values_mut() {
-        s.host_sync(&clock, time);
+    let sessions: Vec<u64> = st.sessions.keys().copied().collect();
+    for s in sessions {
+        crate::retire::host_sync(st, s, &clock, time);
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ use crate::oracle::{Stamp, pair_key};
 use crate::pool::PoolStats;
 use crate::report::{Actor, RaceReport};
 use crate::result::CUresult;
+use crate::retire::Retiring;
 use crate::rng::Rng;
 use crate::state;
 use std::cell::Cell;
@@ -54,6 +55,40 @@ pub struct LiveCounts {
     pub graph_execs: usize,
 }
 
+/// What the simulator holds for a session, and process-wide, at one moment:
+/// a diagnostic for tests that check that state is released when its owner
+/// is destroyed and that per-operation costs stay flat
+/// ([`Session::footprint`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// The session's streams still in the simulator (default streams and
+    /// destroyed streams still draining included).
+    pub streams: usize,
+    /// The session's events not destroyed.
+    pub events: usize,
+    /// The session's queued operations not yet executed.
+    pub ops: usize,
+    /// Entries of the session's host vector clock.
+    pub host_clock: usize,
+    /// Entries of the longest vector clock among the session's streams
+    /// (what each new operation's stamp copies).
+    pub longest_stream_clock: usize,
+    /// Destroyed, drained streams of the session the host has not yet
+    /// observed to their last operation (their actor stays in clocks).
+    pub retiring: usize,
+    /// Allocations of the session not freed (or whose free has not run).
+    pub allocations: usize,
+    /// Freed allocations of the session still quarantined (bounded by the
+    /// quarantine, see the crate docs).
+    pub quarantined: usize,
+    /// Access records in the histories of those allocations.
+    pub access_records: usize,
+    /// Process-wide: retired streams still named by some clock.
+    pub retired_index: usize,
+    /// Process-wide: streams in the simulator, every session.
+    pub all_streams: usize,
+}
+
 impl LiveCounts {
     /// Whether nothing is alive (a test cleaned up everything).
     pub fn is_empty(&self) -> bool {
@@ -77,6 +112,11 @@ pub(crate) struct SessionState {
     /// Every stream of the session still in the simulator (default streams
     /// and destroyed streams still draining included).
     pub(crate) streams: BTreeSet<u64>,
+    /// Destroyed, drained streams the host has not yet observed to their
+    /// last tick, by id (`crate::retire`).
+    pub(crate) retiring: HashMap<u64, Retiring>,
+    /// Streams retired so far (the last retirement number).
+    pub(crate) retired: u64,
     pub(crate) races: Vec<RaceReport>,
     seen: HashSet<(u64, u64, u64, u64, u64)>,
     /// The last [`CALL_LOG`] calls, oldest first.
@@ -109,6 +149,8 @@ impl SessionState {
             host_now: 0,
             stream_count: 0,
             streams: BTreeSet::new(),
+            retiring: HashMap::new(),
+            retired: 0,
             races: Vec::new(),
             seen: HashSet::new(),
             calls: std::collections::VecDeque::new(),
@@ -154,10 +196,18 @@ impl SessionState {
     /// A stamp for a new host access (ticks the host clock).
     pub(crate) fn host_stamp(&mut self) -> Stamp {
         let tick = self.host_clock.tick(self.host_actor);
-        Stamp { actor: self.host_actor, tick, clock: Arc::new(self.host_clock.clone()), label: Actor::Host }
+        Stamp {
+            actor: self.host_actor,
+            tick,
+            clock: Arc::new(self.host_clock.clone()),
+            label: Actor::Host,
+            retired: None,
+        }
     }
 
-    /// The host observed work up to `clock`, finishing at simulated `time`.
+    /// The host observed work up to `clock`, finishing at simulated `time`
+    /// (only the merge: callers go through [`crate::retire::host_sync`],
+    /// which also retires the destroyed streams it covers).
     pub(crate) fn host_sync(&mut self, clock: &VClock, time: u64) {
         self.host_clock.merge(clock);
         self.host_now = self.host_now.max(time);
@@ -345,6 +395,29 @@ impl Session {
         });
     }
 
+    /// What the simulator holds for this session now (and a few
+    /// process-wide totals): see [`Footprint`]. Walks the simulator's
+    /// tables, so it is for tests, not for hot loops.
+    pub fn footprint(&self) -> Footprint {
+        let Ok(st) = state::enter() else { return Footprint::default() };
+        let Some(s) = st.sessions.get(&self.id) else { return Footprint::default() };
+        let mine = st.streams.values().filter(|x| x.session == self.id);
+        let (allocations, quarantined, access_records) = st.mem.session_records(self.id);
+        Footprint {
+            streams: s.streams.len(),
+            events: st.events.values().filter(|e| e.session == self.id).count(),
+            ops: st.ops.values().filter(|o| o.session == self.id).count(),
+            host_clock: s.host_clock.len(),
+            longest_stream_clock: mine.map(|x| x.clock.len()).max().unwrap_or(0),
+            retiring: s.retiring.len(),
+            allocations,
+            quarantined,
+            access_records,
+            retired_index: st.retirements.len(),
+            all_streams: st.streams.len(),
+        }
+    }
+
     /// Number of queued operations of this session not yet executed.
     pub fn pending(&self) -> usize {
         let Ok(st) = state::enter() else { return 0 };
@@ -370,11 +443,8 @@ impl Drop for Session {
             st.default_streams.iter().filter(|(k, _)| k.0 == id).map(|(k, v)| (*k, *v)).collect();
         for (key, sid) in defaults {
             if st.streams.get(&sid).is_some_and(|s| s.idle() && s.capture.is_none()) {
-                st.streams.remove(&sid);
+                crate::stream::remove(st, sid);
                 st.default_streams.remove(&key);
-                if let Some(s) = st.sessions.get_mut(&id) {
-                    s.streams.remove(&sid);
-                }
             }
         }
         let pending = st.ops.values().any(|o| o.session == id);

@@ -54,6 +54,8 @@ pub(crate) struct State {
     pub(crate) ops: HashMap<u64, Op>,
     /// The CUPTI subset's state (enabled kinds, pending records).
     pub(crate) cupti: crate::cupti::CuptiState,
+    /// Destroyed streams retired from the vector clocks (`crate::retire`).
+    pub(crate) retirements: crate::retire::Retirements,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -75,6 +77,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         captures: HashMap::new(),
         ops: HashMap::new(),
         cupti: crate::cupti::CuptiState::default(),
+        retirements: crate::retire::Retirements::default(),
     })
 });
 

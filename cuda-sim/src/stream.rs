@@ -8,6 +8,7 @@ use crate::ops::{Declared, Op, Work};
 use crate::oracle::Stamp;
 use crate::report::Actor;
 use crate::result::{CAPTURE_IMPLICIT, INVALID_HANDLE, Res};
+use crate::retire::RetireCell;
 use crate::rng::Rng;
 use crate::state::{Caller, State};
 use cuda_sys::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, CUstream, CUstream_flags};
@@ -57,6 +58,8 @@ pub(crate) struct Stream {
     pub(crate) tail_end: u64,
     pub(crate) destroyed: bool,
     pub(crate) capture: Option<StreamCapture>,
+    /// Its retirement once destroyed and observed (shared with its stamps).
+    pub(crate) retire: RetireCell,
 }
 
 impl Stream {
@@ -119,9 +122,23 @@ pub(crate) fn create(
             tail_end: 0,
             destroyed: false,
             capture: None,
+            retire: RetireCell::default(),
         },
     );
     id
+}
+
+/// Removes stream `sid` from the simulator (destroyed and drained, or an
+/// idle default stream of a session that ends) and hands it to
+/// [`crate::retire`], which frees its actor from the clocks once the host
+/// has observed all of it.
+pub(crate) fn remove(st: &mut State, sid: u64) {
+    let Some(s) = st.streams.remove(&sid) else { return };
+    if let Some(sess) = st.sessions.get_mut(&s.session) {
+        sess.streams.remove(&sid);
+    }
+    let gone = crate::retire::Retiring { device: s.device, clock: s.clock, end: s.tail_end, cell: s.retire };
+    crate::retire::stream_gone(st, s.session, sid, gone);
 }
 
 /// The caller's default stream of `kind` on its current device, created on
@@ -234,8 +251,15 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
     for c in &waits.clocks {
         s.clock.merge(c);
     }
+    st.retirements.prune(&mut s.clock);
     let tick = s.clock.tick(sid);
-    let stamp = Stamp { actor: sid, tick, clock: Arc::new(s.clock.clone()), label: s.label() };
+    let stamp = Stamp {
+        actor: sid,
+        tick,
+        clock: Arc::new(s.clock.clone()),
+        label: s.label(),
+        retired: Some(s.retire.clone()),
+    };
     let prio = s.rng.next_u64();
     let seed = s.rng.next_u64();
     let start = s.tail_end.max(waits.ready_at).max(host_now);

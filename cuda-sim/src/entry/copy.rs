@@ -109,7 +109,7 @@ fn dtoh(st: &mut State, caller: &Caller, dst: *mut c_void, src: u64, n: usize, h
         }
         return Err(e);
     }
-    st.session_mut(caller.session).host_sync(&clock, end);
+    crate::retire::host_sync(st, caller.session, &clock, end);
     scheduler::sync_result(st, caller.session)
 }
 

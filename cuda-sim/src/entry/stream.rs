@@ -47,8 +47,7 @@ pub(super) unsafe extern "C" fn cuStreamDestroy(hStream: CUstream) -> CUresult {
         let sess = st.session_mut(session);
         sess.live.streams = sess.live.streams.saturating_sub(1);
         if idle {
-            sess.streams.remove(&sid);
-            st.streams.remove(&sid);
+            stream::remove(st, sid);
         }
         Ok(())
     })
@@ -71,7 +70,7 @@ fn query(st: &mut State, caller: &Caller, h: CUstream) -> Res {
     if !last.is_none_or(|op| complete(st, op)) {
         return Err(NOT_READY);
     }
-    st.session_mut(session).host_sync(&clock, time);
+    crate::retire::host_sync(st, session, &clock, time);
     scheduler::sync_result(st, session)
 }
 
@@ -89,7 +88,7 @@ fn synchronize(st: &mut State, caller: &Caller, h: CUstream) -> Res {
     if let Some(op) = last {
         scheduler::run_until(st, caller.session, |st| complete(st, op))?;
     }
-    st.session_mut(caller.session).host_sync(&clock, time);
+    crate::retire::host_sync(st, caller.session, &clock, time);
     scheduler::sync_result(st, caller.session)
 }
 
