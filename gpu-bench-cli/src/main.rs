@@ -25,6 +25,7 @@ mod bandwidth;
 mod common;
 mod overhead;
 mod overlap;
+mod p2p;
 mod roofline;
 mod sync_costs;
 mod timeline;
@@ -216,6 +217,10 @@ enum Command {
     /// streams; pinned, then pageable): trace.json for Perfetto, table.md,
     /// table.json, timeline.svg and summary.json in --out (default ./timeline).
     Timeline(timeline::Args),
+    /// Every ordered pair of devices: copy bandwidth one way and both ways,
+    /// peer access off and on, SM copy push and pull, 4-byte latency, the
+    /// NVLink count, the raw cuMemcpyPeerAsync loop beside; heatmap.svg in --out.
+    P2p(p2p::Args),
     /// Compares two results.json files (timer reports, or two rooflines
     /// per ceiling): a CI gate that exits 1 only on a regression.
     ///
@@ -360,6 +365,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
         Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
         Command::Timeline(args) => return timeline::run(&ctx, &args, cli.out.as_ref()),
+        Command::P2p(args) => return p2p::run(&ctx, &args, format, cli.out.as_ref()),
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {
