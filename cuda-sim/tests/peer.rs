@@ -56,7 +56,7 @@ fn context_peer_access_has_the_drivers_errors() {
     ten_devices();
     let _serial = serial();
     let e = env(301);
-    let peers: Vec<BorrowedContext<'static>> = (1..10).map(|dev| on(dev)).collect();
+    let peers: Vec<BorrowedContext<'static>> = (1..10).map(on).collect();
     context::set_current(d(), Some(e.ctx)).unwrap();
     // Its own context is no peer.
     assert_eq!(code(context::enable_peer_access(e.ctx, 0)), CUresult::CUDA_ERROR_INVALID_DEVICE);

@@ -29,7 +29,7 @@ pub struct Args {
 /// A byte count: 16 B to 16 GiB, a multiple of 16.
 fn bytes(s: &str) -> Result<usize, String> {
     let n: u64 = s.trim().parse().map_err(|_| format!("{s:?} is not a whole number of bytes"))?;
-    if !(16..=16 << 30).contains(&n) || n % 16 != 0 {
+    if !(16..=16 << 30).contains(&n) || !n.is_multiple_of(16) {
         return Err(format!("{n} bytes: give a multiple of 16 from 16 to 17179869184 (16 GiB)"));
     }
     usize::try_from(n).map_err(|_| format!("{n} bytes do not fit this machine's address space"))

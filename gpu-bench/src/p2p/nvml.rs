@@ -58,10 +58,13 @@ struct PciInfo {
 /// `NVML_NVLINK_MAX_LINKS` as of NVML 12 (Hopper's 18).
 const MAX_LINKS: c_uint = 18;
 
-/// Each device's links: `(ordinal, PCI (domain, bus, device), per link the
+/// A PCI address: (domain, bus, device).
+type Pci = (u32, u32, u32);
+
+/// Each device's links: `(ordinal, its PCI address, per active link the
 /// remote's PCI address)`.
 pub(super) struct Links {
-    gpus: Vec<(i32, (u32, u32, u32), Vec<(u32, u32, u32)>)>,
+    gpus: Vec<(i32, Pci, Vec<Pci>)>,
 }
 
 impl Links {
@@ -82,7 +85,7 @@ impl Links {
 }
 
 /// Parses a PCI bus id (`0000:28:00.0` or NVML's `00000000:28:00.0`).
-fn parse_bus_id(s: &str) -> Option<(u32, u32, u32)> {
+fn parse_bus_id(s: &str) -> Option<Pci> {
     let mut it = s.trim().split([':', '.']);
     let domain = u32::from_str_radix(it.next()?, 16).ok()?;
     let bus = u32::from_str_radix(it.next()?, 16).ok()?;
