@@ -8,7 +8,7 @@
 //! a random topological order.
 
 use crate::clock::VClock;
-use crate::ops::{Work, duration};
+use crate::ops::Work;
 use crate::result::{
     CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_MERGE, CAPTURE_UNJOINED, CAPTURE_UNMATCHED,
     CAPTURE_UNSUPPORTED, CAPTURE_WRONG_THREAD, ILLEGAL_STATE, INVALID_HANDLE, INVALID_VALUE, NOT_SUPPORTED,
@@ -187,6 +187,9 @@ pub(crate) fn status(st: &State, sid: u64) -> CUstreamCaptureStatus {
 
 /// Adds `work` as a node on capturing stream `sid`.
 pub(crate) fn add_node(st: &mut State, sid: u64, work: Work) -> Res {
+    // A copy between devices takes the link of the peer access at capture.
+    let session = st.streams.get(&sid).ok_or(INVALID_HANDLE)?.session;
+    let duration = crate::peer::duration(st, session, &work, &work.declared(&st.mem));
     let s = st.streams.get_mut(&sid).ok_or(INVALID_HANDLE)?;
     let sc = s.capture.as_mut().ok_or(ILLEGAL_STATE)?;
     let c = st.captures.get_mut(&sc.capture).ok_or(ILLEGAL_STATE)?;
@@ -194,7 +197,6 @@ pub(crate) fn add_node(st: &mut State, sid: u64, work: Work) -> Res {
         return Err(CAPTURE_INVALIDATED);
     }
     let index = c.nodes.len();
-    let duration = duration(&work, &work.declared(&st.mem));
     c.nodes.push(Node { work, deps: std::mem::take(&mut sc.tail), duration });
     sc.tail = vec![index];
     Ok(())

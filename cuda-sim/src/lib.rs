@@ -62,9 +62,16 @@
 //!   operation whose accesses are the union of its nodes').
 //! - A pending kernel's declared range for host checks is from each pointer
 //!   argument to the end of its allocation (conservative).
-//! - Peer access is not enforced for kernels and copies (unified addressing
-//!   makes every device's memory reachable); memory pools are per-session
-//!   statistics over ordinary allocations, never reused addresses.
+//! - Peer access is per session (the simulator's process): every pair of
+//!   distinct devices can access each other (rank 0, native atomics), at
+//!   most 8 peers per context. A kernel touching another device's memory
+//!   without access (the context's for `cuMemAlloc` memory, the pool's for
+//!   pool memory) faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, checked when it
+//!   runs; copies never fault, they take the peer link
+//!   ([`model::NVLINK_BYTES_PER_NS`]) when either device reaches the other's
+//!   memory, else are staged at the host link's rate. A captured copy keeps
+//!   the link of its capture. Memory pools are per-session statistics over
+//!   ordinary allocations, never reused addresses.
 //! - Contexts are never destroyed: releasing the last primary-context
 //!   reference keeps its memory and streams (sessions share contexts).
 //! - `CU_EVENT_INTERPROCESS`, `extra` launch parameters and device-launch
@@ -137,6 +144,7 @@ pub mod model;
 mod module;
 mod ops;
 mod oracle;
+mod peer;
 mod pool;
 mod registry;
 mod report;

@@ -389,12 +389,16 @@ impl Memory {
 /// access to the oracle; only memory never mapped is an illegal address.
 pub(crate) struct SimMemory<'a> {
     pub(crate) mem: &'a mut Memory,
+    /// What the kernel's device may touch: another device's memory without
+    /// peer access (context access for `cuMemAlloc` memory, pool access
+    /// for pool memory) is an illegal address, as on a GPU.
+    pub(crate) reach: crate::peer::Reach,
 }
 
 impl SimMemory<'_> {
     fn locate(&self, addr: u64, len: u64) -> Result<Place, (u64, u64)> {
         match self.mem.place(addr, len) {
-            Some(p) if p.kind.device_visible() => Ok(p),
+            Some(p) if p.kind.device_visible() && self.reach.allows(p.kind) => Ok(p),
             _ => Err((addr, len)),
         }
     }
@@ -455,7 +459,7 @@ mod tests {
         assert_eq!(w[..4], 0x0102_0304u32.to_ne_bytes());
         assert!(m.read(b, 60, &mut w).is_err());
         assert_eq!(m.used.get(&0), Some(&128));
-        let mut sm = SimMemory { mem: &mut m };
+        let mut sm = SimMemory { mem: &mut m, reach: crate::peer::Reach::ALL };
         assert!(DeviceMemory::write(&mut sm, a + 60, &[0; 8]).is_err());
         assert!(DeviceMemory::write(&mut sm, a + 56, &[0; 8]).is_ok());
     }
@@ -481,7 +485,7 @@ mod tests {
         m.retire(a, free_record());
         let p = m.place(a + 8, 8).unwrap();
         assert_eq!((p.base, p.end, p.freed), (a, a + 64, true));
-        let mut sm = SimMemory { mem: &mut m };
+        let mut sm = SimMemory { mem: &mut m, reach: crate::peer::Reach::ALL };
         let mut out = [0u8; 8];
         DeviceMemory::read(&sm, a, &mut out).unwrap();
         assert_eq!(out, [POISON; 8]);

@@ -25,6 +25,13 @@ pub const FP32_FLOPS_PER_NS: f64 = SMS as f64 * 128.0 * 2.0 * SM_CLOCK_KHZ as f6
 pub const PCIE_BYTES_PER_NS: f64 = 25.0;
 /// Fixed cost of a host-device copy, ns.
 pub const PCIE_LATENCY_NS: u64 = 2000;
+/// Peer link bandwidth between two devices, bytes per ns, one direction
+/// (450 GB/s: an H100 SXM's 18 NVLink 4 links of 25 GB/s each, the
+/// datasheet's figure; each direction has its own, so copies both ways at
+/// once take no longer than one).
+pub const NVLINK_BYTES_PER_NS: f64 = 450.0;
+/// Fixed cost of a copy over the peer link, ns.
+pub const NVLINK_LATENCY_NS: u64 = 2000;
 /// The shortest a kernel runs, ns (an empty kernel's own duration as CUPTI
 /// reads it on an H100: 0.99 µs, docs/results/2026-11-25-h100).
 pub const MIN_KERNEL_NS: u64 = 1000;
@@ -47,6 +54,11 @@ pub fn pcie_ns(bytes: u64) -> u64 {
     PCIE_LATENCY_NS + (bytes as f64 / PCIE_BYTES_PER_NS).ceil() as u64
 }
 
+/// A copy of `bytes` between two devices over the peer link, ns.
+pub fn peer_ns(bytes: u64) -> u64 {
+    NVLINK_LATENCY_NS + (bytes as f64 / NVLINK_BYTES_PER_NS).ceil() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +72,8 @@ mod tests {
         assert_eq!(kernel_ns(2 << 30, 0), 640_597);
         assert_eq!(memory_ns(3353), 2);
         assert_eq!(pcie_ns(25), 2001);
+        assert_eq!(peer_ns(450), 2001);
+        // The link is faster than the host's, slower than device memory.
+        assert!(peer_ns(1 << 30) < pcie_ns(1 << 30) && peer_ns(1 << 30) > memory_ns(2 << 30));
     }
 }

@@ -304,7 +304,12 @@ fn coalesce(mut t: Vec<crate::registry::Touched>) -> Vec<crate::registry::Touche
 }
 
 fn run_kernel(st: &mut State, session: u64, stamp: &Stamp, l: &Arc<Launch>) {
-    let mut sim = SimMemory { mem: &mut st.mem };
+    // The kernel runs on its stream's device (a graph's, its launch stream's).
+    let reach = match st.streams.get(&stamp.actor) {
+        Some(s) => crate::peer::Reach::of(st, session, s.device),
+        None => crate::peer::Reach::ALL,
+    };
+    let mut sim = SimMemory { mem: &mut st.mem, reach };
     let mut call = KernelCall {
         spec: &l.spec,
         grid: l.grid,

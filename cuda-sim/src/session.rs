@@ -132,7 +132,12 @@ pub(crate) struct SessionState {
     pub(crate) attrs: HashMap<(i32, u32), i32>,
     pub(crate) live: LiveCounts,
     pub(crate) pools: HashMap<i32, PoolStats>,
+    /// Context peer access: `(device, owner)`, work on `device` may touch
+    /// `owner`'s `cuMemAlloc` memory.
     pub(crate) peers: HashSet<(i32, i32)>,
+    /// Pool access beyond the owner: `(device, owner)`, work on `device`
+    /// may touch memory of `owner`'s default pool.
+    pub(crate) pool_access: HashSet<(i32, i32)>,
     pub(crate) primary_refs: HashMap<i32, u32>,
     /// With [`Session::set_wall_clock`]: the origin of the simulated clock
     /// on the host's real clock.
@@ -163,6 +168,7 @@ impl SessionState {
             live: LiveCounts::default(),
             pools: HashMap::new(),
             peers: HashSet::new(),
+            pool_access: HashSet::new(),
             primary_refs: HashMap::new(),
             wall: None,
         }

@@ -5,7 +5,7 @@
 /// Examples whose `main` is run by a `#[test]` in the example itself
 /// (`[[example]] test = true` in Cargo.toml).
 const SELF_TESTED: &[&str] =
-    &["vector_add_own_kernel", "pinned_overlap", "wait_scopes", "foreign_call", "nvrtc_kernel"];
+    &["vector_add_own_kernel", "pinned_overlap", "wait_scopes", "foreign_call", "nvrtc_kernel", "two_gpus"];
 
 /// The first ```rust block after the README's "Quick start" heading.
 fn readme_quick_start(readme: &str) -> Option<&str> {

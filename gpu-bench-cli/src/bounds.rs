@@ -110,6 +110,10 @@ pub const PCT: Range = Range { whole: false, lo: 0.0, lo_open: true, hi: 100.0, 
 /// before anything runs).
 pub const ORDINAL: Range = Range::whole(0, i32::MAX as u64, "");
 
+/// Bytes per peer copy (`p2p --bytes`): 16 B to 16 GiB (and a multiple of
+/// 16, checked by [`copy_bytes`]).
+pub const COPY_BYTES: Range = Range::whole(16, 16 << 30, "B");
+
 /// Every numeric flag of the command (its long name) and its range.
 pub const RANGES: &[(&str, Range)] = &[
     ("device", ORDINAL),
@@ -130,6 +134,7 @@ pub const RANGES: &[(&str, Range)] = &[
     ("max-mib", MIB),
     ("chunk-mib", CHUNK_MIB),
     ("chunks", COUNT2),
+    ("bytes", COPY_BYTES),
 ];
 
 /// The range of the numeric flag `--long`.
@@ -183,6 +188,20 @@ pub fn repeat(s: &str) -> Result<usize, String> {
 /// The refusal, naming the bound.
 pub fn launches(s: &str) -> Result<usize, String> {
     LAUNCHES.usize(s)
+}
+
+/// Bytes per peer copy ([`COPY_BYTES`]), a multiple of 16 (the SM copy
+/// moves 16-byte vectors).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn copy_bytes(s: &str) -> Result<usize, String> {
+    let n = COPY_BYTES.usize(s)?;
+    if n.is_multiple_of(16) {
+        Ok(n)
+    } else {
+        Err(format!("{n} B is not a multiple of 16 ({})", COPY_BYTES.expected()))
+    }
 }
 
 /// A size in whole MiB ([`MIB`]).

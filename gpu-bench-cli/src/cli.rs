@@ -183,6 +183,10 @@ pub enum Command {
     /// streams; pinned, then pageable): trace.json for Perfetto, table.md,
     /// table.json, timeline.svg and summary.json in --out (default ./timeline).
     Timeline(TimelineArgs),
+    /// Every ordered pair of devices: copy bandwidth one way and both ways,
+    /// peer access off and on, SM copy push and pull, 4-byte latency, the
+    /// NVLink count, the raw cuMemcpyPeerAsync loop beside; heatmap.svg in --out.
+    P2p(P2pArgs),
     /// Compares two results.json files (timer reports, or two rooflines
     /// per ceiling): a CI gate that exits 1 only on a regression.
     ///
@@ -317,6 +321,19 @@ pub struct TimelineArgs {
     /// compare (compare.md, compare.json).
     #[arg(long)]
     pub check_timer: bool,
+}
+
+/// `gpu-bench p2p`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct P2pArgs {
+    /// Bytes per bandwidth copy (a multiple of 16, at most 16 GiB); default
+    /// 256 MiB, 1 MiB with --quick or on the simulator.
+    #[arg(long, value_parser = crate::bounds::copy_bytes)]
+    pub bytes: Option<usize>,
+    /// Timed runs per figure (the median is reported), 1 to 1000; default
+    /// 20, 5 with --quick or on the simulator.
+    #[arg(long, value_parser = crate::bounds::repeat)]
+    pub repeat: Option<usize>,
 }
 
 fn column(s: &str) -> Result<Column, String> {

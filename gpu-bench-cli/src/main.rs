@@ -25,6 +25,7 @@ mod bandwidth;
 mod common;
 mod overhead;
 mod overlap;
+mod p2p;
 mod roofline;
 mod sync_costs;
 mod timeline;
@@ -187,6 +188,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Timer { threshold_pct } => timer::run(&ctx, threshold_pct / 100.0)?,
         Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
         Command::Timeline(args) => return timeline::run(&ctx, &args, cli.out.as_ref()),
+        Command::P2p(args) => return p2p::run(&ctx, &args, format, cli.out.as_ref()),
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {

@@ -29,6 +29,9 @@ pub enum Error {
     /// The kernel-time source (CUPTI) failed while measuring.
     #[error("kernel mode: {0}")]
     Kernel(String),
+    /// A measured operation produced wrong data: its figures mean nothing.
+    #[error("result check failed: {0}")]
+    Check(String),
     /// A picture could not be rendered (the SVG → PNG path).
     #[error("rendering: {0}")]
     Render(String),

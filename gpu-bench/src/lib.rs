@@ -52,6 +52,7 @@ pub mod error;
 pub mod info;
 pub mod instruments;
 mod method;
+pub mod p2p;
 pub mod profile;
 pub mod record;
 pub mod render;

@@ -67,7 +67,6 @@ pub(crate) struct DeviceInner {
     /// `j`'s memory is open to work on this device (its context's peer
     /// access and its pool's access, see `Device::enable_peer_access`).
     /// Only set, and cleared by a disable; read by [`DeviceInner::reaches`].
-    #[allow(dead_code)] // set by peer access (issue 29)
     pub peers: AtomicU64,
 }
 
@@ -292,6 +291,87 @@ impl Device {
     pub(crate) fn same(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
+
+    /// Whether work on this device can be given access to `peer`'s memory
+    /// (`cuDeviceCanAccessPeer`): false for the device itself and for pairs
+    /// without a peer path (no NVLink and no PCIe peer support between them).
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_sync::Device;
+    /// let (a, b) = (Device::get(0)?, Device::get(1)?); // the simulator has two
+    /// assert!(a.can_access_peer(&b)?);
+    /// assert!(!a.can_access_peer(&a)?);
+    /// # Ok::<(), gpu_sync::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
+        let (i, p) = (&self.inner, &peer.inner);
+        call("cuDeviceCanAccessPeer", || cu::device::can_access_peer(i.drv, i.raw, p.raw))
+    }
+
+    /// The link from this device to `peer` as the driver describes it
+    /// (`cuDeviceGetP2PAttribute`, this device as the source).
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_sync::Device;
+    /// let (a, b) = (Device::get(0)?, Device::get(1)?);
+    /// let link = a.p2p_attributes(&b)?;
+    /// assert!(link.access_supported);
+    /// assert!(a.p2p_attributes(&a).is_err()); // no link to itself
+    /// # Ok::<(), gpu_sync::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::PeerAccess`] for the device itself; a driver error.
+    pub fn p2p_attributes(&self, peer: &Device) -> Result<P2PAttributes> {
+        use cuda_sys::CUdevice_P2PAttribute as P;
+        if self.same(peer) {
+            return Err(self.peer_error(peer, "a device is not its own peer"));
+        }
+        let (i, p) = (&self.inner, &peer.inner);
+        let get =
+            |a: P| call("cuDeviceGetP2PAttribute", || cu::device::get_p2p_attribute(i.drv, a, i.raw, p.raw));
+        Ok(P2PAttributes {
+            performance_rank: get(P::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK)?,
+            access_supported: get(P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED)? != 0,
+            native_atomics: get(P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED)? != 0,
+            cuda_array_access: get(P::CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED)? != 0,
+        })
+    }
+
+    /// Whether gpu-sync has opened `peer`'s memory to work on this device
+    /// ([`Device::enable_peer_access`], not yet disabled). Always true for
+    /// the device itself.
+    pub fn peer_access_enabled(&self, peer: &Device) -> bool {
+        self.inner.reaches(&peer.inner)
+    }
+
+    /// An [`Error::PeerAccess`] naming this device and `peer`.
+    pub(crate) fn peer_error(&self, peer: &Device, reason: impl Into<String>) -> Error {
+        Error::PeerAccess { device: self.ordinal(), peer: peer.ordinal(), reason: reason.into() }
+    }
+}
+
+/// The link between two devices as the driver describes it
+/// ([`Device::p2p_attributes`], `cuDeviceGetP2PAttribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct P2PAttributes {
+    /// The link's relative performance among the machine's pairs: lower is
+    /// faster (`CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`). Not a count of
+    /// NVLink links: ask NVML for those (`gpu-bench p2p` does).
+    pub performance_rank: i32,
+    /// Whether peer access is possible (`CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`).
+    pub access_supported: bool,
+    /// Whether atomics over the link are native
+    /// (`CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`).
+    pub native_atomics: bool,
+    /// Whether CUDA arrays can be accessed over it
+    /// (`CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED`).
+    pub cuda_array_access: bool,
 }
 
 impl DeviceInner {
@@ -300,11 +380,25 @@ impl DeviceInner {
     /// ([`DeviceInner::peers`]). The one question every cross-device rule
     /// asks.
     #[inline]
-    #[allow(dead_code)] // read by the cross-device rules, set by peer access (issue 29)
     pub(crate) fn reaches(&self, owner: &DeviceInner) -> bool {
         self.ordinal == owner.ordinal
             || (0..64).contains(&owner.ordinal)
                 && self.peers.load(Ordering::Acquire) & (1 << owner.ordinal) != 0
+    }
+
+    /// Records that device `owner`'s memory is open to work on this device
+    /// (`open`) or no longer is: bit `owner` of [`DeviceInner::peers`].
+    /// Only peer access (`memory/peer.rs`) calls it, with its lock held.
+    pub(crate) fn set_reach(&self, owner: &DeviceInner, open: bool) {
+        if !(0..64).contains(&owner.ordinal) {
+            return;
+        }
+        let bit = 1u64 << owner.ordinal;
+        if open {
+            self.peers.fetch_or(bit, Ordering::AcqRel);
+        } else {
+            self.peers.fetch_and(!bit, Ordering::AcqRel);
+        }
     }
 
     /// Makes the driver call `f` (entry point `name`) with this device's

@@ -124,6 +124,21 @@ pub enum Error {
         found: i32,
     },
 
+    /// Peer access between two devices cannot be given: the same device
+    /// twice, a pair the driver reports no peer access for
+    /// (`cuDeviceCanAccessPeer`), or a device that has as many peers as its
+    /// driver allows (`CUDA_ERROR_TOO_MANY_PEERS`). See
+    /// [`Device::enable_peer_access`](crate::Device::enable_peer_access).
+    #[error("peer access for work on device {device} to device {peer}'s memory: {reason}")]
+    PeerAccess {
+        /// The device whose work would touch the peer's memory.
+        device: i32,
+        /// The device owning the memory.
+        peer: i32,
+        /// Why it cannot be given.
+        reason: String,
+    },
+
     /// A kernel's Rust signature does not match what the driver reports.
     #[error("kernel `{kernel}`: {problem}")]
     KernelSignature {

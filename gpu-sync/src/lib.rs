@@ -82,7 +82,7 @@ pub mod trace;
 pub use launch::nvrtc;
 
 pub use backend::{Backend, DRIVER_ENV, DriverChoice, select_driver, select_driver_with};
-pub use device::Device;
+pub use device::{Device, P2PAttributes};
 pub use engine::{Access, NotCovered, Pending, Polled};
 pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};

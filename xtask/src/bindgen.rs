@@ -32,6 +32,7 @@ pub const ENTRY_POINTS: &[(&str, Option<u32>)] = &[
     ("cuDeviceGetUuid", None),
     ("cuDeviceGetPCIBusId", None),
     ("cuDeviceCanAccessPeer", None),
+    ("cuDeviceGetP2PAttribute", None),
     ("cuDeviceGetDefaultMemPool", None),
     ("cuDevicePrimaryCtxRetain", None),
     ("cuDevicePrimaryCtxRelease", None),
@@ -41,6 +42,7 @@ pub const ENTRY_POINTS: &[(&str, Option<u32>)] = &[
     ("cuCtxSynchronize", Some(2000)),
     ("cuCtxGetStreamPriorityRange", None),
     ("cuCtxEnablePeerAccess", None),
+    ("cuCtxDisablePeerAccess", None),
     ("cuStreamCreateWithPriority", None),
     ("cuStreamDestroy", None),
     ("cuStreamQuery", None),
@@ -76,6 +78,8 @@ pub const ENTRY_POINTS: &[(&str, Option<u32>)] = &[
     ("cuMemPoolGetAttribute", None),
     ("cuMemPoolSetAttribute", None),
     ("cuMemPoolTrimTo", None),
+    ("cuMemPoolSetAccess", None),
+    ("cuMemPoolGetAccess", None),
     ("cuModuleLoadData", None),
     ("cuModuleUnload", None),
     ("cuModuleGetFunction", None),
@@ -350,6 +354,10 @@ mod generate {
             .allowlist_type("CUevent_wait_flags")
             .allowlist_type("CUevent_record_flags")
             .allowlist_type("CUmemPool_attribute")
+            .allowlist_type("CUdevice_P2PAttribute")
+            .allowlist_type("CUmemAccess_flags")
+            .allowlist_type("CUmemLocationType")
+            .allowlist_type("CUmemAccessDesc")
             .allowlist_type("CUstreamCaptureMode")
             .allowlist_type("CUstreamCaptureStatus")
             .allowlist_type("CUfunction_attribute")

@@ -1,15 +1,15 @@
 //! Primary contexts, the current context of a thread, context-wide
-//! synchronization, stream priorities and peer access.
+//! synchronization and stream priorities (peer access: `peer.rs`).
 #![allow(non_snake_case)]
 
 use super::{api, handle, id, need, put};
 use crate::device::{GREATEST_PRIORITY, LEAST_PRIORITY};
 use crate::graph;
-use crate::result::{CUresult, INVALID_CONTEXT, INVALID_DEVICE, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED};
+use crate::result::{CUresult, INVALID_CONTEXT, INVALID_VALUE};
 use crate::scheduler;
 use crate::state;
 use cuda_sys::{CUcontext, CUdevice};
-use std::ffi::{c_int, c_uint};
+use std::ffi::c_int;
 
 /// `cuDevicePrimaryCtxRetain`: the device's one context; references are
 /// counted per session.
@@ -100,24 +100,6 @@ pub(super) unsafe extern "C" fn cuCtxGetStreamPriorityRange(
         if !greatestPriority.is_null() {
             // SAFETY: non-null output slot from the caller.
             unsafe { put(greatestPriority, GREATEST_PRIORITY)? };
-        }
-        Ok(())
-    })
-}
-
-/// `cuCtxEnablePeerAccess`: once per (current, peer) pair and session.
-pub(super) unsafe extern "C" fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) -> CUresult {
-    api("cuCtxEnablePeerAccess", |st, caller| {
-        if Flags != 0 {
-            return Err(INVALID_VALUE);
-        }
-        let me = st.current_device(caller)?;
-        let peer = st.ctx_device(id(peerContext)).ok_or(INVALID_CONTEXT)?;
-        if peer == me {
-            return Err(INVALID_DEVICE);
-        }
-        if !st.session_mut(caller.session).peers.insert((me, peer)) {
-            return Err(PEER_ACCESS_ALREADY_ENABLED);
         }
         Ok(())
     })

@@ -17,6 +17,7 @@ mod event;
 mod graph;
 mod memory;
 mod module;
+mod peer;
 mod stream;
 
 use crate::result::{CUresult, INVALID_VALUE, NOT_INITIALIZED, Res, SUCCESS, is_sticky};
@@ -102,6 +103,7 @@ mod all {
     pub(super) use super::graph::*;
     pub(super) use super::memory::*;
     pub(super) use super::module::*;
+    pub(super) use super::peer::*;
     pub(super) use super::stream::*;
 }
 

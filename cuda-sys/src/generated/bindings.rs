@@ -558,6 +558,81 @@ impl cudaError_enum {
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaError_enum(pub ::core::ffi::c_uint);
 pub use self::cudaError_enum as CUresult;
+impl CUdevice_P2PAttribute_enum {
+    pub const CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(1);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(2);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(3);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(4);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(4);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: CUdevice_P2PAttribute_enum =
+        CUdevice_P2PAttribute_enum(5);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUdevice_P2PAttribute_enum(pub ::core::ffi::c_uint);
+pub use self::CUdevice_P2PAttribute_enum as CUdevice_P2PAttribute;
+impl CUmemAccess_flags_enum {
+    pub const CU_MEM_ACCESS_FLAGS_PROT_NONE: CUmemAccess_flags_enum = CUmemAccess_flags_enum(0);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_READ: CUmemAccess_flags_enum = CUmemAccess_flags_enum(1);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: CUmemAccess_flags_enum = CUmemAccess_flags_enum(3);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_MAX: CUmemAccess_flags_enum = CUmemAccess_flags_enum(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAccess_flags_enum(pub ::core::ffi::c_uint);
+pub use self::CUmemAccess_flags_enum as CUmemAccess_flags;
+impl CUmemLocationType_enum {
+    pub const CU_MEM_LOCATION_TYPE_INVALID: CUmemLocationType_enum = CUmemLocationType_enum(0);
+    pub const CU_MEM_LOCATION_TYPE_NONE: CUmemLocationType_enum = CUmemLocationType_enum(0);
+    pub const CU_MEM_LOCATION_TYPE_DEVICE: CUmemLocationType_enum = CUmemLocationType_enum(1);
+    pub const CU_MEM_LOCATION_TYPE_HOST: CUmemLocationType_enum = CUmemLocationType_enum(2);
+    pub const CU_MEM_LOCATION_TYPE_HOST_NUMA: CUmemLocationType_enum = CUmemLocationType_enum(3);
+    pub const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: CUmemLocationType_enum = CUmemLocationType_enum(4);
+    pub const CU_MEM_LOCATION_TYPE_MAX: CUmemLocationType_enum = CUmemLocationType_enum(2147483647);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemLocationType_enum(pub ::core::ffi::c_uint);
+pub use self::CUmemLocationType_enum as CUmemLocationType;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemLocation_st {
+    pub type_: CUmemLocationType,
+    pub id: ::core::ffi::c_int,
+}
+impl Default for CUmemLocation_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemLocation_v1 = CUmemLocation_st;
+pub type CUmemLocation = CUmemLocation_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAccessDesc_st {
+    pub location: CUmemLocation,
+    pub flags: CUmemAccess_flags,
+}
+impl Default for CUmemAccessDesc_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemAccessDesc_v1 = CUmemAccessDesc_st;
+pub type CUmemAccessDesc = CUmemAccessDesc_v1;
 impl CUmemPool_attribute_enum {
     pub const CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: CUmemPool_attribute_enum =
         CUmemPool_attribute_enum(1);
@@ -695,6 +770,16 @@ pub type PFN_cuMemPoolGetAttribute_v11020 = ::core::option::Option<
         value: *mut ::core::ffi::c_void,
     ) -> CUresult,
 >;
+pub type PFN_cuMemPoolSetAccess_v11020 = ::core::option::Option<
+    unsafe extern "C" fn(pool: CUmemoryPool, map: *const CUmemAccessDesc_v1, count: usize) -> CUresult,
+>;
+pub type PFN_cuMemPoolGetAccess_v11020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        flags: *mut CUmemAccess_flags,
+        memPool: CUmemoryPool,
+        location: *mut CUmemLocation_v1,
+    ) -> CUresult,
+>;
 pub type PFN_cuStreamCreateWithPriority_v5050 = ::core::option::Option<
     unsafe extern "C" fn(
         phStream: *mut CUstream,
@@ -762,6 +847,16 @@ pub type PFN_cuDeviceCanAccessPeer_v4000 = ::core::option::Option<
 >;
 pub type PFN_cuCtxEnablePeerAccess_v4000 = ::core::option::Option<
     unsafe extern "C" fn(peerContext: CUcontext, Flags: ::core::ffi::c_uint) -> CUresult,
+>;
+pub type PFN_cuCtxDisablePeerAccess_v4000 =
+    ::core::option::Option<unsafe extern "C" fn(peerContext: CUcontext) -> CUresult>;
+pub type PFN_cuDeviceGetP2PAttribute_v8000 = ::core::option::Option<
+    unsafe extern "C" fn(
+        value: *mut ::core::ffi::c_int,
+        attrib: CUdevice_P2PAttribute,
+        srcDevice: CUdevice_v1,
+        dstDevice: CUdevice_v1,
+    ) -> CUresult,
 >;
 pub type PFN_cuGetProcAddress_v12000 = ::core::option::Option<
     unsafe extern "C" fn(

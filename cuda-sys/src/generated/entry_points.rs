@@ -24,6 +24,7 @@ macro_rules! for_each_entry_point {
             cuDeviceGetUuid: PFN_cuDeviceGetUuid_v11040 = 9020, 13000;
             cuDeviceGetPCIBusId: PFN_cuDeviceGetPCIBusId_v4010 = 4010, 13000;
             cuDeviceCanAccessPeer: PFN_cuDeviceCanAccessPeer_v4000 = 4000, 13000;
+            cuDeviceGetP2PAttribute: PFN_cuDeviceGetP2PAttribute_v8000 = 8000, 13000;
             cuDeviceGetDefaultMemPool: PFN_cuDeviceGetDefaultMemPool_v11020 = 11020, 13000;
             cuDevicePrimaryCtxRetain: PFN_cuDevicePrimaryCtxRetain_v7000 = 7000, 13000;
             cuDevicePrimaryCtxRelease: PFN_cuDevicePrimaryCtxRelease_v11000 = 7000, 13000;
@@ -33,6 +34,7 @@ macro_rules! for_each_entry_point {
             cuCtxSynchronize: PFN_cuCtxSynchronize_v2000 = 2000, 12999;
             cuCtxGetStreamPriorityRange: PFN_cuCtxGetStreamPriorityRange_v5050 = 5050, 13000;
             cuCtxEnablePeerAccess: PFN_cuCtxEnablePeerAccess_v4000 = 4000, 13000;
+            cuCtxDisablePeerAccess: PFN_cuCtxDisablePeerAccess_v4000 = 4000, 13000;
             cuStreamCreateWithPriority: PFN_cuStreamCreateWithPriority_v5050 = 5050, 13000;
             cuStreamDestroy: PFN_cuStreamDestroy_v4000 = 2000, 13000;
             cuStreamQuery: PFN_cuStreamQuery_v2000 = 2000, 13000;
@@ -68,6 +70,8 @@ macro_rules! for_each_entry_point {
             cuMemPoolGetAttribute: PFN_cuMemPoolGetAttribute_v11020 = 11020, 13000;
             cuMemPoolSetAttribute: PFN_cuMemPoolSetAttribute_v11020 = 11020, 13000;
             cuMemPoolTrimTo: PFN_cuMemPoolTrimTo_v11020 = 11020, 13000;
+            cuMemPoolSetAccess: PFN_cuMemPoolSetAccess_v11020 = 11020, 13000;
+            cuMemPoolGetAccess: PFN_cuMemPoolGetAccess_v11020 = 11020, 13000;
             cuModuleLoadData: PFN_cuModuleLoadData_v2000 = 2000, 13000;
             cuModuleUnload: PFN_cuModuleUnload_v2000 = 2000, 13000;
             cuModuleGetFunction: PFN_cuModuleGetFunction_v2000 = 2000, 13000;

@@ -120,3 +120,16 @@ pub fn enable_peer_access(peer: impl AsBorrowed<kind::ContextKind>, flags: u32) 
     // SAFETY: `peer` is a live context (the handle proves it).
     unsafe { call!(peer.driver(), cuCtxEnablePeerAccess(peer.as_raw(), flags)) }
 }
+
+/// Stops the current context's access to `peer`'s memory
+/// (`cuCtxDisablePeerAccess`).
+/// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html)
+///
+/// # Errors
+/// `CUDA_ERROR_PEER_ACCESS_NOT_ENABLED` when access was not enabled,
+/// `CUDA_ERROR_INVALID_CONTEXT`, …; `Unsupported` without the entry point.
+pub fn disable_peer_access(peer: impl AsBorrowed<kind::ContextKind>) -> Result<()> {
+    let peer = peer.as_borrowed();
+    // SAFETY: `peer` is a live context (the handle proves it).
+    unsafe { call!(peer.driver(), cuCtxDisablePeerAccess(peer.as_raw())) }
+}

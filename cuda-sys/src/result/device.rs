@@ -9,7 +9,7 @@
 
 use super::Result;
 use crate::handle::{Borrowed, BorrowedMemPool};
-use crate::{CUdevice, CUdevice_attribute, CUmemoryPool, CUuuid, Driver};
+use crate::{CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUmemoryPool, CUuuid, Driver};
 use std::ffi::c_char;
 
 /// The device of ordinal `ordinal` (`cuDeviceGet`).
@@ -109,6 +109,28 @@ pub fn can_access_peer(drv: &Driver, dev: CUdevice, peer: CUdevice) -> Result<bo
     // SAFETY: writes one int through a valid pointer.
     unsafe { call!(drv, cuDeviceCanAccessPeer(&mut can, dev, peer)) }?;
     Ok(can != 0)
+}
+
+/// One attribute of the link from `src` to `dst`
+/// (`cuDeviceGetP2PAttribute`): the performance rank (lower is faster),
+/// whether access is supported, whether native atomics are, whether CUDA
+/// arrays can be accessed.
+/// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html)
+///
+/// # Errors
+/// `CUDA_ERROR_INVALID_DEVICE` (same device or a bad ordinal), the
+/// driver's code; `Unsupported` without the entry point.
+pub fn get_p2p_attribute(
+    drv: &Driver,
+    attr: CUdevice_P2PAttribute,
+    src: CUdevice,
+    dst: CUdevice,
+) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int through a valid pointer; any attribute value is
+    // safe to pass (an unknown one is `CUDA_ERROR_INVALID_VALUE`).
+    unsafe { call!(drv, cuDeviceGetP2PAttribute(&mut v, attr, src, dst)) }?;
+    Ok(v)
 }
 
 /// The device's default memory pool (`cuDeviceGetDefaultMemPool`), alive

@@ -97,3 +97,48 @@ pub fn trim_to(pool: impl AsBorrowed<kind::MemPoolKind>, keep: usize) -> Result<
     // SAFETY: a live pool.
     unsafe { call!(p.driver(), cuMemPoolTrimTo(p.as_raw(), keep)) }
 }
+
+/// The location of device `ordinal` (`CU_MEM_LOCATION_TYPE_DEVICE`).
+fn device_location(ordinal: i32) -> crate::CUmemLocation {
+    crate::CUmemLocation { type_: crate::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: ordinal }
+}
+
+/// Sets how work on device `ordinal` may access the pool's memory
+/// (`cuMemPoolSetAccess` with one descriptor): `PROT_READWRITE` opens it,
+/// `PROT_NONE` closes it. The pool's own device always has access.
+/// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html)
+///
+/// # Errors
+/// `CUDA_ERROR_INVALID_DEVICE` for the pool's own device (which cannot
+/// lose access) or a device without peer access to it, the driver's code;
+/// `Unsupported` before CUDA 11.2.
+pub fn set_access(
+    pool: impl AsBorrowed<kind::MemPoolKind>,
+    ordinal: i32,
+    flags: crate::CUmemAccess_flags,
+) -> Result<()> {
+    let p = pool.as_borrowed();
+    let desc = crate::CUmemAccessDesc { location: device_location(ordinal), flags };
+    // SAFETY: a live pool; the driver reads one descriptor from a valid
+    // pointer.
+    unsafe { call!(p.driver(), cuMemPoolSetAccess(p.as_raw(), &desc, 1)) }
+}
+
+/// How work on device `ordinal` may access the pool's memory
+/// (`cuMemPoolGetAccess`).
+/// [Reference](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html)
+///
+/// # Errors
+/// The driver's code; `Unsupported` before CUDA 11.2.
+pub fn get_access(
+    pool: impl AsBorrowed<kind::MemPoolKind>,
+    ordinal: i32,
+) -> Result<crate::CUmemAccess_flags> {
+    let p = pool.as_borrowed();
+    let mut loc = device_location(ordinal);
+    let mut flags = crate::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    // SAFETY: a live pool; the driver reads the location and writes one
+    // flags value, both through valid pointers.
+    unsafe { call!(p.driver(), cuMemPoolGetAccess(&mut flags, p.as_raw(), &mut loc)) }?;
+    Ok(flags)
+}

@@ -1,6 +1,7 @@
 //! Memory: device buffers and their views ([`buffer`]), pinned host buffers
 //! ([`pinned`]), copies and fills between them ([`copy`]), the per-device
-//! memory ledger ([`ledger`]) and the prefetcher built on the public API
+//! memory ledger ([`ledger`]), peer access between devices ([`peer`]) and
+//! the prefetcher built on the public API
 //! ([`prefetch`]).
 //!
 //! This layer sits on streams, the tracker and devices: every operation here
@@ -14,6 +15,7 @@
 pub(crate) mod buffer;
 pub(crate) mod copy;
 pub(crate) mod ledger;
+pub(crate) mod peer;
 pub(crate) mod pinned;
 pub(crate) mod prefetch;
 pub(crate) mod staging;

@@ -1,0 +1,66 @@
+//! `gpu-bench p2p` on two and four simulated devices: every ordered pair
+//! measured and checked, the link taken only with peer access (the
+//! simulator's model: the host link's 25 GB/s against NVLink's 450), ours
+//! beside the raw loop, all four outputs written; one device is a usage
+//! error.
+
+use gpu_bench::p2p::P2pReport;
+use std::process::Command;
+
+fn p2p(devices: u32, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("gpu-bench-p2p-{}-{devices}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .env_remove("RUST_LOG")
+        .env("CUDA_SIM_DEVICES", devices.to_string())
+        .args(["--driver", "sim", "p2p", "--bytes", "4194304", "--repeat", "3", "--out"])
+        .arg(&dir)
+        .args(extra)
+        .output()
+        .expect("gpu-bench runs");
+    (out, dir)
+}
+
+fn check(devices: u32) {
+    let (out, dir) = p2p(devices, &["--format", "json"]);
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let r: P2pReport = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let n = devices as usize;
+    assert!(r.simulated && r.devices.len() == n);
+    assert_eq!(r.pairs.len(), n * (n - 1), "every ordered pair");
+    for p in &r.pairs {
+        let on = p.copy_on_gbs.value().expect("copy with peer access");
+        let off = p.copy_off_gbs.value().expect("staged copy");
+        assert!(on > 10.0 * off, "{} -> {}: the link only with access: {on} vs {off}", p.src, p.dst);
+        let both = p.copy_both_on_gbs.value().expect("both ways");
+        assert!(both > 1.9 * on, "both ways use both directions: {both} vs {on}");
+        let raw = p.raw_on_gbs.value().expect("raw loop");
+        assert!((on / raw - 1.0).abs() < 0.01, "ours {on} vs raw {raw}");
+        assert!(p.latency_gpu_on_us.value().is_some() && p.latency_host_on_us.value().is_some());
+    }
+    for f in ["report.md", "results.json", "results.csv", "heatmap.svg"] {
+        assert!(dir.join(f).is_file(), "{f} written");
+    }
+    let svg = std::fs::read_to_string(dir.join("heatmap.svg")).expect("svg");
+    assert_eq!(svg.matches("<rect").count(), n * n, "one cell per (src, dst)");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 1 + n * (n - 1) * 11, "a row per pair and figure");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_ordered_pair_of_two_simulated_devices() {
+    check(2);
+}
+
+#[test]
+fn every_ordered_pair_of_four_simulated_devices() {
+    check(4);
+}
+
+#[test]
+fn one_device_is_a_usage_error() {
+    let (out, _) = p2p(1, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two devices"));
+}
