@@ -188,3 +188,18 @@ mod tests {
         assert_eq!(super::SIM_ORIGIN, cuda_sim::ORIGIN);
     }
 }
+
+#[cfg(test)]
+mod text_tests {
+    use super::DRIVER_ENV;
+    use crate::error::Error;
+    use cuda_sys::LoadError;
+
+    /// `Error::Load`'s text writes the variable out (`error` sits below this
+    /// module): it must name this one.
+    #[test]
+    fn the_no_driver_text_names_this_variable() {
+        let e = Error::Load(LoadError::LibraryNotFound { tried: vec![] });
+        assert!(e.to_string().contains(&format!("{DRIVER_ENV}=sim")), "{e}");
+    }
+}

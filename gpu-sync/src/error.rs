@@ -21,9 +21,10 @@ pub enum Error {
     /// The driver could not be loaded (no libcuda, no GPU, `cuInit` failed);
     /// the message says how to run on the simulator instead.
     #[error(
-        "CUDA driver unavailable: {0}\n(without a GPU, run on the simulator cuda-sim: set {env}=sim, \
-         or call gpu_sync::select_driver_with(DriverChoice::Sim); both need gpu-sync's `sim` feature)",
-        env = crate::DRIVER_ENV
+        // The variable is `backend::DRIVER_ENV`, written out: `error` sits
+        // below `backend` in the layers (a test keeps the two equal).
+        "CUDA driver unavailable: {0}\n(without a GPU, run on the simulator cuda-sim: set GPU_SYNC_DRIVER=sim, \
+         or call gpu_sync::select_driver_with(DriverChoice::Sim); both need gpu-sync's `sim` feature)"
     )]
     Load(#[from] LoadError),
 

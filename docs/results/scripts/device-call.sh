@@ -29,6 +29,10 @@ gb=$B/bin/gpu-bench
 summary="$o/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+# The logs are packed after every stage, so a call cut short by its time
+# limit still brings back what ran.
+pack() { tar cJf "$o/logs.tar.xz.part" -C "$o" logs && mv "$o/logs.tar.xz.part" "$o/logs.tar.xz"; }
+trap 'say "stopped by a signal"; pack; exit 124' TERM INT
 say "machine: $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
 for stage in "$@"; do
   t0=$SECONDS
@@ -60,14 +64,13 @@ for stage in "$@"; do
       say "timers: $n reports in $((SECONDS - t0)) s"
       ;;
     p2p)
-      timeout 500 "$gb" p2p --out "$logs/p2p" >"$logs/p2p.log" 2>&1
+      timeout 240 "$gb" p2p --out "$logs/p2p" >"$logs/p2p.log" 2>&1
       say "gpu-bench p2p: exit $? in $((SECONDS - t0)) s"
-      timeout 300 python3 docs/results/scripts/p2p-peers.py >"$logs/p2p-peers.json" 2>"$logs/p2p-peers.err"
+      timeout 200 python3 docs/results/scripts/p2p-peers.py >"$logs/p2p-peers.json" 2>"$logs/p2p-peers.err"
       say "p2p peers (PyTorch): exit $? in $((SECONDS - t0)) s"
       ;;
     *) say "unknown stage $stage" ;;
   esac
+  pack
 done
-tar cJf "$o/logs.tar.xz" -C "$o" logs
 rm -rf "$logs"
-cat "$summary"
