@@ -8,7 +8,7 @@
 use crate::info::{ClockCheck, Resolution};
 use crate::instruments::{Instruments, SpinGate};
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
-use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
+use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer, StreamRecords};
 use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ pub struct Timer {
     pub(crate) resolution: Resolution,
     /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
     /// stream, made at the first kernel-mode run.
-    pub(crate) kernel_clock: Option<(Consumer, u32)>,
+    pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
     /// Rounds of gated samples dropped because the gate timed out.
     pub(crate) dropped_rounds: usize,
 }
@@ -185,7 +185,7 @@ impl Timer {
             .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
             .map_err(|e| e.to_string())?;
         let sid = a
-            .stream_id(self.stream.device().raw_context(), self.stream.as_raw())
+            .stream_records(self.stream.device().raw_context(), self.stream.as_raw())
             .map_err(|e| e.to_string())?;
         self.kernel_clock = Some((c, sid));
         Ok(())
