@@ -54,6 +54,9 @@ pub struct Timer {
     pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
     /// Rounds of gated samples dropped because the gate timed out.
     pub(crate) dropped_rounds: usize,
+    /// The warm-up runs of the last mode sampled, seconds each, in order
+    /// (taken by the bench for the record's warm-up curve).
+    pub(crate) last_warmup: Vec<f64>,
 }
 
 impl Timer {
@@ -92,6 +95,7 @@ impl Timer {
             resolution,
             kernel_clock: None,
             dropped_rounds: 0,
+            last_warmup: Vec::new(),
         };
         t.probe_clock()?;
         if t.instruments.is_some() {
