@@ -152,8 +152,9 @@ pub enum Command {
         free_running: bool,
     },
     /// The timer against the GPU's own clock: four memory kernels at five
-    /// sizes and a spin kernel at five lengths, in every mode, each event
-    /// mode's excess over kernel mode (CUPTI) reported.
+    /// sizes, a spin kernel at five lengths and scale_f32 in other launch
+    /// shapes (one thread per element, an odd size), in every mode, each
+    /// event mode's excess over kernel mode (CUPTI) reported.
     Truth {
         /// Only launch each case this many times (no timing), for an external
         /// profiler such as Nsight Compute to time the same launches.

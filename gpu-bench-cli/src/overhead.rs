@@ -793,10 +793,15 @@ impl Fixture {
         recorded: Option<&mut Recorded>,
     ) -> Result<f64> {
         let Some(timing) = v.timing() else { return self.batch(v, n, gate, timeouts) };
+        // The consumer, and which of its records are stream A's (where the
+        // recorded launches go).
         let consumer = match timing {
             Timing::Cupti => Some(
                 gpu_sync::cuda_sys::cupti::activity()
-                    .and_then(|a| a.consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation]))
+                    .and_then(|a| {
+                        let c = a.consumer(&[ActivityKind::Kernel, ActivityKind::ExternalCorrelation])?;
+                        Ok((c, a.stream_records(self.device.raw_context(), self.sa.as_raw())?))
+                    })
                     .map_err(gpu_sync::Error::from)?,
             ),
             _ => None,
@@ -804,9 +809,9 @@ impl Fixture {
         let rec = self.device.record(RecordOptions::new(timing))?;
         let ns = self.batch(v, n, gate, timeouts);
         let r = rec.stop();
-        let records = match &consumer {
-            Some(c) => c.take().map_err(gpu_sync::Error::from)?,
-            None => Vec::new(),
+        let (records, on_a) = match &consumer {
+            Some((c, a)) => (c.take().map_err(gpu_sync::Error::from)?, Some(a)),
+            None => (Vec::new(), None),
         };
         let (ns, r) = (ns?, r?);
         let name = self.add_k.name().to_owned();
@@ -823,7 +828,9 @@ impl Fixture {
                         _ => None,
                     })
                     .collect();
-                let kernels: std::collections::HashSet<u32> = records
+                let kernels: std::collections::HashSet<u32> = on_a
+                    .map(|a| a.select(records.iter().cloned()))
+                    .unwrap_or_default()
                     .iter()
                     .filter(|c| matches!(c.op, ActivityOp::Kernel { .. }))
                     .map(|c| c.correlation_id)

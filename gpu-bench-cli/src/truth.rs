@@ -2,7 +2,10 @@
 //!
 //! Four memory kernels of the `kernels` crate (`scale_f32`, `copy_u32x4`,
 //! `triad_f32`, `read_sum_u32x4`) at 1 Ki, 32 Ki, 1 Mi, 32 Mi and 256 Mi
-//! elements, and the spin kernel at 2 µs, 10 µs, 100 µs, 1 ms and 10 ms,
+//! elements, the spin kernel at 2 µs, 10 µs, 100 µs, 1 ms and 10 ms, then
+//! launch shapes other than the wrappers' grids: `scale_f32` with one thread
+//! per element at 1 Mi, 4 Mi and 64 Mi elements (most blocks exit at once)
+//! and at an odd size (1,000,003 elements, tiled and one thread per element),
 //! each timed in every sampled mode (cold, hot, batch, graph) and in kernel
 //! mode (CUPTI's records, where CUPTI loads). Each record carries
 //! "<mode> over kernel": what each event mode reads above the GPU's own
@@ -13,7 +16,7 @@
 //! profiler (Nsight Compute) times the same launches.
 //!
 //! The cases run in a fixed order (an empty spin, then per size the four
-//! memory kernels, then the spins), the order `peer/truth_table.py` joins
+//! memory kernels, then the spins, then the launch shapes), the order `peer/truth_table.py` joins
 //! Nsight Compute's launches on. They run twice: first every case in the
 //! event modes, with CUPTI not yet touched in the process, then every case
 //! in kernel mode, added to the same records ([`gpu_bench::Bench::run_more`]):
@@ -21,18 +24,30 @@
 //! it read more.
 //!
 //! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
-//! 1 Mi elements and the spin lengths at 100 µs.
+//! 1 Mi elements (the odd size still runs) and the spin lengths at 100 µs.
 
 use crate::common::{Ctx, Failure, finish_report};
 use gpu_bench::record::{Counter, Unit, format_value};
 use gpu_bench::{Bench, Mode, Report, Timer};
-use gpu_sync::{DeviceBuffer, Stream};
+use gpu_sync::{DeviceBuffer, LaunchConfig, Stream};
 
 /// Elements of each memory case.
 const SIZES: [(usize, &str); 5] =
     [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")];
 /// Spin lengths, seconds.
 const SPINS: [f64; 5] = [2e-6, 10e-6, 100e-6, 1e-3, 10e-3];
+/// Sizes of `scale_f32` launched with one thread per element instead of its
+/// tiled grid: 4,096, 16,384 and 262,144 blocks of 256 threads, most of them
+/// past the tiles the kernel works on, exiting at once (the shape issue 26
+/// found kernel mode reading 7 % above Nsight Compute on).
+const WIDE: [(usize, &str); 3] = [(1 << 20, "1Mi"), (1 << 22, "4Mi"), (1 << 26, "64Mi")];
+/// An odd size (not a multiple of the kernel's 4-float vectors), through the
+/// tiled grid and with one thread per element.
+const ODD: (usize, &str) = (1_000_003, "1000003");
+/// The `grid` parameter of the cases of [`WIDE`] and [`ODD`].
+const PER_ELEMENT: &str = "1 thread/element";
+/// Threads per block of the one-thread-per-element shapes.
+const WIDE_BLOCK: u32 = 256;
 
 /// Which modes a pass over the cases measures.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,19 +79,23 @@ impl Plan<'_> {
         &self,
         report: &mut Report,
         timer: &mut Timer,
-        kernel: &str,
-        size: &str,
-        bytes: u64,
+        case: &Case,
         mut f: impl FnMut(&Stream) -> gpu_sync::Result<()>,
     ) -> Result<(), Failure> {
+        let Case { kernel, size, grid, bytes, .. } = *case;
         self.ctx.progress.step(format!(
-            "truth: {kernel} {size}{}",
+            "truth: {kernel} {size}{}{}",
+            grid.map(|g| format!(" ({g})")).unwrap_or_default(),
             if self.pass == Pass::Kernel { " (kernel mode)" } else { "" }
         ));
         let mut s = self.ctx.settings;
         // Batches of about 2 ms of work.
         s.batch_runs = s.batch_runs.max(1);
-        let bench = Bench::new(kernel).param("size", size).bytes(bytes).settings(s);
+        let mut bench = Bench::new(kernel).param("size", size);
+        if let Some(g) = grid {
+            bench = bench.param("grid", g);
+        }
+        let bench = bench.bytes(bytes).settings(s);
         if self.pass == Pass::Kernel {
             let i = self.next.get();
             self.next.set(i + 1);
@@ -155,6 +174,8 @@ struct Buffers {
     src: DeviceBuffer<u32>,
     out_f: DeviceBuffer<f32>,
     out_u: DeviceBuffer<u32>,
+    /// The output of the launch-shape cases ([`WIDE`], [`ODD`]).
+    out_s: DeviceBuffer<f32>,
     sum: DeviceBuffer<u64>,
     empty_out: DeviceBuffer<u64>,
     spin_out: DeviceBuffer<u64>,
@@ -187,6 +208,7 @@ impl Buffers {
             src,
             out_f: DeviceBuffer::<f32>::alloc(stream, max)?,
             out_u: DeviceBuffer::<u32>::alloc(stream, max)?,
+            out_s: DeviceBuffer::<f32>::alloc(stream, shapes_len(max))?,
             sum: DeviceBuffer::<u64>::zeroed(stream, 1)?,
             empty_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
             spin_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
@@ -194,10 +216,18 @@ impl Buffers {
     }
 }
 
+/// Elements of the launch-shape cases' output when the sizes stop at `max`:
+/// the largest [`WIDE`] size run, or [`ODD`].
+fn shapes_len(max: usize) -> usize {
+    WIDE.iter().map(|(n, _)| *n).filter(|&n| n <= max).chain([ODD.0]).max().unwrap_or(ODD.0)
+}
+
 /// One case as the visitor of [`cases`] sees it.
 struct Case<'a> {
     kernel: &'a str,
     size: &'a str,
+    /// The launch shape, where it is not the kernel wrapper's own grid.
+    grid: Option<&'a str>,
     bytes: u64,
     /// A spin's expected length (cycles over the clock), seconds.
     expected: Option<f64>,
@@ -218,13 +248,13 @@ fn cases(
     visit: &mut dyn FnMut(Case, &mut Work) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let k = &ctx.kernels;
-    let empty = Case { kernel: "spin_cycles", size: "empty", bytes: 0, expected: None };
+    let empty = Case { kernel: "spin_cycles", size: "empty", grid: None, bytes: 0, expected: None };
     visit(empty, &mut |s| k.spin(s, 1, &mut b.empty_out))?;
     for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= b.max) {
         let (xv, yv, sv) = (b.xs.slice(..n)?, b.ys.slice(..n)?, b.src.slice(..n)?);
         let (out_f, out_u, sum) = (&mut b.out_f, &mut b.out_u, &mut b.sum);
         let bytes = n as u64;
-        let case = |kernel, bytes| Case { kernel, size: label, bytes, expected: None };
+        let case = |kernel, bytes| Case { kernel, size: label, grid: None, bytes, expected: None };
         visit(case("scale_f32", 8 * bytes), &mut |s| k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0))?;
         visit(case("copy_u32x4", 8 * bytes), &mut |s| k.copy(s, &sv, &mut out_u.slice_mut(..n)?))?;
         visit(case("triad_f32", 12 * bytes), &mut |s| k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5))?;
@@ -238,11 +268,34 @@ fn cases(
         let case = Case {
             kernel: "spin_cycles",
             size: &label,
+            grid: None,
             bytes: 0,
             expected: Some(cycles as f64 / (mhz * 1e6)),
         };
         visit(case, &mut |s| k.spin(s, cycles, &mut b.spin_out))?;
     }
+    // The launch shapes, last (the order above is the one the peers join
+    // on): `out_s = 2 x` with one thread per element, then the odd size,
+    // `out_s = 3 x`, tiled and with one thread per element.
+    let per_element = |n: usize| LaunchConfig::for_elements(n as u64, WIDE_BLOCK);
+    for &(n, label) in WIDE.iter().filter(|(n, _)| *n <= b.max) {
+        let (xv, out) = (b.xs.slice(..n)?, &mut b.out_s);
+        let case = Case {
+            kernel: "scale_f32",
+            size: label,
+            grid: Some(PER_ELEMENT),
+            bytes: 8 * n as u64,
+            expected: None,
+        };
+        visit(case, &mut |s| k.scale_f32_with_grid(s, per_element(n), &xv, &mut out.slice_mut(..n)?, 2.0))?;
+    }
+    let (n, label) = ODD;
+    let (xv, out) = (b.xs.slice(..n)?, &mut b.out_s);
+    let odd = |grid| Case { kernel: "scale_f32", size: label, grid, bytes: 8 * n as u64, expected: None };
+    visit(odd(None), &mut |s| k.scale(s, &xv, &mut out.slice_mut(..n)?, 3.0))?;
+    visit(odd(Some(PER_ELEMENT)), &mut |s| {
+        k.scale_f32_with_grid(s, per_element(n), &xv, &mut out.slice_mut(..n)?, 3.0)
+    })?;
     Ok(())
 }
 
@@ -296,6 +349,17 @@ fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failur
     if sums == 0 || sum != expected_sum {
         return Err(bad(&format!("read_sum_u32x4 summed {sum:#x}, expected {expected_sum:#x}")));
     }
+    // The launch shapes: `3 x` over the odd size, `2 x` (the widest
+    // one-thread-per-element case) past it, untouched by the odd size.
+    let got_s = stream.to_vec(&b.out_s)?;
+    let want_s = |i: usize| (if i < ODD.0 { 3.0 } else { 2.0 }) * x_at(i);
+    if let Some(i) = (0..got_s.len()).find(|&i| got_s[i] != want_s(i)) {
+        return Err(bad(&format!(
+            "scale_f32 (launch shapes) wrote {} at {i}, expected {}",
+            got_s[i],
+            want_s(i)
+        )));
+    }
     let spun = stream.to_vec(&b.spin_out)?[0];
     if spun < min_spin {
         return Err(bad(&format!("spin_cycles waited {spun} cycles, asked {min_spin}")));
@@ -332,7 +396,7 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
         let mut clock =
             || *mhz.get_or_insert_with(|| timer.borrow().clock().map_or(device_mhz, |c| c.steady_mhz));
         cases(ctx, b, &mut clock, &mut |case, work| {
-            plan.case(report, &mut timer.borrow_mut(), case.kernel, case.size, case.bytes, work)?;
+            plan.case(report, &mut timer.borrow_mut(), &case, work)?;
             if let (Pass::Events, Some(expected), Some(r)) =
                 (plan.pass, case.expected, report.records.last_mut())
             {
@@ -390,11 +454,13 @@ mod tests {
         let calls = session.calls();
         assert!((session.total_calls() - before) as usize <= calls.len(), "the call log kept every call");
         let ours = &calls[calls.len() - (session.total_calls() - before) as usize..];
-        // 1 empty spin, 4 memory kernels at 3 sizes, 3 spins: 16 cases, 2 each.
-        assert_eq!(ours.iter().filter(|c| **c == "cuLaunchKernel").count(), 32, "launches besides the cases");
+        // 1 empty spin, 4 memory kernels at 3 sizes, 3 spins, 3 launch
+        // shapes (1 Mi one thread per element, the odd size both ways): 19
+        // cases, 2 each.
+        assert_eq!(ours.iter().filter(|c| **c == "cuLaunchKernel").count(), 38, "launches besides the cases");
         let events: Vec<_> = ours.iter().filter(|c| c.starts_with("cuEvent")).collect();
         assert!(events.is_empty(), "launch-only made event calls: {events:?}");
         assert!(report.records.is_empty() && report.clock.is_none() && report.resolution.is_none());
-        assert!(report.notes[0].contains("32 launches"), "{:?}", report.notes);
+        assert!(report.notes[0].contains("38 launches"), "{:?}", report.notes);
     }
 }

@@ -78,6 +78,7 @@ use crate::stats::Summary;
 use crate::stop::{self, Rule, StopReason};
 pub use crate::timer::{PIPELINE_AHEAD_S, PIPELINE_RING, Timer};
 use crate::timer::{PROBE_EVERY_S, WARMUP_TOLERANCE, WARMUP_WINDOW};
+use crate::warmup::WarmupCurve;
 use gpu_sync::{Result, Stream};
 use std::sync::Arc;
 use std::time::Instant;
@@ -249,8 +250,14 @@ impl Bench {
             let Some(method) = crate::method::find(mode) else {
                 return Err(BenchError::Unavailable { mode, why: "no method measures this mode".into() });
             };
+            timer.last_warmup.clear();
             let result = method.measure(self, timer, rec, first.as_deref_mut(), f)?;
             if let Some(r) = result {
+                // The record's warm-up curve: the first sampled mode's.
+                let warm = std::mem::take(&mut timer.last_warmup);
+                if rec.warmup.is_none() {
+                    rec.warmup = WarmupCurve::new(r.mode, warm, &r.summary);
+                }
                 self.warn(rec, &r, timer);
                 rec.modes.push(r);
             }
@@ -319,6 +326,7 @@ impl Bench {
         src.clear_side();
         src.size_for(crate::stats::median(&warm));
         let warmup_s = began.elapsed().as_secs_f64();
+        timer.last_warmup = warm.clone();
         let mut probes: Vec<(usize, f64)> = Vec::new();
         if let Some(mhz) = timer.probe_clock()? {
             probes.push((0, mhz));

@@ -61,6 +61,7 @@ pub mod settings;
 pub mod stats;
 pub mod stop;
 pub mod timer;
+pub mod warmup;
 
 pub use bench::{Bench, Timer};
 pub use clock::host;

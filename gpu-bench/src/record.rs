@@ -12,12 +12,17 @@ use crate::info::{ClockCheck, DeviceInfo, Resolution};
 use crate::settings::Settings;
 use crate::stats::{Summary, sig4};
 use crate::stop::{Rule, StopReason};
+use crate::warmup::WarmupCurve;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the JSON layout ([`Report`]). 2: records of modes and
-/// counters (1 was the roofline's and overhead's own layouts).
-pub const SCHEMA_VERSION: u32 = 2;
+/// counters (1 was the roofline's and overhead's own layouts); 3: a record
+/// may carry its warm-up curve ([`Record::warmup`]).
+pub const SCHEMA_VERSION: u32 = 3;
+/// The oldest layout [`Report::from_json`] reads: version 2, which is
+/// version 3 without warm-up curves.
+pub const SCHEMA_VERSION_OLDEST: u32 = 2;
 /// The `schema` field of every report.
 pub const SCHEMA: &str = "gpu-bench.report";
 
@@ -255,6 +260,11 @@ pub struct Record {
     pub counters: Vec<Counter>,
     /// Warnings, each naming its rule.
     pub warnings: Vec<Warning>,
+    /// The first runs, each timed, until steady: the warm-up of the first
+    /// sampled mode measured on the record. Absent in reports of schema
+    /// version 2 and for a record of first-call mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupCurve>,
 }
 
 impl Record {
@@ -268,6 +278,7 @@ impl Record {
             modes: Vec::new(),
             counters: Vec::new(),
             warnings: Vec::new(),
+            warmup: None,
         }
     }
 
@@ -357,8 +368,10 @@ impl Report {
     /// Parses a report written by `crate::render::json`.
     ///
     /// # Errors
-    /// A message naming what is wrong: not JSON, another schema, or a newer
-    /// schema version.
+    /// A message naming what is wrong: not JSON, another schema, or a
+    /// schema version outside [`SCHEMA_VERSION_OLDEST`]..=[`SCHEMA_VERSION`]
+    /// (a version-2 report reads as one without warm-up curves; its
+    /// `schema_version` stays 2).
     pub fn from_json(text: &str) -> Result<Report, String> {
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
@@ -366,8 +379,10 @@ impl Report {
             return Err(format!("not a {SCHEMA} file (schema {schema:?})"));
         }
         let version = v.get("schema_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
-        if version != u64::from(SCHEMA_VERSION) {
-            return Err(format!("schema version {version}; this gpu-bench reads version {SCHEMA_VERSION}"));
+        if !(u64::from(SCHEMA_VERSION_OLDEST)..=u64::from(SCHEMA_VERSION)).contains(&version) {
+            return Err(format!(
+                "schema version {version}; this gpu-bench reads versions {SCHEMA_VERSION_OLDEST} to {SCHEMA_VERSION}"
+            ));
         }
         serde_json::from_value(v).map_err(|e| format!("malformed report: {e}"))
     }

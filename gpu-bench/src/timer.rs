@@ -8,7 +8,7 @@
 use crate::info::{ClockCheck, Resolution};
 use crate::instruments::{Instruments, SpinGate};
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
-use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
+use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer, StreamRecords};
 use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
 use std::sync::Arc;
 
@@ -51,9 +51,12 @@ pub struct Timer {
     pub(crate) resolution: Resolution,
     /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
     /// stream, made at the first kernel-mode run.
-    pub(crate) kernel_clock: Option<(Consumer, u32)>,
+    pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
     /// Rounds of gated samples dropped because the gate timed out.
     pub(crate) dropped_rounds: usize,
+    /// The warm-up runs of the last mode sampled, seconds each, in order
+    /// (taken by the bench for the record's warm-up curve).
+    pub(crate) last_warmup: Vec<f64>,
 }
 
 impl Timer {
@@ -92,6 +95,7 @@ impl Timer {
             resolution,
             kernel_clock: None,
             dropped_rounds: 0,
+            last_warmup: Vec::new(),
         };
         t.probe_clock()?;
         if t.instruments.is_some() {
@@ -185,7 +189,7 @@ impl Timer {
             .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
             .map_err(|e| e.to_string())?;
         let sid = a
-            .stream_id(self.stream.device().raw_context(), self.stream.as_raw())
+            .stream_records(self.stream.device().raw_context(), self.stream.as_raw())
             .map_err(|e| e.to_string())?;
         self.kernel_clock = Some((c, sid));
         Ok(())

@@ -337,3 +337,60 @@ fn kernel_mode_refuses_runs_of_varying_shape() {
         .unwrap_err();
     assert!(err.to_string().contains("each run must enqueue the same number"), "{err}");
 }
+
+/// The warm-up curve: the first runs of the first sampled mode (cold, which
+/// runs before hot), each timed on its clock, held against its steady state. Here the first three runs
+/// do ten times the work (as a first call or a cold module would cost).
+#[test]
+fn the_warm_up_curve_shows_the_slow_first_runs_and_when_it_settled() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut calls = 0u32;
+    // Quick settings, but warm-up as by default (up to 200 runs, not 3).
+    let settings = Settings { warmup_max: 200, ..Settings::quick() };
+    let r = Bench::new("spin, slow at first")
+        .modes(&[Mode::Hot, Mode::Cold])
+        .settings(settings)
+        .run(&stream, |s| {
+            calls += 1;
+            let us = [500, 200, 100].get(calls as usize - 1).copied().unwrap_or(50);
+            k.spin(s, us * CYCLES_PER_US, &mut out)
+        })
+        .unwrap();
+    let w = r.warmup.as_ref().expect("a warm-up curve");
+    // Modes run in their order (cold before hot): cold's warm-up is the curve.
+    let cold = r.mode(Mode::Cold).unwrap();
+    assert_eq!(w.mode, Mode::Cold, "the first mode measured");
+    assert_eq!(w.runs.len(), cold.warmup_runs, "every warm-up run of cold, each timed");
+    let first: Vec<f64> = w.runs[..3].iter().map(|t| (t * 1e6).round()).collect();
+    assert_eq!(first, [500.0, 200.0, 100.0], "{:?}", w.runs);
+    assert!(w.runs[3..].iter().all(|&t| (t - 50e-6).abs() < 1e-6), "{:?}", w.runs);
+    assert_eq!(w.steady_after, 3);
+    assert!((w.steady_median - cold.median()).abs() < 1e-12);
+    let md = gpu_bench::render::warmup_markdown(std::slice::from_ref(&r));
+    assert!(
+        md.contains(&format!(
+            "warm-up (cold): {} runs, 500.0 µs → 50.00 µs, steady after run 3",
+            w.runs.len()
+        )),
+        "{md}"
+    );
+}
+
+/// A report of schema version 2 (before warm-up curves) still reads, as
+/// records without a curve; a newer version is refused.
+#[test]
+fn a_version_2_report_reads_without_warm_up_curves() {
+    let _one = one_at_a_time();
+    let (device, _stream, _k) = setup();
+    let mut report = gpu_bench::Report::new("t", gpu_bench::device_info(&device).unwrap(), Settings::quick());
+    report.records.push(gpu_bench::Record::new("x", &[]));
+    let text = gpu_bench::render::json(&report);
+    assert!(text.contains("\"schema_version\": 3") && !text.contains("warmup\""), "{text}");
+    let old = text.replace("\"schema_version\": 3", "\"schema_version\": 2");
+    let back = gpu_bench::Report::from_json(&old).expect("a version-2 report reads");
+    assert!(back.records[0].warmup.is_none());
+    let newer = text.replace("\"schema_version\": 3", "\"schema_version\": 4");
+    assert!(gpu_bench::Report::from_json(&newer).unwrap_err().contains("schema version 4"));
+}

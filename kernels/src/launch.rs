@@ -293,6 +293,59 @@ impl Kernels {
         self.scale.launch(stream, self.grid_tiles(n.div_ceil(4)), (input, out, a, n))
     }
 
+    /// `out = a * input` (`scale_f32`) launched with `cfg` instead of the
+    /// tiled grid of [`Kernels::scale`]: for launch shapes the timer is
+    /// checked on, such as one thread per element
+    /// ([`LaunchConfig::for_elements`]`(n, 256)`), where most blocks find
+    /// no tile of their own and exit at once. The kernel is correct with any
+    /// 1-D grid (it takes whole tiles block-strided, then grid-strides over
+    /// the rest); this method asks the grid to cover the data, one thread
+    /// per element at least, so a shape it runs is never the tiled one in
+    /// disguise.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](gpu_sync::Error::InvalidArgument) for
+    /// different lengths, a grid or block that is not 1-D, a block of more
+    /// than [`DEFAULT_BLOCK`] threads (the kernel's launch bounds) or fewer
+    /// threads in the grid than elements; a launch error.
+    pub fn scale_f32_with_grid<I, O>(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        input: &I,
+        out: &mut O,
+        a: f32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<f32> + ?Sized,
+        O: AsDeviceSliceMut<f32> + ?Sized,
+    {
+        let k = KernelId::ScaleF32;
+        same(k, "lengths", input.device_len(), out.device_len())?;
+        let (g, b) = (cfg.grid, cfg.block);
+        if (g.y, g.z, b.y, b.z) != (1, 1, 1, 1) {
+            return Err(invalid(k, format!("grid {g:?} and block {b:?} must be 1-D (it indexes x only)")));
+        }
+        if b.x > DEFAULT_BLOCK {
+            return Err(invalid(
+                k,
+                format!("{} threads a block, more than its launch bounds' {DEFAULT_BLOCK}", b.x),
+            ));
+        }
+        let n = input.device_len() as u64;
+        let threads = u64::from(g.x) * u64::from(b.x);
+        if threads < n {
+            return Err(invalid(
+                k,
+                format!("{} blocks of {} threads ({threads}) do not cover its {n} elements", g.x, b.x),
+            ));
+        }
+        // SAFETY (launch): `in[i]`, `out[i]` for `i < n`, the common length
+        // (checked above, and by gpu-sync as a `Len`); 1-D grid and block
+        // (checked above), so each element is written by one thread.
+        self.scale.launch(stream, cfg, (input, out, a, n))
+    }
+
     /// `out = x + y` (`add_f32`).
     ///
     /// # Errors

@@ -26,7 +26,7 @@
 
 mod records;
 
-pub use records::{ActivityKind, ActivityOp, ActivityRecord, EXTERNAL_KIND_CUSTOM0, SyncKind};
+pub use records::{ActivityKind, ActivityOp, ActivityRecord, EXTERNAL_KIND_CUSTOM0, StreamRecords, SyncKind};
 
 use crate::cupti_bindings as sys;
 use crate::cupti_bindings::{
@@ -576,6 +576,20 @@ impl Activity {
         // a valid out-pointer.
         check("cuptiGetStreamIdEx", unsafe { f(context.cast(), stream.cast(), 0, &mut id) })?;
         Ok(id)
+    }
+
+    /// The records of `stream` of `context`: its CUPTI id
+    /// ([`Activity::stream_id`]) and the filter that picks its device
+    /// operations from a consumer's records.
+    ///
+    /// # Errors
+    /// The call's error.
+    pub fn stream_records(
+        &self,
+        context: crate::CUcontext,
+        stream: crate::CUstream,
+    ) -> Result<StreamRecords, CuptiError> {
+        self.stream_id(context, stream).map(StreamRecords::new)
     }
 
     /// CUPTI's clock now, ns (`cuptiGetTimestamp`): the clock of the

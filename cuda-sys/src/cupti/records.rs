@@ -213,3 +213,91 @@ impl ActivityRecord {
         self.end_ns.saturating_sub(self.start_ns)
     }
 }
+
+/// The records of one stream: CUPTI's id of the stream
+/// ([`Activity::stream_id`](super::Activity::stream_id),
+/// [`Activity::stream_records`](super::Activity::stream_records)) and the
+/// choice, among a consumer's records, of the device operations (kernels,
+/// copies, memsets) that ran on it. Every consumer that times one stream
+/// applies this filter: kernel mode's clock, the profiler's join, the
+/// launch-overhead command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamRecords {
+    /// CUPTI's id of the stream, as its records carry it.
+    pub stream_id: u32,
+}
+
+impl StreamRecords {
+    /// The records of the stream CUPTI calls `stream_id`.
+    pub fn new(stream_id: u32) -> StreamRecords {
+        StreamRecords { stream_id }
+    }
+
+    /// Whether `r` is a device operation (kernel, copy or memset) of this
+    /// stream; external correlations, synchronizations and overheads carry
+    /// no stream of their own and never are.
+    pub fn holds(&self, r: &ActivityRecord) -> bool {
+        r.stream_id == self.stream_id
+            && matches!(
+                r.op,
+                ActivityOp::Kernel { .. } | ActivityOp::Memcpy { .. } | ActivityOp::Memset { .. }
+            )
+    }
+
+    /// This stream's device operations among `records`, in the order they
+    /// started on the GPU (records of equal start keep their order).
+    pub fn select(&self, records: impl IntoIterator<Item = ActivityRecord>) -> Vec<ActivityRecord> {
+        let mut mine: Vec<_> = records.into_iter().filter(|r| self.holds(r)).collect();
+        mine.sort_by_key(|r| r.start_ns);
+        mine
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(stream_id: u32, start_ns: u64, op: ActivityOp) -> ActivityRecord {
+        ActivityRecord {
+            start_ns,
+            end_ns: start_ns + 10,
+            device_id: 0,
+            context_id: 1,
+            stream_id,
+            correlation_id: start_ns as u32,
+            op,
+        }
+    }
+
+    fn kernel() -> ActivityOp {
+        ActivityOp::Kernel { name: "k".into(), grid: [1; 3], block: [1; 3], graph_id: 0, graph_node_id: 0 }
+    }
+
+    #[test]
+    fn a_streams_records_are_its_device_operations_in_start_order() {
+        let recs = vec![
+            rec(7, 300, kernel()),
+            rec(8, 100, kernel()),
+            rec(7, 100, ActivityOp::Memcpy { bytes: 4, copy_kind: 1 }),
+            rec(7, 200, ActivityOp::Memset { bytes: 4, value: 0 }),
+            // Same stream id, but not device operations.
+            rec(
+                7,
+                50,
+                ActivityOp::ExternalCorrelation { external_kind: EXTERNAL_KIND_CUSTOM0, external_id: 3 },
+            ),
+            rec(7, 60, ActivityOp::Synchronization { sync: SyncKind::StreamSynchronize, event_id: u32::MAX }),
+            rec(7, 70, ActivityOp::Overhead { overhead_kind: 0x10000, object_kind: 5 }),
+            rec(9, 0, kernel()),
+        ];
+        let s = StreamRecords::new(7);
+        let got: Vec<_> = s.select(recs.clone()).iter().map(|r| (r.start_ns, r.kind())).collect();
+        assert_eq!(
+            got,
+            [(100, ActivityKind::Memcpy), (200, ActivityKind::Memset), (300, ActivityKind::Kernel)],
+            "stream 7's copy, memset and kernel, by start"
+        );
+        assert_eq!(StreamRecords::new(8).select(recs.clone()).len(), 1);
+        assert!(StreamRecords::new(1).select(recs).is_empty(), "no record of an unknown stream");
+    }
+}

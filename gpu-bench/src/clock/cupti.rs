@@ -43,13 +43,7 @@ impl Clock for KernelRuns<'_> {
             let Some((consumer, _)) = t.kernel_clock.as_ref() else {
                 return Err(BenchError::Kernel("no CUPTI consumer".into()));
             };
-            let mut recs: Vec<_> = consumer
-                .take()
-                .map_err(|e| BenchError::Kernel(e.to_string()))?
-                .into_iter()
-                .filter(|r| r.stream_id == sid)
-                .collect();
-            recs.sort_by_key(|r| r.start_ns);
+            let recs = sid.select(consumer.take().map_err(|e| BenchError::Kernel(e.to_string()))?);
             if recs.is_empty() {
                 return Err(BenchError::Kernel(
                     "CUPTI recorded no kernel, copy or memset for the runs on the timing stream \

@@ -179,7 +179,7 @@ fn different_environments_are_refused_unless_allowed() {
     for (b, names) in [
         (with(&|r| r.device.name = "H200".into()), "GPU: old H100 (sm_90), new H200 (sm_90)"),
         (with(&|r| r.device.driver_cuda_version = "12.8".into()), "CUDA driver: old 13.0, new 12.8"),
-        (with(&|r| r.schema_version = 3), "schema: old gpu-bench.report v2, new gpu-bench.report v3"),
+        (with(&|r| r.schema_version = 2), "schema: old gpu-bench.report v3, new gpu-bench.report v2"),
     ] {
         let e = compare(&a, &b, OPTS).unwrap_err();
         assert!(matches!(e, GateError::DifferentEnv(_)), "{e}");

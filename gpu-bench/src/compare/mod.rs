@@ -382,7 +382,7 @@ mod tests {
         let back = Report::from_json(&crate::render::json(&r)).unwrap();
         assert_eq!(back, r);
         assert!(Report::from_json("{}").unwrap_err().contains("not a gpu-bench.report"));
-        let newer = crate::render::json(&r).replace("\"schema_version\": 2", "\"schema_version\": 99");
+        let newer = crate::render::json(&r).replace("\"schema_version\": 3", "\"schema_version\": 99");
         assert!(Report::from_json(&newer).unwrap_err().contains("99"));
     }
 }

@@ -353,8 +353,8 @@ impl CuptiSide {
         let mut streams = HashMap::new();
         for &(id, raw) in raw_streams {
             let raw = raw as usize as gpu_sync::cuda_sys::CUstream;
-            if let Ok(cid) = self.activity.stream_id(device.raw_context(), raw) {
-                streams.insert(cid, id);
+            if let Ok(ours) = self.activity.stream_records(device.raw_context(), raw) {
+                streams.insert(ours.stream_id, id);
             }
         }
         let recs: Vec<Rec> = records.iter().filter_map(from_activity).collect();
