@@ -8,7 +8,9 @@
 #
 #   tests      every test binary of the bundle against the real driver
 #   sanitize   compute-sanitizer over $SAN_BINS with $SAN_TOOLS (run.sh's stage)
-#   ncu        `gpu-bench truth --launch-only 200` under Nsight Compute (issue 26 item 2)
+#   ncu        `gpu-bench truth --launch-only $NCU_LAUNCHES` (200) under Nsight Compute
+#              (issue 26 items 1 and 2)
+#   truth      `gpu-bench truth` (every mode, kernel mode on CUPTI) for the same cases
 #   timers:S   `gpu-bench timer` reports, one after another, for S seconds (their
 #              results.json files are compared pairwise by `gpu-bench compare` later,
 #              on the build machine: the A/A false-verdict rate, issue 26)
@@ -38,21 +40,26 @@ for stage in "$@"; do
   t0=$SECONDS
   case $stage in
     tests)
-      OUT="$logs/bundle" bash $B/run.sh tests >"$logs/tests.log" 2>&1
+      OUT="$logs/bundle" timeout "${TESTS_TIMEOUT:-300}" bash $B/run.sh tests >"$logs/tests.log" 2>&1
       say "tests: exit $? in $((SECONDS - t0)) s; $(grep -c '^=== test' "$logs/tests.log") binaries; $(grep -E '^=== (ALL PASSED|FAILED)' "$logs/tests.log")"
       ;;
     sanitize)
-      OUT="$logs/bundle" bash $B/run.sh sanitize >"$logs/sanitize.log" 2>&1
+      OUT="$logs/bundle" timeout "${SAN_TIMEOUT:-300}" bash $B/run.sh sanitize >"$logs/sanitize.log" 2>&1
       say "sanitize: exit $? in $((SECONDS - t0)) s; $(grep -c '^=== compute-sanitizer' "$logs/sanitize.log") passes; $(grep -E '^=== (ALL PASSED|FAILED)' "$logs/sanitize.log")"
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$logs/sanitize.log" | sort | uniq -c | tee -a "$summary"
       ;;
     ncu)
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-      timeout 400 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-        --csv "$gb" truth --launch-only 200 >"$logs/ncu-launch-only.csv" 2>"$logs/ncu-launch-only.err"
+      n=${NCU_LAUNCHES:-200}
+      timeout "${NCU_TIMEOUT:-400}" "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --csv "$gb" truth --launch-only "$n" >"$logs/ncu-launch-only.csv" 2>"$logs/ncu-launch-only.err"
       rc=$?
-      say "ncu truth --launch-only 200: exit $rc in $((SECONDS - t0)) s; $(grep -c gpu__time_duration "$logs/ncu-launch-only.csv") kernel rows"
+      say "ncu truth --launch-only $n: exit $rc in $((SECONDS - t0)) s; $(grep -c gpu__time_duration "$logs/ncu-launch-only.csv") kernel rows"
       tail -3 "$logs/ncu-launch-only.err" | tee -a "$summary"
+      ;;
+    truth)
+      timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --out "$logs/truth" >"$logs/truth.log" 2>&1
+      say "gpu-bench truth: exit $? in $((SECONDS - t0)) s"
       ;;
     timers:*)
       budget=${stage#timers:}
