@@ -53,7 +53,7 @@ pub(crate) use release::Held;
 pub(crate) use timeline::event::EventInner;
 pub(crate) use timeline::marker::TailMark;
 pub(crate) use timeline::{Point, Timeline};
-pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};
+pub(crate) use track::{Allocation, Resource, Target, Use, Uses};
 
 /// What an operation is: the engine picks the flavor from it.
 #[derive(Clone, Copy)]
@@ -85,22 +85,91 @@ pub(crate) enum Kind<'a> {
     WaitEvent(Option<&'a Point>),
 }
 
-/// One stream-ordered operation.
+/// One stream-ordered operation, made by [`Op::new`] (its name, kind and
+/// uses) and the optional parts after it ([`Op::keep`], [`Op::describe`],
+/// [`Op::naming`], [`Op::copy_between_devices`], [`Op::device_checked`]).
 pub(crate) struct Op<'a, U: Uses + ?Sized> {
     /// Its name, for errors (`Error::Capturing { op }`, refusals).
-    pub name: &'static str,
+    pub(in crate::engine) name: &'static str,
     /// The resources it touches, and how.
-    pub uses: &'a U,
+    pub(in crate::engine) uses: &'a U,
     /// What it is.
-    pub kind: Kind<'a>,
+    pub(in crate::engine) kind: Kind<'a>,
     /// What a captured operation keeps alive for its graph (a launch's
     /// module).
-    pub keep: Option<&'a KeepAlive>,
+    pub(in crate::engine) keep: Option<&'a KeepAlive>,
     /// What it is, for a recording (`gpu_sync::trace`): its name (a
     /// kernel's), kind and arguments. Called only while its device records,
     /// so an operation builds no `String` otherwise; `None`: the name above
     /// and a kind from [`Kind`].
-    pub describe: Option<&'a dyn Fn() -> OpDesc>,
+    pub(in crate::engine) describe: Option<&'a dyn Fn() -> OpDesc>,
+    /// Which devices its device memory may belong to (the engine's one
+    /// device rule, [`Reach`]).
+    pub(in crate::engine) reach: Reach,
+}
+
+/// The device rule an operation's device memory is held to, checked by the
+/// engine (`engine::submit`, before any lock) with the one question
+/// `DeviceInner::reaches`: may work on the stream's device touch memory of
+/// the buffer's device (the same device, or peer access opened)?
+#[derive(Clone, Copy)]
+pub(crate) enum Reach {
+    /// Every buffer is reached from the stream's device (a kernel, a
+    /// memset, a copy between host and device): otherwise
+    /// [`crate::Error::DeviceMismatch`] naming the buffer as `what` and both
+    /// devices.
+    Every(&'static str),
+    /// A copy between devices, which the driver stages through the host
+    /// when no peer access is open: at least one buffer is reached from the
+    /// stream's device (otherwise [`crate::Error::DeviceMismatch`], `what`).
+    One(&'static str),
+    /// The caller checked its device already (a graph replay: its graph's
+    /// device, its buffers as they were captured).
+    Checked,
+}
+
+impl<'a, U: Uses + ?Sized> Op<'a, U> {
+    /// The operation `name` of kind `kind` over `uses`; every buffer it
+    /// touches must be reached from the stream's device ([`Reach::Every`],
+    /// naming "a buffer").
+    #[inline(always)]
+    pub(crate) fn new(name: &'static str, kind: Kind<'a>, uses: &'a U) -> Self {
+        Op { name, uses, kind, keep: None, describe: None, reach: Reach::Every("a buffer") }
+    }
+
+    /// What a captured operation keeps alive for its graph (a launch's
+    /// module).
+    #[inline(always)]
+    pub(crate) fn keep(self, keep: &'a KeepAlive) -> Self {
+        Op { keep: Some(keep), ..self }
+    }
+
+    /// Its description for a recording, called only while its device
+    /// records.
+    #[inline(always)]
+    pub(crate) fn describe(self, describe: &'a dyn Fn() -> OpDesc) -> Self {
+        Op { describe: Some(describe), ..self }
+    }
+
+    /// What a [`crate::Error::DeviceMismatch`] calls a buffer of a device the
+    /// stream does not reach ("the destination buffer").
+    #[inline(always)]
+    pub(crate) fn naming(self, what: &'static str) -> Self {
+        Op { reach: Reach::Every(what), ..self }
+    }
+
+    /// A copy between two devices' memory: one buffer reached from the
+    /// stream's device is enough ([`Reach::One`], naming `what`).
+    #[inline(always)]
+    pub(crate) fn copy_between_devices(self, what: &'static str) -> Self {
+        Op { reach: Reach::One(what), ..self }
+    }
+
+    /// The caller checked its device already ([`Reach::Checked`]).
+    #[inline(always)]
+    pub(crate) fn device_checked(self) -> Self {
+        Op { reach: Reach::Checked, ..self }
+    }
 }
 
 /// No tracked resource.
@@ -130,6 +199,10 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // functions deferred runs (no lock is held here).
     crate::ffi::refuse(op.name)?;
     capture::host_fn::drain();
+    // 3. The device rule, asked here only: whether every resource is in the
+    // stream's own book (one comparison per use), else whether the stream's
+    // device reaches each buffer as the operation's `Reach` requires.
+    let one_book = devices(s, &op)?;
     // Recording: one relaxed load while off; on, the hook's context, made
     // out of line. The routing is instantiated once either way (a second
     // instantiation lets LLVM merge the flavors' closures and stop inlining
@@ -138,7 +211,48 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // make the whole operation a stack object on the hot path too.
     let hook = if s.device.inner.trace.is_on() { hook(s, op.name, op.kind, op.describe) } else { None };
     let captured = hook.as_ref().map(|h| &h.captured);
-    route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+    route(s, op, one_book, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+}
+
+/// The device guard of [`submit`]: `Ok(true)` when every resource `op`
+/// touches is tracked in `s`'s own book (the hot path: one pointer
+/// comparison per use; the eager flavor then compares nothing), else
+/// `Ok(false)` once [`Reach`] allows the devices involved.
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`] naming the stream's device and the
+/// first buffer's device it does not reach.
+#[inline(always)]
+fn devices<U: Uses + ?Sized>(s: &Timeline, op: &Op<'_, U>) -> Result<bool> {
+    let mut one = true;
+    op.uses.each(|t, _| one &= t.res().is_in(&s.book));
+    if one { Ok(true) } else { reached(s, op.uses, op.reach).map(|()| false) }
+}
+
+/// The device rule for an operation whose resources are not all in its
+/// stream's book: each device buffer asked `DeviceInner::reaches` (host
+/// memory is reached from every device: pinned buffers are portable).
+#[cold]
+#[inline(never)]
+fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
+    let dev = &s.device.inner;
+    let (mut unreached, mut any_reached) = (None::<i32>, false);
+    uses.each(|t, _| {
+        if let Target::Device(a) = t {
+            let owner = &a.device().inner;
+            if dev.reaches(owner) {
+                any_reached = true;
+            } else if unreached.is_none() {
+                unreached = Some(owner.ordinal);
+            }
+        }
+    });
+    let refused = |what, found| crate::error::Error::DeviceMismatch { what, expected: dev.ordinal, found };
+    match (reach, unreached) {
+        (Reach::Every(what), Some(found)) => Err(refused(what, found)),
+        (Reach::One(what), Some(found)) if !any_reached => Err(refused(what, found)),
+        _ => Ok(()),
+    }
 }
 
 /// The recorder's hook around one operation while its device records.
@@ -208,6 +322,7 @@ impl Hooked<'_> {
 fn route<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op: Op<'_, U>,
+    one_book: bool,
     call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     captured: Option<&Cell<bool>>,
 ) -> Result<(R, u64)> {
@@ -224,9 +339,9 @@ fn route<R, U: Uses + ?Sized>(
                 }
                 flavor::captured::run_captured(s, op.name, op.uses, op.keep, cap, inner, call).map(|r| (r, 0))
             },
-            |call| flavor::eager::run(s, op.name, op.uses, call),
+            |call| flavor::tracked(s, op.name, op.uses, one_book, call),
         ),
-        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, call),
+        Kind::Uncaptured => flavor::tracked(s, op.name, op.uses, one_book, call),
         Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, call),
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
@@ -417,13 +532,8 @@ pub(crate) fn wait_stream(s: &Arc<Timeline>, other: &Arc<Timeline>) -> Result<()
     let dep = Point::new(other.clone(), ticket);
     submit(
         s,
-        Op {
-            name: "Stream::wait_stream",
-            uses: NO_USES,
-            kind: Kind::After(&[dep]),
-            keep: None,
-            describe: Some(&|| OpDesc { name: "wait".into(), kind: OpKind::Wait }),
-        },
+        Op::new("Stream::wait_stream", Kind::After(&[dep]), NO_USES)
+            .describe(&|| OpDesc { name: "wait".into(), kind: OpKind::Wait }),
         |_| Ok(()),
     )
     .map(drop)

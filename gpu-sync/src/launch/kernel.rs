@@ -22,7 +22,7 @@
 //! the module it keeps loaded.
 
 use crate::device::Device;
-use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses, same_device};
+use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses};
 use crate::error::{Error, Result};
 use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
@@ -48,11 +48,9 @@ struct Args<'s, 'a>(&'s [RawArg<'a>]);
 /// the check.
 struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 
-/// A launch's uses are its buffer arguments, each checked to be of the
-/// stream's device (`same_device` in [`KernelCore::launch_checked`], the only
-/// maker of `Args`, before it submits).
+/// A launch's uses are its buffer arguments (the engine checks that the
+/// stream's device reaches each).
 impl Uses for Args<'_, '_> {
-    const ON_STREAM_DEVICE: bool = true;
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for a in self.0 {
@@ -234,8 +232,7 @@ impl KernelCore {
                     longest_len = longest_len.max(n);
                     n
                 }
-                Raw::Buffer { alloc, ptr, len, align, .. } => {
-                    same_device(&stream.inner, alloc, "a buffer argument")?;
+                Raw::Buffer { ptr, len, align, .. } => {
                     // `align` is an `align_of`, a power of two: a mask, not a
                     // division, on the hot path.
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
@@ -272,13 +269,11 @@ impl KernelCore {
         // borrows `params` mutably, as the array did before.
         let params: &mut [*mut c_void] =
             unsafe { std::slice::from_raw_parts_mut(params.as_mut_ptr().cast::<*mut c_void>(), written) };
-        let op = Op {
-            name: "cuLaunchKernel",
-            uses: &Args(args),
-            kind: Kind::Async,
-            keep: Some(&self.keep),
-            describe: Some(&describe),
-        };
+        let uses = Args(args);
+        let op = Op::new("cuLaunchKernel", Kind::Async, &uses)
+            .keep(&self.keep)
+            .describe(&describe)
+            .naming("a buffer argument");
         engine::submit(&stream.inner, op, move |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded

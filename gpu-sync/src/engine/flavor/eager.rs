@@ -29,24 +29,18 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s.device.inner.bind()?;
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
-    // again — finds none and collects nothing), and whether a resource or a
-    // conflicting use belongs to another device. The first conflict is
+    // again — finds none and collects nothing), and whether a conflicting
+    // use sits on another device's stream. The first conflict is
     // kept as where it sits (its tracker's slot, and the write or a
     // reader), so a single one (a handoff) is waited for without a second
     // pass over the uses.
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
     uses.each(|t, a| {
         let r = t.res();
-        // A resource of the stream's device is in its book (`book_of` keys
-        // books by ordinal): for a launch the device check already made
-        // stands for this comparison (asserted in debug builds).
-        debug_assert!(
-            !U::ON_STREAM_DEVICE || r.is_in(&s.book),
-            "a launch's buffer outside the stream's book"
-        );
-        if !U::ON_STREAM_DEVICE && !r.is_in(&s.book) {
-            foreign = true;
-        } else if let Some(tr) = book.tracker(r.slot) {
+        // Every resource is in the stream's book: the facade's device guard
+        // compared each before routing here (`flavor::tracked`).
+        debug_assert!(r.is_in(&s.book), "a resource outside the stream's book on the eager path");
+        if let Some(tr) = book.tracker(r.slot) {
             tr.deps_at(Arc::as_ptr(s), a, |at, p| {
                 if first.is_none() {
                     first = Some((r.slot, at));

@@ -39,13 +39,7 @@ impl Allocation {
         let dev = &device.inner;
         if device.has_memory_pools() {
             let describe = || OpDesc { name: "alloc".into(), kind: OpKind::Alloc { bytes: bytes as u64 } };
-            let op = Op {
-                name: "DeviceBuffer::alloc",
-                uses: NO_USES,
-                kind: Kind::After(&[]),
-                keep: None,
-                describe: Some(&describe),
-            };
+            let op = Op::new("DeviceBuffer::alloc", Kind::After(&[]), NO_USES).describe(&describe);
             let (ptr, ticket) = engine::submit(stream, op, |raw| {
                 call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
@@ -128,13 +122,7 @@ impl Allocation {
         match &self.stream {
             Some(s) => {
                 let describe = || OpDesc { name: "free".into(), kind: OpKind::Free };
-                let op = Op {
-                    name: "cuMemFreeAsync",
-                    uses: NO_USES,
-                    kind: Kind::After(&deps),
-                    keep: None,
-                    describe: Some(&describe),
-                };
+                let op = Op::new("cuMemFreeAsync", Kind::After(&deps), NO_USES).describe(&describe);
                 engine::submit(s, op, |raw| {
                     // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
                     // (here); the free is ordered after every use recorded on

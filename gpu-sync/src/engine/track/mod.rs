@@ -16,7 +16,7 @@ use crate::device::Device;
 use crate::engine::timeline::book::{DeviceBook, NO_SLOT, book_of};
 use crate::engine::timeline::conflicts::Access;
 use crate::engine::timeline::{Point, Timeline};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use cuda_sys::CUdeviceptr;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -133,12 +133,6 @@ pub(crate) type Use<'a> = (Target<'a>, Access);
 /// The resources one operation touches: a slice of [`Use`]s, or a launch's
 /// argument list (whose buffers are its uses).
 pub(crate) trait Uses {
-    /// Whether every use's resource is, by construction, a device
-    /// allocation of the stream's own device (so tracked in its book): a
-    /// launch's buffers, each checked by [`same_device`] before the
-    /// launch is submitted. The eager flavor then skips its per-use book
-    /// comparison; the device check itself is the caller's, and stays.
-    const ON_STREAM_DEVICE: bool = false;
     /// Calls `f` with each use.
     fn each(&self, f: impl FnMut(Target<'_>, Access));
 }
@@ -156,14 +150,5 @@ impl<const N: usize> Uses for [Use<'_>; N] {
     #[inline]
     fn each(&self, f: impl FnMut(Target<'_>, Access)) {
         self.as_slice().each(f);
-    }
-}
-
-/// Checks that a device allocation lives on `stream`'s device.
-pub(crate) fn same_device(stream: &Timeline, alloc: &Allocation, what: &'static str) -> Result<()> {
-    if alloc.device.same(&stream.device) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch { what, expected: stream.device.ordinal(), found: alloc.device.ordinal() })
     }
 }
