@@ -17,7 +17,7 @@
 
 pub(in crate::engine) mod across;
 pub(in crate::engine) mod blocking;
-pub(crate) mod captured;
+pub(in crate::engine) mod captured;
 pub(in crate::engine) mod eager;
 
 use crate::engine::timeline::Timeline;

@@ -19,17 +19,17 @@
 //!
 //! Same-stream work needs no event at all: the stream's FIFO orders it.
 
-pub(crate) mod book;
-pub(crate) mod conflicts;
-pub(crate) mod event;
-pub(crate) mod marker;
-pub(crate) mod pending;
+pub(in crate::engine) mod book;
+pub(in crate::engine) mod conflicts;
+pub(in crate::engine) mod event;
+pub(in crate::engine) mod marker;
+pub(in crate::engine) mod pending;
 mod ring;
 mod state;
 mod submit;
 mod wait;
 
-pub(crate) use state::StreamState;
+pub(in crate::engine) use state::StreamState;
 #[cfg(all(test, feature = "sim"))]
 use {
     marker::Marker,
@@ -63,32 +63,32 @@ impl Point {
 
     /// The stream's id.
     #[inline]
-    pub(crate) fn stream_id(&self) -> u64 {
+    pub(in crate::engine) fn stream_id(&self) -> u64 {
         self.timeline.id
     }
 
     /// The ticket.
     #[inline]
-    pub(crate) fn ticket(&self) -> u64 {
+    pub(in crate::engine) fn ticket(&self) -> u64 {
         self.ticket
     }
 
     /// Notes that a host wait proved this point complete.
     #[inline]
-    pub(crate) fn prove(&self) {
+    pub(in crate::engine) fn prove(&self) {
         self.timeline.prove(self.ticket);
     }
 
     /// Whether a host wait already proved this point complete.
     #[inline]
-    pub fn is_complete(&self) -> bool {
+    pub(in crate::engine) fn is_complete(&self) -> bool {
         self.ticket <= self.timeline.completed.load(Ordering::Acquire)
             || self.ticket <= self.timeline.device.inner.completed.load(Ordering::Acquire)
     }
 
     /// Blocks the host until the point is complete (`cuEventSynchronize` on a
     /// marker covering it).
-    pub fn host_wait(&self) -> Result<()> {
+    pub(crate) fn host_wait(&self) -> Result<()> {
         if self.is_complete() {
             return Ok(());
         }
@@ -193,7 +193,7 @@ impl Timeline {
 
     /// The last ticket submitted on this stream (0: none), read under the
     /// book lock.
-    pub(crate) fn last_ticket(&self) -> u64 {
+    pub(in crate::engine) fn last_ticket(&self) -> u64 {
         self.lock().stream(self).last_ticket
     }
 
@@ -211,14 +211,14 @@ impl Timeline {
     /// cache line fewer on the hot path. Without the book,
     /// [`Timeline::capture_hint`].
     #[inline(always)]
-    pub(crate) fn is_capturing(&self) -> bool {
+    pub(in crate::engine) fn is_capturing(&self) -> bool {
         self.capturing.load(Ordering::Relaxed)
     }
 
     /// [`Error::Capturing`] naming `op` if the stream captures (exact: the
     /// caller holds the book; see [`Timeline::is_capturing`]).
     #[inline(always)]
-    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+    pub(in crate::engine) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
         if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
     }
 
@@ -231,14 +231,14 @@ impl Timeline {
     /// Excludes blocking operations and capture begins on this stream (see
     /// [`Timeline::blocking`]).
     #[inline]
-    pub(crate) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(in crate::engine) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
         self.blocking.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Locks the stream's device book (this stream's state is
     /// `book.stream(self)`).
     #[inline(always)]
-    pub(crate) fn lock(&self) -> book::BookGuard<'_> {
+    pub(in crate::engine) fn lock(&self) -> book::BookGuard<'_> {
         self.book.lock()
     }
 }

@@ -112,7 +112,7 @@ impl MarkerRing {
 impl Timeline {
     /// A marker covering `ticket` (which must already be submitted): the
     /// kept one if it covers it, else a new one recorded now.
-    pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
+    pub(in crate::engine) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
         let mut book = self.lock();
         let st = book.stream(self);
         let k = self.cover_in(st, ticket)?;
@@ -167,7 +167,7 @@ impl Timeline {
     /// already does (before a capture starts, so waits on earlier points
     /// never need a new record; after a prefetcher's upload, so a wait on it
     /// waits for exactly that upload).
-    pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
+    pub(in crate::engine) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
         if st.last_ticket == 0 || st.tail_marked() {
             return Ok(());
         }

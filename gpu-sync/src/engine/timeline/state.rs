@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 /// The state of a stream, kept in its device's book.
 #[derive(Default)]
-pub(crate) struct StreamState {
+pub(in crate::engine) struct StreamState {
     /// Ticket of the last operation submitted on this stream (0: none yet).
     pub(in crate::engine) last_ticket: u64,
     /// The newest markers and the tickets they cover (at most
@@ -67,7 +67,7 @@ impl StreamState {
 
     /// Notes a device-side wait made here for every ticket up to `ticket`
     /// of stream `stream`.
-    pub(crate) fn set_known(&mut self, stream: u64, ticket: u64) {
+    pub(in crate::engine) fn set_known(&mut self, stream: u64, ticket: u64) {
         if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
             e.1 = e.1.max(ticket);
         } else {

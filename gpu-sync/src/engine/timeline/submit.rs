@@ -20,7 +20,7 @@ impl Timeline {
     ///
     /// # Errors
     /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
-    pub(crate) fn record_event(self: &Arc<Self>, ev: &cuda_sys::OwnedEvent) -> Result<Point> {
+    pub(in crate::engine) fn record_event(self: &Arc<Self>, ev: &cuda_sys::OwnedEvent) -> Result<Point> {
         crate::ffi::refuse("cuEventRecord")?;
         self.device.inner.bind()?;
         let mut book = self.lock();
@@ -80,7 +80,7 @@ impl Timeline {
     /// ([`Error::Capturing`]) on a capturing stream, before anything is
     /// submitted. Returns `op`'s result and the ticket it got.
     #[inline(always)]
-    pub(crate) fn submit_in<R>(
+    pub(in crate::engine) fn submit_in<R>(
         &self,
         books: &mut impl BookSet,
         op_name: &'static str,
@@ -106,7 +106,7 @@ impl Timeline {
     /// Submits `op` on this stream with no tracked resources, after
     /// device-side waits for `deps` (which may be on other devices' streams):
     /// every book involved is locked, in ordinal order.
-    pub(crate) fn submit<R>(
+    pub(in crate::engine) fn submit<R>(
         &self,
         op_name: &'static str,
         deps: &[Point],

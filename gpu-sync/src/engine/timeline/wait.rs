@@ -18,7 +18,7 @@ impl Timeline {
     /// waited for; `streams` are the device's stream states (book locked).
     /// Clones no reference: the marker is used in place.
     #[inline]
-    pub(crate) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
+    pub(in crate::engine) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
         if p.timeline.id == self.id || p.is_complete() {
             return Ok(());
         }

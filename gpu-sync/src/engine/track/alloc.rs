@@ -95,7 +95,7 @@ impl Allocation {
     /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (the free is then
     /// deferred); the driver error of a wait or of the free (the memory is
     /// then leaked, never freed while it may be in use).
-    pub(crate) fn close(mut self) -> Result<()> {
+    pub(in crate::engine) fn close(mut self) -> Result<()> {
         engine::refuse("DeviceBuffer::close")?;
         if self.ptr == 0 {
             return Ok(());

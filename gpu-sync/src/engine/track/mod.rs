@@ -35,7 +35,7 @@ pub(crate) struct Resource {
 
 impl Resource {
     /// A new resource of `device` with no uses.
-    pub fn new(device: &Device) -> Resource {
+    pub(crate) fn new(device: &Device) -> Resource {
         let book = book_of(device);
         let slot = book.lock().new_tracker();
         Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, book }
@@ -43,25 +43,25 @@ impl Resource {
 
     /// A resource with no slot (what a moved-out value leaves behind), of
     /// the same book as `self`.
-    pub fn empty_like(&self) -> Resource {
+    pub(crate) fn empty_like(&self) -> Resource {
         Resource { id: 0, slot: NO_SLOT, book: self.book.clone() }
     }
 
     /// Whether this resource is tracked in `book`.
     #[inline(always)]
-    pub fn is_in(&self, book: &Arc<DeviceBook>) -> bool {
+    pub(in crate::engine) fn is_in(&self, book: &Arc<DeviceBook>) -> bool {
         Arc::ptr_eq(&self.book, book)
     }
 
     /// Records a write at `point` (a stream-ordered allocation).
-    pub fn set_write(&self, point: Point) {
+    pub(in crate::engine) fn set_write(&self, point: Point) {
         let old = self.book.lock().tracker_mut(self.slot).and_then(|t| t.write.replace(point));
         // Dropped with the book unlocked.
         drop(old);
     }
 
     /// Every use not yet known complete.
-    pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
+    pub(in crate::engine) fn outstanding(&self) -> SmallVec<[Point; 4]> {
         match self.book.lock().tracker_mut(self.slot) {
             Some(t) => t.outstanding(),
             None => SmallVec::new(),
@@ -70,7 +70,7 @@ impl Resource {
 
     /// Blocks the host until every recorded use has completed (the book is
     /// not locked while waiting).
-    pub fn host_wait_all(&self) -> Result<()> {
+    pub(crate) fn host_wait_all(&self) -> Result<()> {
         crate::ffi::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
