@@ -199,10 +199,6 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // functions deferred runs (no lock is held here).
     crate::ffi::refuse(op.name)?;
     capture::host_fn::drain();
-    // 3. The device rule, asked here only: whether every resource is in the
-    // stream's own book (one comparison per use), else whether the stream's
-    // device reaches each buffer as the operation's `Reach` requires.
-    let one_book = devices(s, &op)?;
     // Recording: one relaxed load while off; on, the hook's context, made
     // out of line. The routing is instantiated once either way (a second
     // instantiation lets LLVM merge the flavors' closures and stop inlining
@@ -211,30 +207,35 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // make the whole operation a stack object on the hot path too.
     let hook = if s.device.inner.trace.is_on() { hook(s, op.name, op.kind, op.describe) } else { None };
     let captured = hook.as_ref().map(|h| &h.captured);
-    route(s, op, one_book, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+    route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
 }
 
-/// The device guard of [`submit`]: `Ok(true)` when every resource `op`
-/// touches is tracked in `s`'s own book (the hot path: one pointer
-/// comparison per use; the eager flavor then compares nothing), else
-/// `Ok(false)` once [`Reach`] allows the devices involved.
+/// The device rule, asked by every flavor before it locks a book for an
+/// operation over `uses` on `s` (the eager flavor's one pass over the uses
+/// finds whether each resource is in the stream's book, under its lock, and
+/// hands any other to the across flavor, which asks here first): `Ok` when
+/// every resource is in the stream's own book, else [`reached`].
 ///
 /// # Errors
-/// [`crate::Error::DeviceMismatch`] naming the stream's device and the
-/// first buffer's device it does not reach.
-#[inline(always)]
-fn devices<U: Uses + ?Sized>(s: &Timeline, op: &Op<'_, U>) -> Result<bool> {
+/// [`crate::Error::DeviceMismatch`], as [`reached`].
+#[inline]
+pub(in crate::engine) fn devices<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
     let mut one = true;
-    op.uses.each(|t, _| one &= t.res().is_in(&s.book));
-    if one { Ok(true) } else { reached(s, op.uses, op.reach).map(|()| false) }
+    uses.each(|t, _| one &= t.res().is_in(&s.book));
+    if one { Ok(()) } else { reached(s, uses, reach) }
 }
 
 /// The device rule for an operation whose resources are not all in its
 /// stream's book: each device buffer asked `DeviceInner::reaches` (host
-/// memory is reached from every device: pinned buffers are portable).
+/// memory is reached from every device: pinned buffers are portable) as
+/// the operation's [`Reach`] requires.
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`] naming the stream's device and the
+/// first buffer's device it does not reach.
 #[cold]
 #[inline(never)]
-fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
+pub(in crate::engine) fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
     let dev = &s.device.inner;
     let (mut unreached, mut any_reached) = (None::<i32>, false);
     uses.each(|t, _| {
@@ -322,7 +323,6 @@ impl Hooked<'_> {
 fn route<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op: Op<'_, U>,
-    one_book: bool,
     call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     captured: Option<&Cell<bool>>,
 ) -> Result<(R, u64)> {
@@ -337,12 +337,12 @@ fn route<R, U: Uses + ?Sized>(
                 if let Some(c) = captured {
                     c.set(true);
                 }
-                flavor::captured::run_captured(s, op.name, op.uses, op.keep, cap, inner, call).map(|r| (r, 0))
+                flavor::captured::run_captured(s, &op, cap, inner, call).map(|r| (r, 0))
             },
-            |call| flavor::tracked(s, op.name, op.uses, one_book, call),
+            |call| flavor::eager::run(s, op.name, op.uses, op.reach, call),
         ),
-        Kind::Uncaptured => flavor::tracked(s, op.name, op.uses, one_book, call),
-        Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, call),
+        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, op.reach, call),
+        Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, op.reach, call),
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),

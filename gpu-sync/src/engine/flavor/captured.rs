@@ -163,13 +163,14 @@ impl CaptureState {
 /// call cannot land after `cuStreamEndCapture`.
 pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
-    op_name: &'static str,
-    uses: &U,
-    keep: Option<&KeepAlive>,
+    what: &crate::engine::Op<'_, U>,
     cap: &CaptureState,
     inner: &mut CaptureInner,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
+    let (op_name, uses, keep) = (what.name, what.uses, what.keep);
+    // The device rule, before anything is captured.
+    crate::engine::devices(s, uses, what.reach)?;
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {

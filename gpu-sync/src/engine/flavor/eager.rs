@@ -4,6 +4,7 @@
 //! another device goes to [`super::across`].
 
 use super::across;
+use crate::engine::Reach;
 use crate::engine::timeline::Timeline;
 use crate::engine::track::Uses;
 use crate::error::{Error, Result};
@@ -22,6 +23,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
+    reach: Reach,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
     // The stream's context, before its waits and its call (a wait on another
@@ -29,18 +31,19 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s.device.inner.bind()?;
     let mut book = s.lock();
     // One pass: whether any use conflicts (the hot path — the same stream
-    // again — finds none and collects nothing), and whether a conflicting
-    // use sits on another device's stream. The first conflict is
+    // again — finds none and collects nothing), and whether a resource or a
+    // conflicting use belongs to another device. The first conflict is
     // kept as where it sits (its tracker's slot, and the write or a
     // reader), so a single one (a handoff) is waited for without a second
     // pass over the uses.
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
     uses.each(|t, a| {
         let r = t.res();
-        // Every resource is in the stream's book: the facade's device guard
-        // compared each before routing here (`flavor::tracked`).
-        debug_assert!(r.is_in(&s.book), "a resource outside the stream's book on the eager path");
-        if let Some(tr) = book.tracker(r.slot) {
+        // A resource of another device's book: the across flavor, which
+        // asks the device rule (`engine::reached`) before any lock.
+        if !r.is_in(&s.book) {
+            foreign = true;
+        } else if let Some(tr) = book.tracker(r.slot) {
             tr.deps_at(Arc::as_ptr(s), a, |at, p| {
                 if first.is_none() {
                     first = Some((r.slot, at));
@@ -53,7 +56,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     });
     if foreign {
         drop(book);
-        return across::run(s, op_name, uses, op);
+        return across::run(s, op_name, uses, reach, op);
     }
     if let Some((slot, at)) = first {
         // Refused before any wait is made.

@@ -19,23 +19,3 @@ pub(in crate::engine) mod across;
 pub(in crate::engine) mod blocking;
 pub(in crate::engine) mod captured;
 pub(in crate::engine) mod eager;
-
-use crate::engine::timeline::Timeline;
-use crate::engine::track::Uses;
-use crate::error::Result;
-use cuda_sys::BorrowedStream;
-use std::sync::Arc;
-
-/// A tracked operation outside a capture: [`eager`] when every resource is
-/// in the stream's own book (`one_book`, the facade's device guard), else
-/// [`across`].
-#[inline(always)]
-pub(in crate::engine) fn tracked<R, U: Uses + ?Sized>(
-    s: &Arc<Timeline>,
-    op_name: &'static str,
-    uses: &U,
-    one_book: bool,
-    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-) -> Result<(R, u64)> {
-    if one_book { eager::run(s, op_name, uses, op) } else { across::run(s, op_name, uses, op) }
-}
