@@ -303,15 +303,30 @@ impl Hooked<'_> {
         raw: BorrowedStream<'_>,
         call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<R> {
-        let Some(h) = hook else { return call(raw) };
-        let captured = h.captured.get();
-        let f = h.sink.before(h.stream, raw, captured);
+        match hook {
+            None => call(raw),
+            Some(h) => h.around(raw, call),
+        }
+    }
+
+    /// [`Hooked::call`] while recording: the call inside the hook (out of
+    /// line, so the driver call's closure stays small enough to be inlined
+    /// on the hot path, which records nothing).
+    #[cold]
+    #[inline(never)]
+    fn around<R>(
+        &self,
+        raw: BorrowedStream<'_>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let captured = self.captured.get();
+        let f = self.sink.before(self.stream, raw, captured);
         let r = call(raw);
-        let desc = match h.describe {
+        let desc = match self.describe {
             Some(d) => d(),
-            None => default_desc(h.name, h.kind),
+            None => default_desc(self.name, self.kind),
         };
-        h.sink.after(f, h.stream, raw, desc, captured, r.is_ok());
+        self.sink.after(f, self.stream, raw, desc, captured, r.is_ok());
         r
     }
 }
@@ -337,7 +352,8 @@ fn route<R, U: Uses + ?Sized>(
                 if let Some(c) = captured {
                     c.set(true);
                 }
-                flavor::captured::run_captured(s, &op, cap, inner, call).map(|r| (r, 0))
+                flavor::captured::run_captured(s, (op.name, op.uses, op.keep, op.reach), cap, inner, call)
+                    .map(|r| (r, 0))
             },
             |call| flavor::eager::run(s, op.name, op.uses, op.reach, call),
         ),

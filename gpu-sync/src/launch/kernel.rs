@@ -52,12 +52,11 @@ struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 /// stream's device reaches each).
 impl Uses for Args<'_, '_> {
     #[inline(always)]
-    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
-        for a in self.0 {
-            if let RawArg(Raw::Buffer { alloc, access, .. }) = a {
-                f(Target::Device(alloc), *access);
-            }
-        }
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        self.0.iter().filter_map(|a| match a {
+            RawArg(Raw::Buffer { alloc, access, .. }) => Some((Target::Device(alloc), *access)),
+            _ => None,
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 //! inside the capture (a graph edge).
 
 use crate::device::Device;
+use crate::engine::Reach;
 use crate::engine::capture::capture_gate;
 use crate::engine::capture::capture_gate::{CaptureSlot, Captures, Gate};
 use crate::engine::capture::thread::ThreadCapture;
@@ -160,17 +161,19 @@ impl CaptureState {
 /// conflicting operations on its other streams (graph edges), and records
 /// its uses in the graph. Called by `capture_gate::submit` with the
 /// capture's gate locked and open (`inner` is its data), so `op`'s driver
-/// call cannot land after `cuStreamEndCapture`.
+/// call cannot land after `cuStreamEndCapture`. The operation comes as
+/// the fields it needs (its name, uses, what it keeps alive, its
+/// [`Reach`]), not as a reference to the whole `Op`: a reference would
+/// keep every field of it in memory on the hot path, which never captures.
 pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
-    what: &crate::engine::Op<'_, U>,
+    (op_name, uses, keep, reach): (&'static str, &U, Option<&KeepAlive>, Reach),
     cap: &CaptureState,
     inner: &mut CaptureInner,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
-    let (op_name, uses, keep) = (what.name, what.uses, what.keep);
     // The device rule, before anything is captured.
-    crate::engine::devices(s, uses, what.reach)?;
+    crate::engine::devices(s, uses, reach)?;
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {

@@ -37,7 +37,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     // reader), so a single one (a handoff) is waited for without a second
     // pass over the uses.
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
-    uses.each(|t, a| {
+    for (t, a) in uses.iter() {
         let r = t.res();
         // A resource of another device's book: the across flavor, which
         // asks the device rule (`engine::reached`) before any lock.
@@ -53,7 +53,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
                 foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
             });
         }
-    });
+    }
     if foreign {
         drop(book);
         return across::run(s, op_name, uses, reach, op);
@@ -90,11 +90,11 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
-    uses.each(|t, a| {
+    for (t, a) in uses.iter() {
         if let Some(tr) = book.tracker_mut(t.res().slot) {
             tr.record_use(s, ticket, a);
         }
-    });
+    }
     Ok((r, ticket))
 }
 

@@ -133,22 +133,29 @@ pub(crate) type Use<'a> = (Target<'a>, Access);
 /// The resources one operation touches: a slice of [`Use`]s, or a launch's
 /// argument list (whose buffers are its uses).
 pub(crate) trait Uses {
-    /// Calls `f` with each use.
-    fn each(&self, f: impl FnMut(Target<'_>, Access));
-}
+    /// Its uses, in order (a loop over them needs no closure: the eager
+    /// flavor's passes stay in its own body, inlined on the hot path).
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)>;
 
-impl Uses for [Use<'_>] {
-    #[inline]
+    /// Calls `f` with each use.
+    #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
-        for (t, a) in self {
-            f(*t, *a);
+        for (t, a) in self.iter() {
+            f(t, a);
         }
     }
 }
 
+impl Uses for [Use<'_>] {
+    #[inline(always)]
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        <[Use<'_>]>::iter(self).map(|(t, a)| (*t, *a))
+    }
+}
+
 impl<const N: usize> Uses for [Use<'_>; N] {
-    #[inline]
-    fn each(&self, f: impl FnMut(Target<'_>, Access)) {
-        self.as_slice().each(f);
+    #[inline(always)]
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        Uses::iter(self.as_slice())
     }
 }
