@@ -55,6 +55,8 @@ pub(crate) use timeline::marker::TailMark;
 pub(crate) use timeline::{Point, Timeline};
 pub(crate) use track::{Allocation, Resource, Target, Use, Uses};
 
+use timeline::book::DeviceBook;
+
 /// What an operation is: the engine picks the flavor from it.
 #[derive(Clone, Copy)]
 pub(crate) enum Kind<'a> {
@@ -106,6 +108,36 @@ pub(crate) struct Op<'a, U: Uses + ?Sized> {
     /// Which devices its device memory may belong to (the engine's one
     /// device rule, [`Reach`]).
     pub(in crate::engine) reach: Reach,
+    /// The book its caller's own pass found every buffer in ([`Home`]):
+    /// when it is the stream's, the eager flavor asks no more.
+    pub(in crate::engine) home: Option<&'a Arc<DeviceBook>>,
+}
+
+/// What a caller's own pass over an operation's buffers (a launch's
+/// argument pass, which walks them anyway) finds for the device rule:
+/// whether every buffer is tracked in the stream's book (so of the stream's
+/// device), asked of each with [`Home::note`]. Given to the operation
+/// ([`Op::home`]), it spares the eager flavor a pass of its own; where it
+/// finds a buffer elsewhere, or is of another stream's book, the engine
+/// asks as if it were not given (the rule itself is unchanged).
+pub(crate) struct Home<'s> {
+    book: &'s Arc<DeviceBook>,
+    all: bool,
+}
+
+impl<'s> Home<'s> {
+    /// Nothing noted yet, for an operation on `s`.
+    #[inline(always)]
+    pub(crate) fn new(s: &'s Timeline) -> Self {
+        Home { book: &s.book, all: true }
+    }
+
+    /// Notes one buffer of the operation: every buffer it touches must be
+    /// noted (checked in debug builds by the eager flavor).
+    #[inline(always)]
+    pub(crate) fn note(&mut self, alloc: &Allocation) {
+        self.all &= alloc.res.is_in(self.book);
+    }
 }
 
 /// The device rule an operation's device memory is held to, checked by the
@@ -134,7 +166,14 @@ impl<'a, U: Uses + ?Sized> Op<'a, U> {
     /// naming "a buffer").
     #[inline(always)]
     pub(crate) fn new(name: &'static str, kind: Kind<'a>, uses: &'a U) -> Self {
-        Op { name, uses, kind, keep: None, describe: None, reach: Reach::Every("a buffer") }
+        Op { name, uses, kind, keep: None, describe: None, reach: Reach::Every("a buffer"), home: None }
+    }
+
+    /// What the caller's own pass found ([`Home`], each buffer of `uses`
+    /// noted).
+    #[inline(always)]
+    pub(crate) fn home(self, home: Home<'a>) -> Self {
+        Op { home: home.all.then_some(home.book), ..self }
     }
 
     /// What a captured operation keeps alive for its graph (a launch's
@@ -341,6 +380,8 @@ fn route<R, U: Uses + ?Sized>(
     call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     captured: Option<&Cell<bool>>,
 ) -> Result<(R, u64)> {
+    // Every resource in the stream's book, as the caller's pass found.
+    let home = op.home.is_some_and(|b| Arc::ptr_eq(b, &s.book));
     match op.kind {
         // 3. The capture routing, then the eager or across flavor.
         // Joins the stream's capture under its gate, or (no capture, or it
@@ -355,9 +396,9 @@ fn route<R, U: Uses + ?Sized>(
                 flavor::captured::run_captured(s, (op.name, op.uses, op.keep, op.reach), cap, inner, call)
                     .map(|r| (r, 0))
             },
-            |call| flavor::eager::run(s, op.name, op.uses, op.reach, call),
+            |call| flavor::eager::run(s, op.name, op.uses, (op.reach, home), call),
         ),
-        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, op.reach, call),
+        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, (op.reach, home), call),
         Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, op.reach, call),
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),

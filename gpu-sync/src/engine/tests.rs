@@ -193,3 +193,69 @@ fn a_buffer_of_a_device_the_stream_does_not_reach_is_refused_and_a_reached_one_i
     drop((x, y));
     session.assert_no_races();
 }
+
+/// A `Home` for `uses` on `s`, each buffer noted, as a launch's argument
+/// pass makes it.
+fn home_of<'s>(s: &'s Timeline, uses: &[Use<'_>]) -> Home<'s> {
+    let mut home = Home::new(s);
+    for (t, _) in uses {
+        if let Target::Device(a) = t {
+            home.note(a);
+        }
+    }
+    home
+}
+
+#[test]
+fn a_home_found_by_the_callers_pass_keeps_the_device_rule() {
+    let session = crate::sim::session(0xe5).expect("session");
+    let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
+    let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
+    let x = DeviceBuffer::<u32>::zeroed(&s0, 16).expect("x on device 0");
+    let y = DeviceBuffer::<u32>::zeroed(&s1, 16).expect("y on device 1");
+    let ran = AtomicBool::new(false);
+    let call = |_: cuda_sys::BorrowedStream<'_>| {
+        ran.store(true, Ordering::SeqCst);
+        Ok(())
+    };
+    let on = |res: &Resource, s: &Stream, ticket: u64| {
+        res.outstanding().iter().any(|p| p.stream_id() == s.inner.id && p.ticket() == ticket)
+    };
+    // Every buffer on the stream's device: the eager flavor, tracked.
+    let home_uses = [(Target::Device(&y.alloc), Access::Write)];
+    let op = Op::new("kernel", Kind::Async, &home_uses).home(home_of(&s1.inner, &home_uses));
+    let ((), ticket) = submit(&s1.inner, op, call).expect("a buffer of the stream's device");
+    assert!(ran.swap(false, Ordering::SeqCst));
+    assert!(on(&y.alloc.res, &s1, ticket), "the use is not in device 1's book");
+    // A buffer of device 0 noted: refused as without a `Home`, nothing run.
+    let uses = [(Target::Device(&x.alloc), Access::Write), (Target::Device(&y.alloc), Access::Read)];
+    let op =
+        Op::new("kernel", Kind::Async, &uses).naming("a buffer argument").home(home_of(&s1.inner, &uses));
+    let r = submit(&s1.inner, op, call);
+    assert!(
+        matches!(r, Err(Error::DeviceMismatch { what: "a buffer argument", expected: 1, found: 0 })),
+        "{:?}",
+        r.map(drop)
+    );
+    assert!(!ran.load(Ordering::SeqCst), "a refused operation made its driver call");
+    // A `Home` of another stream's book (device 0's, where x is at home)
+    // given to an operation on s1: ignored, the engine asks itself.
+    let x_only = [(Target::Device(&x.alloc), Access::Write)];
+    let op =
+        Op::new("kernel", Kind::Async, &x_only).naming("a buffer argument").home(home_of(&s0.inner, &x_only));
+    assert!(matches!(submit(&s1.inner, op, call), Err(Error::DeviceMismatch { .. })), "another book's Home");
+    assert!(!ran.load(Ordering::SeqCst));
+    // Peer access opened: the reached buffer goes through the across
+    // flavor, tracked in both books.
+    let open = PeerBit::open(&d1, 0);
+    let op =
+        Op::new("kernel", Kind::Async, &uses).naming("a buffer argument").home(home_of(&s1.inner, &uses));
+    let ((), ticket) = submit(&s1.inner, op, call).expect("a reached buffer");
+    assert!(ran.load(Ordering::SeqCst));
+    assert!(on(&x.alloc.res, &s1, ticket), "the use of device 0's buffer is not in device 0's book");
+    assert!(on(&y.alloc.res, &s1, ticket), "the use of device 1's buffer is not in device 1's book");
+    drop(open);
+    s1.synchronize().expect("sync");
+    drop((x, y));
+    session.assert_no_races();
+}

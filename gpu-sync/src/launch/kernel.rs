@@ -224,6 +224,7 @@ impl KernelCore {
         // Each parameter's pointer to its slot, set in the same pass.
         let mut params = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
         let mut written = 0usize;
+        let mut home = engine::Home::new(&stream.inner);
         for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
             let bits = match a.0 {
                 Raw::Scalar(bits) => bits,
@@ -231,7 +232,10 @@ impl KernelCore {
                     longest_len = longest_len.max(n);
                     n
                 }
-                Raw::Buffer { ptr, len, align, .. } => {
+                Raw::Buffer { alloc, ptr, len, align, .. } => {
+                    // The device rule's question, asked here where every
+                    // buffer is walked anyway (the engine's `Home`).
+                    home.note(alloc);
                     // `align` is an `align_of`, a power of two: a mask, not a
                     // division, on the hot path.
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
@@ -272,7 +276,8 @@ impl KernelCore {
         let op = Op::new("cuLaunchKernel", Kind::Async, &uses)
             .keep(&self.keep)
             .describe(&describe)
-            .naming("a buffer argument");
+            .naming("a buffer argument")
+            .home(home);
         engine::submit(&stream.inner, op, move |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded

@@ -23,9 +23,17 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
-    reach: Reach,
+    (reach, home): (Reach, bool),
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // A resource of another device's book: the across flavor, which asks
+    // the device rule (`engine::reached`) before any lock (a resource's book
+    // never changes: no lock is needed to ask). `home`: the caller's own
+    // pass found every one in the stream's book (`engine::Home`).
+    debug_assert!(!home || uses.iter().all(|(t, _)| t.res().is_in(&s.book)), "a buffer left out of Home");
+    if !home && !all_in_book(s, uses) {
+        return across::run(s, op_name, uses, reach, op);
+    }
     // The stream's context, before its waits and its call (a wait on another
     // device's stream binds it back).
     s.device.inner.bind()?;
@@ -39,11 +47,7 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
     for (t, a) in uses.iter() {
         let r = t.res();
-        // A resource of another device's book: the across flavor, which
-        // asks the device rule (`engine::reached`) before any lock.
-        if !r.is_in(&s.book) {
-            foreign = true;
-        } else if let Some(tr) = book.tracker(r.slot) {
+        if let Some(tr) = book.tracker(r.slot) {
             tr.deps_at(Arc::as_ptr(s), a, |at, p| {
                 if first.is_none() {
                     first = Some((r.slot, at));
@@ -105,4 +109,11 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
 #[inline(never)]
 fn lost_conflict() -> Error {
     Error::Internal("a conflicting use seen under the book lock was gone under the same lock".into())
+}
+
+/// Whether every resource of `uses` is tracked in the book of `s` (asked
+/// out of line: a launch, the hot path, answers with `engine::Home`).
+#[inline(never)]
+fn all_in_book<U: Uses + ?Sized>(s: &Timeline, uses: &U) -> bool {
+    uses.iter().all(|(t, _)| t.res().is_in(&s.book))
 }
