@@ -430,10 +430,7 @@ impl DeviceInner {
     /// context). A thread-local read, as before.
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if cu::context::is_current_here(self.drv, self.ctx.as_raw()) {
-            return Ok(());
-        }
-        bind_ctx(self.drv, self.ctx)
+        crate::ffi::bind(self.drv, self.ctx)
     }
 
     /// Hands out the next ticket: call with the device's book locked (every

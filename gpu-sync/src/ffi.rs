@@ -10,7 +10,7 @@
 //! `unsafe` at their call sites, with the `SAFETY:` argument there.
 
 use crate::error::{Error, Result};
-use cuda_sys::Driver;
+use cuda_sys::{BorrowedContext, Driver};
 use std::cell::Cell;
 
 thread_local! {
@@ -76,4 +76,21 @@ pub(crate) fn call<T>(name: &'static str, f: impl FnOnce() -> cuda_sys::result::
 #[inline(always)]
 pub(crate) fn call_admitted<T>(f: impl FnOnce() -> cuda_sys::result::Result<T>) -> Result<T> {
     Ok(f()?)
+}
+
+/// Makes the primary context `ctx` current on this thread unless it is
+/// already: the one check-then-set of gpu-sync (`DeviceInner::bind`, the
+/// recorder's `DeviceFacts::bind`). Whether it is current is asked of
+/// cuda-sys's per-call layer (`result::context::is_current_here`), which
+/// every safe `cuCtxSetCurrent` passes through, so the answer is never
+/// stale: a thread-local read.
+///
+/// # Errors
+/// A driver error from `cuCtxSetCurrent`.
+#[inline]
+pub(crate) fn bind(drv: &'static Driver, ctx: BorrowedContext<'static>) -> Result<()> {
+    if cuda_sys::result::context::is_current_here(drv, ctx.as_raw()) {
+        return Ok(());
+    }
+    call("cuCtxSetCurrent", || cuda_sys::result::context::set_current(drv, Some(ctx)))
 }

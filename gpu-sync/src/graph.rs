@@ -221,13 +221,10 @@ impl GraphExec {
         // kept alive by graphs.
         let describe =
             || OpDesc { name: "graph launch".into(), kind: OpKind::GraphLaunch { ops: self.nodes } };
-        let op = Op {
-            name: "GraphExec::launch",
-            uses: uses.as_slice(),
-            kind: Kind::Uncaptured,
-            keep: None,
-            describe: Some(&describe),
-        };
+        // The graph's device was checked above; its buffers when captured.
+        let op = Op::new("GraphExec::launch", Kind::Uncaptured, uses.as_slice())
+            .describe(&describe)
+            .device_checked();
         let (mut st, ticket) = engine::submit(&stream.inner, op, |raw| {
             // The exec's lock, taken inside the funnel (after its refusals,
             // under the book) and held across the driver call and until the

@@ -345,3 +345,190 @@ fn away_from_the_sources_each_test_skips_saying_so() {
         "{text}"
     );
 }
+
+/// The engine's items reachable from the whole crate (`pub(crate)`) outside
+/// its facade (`engine/mod.rs`): the types the facade re-exports and the
+/// methods the API files call on them, as (file under `engine/`, kind,
+/// name). Everything else in `engine/` is `pub(in crate::engine)` at most,
+/// so the compiler keeps the book, the ticket draw and the submission paths
+/// behind the funnel. The test fails when an item is added (make it
+/// `pub(in crate::engine)`, or argue it here) and when one goes (the list
+/// only shrinks).
+const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
+    ("capture/host_fn.rs", "fn", "enter"),
+    ("capture/host_fn.rs", "fn", "launch"),
+    ("capture/host_fn.rs", "struct", "Inside"),
+    ("capture/host_fn.rs", "type", "HostFn"),
+    ("flavor/captured.rs", "fn", "fork"),
+    ("flavor/captured.rs", "struct", "Capture"),
+    ("flavor/captured.rs", "struct", "Ended"),
+    ("flavor/captured.rs", "type", "KeepAlive"),
+    ("release.rs", "fn", "close"),
+    ("release.rs", "fn", "get"),
+    ("release.rs", "fn", "leak"),
+    ("release.rs", "fn", "new"),
+    ("release.rs", "struct", "Held"),
+    ("timeline/event.rs", "fn", "create"),
+    ("timeline/event.rs", "fn", "device"),
+    ("timeline/event.rs", "fn", "event"),
+    ("timeline/event.rs", "fn", "is_recorded"),
+    ("timeline/event.rs", "fn", "query"),
+    ("timeline/event.rs", "fn", "record"),
+    ("timeline/event.rs", "fn", "synchronize"),
+    ("timeline/event.rs", "fn", "wait_on"),
+    ("timeline/event.rs", "fn", "wait_on_default"),
+    ("timeline/marker.rs", "fn", "host_wait"),
+    ("timeline/marker.rs", "fn", "is_complete"),
+    ("timeline/marker.rs", "fn", "tail_mark"),
+    ("timeline/marker.rs", "struct", "TailMark"),
+    ("timeline/mod.rs", "fn", "capture_hint"),
+    ("timeline/mod.rs", "fn", "close"),
+    ("timeline/mod.rs", "fn", "device"),
+    ("timeline/mod.rs", "fn", "host_wait"),
+    ("timeline/mod.rs", "fn", "id"),
+    ("timeline/mod.rs", "fn", "new"),
+    ("timeline/mod.rs", "fn", "priority"),
+    ("timeline/mod.rs", "fn", "prove"),
+    ("timeline/mod.rs", "fn", "raw"),
+    ("timeline/mod.rs", "struct", "Point"),
+    ("timeline/mod.rs", "struct", "Timeline"),
+    ("timeline/pending.rs", "fn", "new"),
+    ("timeline/ring.rs", "fn", "mark_tail"),
+    ("timeline/wait.rs", "fn", "host_wait_all_so_far"),
+    ("timeline/wait.rs", "fn", "prepare_host_wait"),
+    ("timeline/wait.rs", "fn", "synchronize"),
+    ("track/alloc.rs", "fn", "bytes"),
+    ("track/alloc.rs", "fn", "device"),
+    ("track/alloc.rs", "fn", "new"),
+    ("track/alloc.rs", "fn", "ptr"),
+    ("track/mod.rs", "enum", "Target"),
+    ("track/mod.rs", "fn", "empty_like"),
+    ("track/mod.rs", "fn", "host_wait_all"),
+    ("track/mod.rs", "fn", "new"),
+    ("track/mod.rs", "struct", "Resource"),
+    ("track/mod.rs", "trait", "Uses"),
+    ("track/mod.rs", "type", "Use"),
+];
+
+/// The items of `text` declared `pub(crate)` or `pub` (not `pub(in …)`,
+/// not `pub(super)`): (kind, name), fields and re-exports left out.
+fn crate_visible_items(text: &str) -> Vec<(String, String)> {
+    const KINDS: &[&str] = &["fn", "struct", "enum", "type", "trait", "mod", "const", "static"];
+    let mut out = Vec::new();
+    for line in code_lines(text) {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix("pub(crate) ").or_else(|| t.strip_prefix("pub ")) else { continue };
+        let rest = rest.trim_start_matches("unsafe ").trim_start_matches("const fn ").trim_start();
+        let rest = if t.contains("const fn ") { &format!("fn {rest}") } else { rest };
+        let mut words = rest.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+        let (Some(kind), Some(name)) = (words.next(), words.next()) else { continue };
+        if KINDS.contains(&kind) {
+            out.push((kind.to_owned(), name.to_owned()));
+        }
+    }
+    out
+}
+
+/// Items of the engine outside its facade declared `pub(crate)`, as (file
+/// under `engine/`, kind, name). Plain `pub` items there are the public API
+/// of the types `lib.rs` re-exports (`Pending`, `Access`, `Point`'s waits)
+/// or fields, and are not read.
+fn engine_crate_visible(src: &Path) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, text) in files(src) {
+        let Some(rel) = path.strip_prefix("engine/") else { continue };
+        if rel == "mod.rs" || rel.ends_with("tests.rs") {
+            continue;
+        }
+        for (kind, name) in crate_visible_items(&text) {
+            let declared_pub_crate = code_lines(&text).any(|l| {
+                let l = l.trim_start();
+                l.starts_with("pub(crate) ") && l.contains(&format!("{kind} {name}"))
+            });
+            // `pub` items of the user-visible types (Pending, Access,
+            // NotCovered, Polled, Point's waits) are the crate's public API.
+            if !declared_pub_crate {
+                continue;
+            }
+            out.insert((rel.to_owned(), kind, name));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_engine_is_sealed_at_the_method_level() {
+    let Some(src) = source_dir() else { return };
+    let found = engine_crate_visible(&src);
+    let listed: BTreeSet<(String, String, String)> = ENGINE_CRATE_VISIBLE
+        .iter()
+        .map(|(f, k, n)| ((*f).to_owned(), (*k).to_owned(), (*n).to_owned()))
+        .collect();
+    let new: Vec<_> = found.difference(&listed).collect();
+    assert!(
+        new.is_empty(),
+        "engine items reachable from the whole crate, outside the facade and the list \
+         (make them pub(in crate::engine), or add them to layers::ENGINE_CRATE_VISIBLE saying why): {new:?}"
+    );
+    let gone: Vec<_> = listed.difference(&found).collect();
+    assert!(gone.is_empty(), "no longer crate-visible: remove from layers::ENGINE_CRATE_VISIBLE: {gone:?}");
+}
+
+/// The engine's internals no file outside `engine/` may name: the book and
+/// its guards, the ticket draw, the submission paths under the book, the
+/// device's ticket counter (`device.rs` defines it; only the engine moves
+/// it).
+const ENGINE_INTERNALS: &[&str] = &[
+    "next_ticket",
+    "draw_ticket",
+    "submit_in",
+    "submit_event_wait",
+    "seal_marker",
+    "lock_books",
+    "book_of",
+    "BookList",
+    "BookGuard",
+    "BookSet",
+    "DeviceBook",
+    "record_use",
+    "wait_same_device",
+    ".ticket.",
+    ".completed.",
+];
+
+#[test]
+fn no_file_outside_the_engine_names_its_internals() {
+    let Some(src) = source_dir() else { return };
+    let mut hits = Vec::new();
+    for (path, text) in files(&src) {
+        if path.starts_with("engine/") || path == "layers.rs" {
+            continue;
+        }
+        for line in code_lines(&text) {
+            for name in ENGINE_INTERNALS {
+                // `device.rs` defines the counter and its one draw.
+                let defines =
+                    path == "device.rs" && (line.contains("fn next_ticket") || line.contains("self.ticket."));
+                if line.contains(name) && !defines {
+                    hits.push(format!("{path}: {name}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "engine internals named outside engine/ (go through engine::submit):\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_visibility_reader_sees_what_it_must() {
+    let text = "pub(crate) fn a() {}\npub(in crate::engine) fn b() {}\n    pub(crate) struct C;\n// pub(crate) fn d\npub fn e() {}\npub(crate) unsafe fn f() {}";
+    let got = crate_visible_items(text);
+    let want: Vec<(String, String)> = [("fn", "a"), ("struct", "C"), ("fn", "e"), ("fn", "f")]
+        .iter()
+        .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -191,13 +191,7 @@ impl Stream {
     /// dropped without running).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         let f: engine::HostFn = Box::new(f);
-        let op = Op {
-            name: "Stream::launch_host_fn",
-            uses: NO_USES,
-            kind: Kind::HostFn,
-            keep: None,
-            describe: None,
-        };
+        let op = Op::new("Stream::launch_host_fn", Kind::HostFn, NO_USES);
         engine::submit(&self.inner, op, |raw| engine::launch_host_fn(raw, f))?;
         Ok(())
     }

@@ -53,7 +53,9 @@ pub(crate) use release::Held;
 pub(crate) use timeline::event::EventInner;
 pub(crate) use timeline::marker::TailMark;
 pub(crate) use timeline::{Point, Timeline};
-pub(crate) use track::{Allocation, Resource, Target, Use, Uses, same_device};
+pub(crate) use track::{Allocation, Resource, Target, Use, Uses};
+
+use timeline::book::DeviceBook;
 
 /// What an operation is: the engine picks the flavor from it.
 #[derive(Clone, Copy)]
@@ -85,22 +87,128 @@ pub(crate) enum Kind<'a> {
     WaitEvent(Option<&'a Point>),
 }
 
-/// One stream-ordered operation.
+/// One stream-ordered operation, made by [`Op::new`] (its name, kind and
+/// uses) and the optional parts after it ([`Op::keep`], [`Op::describe`],
+/// [`Op::naming`], [`Op::copy_between_devices`], [`Op::device_checked`]).
 pub(crate) struct Op<'a, U: Uses + ?Sized> {
     /// Its name, for errors (`Error::Capturing { op }`, refusals).
-    pub name: &'static str,
+    pub(in crate::engine) name: &'static str,
     /// The resources it touches, and how.
-    pub uses: &'a U,
+    pub(in crate::engine) uses: &'a U,
     /// What it is.
-    pub kind: Kind<'a>,
+    pub(in crate::engine) kind: Kind<'a>,
     /// What a captured operation keeps alive for its graph (a launch's
     /// module).
-    pub keep: Option<&'a KeepAlive>,
+    pub(in crate::engine) keep: Option<&'a KeepAlive>,
     /// What it is, for a recording (`gpu_sync::trace`): its name (a
     /// kernel's), kind and arguments. Called only while its device records,
     /// so an operation builds no `String` otherwise; `None`: the name above
     /// and a kind from [`Kind`].
-    pub describe: Option<&'a dyn Fn() -> OpDesc>,
+    pub(in crate::engine) describe: Option<&'a dyn Fn() -> OpDesc>,
+    /// Which devices its device memory may belong to (the engine's one
+    /// device rule, [`Reach`]).
+    pub(in crate::engine) reach: Reach,
+    /// The book its caller's own pass found every buffer in ([`Home`]):
+    /// when it is the stream's, the eager flavor asks no more.
+    pub(in crate::engine) home: Option<&'a Arc<DeviceBook>>,
+}
+
+/// What a caller's own pass over an operation's buffers (a launch's
+/// argument pass, which walks them anyway) finds for the device rule:
+/// whether every buffer is tracked in the stream's book (so of the stream's
+/// device), asked of each with [`Home::note`]. Given to the operation
+/// ([`Op::home`]), it spares the eager flavor a pass of its own; where it
+/// finds a buffer elsewhere, or is of another stream's book, the engine
+/// asks as if it were not given (the rule itself is unchanged).
+pub(crate) struct Home<'s> {
+    book: &'s Arc<DeviceBook>,
+    all: bool,
+}
+
+impl<'s> Home<'s> {
+    /// Nothing noted yet, for an operation on `s`.
+    #[inline(always)]
+    pub(crate) fn new(s: &'s Timeline) -> Self {
+        Home { book: &s.book, all: true }
+    }
+
+    /// Notes one buffer of the operation: every buffer it touches must be
+    /// noted (checked in debug builds by the eager flavor).
+    #[inline(always)]
+    pub(crate) fn note(&mut self, alloc: &Allocation) {
+        self.all &= alloc.res.is_in(self.book);
+    }
+}
+
+/// The device rule an operation's device memory is held to, checked by the
+/// engine (`engine::submit`, before any lock) with the one question
+/// `DeviceInner::reaches`: may work on the stream's device touch memory of
+/// the buffer's device (the same device, or peer access opened)?
+#[derive(Clone, Copy)]
+pub(crate) enum Reach {
+    /// Every buffer is reached from the stream's device (a kernel, a
+    /// memset, a copy between host and device): otherwise
+    /// [`crate::Error::DeviceMismatch`] naming the buffer as `what` and both
+    /// devices.
+    Every(&'static str),
+    /// A copy between devices, which the driver stages through the host
+    /// when no peer access is open: at least one buffer is reached from the
+    /// stream's device (otherwise [`crate::Error::DeviceMismatch`], `what`).
+    One(&'static str),
+    /// The caller checked its device already (a graph replay: its graph's
+    /// device, its buffers as they were captured).
+    Checked,
+}
+
+impl<'a, U: Uses + ?Sized> Op<'a, U> {
+    /// The operation `name` of kind `kind` over `uses`; every buffer it
+    /// touches must be reached from the stream's device ([`Reach::Every`],
+    /// naming "a buffer").
+    #[inline(always)]
+    pub(crate) fn new(name: &'static str, kind: Kind<'a>, uses: &'a U) -> Self {
+        Op { name, uses, kind, keep: None, describe: None, reach: Reach::Every("a buffer"), home: None }
+    }
+
+    /// What the caller's own pass found ([`Home`], each buffer of `uses`
+    /// noted).
+    #[inline(always)]
+    pub(crate) fn home(self, home: Home<'a>) -> Self {
+        Op { home: home.all.then_some(home.book), ..self }
+    }
+
+    /// What a captured operation keeps alive for its graph (a launch's
+    /// module).
+    #[inline(always)]
+    pub(crate) fn keep(self, keep: &'a KeepAlive) -> Self {
+        Op { keep: Some(keep), ..self }
+    }
+
+    /// Its description for a recording, called only while its device
+    /// records.
+    #[inline(always)]
+    pub(crate) fn describe(self, describe: &'a dyn Fn() -> OpDesc) -> Self {
+        Op { describe: Some(describe), ..self }
+    }
+
+    /// What a [`crate::Error::DeviceMismatch`] calls a buffer of a device the
+    /// stream does not reach ("the destination buffer").
+    #[inline(always)]
+    pub(crate) fn naming(self, what: &'static str) -> Self {
+        Op { reach: Reach::Every(what), ..self }
+    }
+
+    /// A copy between two devices' memory: one buffer reached from the
+    /// stream's device is enough ([`Reach::One`], naming `what`).
+    #[inline(always)]
+    pub(crate) fn copy_between_devices(self, what: &'static str) -> Self {
+        Op { reach: Reach::One(what), ..self }
+    }
+
+    /// The caller checked its device already ([`Reach::Checked`]).
+    #[inline(always)]
+    pub(crate) fn device_checked(self) -> Self {
+        Op { reach: Reach::Checked, ..self }
+    }
 }
 
 /// No tracked resource.
@@ -139,6 +247,52 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     let hook = if s.device.inner.trace.is_on() { hook(s, op.name, op.kind, op.describe) } else { None };
     let captured = hook.as_ref().map(|h| &h.captured);
     route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+}
+
+/// The device rule, asked by every flavor before it locks a book for an
+/// operation over `uses` on `s` (the eager flavor's one pass over the uses
+/// finds whether each resource is in the stream's book, under its lock, and
+/// hands any other to the across flavor, which asks here first): `Ok` when
+/// every resource is in the stream's own book, else [`reached`].
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`], as [`reached`].
+#[inline]
+pub(in crate::engine) fn devices<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
+    let mut one = true;
+    uses.each(|t, _| one &= t.res().is_in(&s.book));
+    if one { Ok(()) } else { reached(s, uses, reach) }
+}
+
+/// The device rule for an operation whose resources are not all in its
+/// stream's book: each device buffer asked `DeviceInner::reaches` (host
+/// memory is reached from every device: pinned buffers are portable) as
+/// the operation's [`Reach`] requires.
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`] naming the stream's device and the
+/// first buffer's device it does not reach.
+#[cold]
+#[inline(never)]
+pub(in crate::engine) fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
+    let dev = &s.device.inner;
+    let (mut unreached, mut any_reached) = (None::<i32>, false);
+    uses.each(|t, _| {
+        if let Target::Device(a) = t {
+            let owner = &a.device().inner;
+            if dev.reaches(owner) {
+                any_reached = true;
+            } else if unreached.is_none() {
+                unreached = Some(owner.ordinal);
+            }
+        }
+    });
+    let refused = |what, found| crate::error::Error::DeviceMismatch { what, expected: dev.ordinal, found };
+    match (reach, unreached) {
+        (Reach::Every(what), Some(found)) => Err(refused(what, found)),
+        (Reach::One(what), Some(found)) if !any_reached => Err(refused(what, found)),
+        _ => Ok(()),
+    }
 }
 
 /// The recorder's hook around one operation while its device records.
@@ -188,15 +342,30 @@ impl Hooked<'_> {
         raw: BorrowedStream<'_>,
         call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<R> {
-        let Some(h) = hook else { return call(raw) };
-        let captured = h.captured.get();
-        let f = h.sink.before(h.stream, raw, captured);
+        match hook {
+            None => call(raw),
+            Some(h) => h.around(raw, call),
+        }
+    }
+
+    /// [`Hooked::call`] while recording: the call inside the hook (out of
+    /// line, so the driver call's closure stays small enough to be inlined
+    /// on the hot path, which records nothing).
+    #[cold]
+    #[inline(never)]
+    fn around<R>(
+        &self,
+        raw: BorrowedStream<'_>,
+        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let captured = self.captured.get();
+        let f = self.sink.before(self.stream, raw, captured);
         let r = call(raw);
-        let desc = match h.describe {
+        let desc = match self.describe {
             Some(d) => d(),
-            None => default_desc(h.name, h.kind),
+            None => default_desc(self.name, self.kind),
         };
-        h.sink.after(f, h.stream, raw, desc, captured, r.is_ok());
+        self.sink.after(f, self.stream, raw, desc, captured, r.is_ok());
         r
     }
 }
@@ -211,6 +380,8 @@ fn route<R, U: Uses + ?Sized>(
     call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     captured: Option<&Cell<bool>>,
 ) -> Result<(R, u64)> {
+    // Every resource in the stream's book, as the caller's pass found.
+    let home = op.home.is_some_and(|b| Arc::ptr_eq(b, &s.book));
     match op.kind {
         // 3. The capture routing, then the eager or across flavor.
         // Joins the stream's capture under its gate, or (no capture, or it
@@ -222,12 +393,13 @@ fn route<R, U: Uses + ?Sized>(
                 if let Some(c) = captured {
                     c.set(true);
                 }
-                flavor::captured::run_captured(s, op.name, op.uses, op.keep, cap, inner, call).map(|r| (r, 0))
+                flavor::captured::run_captured(s, (op.name, op.uses, op.keep, op.reach), cap, inner, call)
+                    .map(|r| (r, 0))
             },
-            |call| flavor::eager::run(s, op.name, op.uses, call),
+            |call| flavor::eager::run(s, op.name, op.uses, (op.reach, home), call),
         ),
-        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, call),
-        Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, call),
+        Kind::Uncaptured => flavor::eager::run(s, op.name, op.uses, (op.reach, home), call),
+        Kind::Blocking => flavor::blocking::run(s, op.name, op.uses, op.reach, call),
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
@@ -417,13 +589,8 @@ pub(crate) fn wait_stream(s: &Arc<Timeline>, other: &Arc<Timeline>) -> Result<()
     let dep = Point::new(other.clone(), ticket);
     submit(
         s,
-        Op {
-            name: "Stream::wait_stream",
-            uses: NO_USES,
-            kind: Kind::After(&[dep]),
-            keep: None,
-            describe: Some(&|| OpDesc { name: "wait".into(), kind: OpKind::Wait }),
-        },
+        Op::new("Stream::wait_stream", Kind::After(&[dep]), NO_USES)
+            .describe(&|| OpDesc { name: "wait".into(), kind: OpKind::Wait }),
         |_| Ok(()),
     )
     .map(drop)

@@ -83,7 +83,7 @@ impl<K: Destroy> Drop for Held<K> {
 
 /// Releases `handle` of `device` now, or later on an ordinary thread when
 /// called inside a host function.
-pub(crate) fn release_later<K: Destroy>(device: &Device, handle: Owned<K>) {
+pub(in crate::engine) fn release_later<K: Destroy>(device: &Device, handle: Owned<K>) {
     let device = device.clone();
     crate::engine::capture::host_fn::now_or_deferred(move || release(&device, handle));
 }

@@ -35,7 +35,7 @@ fn inside_a_host_function_submit_refuses_before_taking_the_book() {
         // function may: the refusal must come first.
         let _book = lane.lock();
         let _inside = Inside::enter();
-        let op = Op { name: "test", uses: NO_USES, kind: Kind::Async, keep: None, describe: None };
+        let op = Op::new("test", Kind::Async, NO_USES);
         let r = submit(&lane, op, |_| Ok(()));
         assert!(not_permitted(&r), "{:?}", r.map(drop));
         assert!(not_permitted(&wait_stream(&lane, &lane)));
@@ -54,7 +54,7 @@ fn the_flavor_refuses_what_a_capture_cannot_hold() {
     let g = s.capture(|_| {
         for kind in [Kind::Blocking, Kind::Uncaptured, Kind::After(&[]), Kind::HostFn, Kind::WaitEvent(None)]
         {
-            let op = Op { name: "refused", uses: NO_USES, kind, keep: None, describe: None };
+            let op = Op::new("refused", kind, NO_USES);
             let r = submit(&s.inner, op, |_| {
                 ran.store(true, Ordering::SeqCst);
                 Ok(())
@@ -128,4 +128,134 @@ fn an_event_wait_through_submit_takes_a_ticket_and_knows_the_recorded_point() {
     );
     drop(book);
     drop(x);
+}
+
+/// Sets bit `owner` of `device`'s peer mask (as peer access will) for the
+/// life of the value, and clears it again.
+struct PeerBit(Device, i32);
+
+impl PeerBit {
+    fn open(device: &Device, owner: i32) -> PeerBit {
+        device.inner.peers.fetch_or(1 << owner, Ordering::SeqCst);
+        PeerBit(device.clone(), owner)
+    }
+}
+
+impl Drop for PeerBit {
+    fn drop(&mut self) {
+        self.0.inner.peers.fetch_and(!(1 << self.1), Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_buffer_of_a_device_the_stream_does_not_reach_is_refused_and_a_reached_one_is_tracked_on_both_books() {
+    let session = crate::sim::session(0xe4).expect("session");
+    let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
+    let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
+    let x = DeviceBuffer::<u32>::zeroed(&s0, 16).expect("x on device 0");
+    let y = DeviceBuffer::<u32>::zeroed(&s1, 16).expect("y on device 1");
+    // A kernel's uses on device 1: it writes x (device 0) and reads y.
+    let uses = [(Target::Device(&x.alloc), Access::Write), (Target::Device(&y.alloc), Access::Read)];
+    let ran = AtomicBool::new(false);
+    let call = |_: cuda_sys::BorrowedStream<'_>| {
+        ran.store(true, Ordering::SeqCst);
+        Ok(())
+    };
+    let op = Op::new("kernel", Kind::Async, &uses).naming("a buffer argument");
+    let r = submit(&s1.inner, op, call);
+    assert!(
+        matches!(r, Err(Error::DeviceMismatch { what: "a buffer argument", expected: 1, found: 0 })),
+        "{:?}",
+        r.map(drop)
+    );
+    assert!(!ran.load(Ordering::SeqCst), "a refused operation made its driver call");
+    // A copy between the devices needs one buffer reached: allowed.
+    let op = Op::new("copy", Kind::Async, &uses).copy_between_devices("both buffers");
+    submit(&s1.inner, op, |_| Ok(())).expect("a copy between devices");
+    // Peer access opened (device 1 reaches device 0's memory): accepted,
+    // and tracked in both devices' books at the operation's ticket.
+    let open = PeerBit::open(&d1, 0);
+    let op = Op::new("kernel", Kind::Async, &uses).naming("a buffer argument");
+    let ((), ticket) = submit(&s1.inner, op, call).expect("a reached buffer");
+    assert!(ran.load(Ordering::SeqCst));
+    let on_s1 = |res: &Resource| {
+        res.outstanding().iter().any(|p| p.stream_id() == s1.inner.id && p.ticket() == ticket)
+    };
+    assert!(on_s1(&x.alloc.res), "the use of device 0's buffer is not in device 0's book");
+    assert!(on_s1(&y.alloc.res), "the use of device 1's buffer is not in device 1's book");
+    drop(open);
+    let op = Op::new("kernel", Kind::Async, &uses).naming("a buffer argument");
+    assert!(
+        matches!(submit(&s1.inner, op, |_| Ok(())), Err(Error::DeviceMismatch { .. })),
+        "peer access closed"
+    );
+    s1.synchronize().expect("sync");
+    drop((x, y));
+    session.assert_no_races();
+}
+
+/// A `Home` for `uses` on `s`, each buffer noted, as a launch's argument
+/// pass makes it.
+fn home_of<'s>(s: &'s Timeline, uses: &[Use<'_>]) -> Home<'s> {
+    let mut home = Home::new(s);
+    for (t, _) in uses {
+        if let Target::Device(a) = t {
+            home.note(a);
+        }
+    }
+    home
+}
+
+#[test]
+fn a_home_found_by_the_callers_pass_keeps_the_device_rule() {
+    let session = crate::sim::session(0xe5).expect("session");
+    let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
+    let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
+    let x = DeviceBuffer::<u32>::zeroed(&s0, 16).expect("x on device 0");
+    let y = DeviceBuffer::<u32>::zeroed(&s1, 16).expect("y on device 1");
+    let ran = AtomicBool::new(false);
+    let call = |_: cuda_sys::BorrowedStream<'_>| {
+        ran.store(true, Ordering::SeqCst);
+        Ok(())
+    };
+    let on = |res: &Resource, s: &Stream, ticket: u64| {
+        res.outstanding().iter().any(|p| p.stream_id() == s.inner.id && p.ticket() == ticket)
+    };
+    // Every buffer on the stream's device: the eager flavor, tracked.
+    let home_uses = [(Target::Device(&y.alloc), Access::Write)];
+    let op = Op::new("kernel", Kind::Async, &home_uses).home(home_of(&s1.inner, &home_uses));
+    let ((), ticket) = submit(&s1.inner, op, call).expect("a buffer of the stream's device");
+    assert!(ran.swap(false, Ordering::SeqCst));
+    assert!(on(&y.alloc.res, &s1, ticket), "the use is not in device 1's book");
+    // A buffer of device 0 noted: refused as without a `Home`, nothing run.
+    let uses = [(Target::Device(&x.alloc), Access::Write), (Target::Device(&y.alloc), Access::Read)];
+    let op =
+        Op::new("kernel", Kind::Async, &uses).naming("a buffer argument").home(home_of(&s1.inner, &uses));
+    let r = submit(&s1.inner, op, call);
+    assert!(
+        matches!(r, Err(Error::DeviceMismatch { what: "a buffer argument", expected: 1, found: 0 })),
+        "{:?}",
+        r.map(drop)
+    );
+    assert!(!ran.load(Ordering::SeqCst), "a refused operation made its driver call");
+    // A `Home` of another stream's book (device 0's, where x is at home)
+    // given to an operation on s1: ignored, the engine asks itself.
+    let x_only = [(Target::Device(&x.alloc), Access::Write)];
+    let op =
+        Op::new("kernel", Kind::Async, &x_only).naming("a buffer argument").home(home_of(&s0.inner, &x_only));
+    assert!(matches!(submit(&s1.inner, op, call), Err(Error::DeviceMismatch { .. })), "another book's Home");
+    assert!(!ran.load(Ordering::SeqCst));
+    // Peer access opened: the reached buffer goes through the across
+    // flavor, tracked in both books.
+    let open = PeerBit::open(&d1, 0);
+    let op =
+        Op::new("kernel", Kind::Async, &uses).naming("a buffer argument").home(home_of(&s1.inner, &uses));
+    let ((), ticket) = submit(&s1.inner, op, call).expect("a reached buffer");
+    assert!(ran.load(Ordering::SeqCst));
+    assert!(on(&x.alloc.res, &s1, ticket), "the use of device 0's buffer is not in device 0's book");
+    assert!(on(&y.alloc.res, &s1, ticket), "the use of device 1's buffer is not in device 1's book");
+    drop(open);
+    s1.synchronize().expect("sync");
+    drop((x, y));
+    session.assert_no_races();
 }

@@ -10,7 +10,7 @@
 //! (so later work on other streams waits for it, and the memory is freed
 //! only after it), or, on a capturing stream, the call joins the capture.
 
-use crate::engine::{self, Access, Kind, Op, Target, Use, same_device};
+use crate::engine::{self, Access, Kind, Op, Target, Use};
 use crate::error::Result;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
@@ -112,12 +112,8 @@ impl Stream {
         uses: ForeignUses<'_>,
         call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<R> {
-        for (t, _) in &uses.uses {
-            if let Target::Device(alloc) = t {
-                same_device(&self.inner, alloc, "memory declared for a foreign call")?;
-            }
-        }
-        let op = Op { name, uses: uses.uses.as_slice(), kind: Kind::Async, keep: None, describe: None };
+        let op =
+            Op::new(name, Kind::Async, uses.uses.as_slice()).naming("memory declared for a foreign call");
         let (r, _) = engine::submit(&self.inner, op, |raw| {
             // gpu-sync's bookkeeping is locked while `call` runs: every
             // gpu-sync call inside it refuses before any lock.

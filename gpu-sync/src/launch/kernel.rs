@@ -22,7 +22,7 @@
 //! the module it keeps loaded.
 
 use crate::device::Device;
-use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses, same_device};
+use crate::engine::{self, Access, KeepAlive, Kind, Op, Target, Uses};
 use crate::error::{Error, Result};
 use crate::launch::config::LaunchConfig;
 use crate::launch::module::ModuleInner;
@@ -48,18 +48,15 @@ struct Args<'s, 'a>(&'s [RawArg<'a>]);
 /// the check.
 struct ArgsChecked<'s, 'a>(&'s [RawArg<'a>]);
 
-/// A launch's uses are its buffer arguments, each checked to be of the
-/// stream's device (`same_device` in [`KernelCore::launch_checked`], the only
-/// maker of `Args`, before it submits).
+/// A launch's uses are its buffer arguments (the engine checks that the
+/// stream's device reaches each).
 impl Uses for Args<'_, '_> {
-    const ON_STREAM_DEVICE: bool = true;
     #[inline(always)]
-    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
-        for a in self.0 {
-            if let RawArg(Raw::Buffer { alloc, access, .. }) = a {
-                f(Target::Device(alloc), *access);
-            }
-        }
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        self.0.iter().filter_map(|a| match a {
+            RawArg(Raw::Buffer { alloc, access, .. }) => Some((Target::Device(alloc), *access)),
+            _ => None,
+        })
     }
 }
 
@@ -227,6 +224,7 @@ impl KernelCore {
         // Each parameter's pointer to its slot, set in the same pass.
         let mut params = [MaybeUninit::<*mut c_void>::uninit(); MAX_PARAMS];
         let mut written = 0usize;
+        let mut home = engine::Home::new(&stream.inner);
         for (i, ((slot, p), a)) in slots.iter_mut().zip(params.iter_mut()).zip(args).enumerate() {
             let bits = match a.0 {
                 Raw::Scalar(bits) => bits,
@@ -235,7 +233,9 @@ impl KernelCore {
                     n
                 }
                 Raw::Buffer { alloc, ptr, len, align, .. } => {
-                    same_device(&stream.inner, alloc, "a buffer argument")?;
+                    // The device rule's question, asked here where every
+                    // buffer is walked anyway (the engine's `Home`).
+                    home.note(alloc);
                     // `align` is an `align_of`, a power of two: a mask, not a
                     // division, on the hot path.
                     if ptr & (align as u64).wrapping_sub(1) != 0 {
@@ -272,13 +272,12 @@ impl KernelCore {
         // borrows `params` mutably, as the array did before.
         let params: &mut [*mut c_void] =
             unsafe { std::slice::from_raw_parts_mut(params.as_mut_ptr().cast::<*mut c_void>(), written) };
-        let op = Op {
-            name: "cuLaunchKernel",
-            uses: &Args(args),
-            kind: Kind::Async,
-            keep: Some(&self.keep),
-            describe: Some(&describe),
-        };
+        let uses = Args(args);
+        let op = Op::new("cuLaunchKernel", Kind::Async, &uses)
+            .keep(&self.keep)
+            .describe(&describe)
+            .naming("a buffer argument")
+            .home(home);
         engine::submit(&stream.inner, op, move |raw| {
             // SAFETY: `borrow_raw`: `f` is a live function of the stream's
             // context, loaded through `drv` (the device's table, which loaded

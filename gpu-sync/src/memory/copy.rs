@@ -24,7 +24,7 @@
 //! Unsafe code (allowed by `memory`): the driver's copy and memset entry
 //! points take raw device and host pointers it owns or borrows.
 
-use crate::engine::{self, Access, Kind, Op, Pending, Point, Resource, Target, same_device};
+use crate::engine::{self, Access, Kind, Op, Pending, Point, Resource, Target};
 use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut, View, resolve};
@@ -90,7 +90,6 @@ impl Stream {
     /// 1. As [`Stream::h2d`]'s, for `v.bytes` bytes at `hptr`;
     /// 2. `v` is (part of) a view the caller borrows mutably for the call.
     unsafe fn h2d_view(&self, op: &'static str, hptr: *const u8, host: Host<'_>, v: View<'_>) -> Result<()> {
-        same_device(&self.inner, v.alloc, "the destination buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Write);
         let copy = |raw: BorrowedStream<'_>| {
@@ -112,31 +111,16 @@ impl Stream {
                 // A staged chunk is part of a pageable copy: described as one.
                 let host_mem =
                     if matches!(host, Host::Staged(_)) { HostMem::Pageable } else { HostMem::Pinned };
-                engine::submit(
-                    &self.inner,
-                    Op {
-                        name: op,
-                        uses: &uses,
-                        kind,
-                        keep: None,
-                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, host_mem)),
-                    },
-                    copy,
-                )?;
+                let describe = || OpDesc::copy(CopyDir::HtoD, bytes, host_mem);
+                let op = Op::new(op, kind, &uses).describe(&describe).naming("the destination buffer");
+                engine::submit(&self.inner, op, copy)?;
             }
             Host::Borrowed => {
                 let uses = [device_use];
-                engine::submit(
-                    &self.inner,
-                    Op {
-                        name: op,
-                        uses: &uses,
-                        kind: Kind::Blocking,
-                        keep: None,
-                        describe: Some(&|| OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pageable)),
-                    },
-                    copy,
-                )?;
+                let describe = || OpDesc::copy(CopyDir::HtoD, bytes, HostMem::Pageable);
+                let op =
+                    Op::new(op, Kind::Blocking, &uses).describe(&describe).naming("the destination buffer");
+                engine::submit(&self.inner, op, copy)?;
             }
         }
         Ok(())
@@ -175,7 +159,6 @@ impl Stream {
     /// 1. As [`Stream::d2h`]'s, for `v.bytes` bytes at `hptr`;
     /// 2. `v` is (part of) a view the caller borrows for the call.
     unsafe fn d2h_view(&self, op: &'static str, v: View<'_>, hptr: *mut u8, host: Host<'_>) -> Result<u64> {
-        same_device(&self.inner, v.alloc, "the source buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let device_use = (Target::Device(v.alloc), Access::Read);
         let copy = |raw: BorrowedStream<'_>| {
@@ -200,7 +183,7 @@ impl Stream {
             Host::Borrowed => ([device_use, device_use], Kind::Blocking, HostMem::Pageable),
         };
         let describe = || OpDesc::copy(CopyDir::DtoH, bytes, mem);
-        let op = Op { name: op, uses: &uses, kind, keep: None, describe: Some(&describe) };
+        let op = Op::new(op, kind, &uses).describe(&describe).naming("the source buffer");
         let ((), ticket) = engine::submit(&self.inner, op, copy)?;
         Ok(ticket)
     }
@@ -224,7 +207,6 @@ impl Stream {
     /// in bytes).
     fn upload_staged(&self, op: &'static str, src: &[u8], v: View<'_>) -> Result<()> {
         same_len(op, src.len(), v.bytes)?;
-        same_device(&self.inner, v.alloc, "the destination buffer")?;
         let mut chunks = Chunks::take(self.device())?;
         let mut last = None;
         for (i, off) in (0..src.len()).step_by(CHUNK).enumerate() {
@@ -259,7 +241,6 @@ impl Stream {
         v: View<'_>,
         mut put: impl FnMut(usize, &[u8]),
     ) -> Result<()> {
-        same_device(&self.inner, v.alloc, "the source buffer")?;
         let mut chunks = Chunks::take(self.device())?;
         let parts: Vec<(usize, usize)> =
             (0..v.bytes).step_by(CHUNK).map(|off| (off, CHUNK.min(v.bytes - off))).collect();
@@ -496,43 +477,26 @@ impl Stream {
         same_len("Stream::copy", s.len, d.len)?;
         let (sptr, dptr, bytes) = (s.ptr(), d.ptr(), d.bytes);
         let uses = [(Target::Device(s.alloc), Access::Read), (Target::Device(d.alloc), Access::Write)];
+        let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
         if s.alloc.device().same(d.alloc.device()) {
-            same_device(&self.inner, d.alloc, "the buffers")?;
-            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
-            let op = Op {
-                name: "Stream::copy",
-                uses: &uses,
-                kind: Kind::Async,
-                keep: None,
-                describe: Some(&describe),
-            };
+            let op = Op::new("Stream::copy", Kind::Async, &uses).describe(&describe).naming("the buffers");
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
                 }
-                // SAFETY: both ranges lie inside live allocations of this
-                // stream's device whose frees are ordered after this use; a
-                // `&` and a `&mut` view never overlap.
+                // SAFETY: both ranges lie inside live allocations of a
+                // device the stream's reaches (the engine checked), whose
+                // frees are ordered after this use; a `&` and a `&mut` view
+                // never overlap.
                 call("cuMemcpyDtoDAsync", || unsafe { cu::memory::memcpy_dtod_async(dptr, sptr, bytes, raw) })
             })?;
         } else {
-            if !self.device().same(s.alloc.device()) && !self.device().same(d.alloc.device()) {
-                return Err(Error::DeviceMismatch {
-                    what: "both buffers",
-                    expected: self.device().ordinal(),
-                    found: d.alloc.device().ordinal(),
-                });
-            }
             let (sctx, dctx) = (s.alloc.device().inner.ctx, d.alloc.device().inner.ctx);
-            // Buffers of two devices: the engine picks the across flavor.
-            let describe = || OpDesc::copy(CopyDir::DtoD, bytes, HostMem::Device);
-            let op = Op {
-                name: "Stream::copy",
-                uses: &uses,
-                kind: Kind::Async,
-                keep: None,
-                describe: Some(&describe),
-            };
+            // Buffers of two devices, one of them reached from the stream's
+            // (the engine checks): the engine locks both devices' books.
+            let op = Op::new("Stream::copy", Kind::Async, &uses)
+                .describe(&describe)
+                .copy_between_devices("both buffers");
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
@@ -554,17 +518,10 @@ impl Stream {
     /// [`Error::DeviceMismatch`]; a driver error.
     pub fn fill_bytes<T: Pod, D: AsDeviceSliceMut<T> + ?Sized>(&self, dst: &mut D, value: u8) -> Result<()> {
         let v = dst.view();
-        same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, bytes) = (v.ptr(), v.bytes);
         let uses = [(Target::Device(v.alloc), Access::Write)];
         let describe = || OpDesc::memset(bytes);
-        let op = Op {
-            name: "Stream::fill_bytes",
-            uses: &uses,
-            kind: Kind::Async,
-            keep: None,
-            describe: Some(&describe),
-        };
+        let op = Op::new("Stream::fill_bytes", Kind::Async, &uses).describe(&describe).naming("the buffer");
         engine::submit(&self.inner, op, |raw| {
             if bytes == 0 {
                 return Ok(());
@@ -590,17 +547,10 @@ impl Stream {
             )));
         }
         let v = dst.view();
-        same_device(&self.inner, v.alloc, "the buffer")?;
         let (dptr, words) = (v.ptr(), v.bytes / 4);
         let uses = [(Target::Device(v.alloc), Access::Write)];
         let describe = || OpDesc::memset(words * 4);
-        let op = Op {
-            name: "Stream::fill_u32",
-            uses: &uses,
-            kind: Kind::Async,
-            keep: None,
-            describe: Some(&describe),
-        };
+        let op = Op::new("Stream::fill_u32", Kind::Async, &uses).describe(&describe).naming("the buffer");
         engine::submit(&self.inner, op, |raw| {
             if words == 0 {
                 return Ok(());

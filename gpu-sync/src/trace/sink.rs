@@ -14,7 +14,6 @@ use super::{
     Timing,
 };
 use crate::error::{Error, Result};
-use crate::ffi::call;
 use cuda_sys::cupti::Activity;
 use cuda_sys::result as cu;
 use cuda_sys::{BorrowedContext, BorrowedStream, CUdevice, CUmemPool_attribute, Driver, OwnedEvent};
@@ -39,12 +38,11 @@ pub(crate) struct DeviceFacts {
 
 impl DeviceFacts {
     /// Makes the device's primary context current on this thread (a
-    /// thread-local read when it is already).
+    /// thread-local read when it is already): the device's own check-then-set
+    /// (`ffi::bind`, which `DeviceInner::bind` makes too).
+    #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if cu::context::is_current_here(self.drv, self.ctx.as_raw()) {
-            return Ok(());
-        }
-        call("cuCtxSetCurrent", || cu::context::set_current(self.drv, Some(self.ctx)))
+        crate::ffi::bind(self.drv, self.ctx)
     }
 }
 

@@ -32,12 +32,12 @@ use loom::sync::{Mutex, MutexGuard};
 use std::sync::{Mutex, MutexGuard};
 
 /// The submission lock of one capture, with the data its submissions share.
-pub(crate) struct Gate<T> {
+pub(in crate::engine) struct Gate<T> {
     state: Mutex<Gated<T>>,
 }
 
 /// What a [`Gate`] guards.
-pub(crate) struct Gated<T> {
+pub(in crate::engine) struct Gated<T> {
     ended: bool,
     /// The capture's bookkeeping.
     pub data: T,
@@ -64,7 +64,7 @@ impl<T> Gate<T> {
 }
 
 /// A capture: something with a [`Gate`].
-pub(crate) trait Captures {
+pub(in crate::engine) trait Captures {
     /// The capture's bookkeeping.
     type Data;
     /// Its submission lock.
@@ -72,7 +72,7 @@ pub(crate) trait Captures {
 }
 
 /// A stream as the protocol sees it.
-pub(crate) trait CaptureSlot {
+pub(in crate::engine) trait CaptureSlot {
     /// The capture type.
     type Capture: Captures;
     /// Whether the stream may be capturing: a lock-free hint that may be
@@ -89,7 +89,7 @@ pub(crate) trait CaptureSlot {
 /// through `plain`, which must refuse without running `op` if the stream is
 /// capturing when it checks under the lock of the stream's state.
 #[inline(always)]
-pub(crate) fn submit<S, F, R, E>(
+pub(in crate::engine) fn submit<S, F, R, E>(
     stream: &S,
     op: F,
     mut join: impl FnMut(&S::Capture, &mut <S::Capture as Captures>::Data, F) -> Result<R, E>,
@@ -115,7 +115,11 @@ where
 /// Ends a capture: with its gate locked, `end` runs (the driver's end of the
 /// capture), the gate is closed, and `detach` (given `end`'s result) clears
 /// every stream's capture state before another thread can take the gate.
-pub(crate) fn end<T, R>(gate: &Gate<T>, end: impl FnOnce(&mut T) -> R, detach: impl FnOnce(&R)) -> R {
+pub(in crate::engine) fn end<T, R>(
+    gate: &Gate<T>,
+    end: impl FnOnce(&mut T) -> R,
+    detach: impl FnOnce(&R),
+) -> R {
     let mut g = gate.lock();
     let r = end(&mut g.data);
     g.ended = true;

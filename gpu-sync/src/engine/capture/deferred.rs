@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::ThreadId;
 
 /// Work put off.
-pub(crate) type Work = Box<dyn FnOnce() + Send>;
+pub(in crate::engine) type Work = Box<dyn FnOnce() + Send>;
 
 /// When deferred work may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Until {
+pub(in crate::engine) enum Until {
     /// On any ordinary thread (one not running a host function).
     Ordinary,
     /// When this thread's graph capture ends, on that thread.
@@ -41,7 +41,7 @@ static QUEUE: Mutex<Vec<(Until, Work)>> = Mutex::new(Vec::new());
 static ORDINARY: AtomicUsize = AtomicUsize::new(0);
 
 /// Queues `work` until `until`.
-pub(crate) fn defer(until: Until, work: Work) {
+pub(in crate::engine) fn defer(until: Until, work: Work) {
     let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
     q.push((until, work));
     if until == Until::Ordinary {
@@ -64,7 +64,7 @@ fn take(until: Until) -> Vec<Work> {
 /// host function. Must be called with no gpu-sync lock held (the work frees
 /// buffers, which locks trackers and streams).
 #[inline]
-pub(crate) fn run_ordinary() {
+pub(in crate::engine) fn run_ordinary() {
     // One load on the hot path (nothing queued); the host-function test
     // only when there is work to run.
     if ORDINARY.load(Ordering::Acquire) != 0 {
@@ -85,7 +85,7 @@ fn run_ordinary_slow() {
 
 /// Runs the work this thread put off until its capture ended (call when it
 /// has).
-pub(crate) fn run_capture_end() {
+pub(in crate::engine) fn run_capture_end() {
     for w in take(Until::CaptureEnds(std::thread::current().id())) {
         w();
     }
@@ -93,7 +93,7 @@ pub(crate) fn run_capture_end() {
 
 /// Runs the work put off until the capture of stream `stream` ended (call
 /// once it has, with the stream's capture cleared).
-pub(crate) fn run_stream_capture_end(stream: u64) {
+pub(in crate::engine) fn run_stream_capture_end(stream: u64) {
     for w in take(Until::StreamCaptureEnds(stream)) {
         w();
     }

@@ -31,24 +31,24 @@ use cuda_sys::result as cu;
 use std::ffi::c_void;
 
 /// Work a `Drop` could not do inside a host function.
-pub(crate) type Deferred = super::deferred::Work;
+pub(in crate::engine) type Deferred = super::deferred::Work;
 
 /// Whether the calling thread is running a host function started by gpu-sync.
 #[inline(always)]
-pub(crate) fn active() -> bool {
+pub(in crate::engine) fn active() -> bool {
     crate::ffi::calls_refused()
 }
 
-pub(crate) use crate::ffi::not_permitted;
+pub(in crate::engine) use crate::ffi::not_permitted;
 
 /// Queues `work` to run later on an ordinary thread (see [`drain`]), in the
 /// one deferred-work queue (`deferred`).
-pub(crate) fn defer(work: Deferred) {
+pub(in crate::engine) fn defer(work: Deferred) {
     super::deferred::defer(super::deferred::Until::Ordinary, work);
 }
 
 /// Runs `work` now, or defers it when called inside a host function.
-pub(crate) fn now_or_deferred(work: impl FnOnce() + Send + 'static) {
+pub(in crate::engine) fn now_or_deferred(work: impl FnOnce() + Send + 'static) {
     if active() { defer(Box::new(work)) } else { work() }
 }
 
@@ -56,7 +56,7 @@ pub(crate) fn now_or_deferred(work: impl FnOnce() + Send + 'static) {
 /// function. Must be called with no gpu-sync lock held (the work frees
 /// buffers, which locks trackers and streams).
 #[inline]
-pub(crate) fn drain() {
+pub(in crate::engine) fn drain() {
     super::deferred::run_ordinary();
 }
 

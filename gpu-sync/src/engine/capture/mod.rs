@@ -17,7 +17,7 @@
 //! callback and a boxed closure, and the callback takes the box back.
 #![allow(unsafe_code)]
 
-pub(crate) mod capture_gate;
-pub(crate) mod deferred;
-pub(crate) mod host_fn;
-pub(crate) mod thread;
+pub(in crate::engine) mod capture_gate;
+pub(in crate::engine) mod deferred;
+pub(in crate::engine) mod host_fn;
+pub(in crate::engine) mod thread;

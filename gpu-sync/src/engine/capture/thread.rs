@@ -20,19 +20,19 @@ thread_local! {
 }
 
 /// Whether this thread is capturing a graph.
-pub(crate) fn thread_is_capturing() -> bool {
+pub(in crate::engine) fn thread_is_capturing() -> bool {
     CAPTURING.with(Cell::get) > 0
 }
 
 /// [`Error::Capturing`] if this thread is capturing.
-pub(crate) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
+pub(in crate::engine) fn refuse_on_capturing_thread(op: &'static str) -> Result<()> {
     if thread_is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
 }
 
 /// Runs `free` now, or when this thread's capture ends if it is capturing
 /// (for frees that come from `Drop` and cannot return an error), queued in
 /// the one deferred-work queue.
-pub(crate) fn free_outside_capture(free: deferred::Work) {
+pub(in crate::engine) fn free_outside_capture(free: deferred::Work) {
     if thread_is_capturing() {
         deferred::defer(Until::CaptureEnds(std::thread::current().id()), free);
     } else {
@@ -41,10 +41,10 @@ pub(crate) fn free_outside_capture(free: deferred::Work) {
 }
 
 /// Marks this thread as capturing for its lifetime.
-pub(crate) struct ThreadCapture;
+pub(in crate::engine) struct ThreadCapture;
 
 impl ThreadCapture {
-    pub(crate) fn begin() -> ThreadCapture {
+    pub(in crate::engine) fn begin() -> ThreadCapture {
         CAPTURING.with(|c| c.set(c.get() + 1));
         ThreadCapture
     }

@@ -71,8 +71,11 @@ pub(super) fn run<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
+    reach: crate::engine::Reach,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // The device rule, before any lock.
+    crate::engine::devices(s, uses, reach)?;
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }

@@ -140,8 +140,11 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
+    reach: crate::engine::Reach,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // The device rule, before any lock.
+    crate::engine::devices(s, uses, reach)?;
     let (r, ticket) = run_idle(s, op_name, uses, op)?;
     wait_for_borrowed(s, ticket)?;
     Ok((r, ticket))

@@ -6,6 +6,7 @@
 //! inside the capture (a graph edge).
 
 use crate::device::Device;
+use crate::engine::Reach;
 use crate::engine::capture::capture_gate;
 use crate::engine::capture::capture_gate::{CaptureSlot, Captures, Gate};
 use crate::engine::capture::thread::ThreadCapture;
@@ -49,7 +50,7 @@ impl OnStream for Captured {
 
 /// The bookkeeping of a capture, guarded by its gate.
 #[derive(Default)]
-pub(crate) struct CaptureInner {
+pub(in crate::engine) struct CaptureInner {
     /// The capture's own uses of each allocation: the same conflict rules
     /// as eager submission, over capture sequence numbers.
     local: HashMap<u64, Conflicts<Captured>>,
@@ -72,7 +73,7 @@ pub(crate) struct CaptureInner {
 /// `capture_gate`'s, model-checked there). Lock order: `inner`, then
 /// `streams`, then a device's book; nothing takes `inner` while holding a
 /// book.
-pub(crate) struct CaptureState {
+pub(in crate::engine) struct CaptureState {
     pub origin: Arc<Timeline>,
     pub streams: Mutex<Vec<Arc<Timeline>>>,
     pub inner: Gate<CaptureInner>,
@@ -96,19 +97,19 @@ impl CaptureSlot for Timeline {
 }
 
 /// The capture `s` takes part in, read under its device's book lock.
-pub(crate) fn capture_of(s: &Timeline) -> Option<Arc<CaptureState>> {
+pub(in crate::engine) fn capture_of(s: &Timeline) -> Option<Arc<CaptureState>> {
     s.lock().stream(s).capture.clone()
 }
 
 /// Makes `s` take part in capture `state` (or none), with its device's book
 /// locked, and sets the lock-free hint to match.
-pub(crate) fn set_capture(s: &Timeline, state: Option<&Arc<CaptureState>>) {
+pub(in crate::engine) fn set_capture(s: &Timeline, state: Option<&Arc<CaptureState>>) {
     let mut book = s.lock();
     set_capture_locked(s, book.stream(s), state);
 }
 
 /// [`set_capture`] with the book already locked (`st` is `s`'s state).
-pub(crate) fn set_capture_locked(
+pub(in crate::engine) fn set_capture_locked(
     s: &Timeline,
     st: &mut crate::engine::timeline::StreamState,
     state: Option<&Arc<CaptureState>>,
@@ -119,7 +120,7 @@ pub(crate) fn set_capture_locked(
 
 impl CaptureState {
     /// A new capture whose origin is `origin`.
-    pub(crate) fn new(origin: &Arc<Timeline>) -> Arc<CaptureState> {
+    pub(in crate::engine) fn new(origin: &Arc<Timeline>) -> Arc<CaptureState> {
         Arc::new(CaptureState {
             origin: origin.clone(),
             streams: Mutex::new(Vec::new()),
@@ -137,7 +138,7 @@ impl CaptureState {
     /// Makes capturing stream `to` wait for capturing stream `from`'s work so
     /// far: an event recorded on `from` and waited on `to`, both captured as
     /// graph edges.
-    pub(crate) fn edge(
+    pub(in crate::engine) fn edge(
         &self,
         inner: &mut CaptureInner,
         from: &Timeline,
@@ -160,16 +161,19 @@ impl CaptureState {
 /// conflicting operations on its other streams (graph edges), and records
 /// its uses in the graph. Called by `capture_gate::submit` with the
 /// capture's gate locked and open (`inner` is its data), so `op`'s driver
-/// call cannot land after `cuStreamEndCapture`.
-pub(crate) fn run_captured<R, U: Uses + ?Sized>(
+/// call cannot land after `cuStreamEndCapture`. The operation comes as
+/// the fields it needs (its name, uses, what it keeps alive, its
+/// [`Reach`]), not as a reference to the whole `Op`: a reference would
+/// keep every field of it in memory on the hot path, which never captures.
+pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
-    op_name: &'static str,
-    uses: &U,
-    keep: Option<&KeepAlive>,
+    (op_name, uses, keep, reach): (&'static str, &U, Option<&KeepAlive>, Reach),
     cap: &CaptureState,
     inner: &mut CaptureInner,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
+    // The device rule, before anything is captured.
+    crate::engine::devices(s, uses, reach)?;
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {
@@ -216,7 +220,7 @@ pub(crate) fn run_captured<R, U: Uses + ?Sized>(
 /// between two streams of one capture (a graph edge). `Ok(false)`: neither
 /// stream captures any more (the capture ended meanwhile) and nothing was
 /// submitted; the caller makes the ordinary wait.
-pub(crate) fn join_in_capture(to: &Arc<Timeline>, from: &Arc<Timeline>) -> Result<bool> {
+pub(in crate::engine) fn join_in_capture(to: &Arc<Timeline>, from: &Arc<Timeline>) -> Result<bool> {
     let refused = Error::Capturing { op: "Stream::wait_stream between a capture and work outside it" };
     let (a, b) = (capture_of(to), capture_of(from));
     match (a, b) {
@@ -273,7 +277,7 @@ impl Capture {
 }
 
 /// Begins a capture of `s` (see `engine::begin_capture`).
-pub(crate) fn begin(s: &Arc<Timeline>) -> Result<Capture> {
+pub(in crate::engine) fn begin(s: &Arc<Timeline>) -> Result<Capture> {
     let dev = &s.device.inner;
     dev.bind()?;
     let state = CaptureState::new(s);
@@ -296,7 +300,7 @@ pub(crate) fn begin(s: &Arc<Timeline>) -> Result<Capture> {
 }
 
 /// Ends capture `c` (see `engine::end_capture`).
-pub(crate) fn end(c: Capture) -> Result<Ended> {
+pub(in crate::engine) fn end(c: Capture) -> Result<Ended> {
     let Capture { state, thread } = c;
     let ended = end_capture(&state);
     // Frees deferred on this thread run now, outside the capture.

@@ -4,6 +4,7 @@
 //! another device goes to [`super::across`].
 
 use super::across;
+use crate::engine::Reach;
 use crate::engine::timeline::Timeline;
 use crate::engine::track::Uses;
 use crate::error::{Error, Result};
@@ -22,8 +23,17 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
     op_name: &'static str,
     uses: &U,
+    (reach, home): (Reach, bool),
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
+    // A resource of another device's book: the across flavor, which asks
+    // the device rule (`engine::reached`) before any lock (a resource's book
+    // never changes: no lock is needed to ask). `home`: the caller's own
+    // pass found every one in the stream's book (`engine::Home`).
+    debug_assert!(!home || uses.iter().all(|(t, _)| t.res().is_in(&s.book)), "a buffer left out of Home");
+    if !home && !all_in_book(s, uses) {
+        return across::run(s, op_name, uses, reach, op);
+    }
     // The stream's context, before its waits and its call (a wait on another
     // device's stream binds it back).
     s.device.inner.bind()?;
@@ -35,18 +45,9 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     // reader), so a single one (a handoff) is waited for without a second
     // pass over the uses.
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
-    uses.each(|t, a| {
+    for (t, a) in uses.iter() {
         let r = t.res();
-        // A resource of the stream's device is in its book (`book_of` keys
-        // books by ordinal): for a launch the device check already made
-        // stands for this comparison (asserted in debug builds).
-        debug_assert!(
-            !U::ON_STREAM_DEVICE || r.is_in(&s.book),
-            "a launch's buffer outside the stream's book"
-        );
-        if !U::ON_STREAM_DEVICE && !r.is_in(&s.book) {
-            foreign = true;
-        } else if let Some(tr) = book.tracker(r.slot) {
+        if let Some(tr) = book.tracker(r.slot) {
             tr.deps_at(Arc::as_ptr(s), a, |at, p| {
                 if first.is_none() {
                     first = Some((r.slot, at));
@@ -56,10 +57,10 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
                 foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
             });
         }
-    });
+    }
     if foreign {
         drop(book);
-        return across::run(s, op_name, uses, op);
+        return across::run(s, op_name, uses, reach, op);
     }
     if let Some((slot, at)) = first {
         // Refused before any wait is made.
@@ -93,11 +94,11 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
-    uses.each(|t, a| {
+    for (t, a) in uses.iter() {
         if let Some(tr) = book.tracker_mut(t.res().slot) {
             tr.record_use(s, ticket, a);
         }
-    });
+    }
     Ok((r, ticket))
 }
 
@@ -108,4 +109,11 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
 #[inline(never)]
 fn lost_conflict() -> Error {
     Error::Internal("a conflicting use seen under the book lock was gone under the same lock".into())
+}
+
+/// Whether every resource of `uses` is tracked in the book of `s` (asked
+/// out of line: a launch, the hot path, answers with `engine::Home`).
+#[inline(never)]
+fn all_in_book<U: Uses + ?Sized>(s: &Timeline, uses: &U) -> bool {
+    uses.iter().all(|(t, _)| t.res().is_in(&s.book))
 }

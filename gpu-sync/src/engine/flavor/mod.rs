@@ -17,5 +17,5 @@
 
 pub(in crate::engine) mod across;
 pub(in crate::engine) mod blocking;
-pub(crate) mod captured;
+pub(in crate::engine) mod captured;
 pub(in crate::engine) mod eager;

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The book of one device, shared by its resources and streams for the life
 /// of the process (as the device's state is).
-pub(crate) struct DeviceBook {
+pub(in crate::engine) struct DeviceBook {
     /// The device's ordinal (the lock order of books).
     pub ordinal: i32,
     pages: Mutex<Book>,
@@ -33,14 +33,14 @@ pub(crate) struct DeviceBook {
 impl DeviceBook {
     /// Locks the book.
     #[inline(always)]
-    pub(crate) fn lock(&self) -> BookGuard<'_> {
+    pub(in crate::engine) fn lock(&self) -> BookGuard<'_> {
         let guard = self.pages.lock().unwrap_or_else(|p| p.into_inner());
         HELD.with(|h| h.set(h.get() + 1));
         BookGuard { guard }
     }
 
     /// A slot for a new stream.
-    pub(crate) fn new_stream(&self) -> u32 {
+    pub(in crate::engine) fn new_stream(&self) -> u32 {
         self.lock().new_stream()
     }
 
@@ -50,7 +50,7 @@ impl DeviceBook {
     /// else holds) or inside a host function. If the book is busy, the free
     /// goes to the deferred-work queue, which the next tracked operation,
     /// pageable copy or synchronization runs with no lock held.
-    pub(crate) fn retire_stream(self: &Arc<Self>, slot: u32) {
+    pub(in crate::engine) fn retire_stream(self: &Arc<Self>, slot: u32) {
         if !crate::ffi::calls_refused() {
             // Holding no book, this thread may wait for this one; holding
             // one (maybe this one), it may only try.
@@ -89,7 +89,7 @@ thread_local! {
 /// A locked [`DeviceBook`]; the thread counts the books it holds, so a
 /// timeline dropped while one is held never waits for a book (see
 /// [`DeviceBook::retire_stream`]).
-pub(crate) struct BookGuard<'a> {
+pub(in crate::engine) struct BookGuard<'a> {
     guard: MutexGuard<'a, Book>,
 }
 
@@ -116,7 +116,7 @@ impl Drop for BookGuard<'_> {
 }
 
 /// The book of `device`, made on first use.
-pub(crate) fn book_of(device: &Device) -> Arc<DeviceBook> {
+pub(in crate::engine) fn book_of(device: &Device) -> Arc<DeviceBook> {
     static BOOKS: std::sync::OnceLock<Mutex<HashMap<i32, Arc<DeviceBook>>>> = std::sync::OnceLock::new();
     let ordinal = device.ordinal();
     let mut map = BOOKS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
@@ -127,7 +127,7 @@ pub(crate) fn book_of(device: &Device) -> Arc<DeviceBook> {
 
 /// What a [`DeviceBook`] guards: a slot per live resource (its tracker) and
 /// per live stream (its state).
-pub(crate) struct Book {
+pub(in crate::engine) struct Book {
     /// The device whose book this is.
     pub ordinal: i32,
     trackers: Vec<TrackerSlot>,
@@ -140,21 +140,21 @@ pub(crate) struct Book {
 /// in two would straddle two lines).
 #[derive(Default)]
 #[repr(align(64))]
-pub(crate) struct TrackerSlot(pub Tracker);
+pub(in crate::engine) struct TrackerSlot(pub Tracker);
 
 /// The states of a device's streams, one slot per live stream.
-pub(crate) struct Streams(Vec<StreamState>);
+pub(in crate::engine) struct Streams(Vec<StreamState>);
 
 impl Streams {
     /// The state of stream `t` (a stream of this book's device).
     #[inline(always)]
-    pub(crate) fn get(&mut self, t: &Timeline) -> &mut StreamState {
+    pub(in crate::engine) fn get(&mut self, t: &Timeline) -> &mut StreamState {
         &mut self.0[t.slot as usize]
     }
 }
 
 /// A slot number that names no slot (a moved-out resource).
-pub(crate) const NO_SLOT: u32 = u32::MAX;
+pub(in crate::engine) const NO_SLOT: u32 = u32::MAX;
 
 impl Book {
     fn new(ordinal: i32) -> Book {
@@ -168,7 +168,7 @@ impl Book {
     }
 
     /// A new tracker slot with no uses.
-    pub(crate) fn new_tracker(&mut self) -> u32 {
+    pub(in crate::engine) fn new_tracker(&mut self) -> u32 {
         match self.free_trackers.pop() {
             Some(s) => s,
             None => {
@@ -181,7 +181,7 @@ impl Book {
     /// Empties tracker `slot` and frees it, returning its old uses (to be
     /// dropped with the book unlocked: a use may hold a stream's last
     /// handle).
-    pub(crate) fn free_tracker(&mut self, slot: u32) -> Option<Tracker> {
+    pub(in crate::engine) fn free_tracker(&mut self, slot: u32) -> Option<Tracker> {
         let old = self.trackers.get_mut(slot as usize).map(|t| std::mem::take(&mut t.0));
         if old.is_some() {
             self.free_trackers.push(slot);
@@ -191,13 +191,13 @@ impl Book {
 
     /// The tracker in `slot` (a resource of this book's device).
     #[inline(always)]
-    pub(crate) fn tracker(&self, slot: u32) -> Option<&Tracker> {
+    pub(in crate::engine) fn tracker(&self, slot: u32) -> Option<&Tracker> {
         self.trackers.get(slot as usize).map(|t| &t.0)
     }
 
     /// The tracker in `slot`, for recording.
     #[inline(always)]
-    pub(crate) fn tracker_mut(&mut self, slot: u32) -> Option<&mut Tracker> {
+    pub(in crate::engine) fn tracker_mut(&mut self, slot: u32) -> Option<&mut Tracker> {
         self.trackers.get_mut(slot as usize).map(|t| &mut t.0)
     }
 
@@ -226,7 +226,7 @@ impl Book {
 
     /// The state of stream `t` (a stream of this book's device).
     #[inline(always)]
-    pub(crate) fn stream(&mut self, t: &Timeline) -> &mut StreamState {
+    pub(in crate::engine) fn stream(&mut self, t: &Timeline) -> &mut StreamState {
         debug_assert_eq!(t.book.ordinal, self.ordinal, "a stream looked up in another device's book");
         self.streams.get(t)
     }
@@ -234,13 +234,13 @@ impl Book {
     /// The trackers and the stream states apart, so a pass over the trackers
     /// can make device-side waits (which update stream states) as it goes.
     #[inline(always)]
-    pub(crate) fn split(&mut self) -> (&[TrackerSlot], &mut Streams) {
+    pub(in crate::engine) fn split(&mut self) -> (&[TrackerSlot], &mut Streams) {
         (&self.trackers, &mut self.streams)
     }
 }
 
 /// Books of one or more devices, locked, in ordinal order.
-pub(crate) trait BookSet {
+pub(in crate::engine) trait BookSet {
     /// The locked book of device `ordinal`, if it is in the set.
     fn book(&mut self, ordinal: i32) -> Option<&mut Book>;
 }
@@ -254,7 +254,7 @@ impl BookSet for Book {
 
 /// The locked books of several devices (an operation whose resources or
 /// waits span devices).
-pub(crate) struct Books<'a> {
+pub(in crate::engine) struct Books<'a> {
     guards: SmallVec<[BookGuard<'a>; 2]>,
 }
 
@@ -266,18 +266,18 @@ impl BookSet for Books<'_> {
 
 impl Books<'_> {
     /// Whether the book of `ordinal` is locked here.
-    pub(crate) fn has(&self, ordinal: i32) -> bool {
+    pub(in crate::engine) fn has(&self, ordinal: i32) -> bool {
         self.guards.iter().any(|g| g.ordinal == ordinal)
     }
 }
 
 /// A set of device books to lock together.
 #[derive(Default)]
-pub(crate) struct BookList(SmallVec<[Arc<DeviceBook>; 2]>);
+pub(in crate::engine) struct BookList(SmallVec<[Arc<DeviceBook>; 2]>);
 
 impl BookList {
     /// Adds `book` (once).
-    pub(crate) fn add(&mut self, book: &Arc<DeviceBook>) {
+    pub(in crate::engine) fn add(&mut self, book: &Arc<DeviceBook>) {
         if !self.0.iter().any(|b| Arc::ptr_eq(b, book)) {
             self.0.push(book.clone());
             self.0.sort_by_key(|b| b.ordinal);
@@ -285,7 +285,7 @@ impl BookList {
     }
 
     /// Locks every book, in ordinal order.
-    pub(crate) fn lock(&self) -> Books<'_> {
+    pub(in crate::engine) fn lock(&self) -> Books<'_> {
         Books { guards: self.0.iter().map(|b| b.lock()).collect() }
     }
 }
@@ -293,13 +293,13 @@ impl BookList {
 /// The error for a book an operation needed but had not locked (a broken
 /// invariant, reported rather than panicked on).
 #[cold]
-pub(crate) fn not_locked(ordinal: i32) -> Error {
+pub(in crate::engine) fn not_locked(ordinal: i32) -> Error {
     Error::Internal(format!("the book of device {ordinal} was needed but not locked"))
 }
 
 /// `books.book(ordinal)` or [`not_locked`].
 #[inline(always)]
-pub(crate) fn book_in(books: &mut impl BookSet, ordinal: i32) -> Result<&mut Book> {
+pub(in crate::engine) fn book_in(books: &mut impl BookSet, ordinal: i32) -> Result<&mut Book> {
     books.book(ordinal).ok_or_else(|| not_locked(ordinal))
 }
 

@@ -23,7 +23,7 @@ pub enum Access {
 }
 
 /// A use's position on a stream, as the conflict rules see it.
-pub(crate) trait OnStream {
+pub(in crate::engine) trait OnStream {
     /// What names a stream (compared, never dereferenced).
     type Stream: Copy;
     /// Whether it is on `stream`.
@@ -58,7 +58,7 @@ impl OnStream for Point {
 /// stream. An access on a stream must be ordered after the last write on
 /// another stream and, if it writes, after every read on another stream; a
 /// write then supersedes them all, a read joins the readers.
-pub(crate) struct Conflicts<P> {
+pub(in crate::engine) struct Conflicts<P> {
     pub write: Option<P>,
     pub reads: SmallVec<[P; 2]>,
 }
@@ -73,7 +73,7 @@ impl<P: OnStream> Conflicts<P> {
     /// Each position on another stream that an `access` on `stream` must be
     /// ordered after, given to `out`.
     #[inline(always)]
-    pub(crate) fn deps(&self, stream: P::Stream, access: Access, mut out: impl FnMut(&P)) {
+    pub(in crate::engine) fn deps(&self, stream: P::Stream, access: Access, mut out: impl FnMut(&P)) {
         self.deps_at(stream, access, |_, p| out(p));
     }
 
@@ -81,7 +81,12 @@ impl<P: OnStream> Conflicts<P> {
     /// (`None`: the last write; `Some(i)`: the `i`-th reader), which
     /// [`Conflicts::at`] finds again.
     #[inline(always)]
-    pub(crate) fn deps_at(&self, stream: P::Stream, access: Access, mut out: impl FnMut(Option<usize>, &P)) {
+    pub(in crate::engine) fn deps_at(
+        &self,
+        stream: P::Stream,
+        access: Access,
+        mut out: impl FnMut(Option<usize>, &P),
+    ) {
         if let Some(w) = &self.write
             && !w.is_on(stream)
         {
@@ -98,7 +103,7 @@ impl<P: OnStream> Conflicts<P> {
 
     /// The position kept at `at` (as [`Conflicts::deps_at`] names it).
     #[inline(always)]
-    pub(crate) fn at(&self, at: Option<usize>) -> Option<&P> {
+    pub(in crate::engine) fn at(&self, at: Option<usize>) -> Option<&P> {
         match at {
             None => self.write.as_ref(),
             Some(i) => self.reads.get(i),
@@ -110,7 +115,13 @@ impl<P: OnStream> Conflicts<P> {
     /// that stream is held (the hot path — the same stream again — moves a
     /// number and touches no reference count).
     #[inline(always)]
-    pub(crate) fn record(&mut self, stream: P::Stream, at: u64, access: Access, new: impl FnOnce() -> P) {
+    pub(in crate::engine) fn record(
+        &mut self,
+        stream: P::Stream,
+        at: u64,
+        access: Access,
+        new: impl FnOnce() -> P,
+    ) {
         match access {
             Access::Read => {
                 // The first reader is looked at before the scan: a stream
@@ -149,7 +160,7 @@ impl<P: OnStream> Conflicts<P> {
 
 /// The uses of one resource (a device allocation or a pinned host buffer)
 /// on stream timelines.
-pub(crate) type Tracker = Conflicts<Point>;
+pub(in crate::engine) type Tracker = Conflicts<Point>;
 
 impl Tracker {
     /// Drops uses a host wait proved complete. Not needed for correctness on
@@ -163,12 +174,12 @@ impl Tracker {
 
     /// Records a use at `ticket` of `timeline`.
     #[inline(always)]
-    pub(crate) fn record_use(&mut self, timeline: &Arc<Timeline>, ticket: u64, access: Access) {
+    pub(in crate::engine) fn record_use(&mut self, timeline: &Arc<Timeline>, ticket: u64, access: Access) {
         self.record(Arc::as_ptr(timeline), ticket, access, || Point { timeline: timeline.clone(), ticket });
     }
 
     /// Every use not yet known complete.
-    pub(crate) fn outstanding(&mut self) -> SmallVec<[Point; 4]> {
+    pub(in crate::engine) fn outstanding(&mut self) -> SmallVec<[Point; 4]> {
         self.prune();
         self.write.iter().chain(self.reads.iter()).cloned().collect()
     }

@@ -164,13 +164,7 @@ impl EventInner {
         crate::ffi::refuse("Stream::wait")?;
         let rec = self.lock_record();
         let point = rec.as_ref().and_then(|r| r.point.as_ref());
-        let op = Op {
-            name: "Stream::wait",
-            uses: NO_USES,
-            kind: Kind::WaitEvent(point),
-            keep: None,
-            describe: None,
-        };
+        let op = Op::new("Stream::wait", Kind::WaitEvent(point), NO_USES);
         let ev = self.event();
         crate::engine::submit(s, op, |raw| call("cuStreamWaitEvent", || cu::stream::wait_event(raw, ev, 0)))
             .map(drop)

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 /// is recorded before the marker is shared (see `Timeline::record_marker`),
 /// and goes back to the pool only when the last `Arc<Marker>` drops, so no
 /// thread re-records it while another waits.
-pub(crate) struct Marker {
+pub(in crate::engine) struct Marker {
     /// Always `Some` until `Drop` hands it back to the pool.
     ev: Option<OwnedEvent>,
     pool: Arc<EventPool>,
@@ -27,19 +27,19 @@ pub(crate) struct Marker {
 impl Marker {
     /// The marker's event.
     #[inline]
-    pub fn event(&self) -> Result<&OwnedEvent> {
+    pub(in crate::engine) fn event(&self) -> Result<&OwnedEvent> {
         self.ev.as_ref().ok_or_else(|| Error::Internal("a marker used after its release".into()))
     }
 
     /// `cuEventSynchronize` on the marker.
-    pub fn synchronize(&self) -> Result<()> {
+    pub(in crate::engine) fn synchronize(&self) -> Result<()> {
         self.pool.device.inner.bind()?;
         let ev = self.event()?;
         call("cuEventSynchronize", || cu::event::synchronize(ev))
     }
 
     /// `cuEventQuery` on the marker: whether its work has completed.
-    pub fn query(&self) -> Result<bool> {
+    pub(in crate::engine) fn query(&self) -> Result<bool> {
         self.pool.device.inner.bind()?;
         let ev = self.event()?;
         call("cuEventQuery", || cu::event::query(ev))
@@ -107,7 +107,7 @@ impl Timeline {
 }
 
 /// Sync-only events (`CU_EVENT_DISABLE_TIMING`) kept for a stream's markers.
-pub(crate) struct EventPool {
+pub(in crate::engine) struct EventPool {
     device: Device,
     free: Mutex<Vec<OwnedEvent>>,
 }
@@ -116,13 +116,13 @@ const POOL_KEEP: usize = 8;
 
 impl EventPool {
     /// An empty pool of `device`.
-    pub(crate) fn new(device: &Device) -> Arc<EventPool> {
+    pub(in crate::engine) fn new(device: &Device) -> Arc<EventPool> {
         Arc::new(EventPool { device: device.clone(), free: Mutex::new(Vec::new()) })
     }
 
     /// A marker with an event from the pool (or a new one), not yet
     /// recorded.
-    pub(crate) fn marker(self: &Arc<Self>) -> Result<Marker> {
+    pub(in crate::engine) fn marker(self: &Arc<Self>) -> Result<Marker> {
         let ev = match self.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             Some(ev) => ev,
             None => create_event(&self.device, CUevent_flags::CU_EVENT_DISABLE_TIMING.0)?,
@@ -153,7 +153,7 @@ impl Drop for EventPool {
 /// The one way gpu-sync creates events (`cuEventCreate` with `flags`, the
 /// device's context current): markers, graph edges and the public event
 /// types all come from here.
-pub(crate) fn create_event(device: &Device, flags: u32) -> Result<OwnedEvent> {
+pub(in crate::engine) fn create_event(device: &Device, flags: u32) -> Result<OwnedEvent> {
     let dev = &device.inner;
     dev.bind()?;
     call("cuEventCreate", || cu::event::create(dev.drv, flags))

@@ -12,25 +12,37 @@
 //! - `book`: the per-device lock over the trackers of the device's
 //!   resources and the states of its streams (last ticket, markers, device
 //!   waits already made, capture);
-//! - `conflicts`: the conflict rules, once.
+//! - `conflicts`: the conflict rules, once;
+//! - `state`: a stream's state in the book; `ring`: its kept markers;
+//!   `wait`: device-side and host waits; `submit`: the submission paths
+//!   under the book and the one place tickets are drawn.
 //!
 //! Same-stream work needs no event at all: the stream's FIFO orders it.
 
-pub(crate) mod book;
-pub(crate) mod conflicts;
-pub(crate) mod event;
-pub(crate) mod marker;
-pub(crate) mod pending;
+pub(in crate::engine) mod book;
+pub(in crate::engine) mod conflicts;
+pub(in crate::engine) mod event;
+pub(in crate::engine) mod marker;
+pub(in crate::engine) mod pending;
+mod ring;
+mod state;
+mod submit;
+mod wait;
+
+pub(in crate::engine) use state::StreamState;
+#[cfg(all(test, feature = "sim"))]
+use {
+    marker::Marker,
+    ring::{MARKERS_KEEP, MarkerRing},
+};
 
 use crate::device::Device;
 use crate::engine::release::Held;
 use crate::error::{Error, Result};
-use crate::ffi::call;
-use book::{BookList, BookSet, DeviceBook, book_in};
+use book::DeviceBook;
 use cuda_sys::BorrowedStream;
 use cuda_sys::handle::kind::StreamKind;
-use cuda_sys::result as cu;
-use marker::{EventPool, Marker};
+use marker::EventPool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -51,32 +63,32 @@ impl Point {
 
     /// The stream's id.
     #[inline]
-    pub(crate) fn stream_id(&self) -> u64 {
+    pub(in crate::engine) fn stream_id(&self) -> u64 {
         self.timeline.id
     }
 
     /// The ticket.
     #[inline]
-    pub(crate) fn ticket(&self) -> u64 {
+    pub(in crate::engine) fn ticket(&self) -> u64 {
         self.ticket
     }
 
     /// Notes that a host wait proved this point complete.
     #[inline]
-    pub(crate) fn prove(&self) {
+    pub(in crate::engine) fn prove(&self) {
         self.timeline.prove(self.ticket);
     }
 
     /// Whether a host wait already proved this point complete.
     #[inline]
-    pub fn is_complete(&self) -> bool {
+    pub(in crate::engine) fn is_complete(&self) -> bool {
         self.ticket <= self.timeline.completed.load(Ordering::Acquire)
             || self.ticket <= self.timeline.device.inner.completed.load(Ordering::Acquire)
     }
 
     /// Blocks the host until the point is complete (`cuEventSynchronize` on a
     /// marker covering it).
-    pub fn host_wait(&self) -> Result<()> {
+    pub(crate) fn host_wait(&self) -> Result<()> {
         if self.is_complete() {
             return Ok(());
         }
@@ -85,178 +97,6 @@ impl Point {
         marker.synchronize()?;
         self.timeline.completed.fetch_max(covered, Ordering::AcqRel);
         Ok(())
-    }
-}
-
-/// The state of a stream, kept in its device's book.
-#[derive(Default)]
-pub(crate) struct StreamState {
-    /// Ticket of the last operation submitted on this stream (0: none yet).
-    pub(in crate::engine) last_ticket: u64,
-    /// The newest markers and the tickets they cover (at most
-    /// [`MARKERS_KEEP`]): a wait takes the earliest that covers its point,
-    /// so it never waits for work queued after that point when an exact
-    /// marker exists (a prefetcher's upload *i* while upload *i + 1* is
-    /// queued behind it, for example). A ring: nothing moves when the
-    /// oldest is recycled as the newest.
-    markers: MarkerRing,
-    /// Device-side waits already made: for stream id, every ticket up to this
-    /// one is ordered before any later work here.
-    known: Vec<(u64, u64)>,
-    /// The graph capture this stream takes part in.
-    pub(in crate::engine) capture: Option<Arc<crate::engine::flavor::captured::CaptureState>>,
-}
-
-const KNOWN_KEEP: usize = 32;
-
-/// Recent markers kept per stream (a power of two: ring slots wrap with a
-/// mask).
-const MARKERS_KEEP: usize = 4;
-
-/// A stream's kept markers, each with the ticket it covers: a ring of
-/// [`MARKERS_KEEP`] slots, `len` of them filled from `head` (the oldest)
-/// on. Covers grow from oldest to newest (each marker is recorded at the
-/// stream's tail, after the one before it).
-#[derive(Default)]
-struct MarkerRing {
-    slots: [Option<(Arc<Marker>, u64)>; MARKERS_KEEP],
-    /// The slot of the oldest marker.
-    head: usize,
-    /// How many slots are filled.
-    len: usize,
-}
-
-const _: () = assert!(MARKERS_KEEP.is_power_of_two());
-
-impl MarkerRing {
-    /// The slot of the `i`-th oldest marker (masked: never out of bounds,
-    /// so no bounds check is made).
-    #[inline(always)]
-    fn slot(&self, i: usize) -> usize {
-        (self.head + i) & (MARKERS_KEEP - 1)
-    }
-
-    /// The marker in `slot` and the ticket it covers (`None`: an empty
-    /// slot).
-    #[inline(always)]
-    fn get(&self, slot: usize) -> Option<(&Arc<Marker>, u64)> {
-        self.slots[slot & (MARKERS_KEEP - 1)].as_ref().map(|(m, c)| (m, *c))
-    }
-
-    /// The slot of the earliest marker covering `ticket`. The newest is
-    /// looked at first: covers grow towards it, so when it does not cover
-    /// `ticket` (a handoff's hot path: the point is newer than every
-    /// marker) none does, and nothing else is read.
-    #[inline(always)]
-    fn earliest_covering(&self, ticket: u64) -> Option<usize> {
-        if self.newest().is_none_or(|(_, c)| c < ticket) {
-            return None;
-        }
-        (0..self.len)
-            .map(|i| self.slot(i))
-            .find(|&k| self.slots[k].as_ref().is_some_and(|(_, c)| *c >= ticket))
-    }
-
-    /// The newest marker and the ticket it covers.
-    #[inline(always)]
-    fn newest(&self) -> Option<(&Arc<Marker>, u64)> {
-        if self.len == 0 { None } else { self.get(self.slot(self.len - 1)) }
-    }
-
-    /// The oldest marker, when every slot is filled.
-    #[inline(always)]
-    fn oldest_if_full(&self) -> Option<&Arc<Marker>> {
-        if self.len < MARKERS_KEEP { None } else { self.slots[self.slot(0)].as_ref().map(|(m, _)| m) }
-    }
-
-    /// Keeps `marker`, covering `ticket`, as the newest, dropping the oldest
-    /// when every slot is filled; returns its slot.
-    fn push(&mut self, marker: Arc<Marker>, ticket: u64) -> usize {
-        if self.len == MARKERS_KEEP {
-            let k = self.slot(0);
-            self.slots[k] = Some((marker, ticket));
-            self.head = self.slot(1);
-            k
-        } else {
-            let k = self.slot(self.len);
-            self.slots[k] = Some((marker, ticket));
-            self.len += 1;
-            k
-        }
-    }
-
-    /// The oldest marker, re-recorded to cover `ticket`, becomes the newest
-    /// (the ring is full): only the head moves. Returns its slot.
-    #[inline(always)]
-    fn recycle_oldest(&mut self, ticket: u64) -> usize {
-        let k = self.slot(0);
-        if let Some((_, c)) = &mut self.slots[k] {
-            *c = ticket;
-        }
-        self.head = self.slot(1);
-        k
-    }
-
-    /// Drops the oldest marker (its event back to the pool).
-    fn drop_oldest(&mut self) {
-        if self.len > 0 {
-            let k = self.slot(0);
-            self.slots[k] = None;
-            self.head = self.slot(1);
-            self.len -= 1;
-        }
-    }
-}
-
-impl StreamState {
-    /// The index of stream `stream`'s entry among the waits made here.
-    #[inline(always)]
-    fn known_entry(&self, stream: u64) -> Option<usize> {
-        self.known.iter().position(|(s, _)| *s == stream)
-    }
-
-    #[inline(always)]
-    pub(in crate::engine) fn known_for(&self, stream: u64) -> u64 {
-        self.known.iter().find(|(s, _)| *s == stream).map_or(0, |(_, t)| *t)
-    }
-
-    /// The slot of the earliest kept marker covering `ticket`.
-    #[inline(always)]
-    fn marker_for(&self, ticket: u64) -> Option<usize> {
-        self.markers.earliest_covering(ticket)
-    }
-
-    /// Whether the newest marker covers everything submitted so far.
-    fn tail_marked(&self) -> bool {
-        self.markers.newest().is_some_and(|(_, c)| c >= self.last_ticket)
-    }
-
-    /// The oldest marker, if the ring is full and nothing but it holds that
-    /// marker (no host wait, proof or pending device wait uses it): its
-    /// event can then be recorded again in place.
-    ///
-    /// A count of one is proof enough, read without a read-modify-write:
-    /// kept markers are cloned only under the book lock (held here), nothing
-    /// makes a `Weak` of one, and other holders only drop theirs; the fence
-    /// orders their last use (a wait on the event) before the re-record.
-    #[inline(always)]
-    fn oldest_recyclable(&self) -> Option<&Arc<Marker>> {
-        let m = self.markers.oldest_if_full().filter(|m| Arc::strong_count(m) == 1)?;
-        std::sync::atomic::fence(Ordering::Acquire);
-        Some(m)
-    }
-
-    /// Notes a device-side wait made here for every ticket up to `ticket`
-    /// of stream `stream`.
-    pub(crate) fn set_known(&mut self, stream: u64, ticket: u64) {
-        if let Some(e) = self.known.iter_mut().find(|(s, _)| *s == stream) {
-            e.1 = e.1.max(ticket);
-        } else {
-            if self.known.len() >= KNOWN_KEEP {
-                self.known.remove(0);
-            }
-            self.known.push((stream, ticket));
-        }
     }
 }
 
@@ -353,67 +193,8 @@ impl Timeline {
 
     /// The last ticket submitted on this stream (0: none), read under the
     /// book lock.
-    pub(crate) fn last_ticket(&self) -> u64 {
+    pub(in crate::engine) fn last_ticket(&self) -> u64 {
         self.lock().stream(self).last_ticket
-    }
-
-    /// Records `ev` on this stream (`cuEventRecord`) under the book lock, so
-    /// the record's position agrees with the last ticket; returns the point
-    /// it covers. Refused inside a host function (before any lock) and on a
-    /// capturing stream.
-    ///
-    /// # Errors
-    /// `CUDA_ERROR_NOT_PERMITTED`; [`Error::Capturing`]; a driver error.
-    pub(crate) fn record_event(self: &Arc<Self>, ev: &cuda_sys::OwnedEvent) -> Result<Point> {
-        crate::ffi::refuse("cuEventRecord")?;
-        self.device.inner.bind()?;
-        let mut book = self.lock();
-        self.refuse_if_capturing("Event::record")?;
-        let st = book.stream(self);
-        call("cuEventRecord", || cu::event::record(ev, self.raw()))?;
-        Ok(Point { timeline: self.clone(), ticket: st.last_ticket })
-    }
-
-    /// The flavor of `Kind::WaitEvent` (`engine::submit` made the guards
-    /// before any lock): `call` makes this stream wait, device-side, for a
-    /// user event's latest record (`cuStreamWaitEvent`), which covers
-    /// `recorded` if it is a point of a tracked stream; the wait takes a
-    /// ticket, so markers covering it cover the event, and the stream then
-    /// counts `recorded` as waited for. The caller holds the event's record
-    /// lock. Refused on a capturing stream.
-    ///
-    /// # Errors
-    /// [`Error::Capturing`]; `call`'s error.
-    pub(in crate::engine) fn submit_event_wait<R>(
-        &self,
-        op_name: &'static str,
-        recorded: Option<&Point>,
-        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<(R, u64)> {
-        self.device.inner.bind()?;
-        let mut book = self.lock();
-        self.refuse_if_capturing(op_name)?;
-        let st = book.stream(self);
-        let r = call(self.raw())?;
-        if let Some(p) = recorded
-            && p.timeline.id != self.id
-        {
-            st.set_known(p.timeline.id, p.ticket);
-        }
-        let ticket = self.draw_ticket(st);
-        Ok((r, ticket))
-    }
-
-    /// Draws the next ticket of the device for an operation on this stream
-    /// whose driver call has returned, and makes it the stream's last: the
-    /// one place tickets are drawn. `st` is this stream's state, so the
-    /// caller holds the device's book, which orders every draw (see
-    /// `DeviceInner::next_ticket`).
-    #[inline(always)]
-    pub(in crate::engine) fn draw_ticket(&self, st: &mut StreamState) -> u64 {
-        let ticket = self.device.inner.next_ticket();
-        st.last_ticket = ticket;
-        ticket
     }
 
     /// Whether the stream captures, read without its lock: a hint for fast
@@ -430,14 +211,14 @@ impl Timeline {
     /// cache line fewer on the hot path. Without the book,
     /// [`Timeline::capture_hint`].
     #[inline(always)]
-    pub(crate) fn is_capturing(&self) -> bool {
+    pub(in crate::engine) fn is_capturing(&self) -> bool {
         self.capturing.load(Ordering::Relaxed)
     }
 
     /// [`Error::Capturing`] naming `op` if the stream captures (exact: the
     /// caller holds the book; see [`Timeline::is_capturing`]).
     #[inline(always)]
-    pub(crate) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
+    pub(in crate::engine) fn refuse_if_capturing(&self, op: &'static str) -> Result<()> {
         if self.is_capturing() { Err(Error::Capturing { op }) } else { Ok(()) }
     }
 
@@ -450,263 +231,15 @@ impl Timeline {
     /// Excludes blocking operations and capture begins on this stream (see
     /// [`Timeline::blocking`]).
     #[inline]
-    pub(crate) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(in crate::engine) fn lock_blocking(&self) -> std::sync::MutexGuard<'_, ()> {
         self.blocking.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Locks the stream's device book (this stream's state is
     /// `book.stream(self)`).
     #[inline(always)]
-    pub(crate) fn lock(&self) -> book::BookGuard<'_> {
+    pub(in crate::engine) fn lock(&self) -> book::BookGuard<'_> {
         self.book.lock()
-    }
-
-    /// A marker covering `ticket` (which must already be submitted): the
-    /// kept one if it covers it, else a new one recorded now.
-    pub(crate) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
-        let mut book = self.lock();
-        let st = book.stream(self);
-        let k = self.cover_in(st, ticket)?;
-        let (m, c) = st.markers.get(k).ok_or_else(empty_slot)?;
-        Ok((m.clone(), c))
-    }
-
-    /// Makes sure a kept marker covers `ticket`, with the book locked (`st`
-    /// is this stream's state): the slot of the earliest that does, recorded
-    /// now if none did.
-    #[inline]
-    fn cover_in(&self, st: &mut StreamState, ticket: u64) -> Result<usize> {
-        if let Some(i) = st.marker_for(ticket) {
-            return Ok(i);
-        }
-        self.refuse_if_capturing("a wait on work submitted during the capture")?;
-        self.record_marker(st)
-    }
-
-    /// Records a marker now, covering every ticket so far, with the book
-    /// locked (so the record's position agrees with `last_ticket`), and
-    /// keeps it as the newest. Once the stream keeps [`MARKERS_KEEP`]
-    /// markers and nothing but the stream state holds the oldest (no host
-    /// wait, proof or pending device wait uses it), that one's event is
-    /// recorded again in place: the hot path of a cross-stream handoff then
-    /// allocates nothing and leaves the pool alone. That is sound because a
-    /// `cuStreamWaitEvent` already issued on the event took the record it saw
-    /// at call time, and any other user would hold a clone of the `Arc`.
-    ///
-    /// Returns the new marker's slot in `st.markers` (the newest).
-    fn record_marker(&self, st: &mut StreamState) -> Result<usize> {
-        let covered = st.last_ticket;
-        self.device.inner.bind()?;
-        if let Some(m) = st.oldest_recyclable() {
-            let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
-            if let Err(e) = r {
-                // The marker no longer covers the point it was kept for:
-                // dropped (its event back to the pool).
-                st.markers.drop_oldest();
-                return Err(e);
-            }
-            // Oldest becomes newest, in place: the ring's head moves, no
-            // marker does and no reference count is touched.
-            return Ok(st.markers.recycle_oldest(covered));
-        }
-        let marker = self.pool.marker()?;
-        marker.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))?;
-        Ok(st.markers.push(Arc::new(marker), covered))
-    }
-
-    /// Records a marker covering everything submitted so far, unless one
-    /// already does (before a capture starts, so waits on earlier points
-    /// never need a new record; after a prefetcher's upload, so a wait on it
-    /// waits for exactly that upload).
-    pub(crate) fn seal_marker(&self, st: &mut StreamState) -> Result<()> {
-        if st.last_ticket == 0 || st.tail_marked() {
-            return Ok(());
-        }
-        self.record_marker(st).map(drop)
-    }
-
-    /// Makes this stream wait (device-side, `cuStreamWaitEvent` on a marker
-    /// of the other stream, recorded now if none covers it) for `p`, a point
-    /// of a stream of the same device, unless it is complete or already
-    /// waited for; `streams` are the device's stream states (book locked).
-    /// Clones no reference: the marker is used in place.
-    #[inline]
-    pub(crate) fn wait_same_device(&self, streams: &mut book::Streams, p: &Point) -> Result<()> {
-        if p.timeline.id == self.id || p.is_complete() {
-            return Ok(());
-        }
-        // The entry of `p`'s stream among the waits made here, found once:
-        // read now, updated after the wait (which changes only the other
-        // stream's state).
-        let entry = streams.get(self).known_entry(p.timeline.id);
-        let st = streams.get(self);
-        if entry.and_then(|k| st.known.get(k)).map_or(0, |(_, t)| *t) >= p.ticket {
-            return Ok(());
-        }
-        let covered = self.wait_on_marker(streams.get(&p.timeline), p)?;
-        let st = streams.get(self);
-        match entry.and_then(|k| st.known.get_mut(k)) {
-            Some(e) => e.1 = e.1.max(covered),
-            None => st.set_known(p.timeline.id, covered),
-        }
-        Ok(())
-    }
-
-    /// The wait itself, given the state of `p`'s stream (its book locked):
-    /// a kept marker covering `p` (recorded now if none does), then
-    /// `cuStreamWaitEvent` on this stream with this stream's context current
-    /// (recording on another device's stream made that one current).
-    /// Returns the ticket the marker covers.
-    #[inline]
-    fn wait_on_marker(&self, other: &mut StreamState, p: &Point) -> Result<u64> {
-        let k = p.timeline.cover_in(other, p.ticket)?;
-        let (m, covered) = other.markers.get(k).ok_or_else(empty_slot)?;
-        let ev = m.event()?;
-        // A record just made on another device's stream made that device's
-        // context current; on this device it is current already.
-        if !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
-            self.device.inner.bind()?;
-        }
-        call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
-        Ok(covered)
-    }
-
-    /// Records a marker at the stream's current tail unless one already
-    /// covers it (`cuEventRecord`), so that a later host wait on the last
-    /// operation waits for exactly that operation, not for work queued after
-    /// it (markers are otherwise recorded lazily, at the tail, when a wait
-    /// needs one).
-    pub(crate) fn mark_tail(&self) -> Result<()> {
-        crate::ffi::refuse("cuEventRecord")?;
-        let mut book = self.lock();
-        if self.is_capturing() {
-            return Ok(());
-        }
-        self.seal_marker(book.stream(self))
-    }
-
-    /// The last ticket submitted, read under the book lock, with the
-    /// stream's context made current: what a host wait beginning now covers.
-    ///
-    /// # Errors
-    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function; [`Error::Capturing`]
-    /// during a capture (naming `op`).
-    pub(crate) fn prepare_host_wait(&self, op: &'static str) -> Result<u64> {
-        crate::ffi::refuse(op)?;
-        let ticket = {
-            let mut book = self.lock();
-            self.refuse_if_capturing(op)?;
-            book.stream(self).last_ticket
-        };
-        self.device.inner.bind()?;
-        Ok(ticket)
-    }
-
-    /// Blocks the host until everything submitted on this stream so far has
-    /// completed, waiting on a marker covering the last ticket
-    /// (`cuEventSynchronize`; nothing when a host wait proved it already).
-    /// No lock is held while waiting.
-    ///
-    /// # Errors
-    /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (naming `op`); a
-    /// driver error.
-    pub(crate) fn host_wait_all_so_far(self: &Arc<Self>, op: &'static str) -> Result<()> {
-        crate::ffi::refuse(op)?;
-        let ticket = self.lock().stream(self).last_ticket;
-        if ticket == 0 {
-            return Ok(());
-        }
-        Point { timeline: self.clone(), ticket }.host_wait()
-    }
-
-    /// Blocks the host until all work submitted so far has completed
-    /// (`cuStreamSynchronize`); returns the ticket that proves.
-    ///
-    /// # Errors
-    /// As [`Timeline::prepare_host_wait`]; a driver error.
-    pub(crate) fn synchronize(&self, op: &'static str) -> Result<u64> {
-        let ticket = self.prepare_host_wait(op)?;
-        call("cuStreamSynchronize", || cu::stream::synchronize(self.raw()))?;
-        self.completed.fetch_max(ticket, Ordering::AcqRel);
-        // Frees that host functions which ran meanwhile had to put off.
-        crate::engine::capture::host_fn::drain();
-        Ok(ticket)
-    }
-
-    /// Whether `p` needs a device-side wait before work on this stream.
-    #[inline(always)]
-    fn needs_wait(&self, st: &StreamState, p: &Point) -> bool {
-        p.timeline.id != self.id && !p.is_complete() && st.known_for(p.timeline.id) < p.ticket
-    }
-
-    /// Submits `op` as the next operation of this stream, with the books of
-    /// this stream's device and of every stream in `deps` locked (`books`),
-    /// after making the stream wait (device-side, `cuStreamWaitEvent` on a
-    /// marker of the other stream) for every point of `deps` that is neither
-    /// known complete nor already waited for. Refused
-    /// ([`Error::Capturing`]) on a capturing stream, before anything is
-    /// submitted. Returns `op`'s result and the ticket it got.
-    #[inline(always)]
-    pub(crate) fn submit_in<R>(
-        &self,
-        books: &mut impl BookSet,
-        op_name: &'static str,
-        deps: &[Point],
-        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<(R, u64)> {
-        // The caller bound this stream's context (waits on another device's
-        // stream bind it back).
-        let own = self.book.ordinal;
-        {
-            let book = book_in(books, own)?;
-            self.refuse_if_capturing(op_name)?;
-            if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
-                self.wait_for(books, deps)?;
-            }
-        }
-        let st = book_in(books, own)?.stream(self);
-        let r = op(self.raw())?;
-        let ticket = self.draw_ticket(st);
-        Ok((r, ticket))
-    }
-
-    /// The device-side waits of [`Timeline::submit_in`].
-    #[cold]
-    fn wait_for(&self, books: &mut impl BookSet, deps: &[Point]) -> Result<()> {
-        let own = self.book.ordinal;
-        for p in deps {
-            if !self.needs_wait(book_in(books, own)?.stream(self), p) {
-                continue;
-            }
-            let other = &p.timeline;
-            let covered = self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p)?;
-            book_in(books, own)?.stream(self).set_known(other.id, covered);
-        }
-        Ok(())
-    }
-
-    /// Submits `op` on this stream with no tracked resources, after
-    /// device-side waits for `deps` (which may be on other devices' streams):
-    /// every book involved is locked, in ordinal order.
-    pub(crate) fn submit<R>(
-        &self,
-        op_name: &'static str,
-        deps: &[Point],
-        op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<(R, u64)> {
-        crate::ffi::refuse(op_name)?;
-        self.device.inner.bind()?;
-        if deps.iter().all(|p| Arc::ptr_eq(&p.timeline.book, &self.book)) {
-            let mut book = self.lock();
-            return self.submit_in(&mut *book, op_name, deps, op);
-        }
-        let mut list = BookList::default();
-        list.add(&self.book);
-        for p in deps {
-            list.add(&p.timeline.book);
-        }
-        let mut books = list.lock();
-        self.submit_in(&mut books, op_name, deps, op)
     }
 }
 

@@ -39,13 +39,7 @@ impl Allocation {
         let dev = &device.inner;
         if device.has_memory_pools() {
             let describe = || OpDesc { name: "alloc".into(), kind: OpKind::Alloc { bytes: bytes as u64 } };
-            let op = Op {
-                name: "DeviceBuffer::alloc",
-                uses: NO_USES,
-                kind: Kind::After(&[]),
-                keep: None,
-                describe: Some(&describe),
-            };
+            let op = Op::new("DeviceBuffer::alloc", Kind::After(&[]), NO_USES).describe(&describe);
             let (ptr, ticket) = engine::submit(stream, op, |raw| {
                 call("cuMemAllocAsync", || cu::memory::alloc_async(bytes, raw))
             })?;
@@ -101,7 +95,7 @@ impl Allocation {
     /// `CUDA_ERROR_NOT_PERMITTED` inside a host function (the free is then
     /// deferred); the driver error of a wait or of the free (the memory is
     /// then leaked, never freed while it may be in use).
-    pub(crate) fn close(mut self) -> Result<()> {
+    pub(in crate::engine) fn close(mut self) -> Result<()> {
         engine::refuse("DeviceBuffer::close")?;
         if self.ptr == 0 {
             return Ok(());
@@ -128,13 +122,7 @@ impl Allocation {
         match &self.stream {
             Some(s) => {
                 let describe = || OpDesc { name: "free".into(), kind: OpKind::Free };
-                let op = Op {
-                    name: "cuMemFreeAsync",
-                    uses: NO_USES,
-                    kind: Kind::After(&deps),
-                    keep: None,
-                    describe: Some(&describe),
-                };
+                let op = Op::new("cuMemFreeAsync", Kind::After(&deps), NO_USES).describe(&describe);
                 engine::submit(s, op, |raw| {
                     // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
                     // (here); the free is ordered after every use recorded on

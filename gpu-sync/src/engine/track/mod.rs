@@ -16,7 +16,7 @@ use crate::device::Device;
 use crate::engine::timeline::book::{DeviceBook, NO_SLOT, book_of};
 use crate::engine::timeline::conflicts::Access;
 use crate::engine::timeline::{Point, Timeline};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use cuda_sys::CUdeviceptr;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ pub(crate) struct Resource {
 
 impl Resource {
     /// A new resource of `device` with no uses.
-    pub fn new(device: &Device) -> Resource {
+    pub(crate) fn new(device: &Device) -> Resource {
         let book = book_of(device);
         let slot = book.lock().new_tracker();
         Resource { id: NEXT_RESOURCE_ID.fetch_add(1, Ordering::Relaxed), slot, book }
@@ -43,25 +43,25 @@ impl Resource {
 
     /// A resource with no slot (what a moved-out value leaves behind), of
     /// the same book as `self`.
-    pub fn empty_like(&self) -> Resource {
+    pub(crate) fn empty_like(&self) -> Resource {
         Resource { id: 0, slot: NO_SLOT, book: self.book.clone() }
     }
 
     /// Whether this resource is tracked in `book`.
     #[inline(always)]
-    pub fn is_in(&self, book: &Arc<DeviceBook>) -> bool {
+    pub(in crate::engine) fn is_in(&self, book: &Arc<DeviceBook>) -> bool {
         Arc::ptr_eq(&self.book, book)
     }
 
     /// Records a write at `point` (a stream-ordered allocation).
-    pub fn set_write(&self, point: Point) {
+    pub(in crate::engine) fn set_write(&self, point: Point) {
         let old = self.book.lock().tracker_mut(self.slot).and_then(|t| t.write.replace(point));
         // Dropped with the book unlocked.
         drop(old);
     }
 
     /// Every use not yet known complete.
-    pub fn outstanding(&self) -> SmallVec<[Point; 4]> {
+    pub(in crate::engine) fn outstanding(&self) -> SmallVec<[Point; 4]> {
         match self.book.lock().tracker_mut(self.slot) {
             Some(t) => t.outstanding(),
             None => SmallVec::new(),
@@ -70,7 +70,7 @@ impl Resource {
 
     /// Blocks the host until every recorded use has completed (the book is
     /// not locked while waiting).
-    pub fn host_wait_all(&self) -> Result<()> {
+    pub(crate) fn host_wait_all(&self) -> Result<()> {
         crate::ffi::refuse("cuEventSynchronize")?;
         for p in &self.outstanding() {
             p.host_wait()?;
@@ -133,37 +133,29 @@ pub(crate) type Use<'a> = (Target<'a>, Access);
 /// The resources one operation touches: a slice of [`Use`]s, or a launch's
 /// argument list (whose buffers are its uses).
 pub(crate) trait Uses {
-    /// Whether every use's resource is, by construction, a device
-    /// allocation of the stream's own device (so tracked in its book): a
-    /// launch's buffers, each checked by [`same_device`] before the
-    /// launch is submitted. The eager flavor then skips its per-use book
-    /// comparison; the device check itself is the caller's, and stays.
-    const ON_STREAM_DEVICE: bool = false;
-    /// Calls `f` with each use.
-    fn each(&self, f: impl FnMut(Target<'_>, Access));
-}
+    /// Its uses, in order (a loop over them needs no closure: the eager
+    /// flavor's passes stay in its own body, inlined on the hot path).
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)>;
 
-impl Uses for [Use<'_>] {
-    #[inline]
+    /// Calls `f` with each use.
+    #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
-        for (t, a) in self {
-            f(*t, *a);
+        for (t, a) in self.iter() {
+            f(t, a);
         }
     }
 }
 
-impl<const N: usize> Uses for [Use<'_>; N] {
-    #[inline]
-    fn each(&self, f: impl FnMut(Target<'_>, Access)) {
-        self.as_slice().each(f);
+impl Uses for [Use<'_>] {
+    #[inline(always)]
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        <[Use<'_>]>::iter(self).map(|(t, a)| (*t, *a))
     }
 }
 
-/// Checks that a device allocation lives on `stream`'s device.
-pub(crate) fn same_device(stream: &Timeline, alloc: &Allocation, what: &'static str) -> Result<()> {
-    if alloc.device.same(&stream.device) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch { what, expected: stream.device.ordinal(), found: alloc.device.ordinal() })
+impl<const N: usize> Uses for [Use<'_>; N] {
+    #[inline(always)]
+    fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)> {
+        Uses::iter(self.as_slice())
     }
 }
