@@ -50,6 +50,15 @@
 //!    driver's order) and the new uses recorded. A marker is recorded under
 //!    that lock (`Timeline::record_marker`), so it covers exactly the
 //!    tickets before it.
+//!    Devices: the flavors ask one rule before any lock — every device
+//!    buffer of an operation is reached from its stream's device
+//!    (`DeviceInner::reaches`: the same device, or peer access opened by
+//!    `Device::enable_peer_access`), or for a copy between devices at least
+//!    one; else [`crate::Error::DeviceMismatch`] naming both. A reached
+//!    buffer of another device is tracked in its own device's book, the
+//!    books locked in ordinal order (the across flavor), so freeing it
+//!    waits for the other device's uses too and a cross-device handoff
+//!    waits on the GPU.
 //! 5. **No blocking driver call under a book.** Host waits run unlocked
 //!    (`Point::host_wait`, `Timeline::synchronize`,
 //!    `engine::host_wait_device`). The one operation that blocks in the
