@@ -20,49 +20,48 @@ use std::sync::Arc;
 /// The fatbin header magic.
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 
-/// Whether `image` looks like a fatbin, an ELF cubin or PTX text.
+/// Whether `image` starts like a binary module (a fatbin or an ELF cubin):
+/// its first 4 bytes, read one at a time and stopping at a NUL, so a short
+/// PTX string is never read past its end (the binary magics contain no NUL
+/// byte).
 ///
 /// # Safety
 /// `image` must be non-null and point to a module image as CUDA defines it:
 /// at least 4 readable bytes for a binary, or a NUL-terminated string.
-/// The text of a PTX image (not a fatbin or ELF), if it is one.
-///
-/// # Safety
-/// `image` is a valid module image: a binary one starts with its 4-byte
-/// magic, a PTX one is a NUL-terminated string.
-unsafe fn ptx_text<'a>(image: *const u8) -> Option<&'a str> {
-    // The magic check reads byte by byte and stops at a NUL.
+unsafe fn is_binary(image: *const u8) -> bool {
     let mut head = [0u8; 4];
     for (k, slot) in head.iter_mut().enumerate() {
-        // SAFETY: as above.
+        // SAFETY: bytes up to the first NUL (or the first 4 of a binary
+        // image) are readable (the caller's obligation).
         let b = unsafe { image.add(k).read() };
         if b == 0 {
             break;
         }
         *slot = b;
     }
-    if u32::from_le_bytes(head) == FATBIN_MAGIC || head == *b"\x7fELF" {
+    u32::from_le_bytes(head) == FATBIN_MAGIC || head == *b"\x7fELF"
+}
+
+/// The text of a PTX image (not a fatbin or ELF), if it is one.
+///
+/// # Safety
+/// As [`is_binary`]: `image` is a valid module image.
+unsafe fn ptx_text<'a>(image: *const u8) -> Option<&'a str> {
+    // SAFETY: the caller's obligation, as `is_binary` needs it.
+    if unsafe { is_binary(image) } {
         return None;
     }
     // SAFETY: a PTX image is a NUL-terminated string (the caller's promise).
     unsafe { std::ffi::CStr::from_ptr(image.cast()) }.to_str().ok()
 }
 
+/// Whether `image` looks like a fatbin, an ELF cubin or PTX text.
+///
+/// # Safety
+/// As [`is_binary`]: `image` is a valid module image.
 unsafe fn valid_image(image: *const u8) -> bool {
-    // Read the first 4 bytes one at a time, stopping at a NUL, so a short
-    // PTX string is never read past its end (the binary magics contain no
-    // NUL byte).
-    let mut head = [0u8; 4];
-    for (k, slot) in head.iter_mut().enumerate() {
-        // SAFETY: bytes up to the first NUL (or the first 4 of a binary
-        // image) are readable (caller's obligation).
-        let b = unsafe { image.add(k).read() };
-        if b == 0 {
-            break;
-        }
-        *slot = b;
-    }
-    if u32::from_le_bytes(head) == FATBIN_MAGIC || head == *b"\x7fELF" {
+    // SAFETY: the caller's obligation, as `is_binary` needs it.
+    if unsafe { is_binary(image) } {
         return true;
     }
     // PTX: after whitespace, "//" or ".version". Read byte by byte and stop
