@@ -19,7 +19,10 @@
 //! - [`render`]: markdown, CSV and JSON — renderers only format;
 //! - [`info`]: the device facts every report carries;
 //! - [`instruments`]: the clock probe and spin gate the engine uses (the
-//!   `kernels` feature provides them).
+//!   `kernels` feature provides them);
+//! - `overhead` (with the `kernels` feature): the launch-overhead method,
+//!   raw driver launches and handoffs against gpu-sync's, interleaved batch
+//!   by batch, gated or free-running.
 //!
 //! # Timing your own kernel
 //! ```
@@ -52,6 +55,8 @@ pub mod error;
 pub mod info;
 pub mod instruments;
 mod method;
+#[cfg(feature = "kernels")]
+pub mod overhead;
 pub mod p2p;
 pub mod profile;
 pub mod record;
