@@ -3,10 +3,11 @@
 //! An actor is a stream or a session's host thread, named by a global `u64`
 //! id. A clock maps actors to the last tick of theirs it has seen; absent
 //! actors are at 0. Clocks are small, kept as a sorted vector: one entry
-//! per live actor the owner synchronized with, plus one "retired streams"
-//! entry per session that stands for every destroyed stream its host had
-//! fully observed (see `crate::retire`), so a clock does not grow with the
-//! number of streams that ever existed.
+//! per live actor the owner synchronized with, plus a "retired streams"
+//! entry per session and a "drained streams" entry per session and device
+//! that stand for what their holder saw of destroyed streams (see
+//! `crate::retire`), so a clock does not grow with the number of streams
+//! that ever existed.
 
 /// A vector clock: sorted `(actor, tick)` pairs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

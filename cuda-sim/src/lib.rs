@@ -37,10 +37,13 @@
 //!   checked against the allocation's history. Races, use-after-free, double
 //!   free and frees unordered with a use are reported ([`Session::races`]),
 //!   not fatal.
-//!   A destroyed stream leaves the clocks once its session's host has
-//!   observed all its work (a "retired streams" entry stands for it), so
-//!   clocks, and each operation's cost, stay as small as the set of live
-//!   streams however many came and went; no race with its work is lost.
+//!   A destroyed stream leaves the clocks once it has drained, whether or
+//!   not a host observed its last work (a stream-ordered free nobody waits
+//!   for): one entry per session ("retired streams") and one per device
+//!   (its drained streams) stand for it, each covering only what its
+//!   holder really saw, so clocks, and each operation's cost, stay as small
+//!   as the set of live streams however many came and went; no race with
+//!   its work is lost.
 //!   [`Session::footprint`] shows what the simulator holds.
 //! - **Graphs**: stream capture (with fork/join through events; event-record
 //!   nodes from `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)`, which

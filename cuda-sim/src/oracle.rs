@@ -5,7 +5,7 @@
 //! host), the actor's tick for that operation, and the actor's vector clock
 //! as it was when the operation was issued. Access `a` happens before access
 //! `b` iff `b.clock[a.actor] >= a.tick`, or `a`'s stream was retired and
-//! `b`'s clock covers its retirement (`crate::retire`). Two accesses to overlapping bytes,
+//! a cover of `a`'s destroyed stream says `b`'s clock has seen `a.tick` (`crate::retire`). Two accesses to overlapping bytes,
 //! at least one a write, neither happening before the other, are a race.
 
 use crate::clock::VClock;
@@ -29,7 +29,7 @@ pub(crate) struct Stamp {
     pub(crate) clock: Arc<VClock>,
     /// How to name the actor in reports.
     pub(crate) label: Actor,
-    /// The stream's retirement, once it is destroyed and retired (`None`
+    /// The stream's covers, given once it is destroyed and drained (`None`
     /// for a host actor, which never retires).
     pub(crate) retired: Option<RetireCell>,
 }
@@ -39,7 +39,7 @@ impl Stamp {
     /// `later`.
     pub(crate) fn happens_before(&self, later: &Stamp) -> bool {
         later.clock.get(self.actor) >= self.tick
-            || self.retired.as_ref().and_then(|c| c.get()).is_some_and(|r| r.covered_by(&later.clock))
+            || self.retired.as_ref().is_some_and(|c| crate::retire::lock(c).cover(&later.clock, self.tick))
     }
 
     /// Whether both stamps are the same operation (nodes of one graph

@@ -381,8 +381,7 @@ pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
         on_device.iter().filter_map(|id| st.streams.get(id).and_then(|s| s.last_op)).collect();
     // Clocks change only when work is queued, so take them before running
     // (a destroyed stream disappears once drained).
-    // Destroyed streams that drained unobserved are complete too.
-    let (mut clock, mut time) = crate::retire::unobserved_on(st, device);
+    let (mut clock, mut time) = (crate::clock::VClock::default(), 0);
     for id in &on_device {
         if let Some(s) = st.streams.get(id) {
             clock.merge(&s.clock);
@@ -390,6 +389,11 @@ pub(crate) fn sync_device(st: &mut State, session: u64, device: i32) -> Res {
         }
     }
     run_until(st, session, |st| targets.iter().all(|t| complete(st, *t)))?;
+    // Destroyed streams that drained unobserved are complete too, those
+    // that drained just now included (their drained clocks only grow).
+    let (drained, end) = crate::retire::unobserved_on(st, device);
+    clock.merge(&drained);
+    time = time.max(end);
     let sessions: Vec<u64> = st.sessions.keys().copied().collect();
     for s in sessions {
         crate::retire::host_sync(st, s, &clock, time);

@@ -12,7 +12,7 @@ use crate::oracle::{Stamp, pair_key};
 use crate::pool::PoolStats;
 use crate::report::{Actor, RaceReport};
 use crate::result::CUresult;
-use crate::retire::Retiring;
+use crate::retire::Drained;
 use crate::rng::Rng;
 use crate::state;
 use std::cell::Cell;
@@ -73,9 +73,14 @@ pub struct Footprint {
     /// Entries of the longest vector clock among the session's streams
     /// (what each new operation's stamp copies).
     pub longest_stream_clock: usize,
-    /// Destroyed, drained streams of the session the host has not yet
-    /// observed to their last operation (their actor stays in clocks).
+    /// Destroyed, drained streams of the session the host has not observed
+    /// to their last operation. A count only: the simulator keeps one
+    /// clock per device for all of them (`drained_clock`), and a context
+    /// synchronization observes them.
     pub retiring: usize,
+    /// Entries of the longest of the session's drained clocks (per device,
+    /// the merged knowledge of its destroyed streams).
+    pub drained_clock: usize,
     /// Allocations of the session not freed (or whose free has not run).
     pub allocations: usize,
     /// Freed allocations of the session still quarantined (bounded by the
@@ -83,7 +88,7 @@ pub struct Footprint {
     pub quarantined: usize,
     /// Access records in the histories of those allocations.
     pub access_records: usize,
-    /// Process-wide: retired streams still named by some clock.
+    /// Process-wide: destroyed streams still named by some clock.
     pub retired_index: usize,
     /// Process-wide: streams in the simulator, every session.
     pub all_streams: usize,
@@ -112,10 +117,10 @@ pub(crate) struct SessionState {
     /// Every stream of the session still in the simulator (default streams
     /// and destroyed streams still draining included).
     pub(crate) streams: BTreeSet<u64>,
-    /// Destroyed, drained streams the host has not yet observed to their
-    /// last tick, by id (`crate::retire`).
-    pub(crate) retiring: HashMap<u64, Retiring>,
-    /// Streams retired so far (the last retirement number).
+    /// Its destroyed, drained streams, one clock per device
+    /// (`crate::retire`).
+    pub(crate) drained: HashMap<i32, Drained>,
+    /// Host covers given so far (the last `RX` number, `crate::retire`).
     pub(crate) retired: u64,
     pub(crate) races: Vec<RaceReport>,
     seen: HashSet<(u64, u64, u64, u64, u64)>,
@@ -154,7 +159,7 @@ impl SessionState {
             host_now: 0,
             stream_count: 0,
             streams: BTreeSet::new(),
-            retiring: HashMap::new(),
+            drained: HashMap::new(),
             retired: 0,
             races: Vec::new(),
             seen: HashSet::new(),
@@ -415,7 +420,8 @@ impl Session {
             ops: st.ops.values().filter(|o| o.session == self.id).count(),
             host_clock: s.host_clock.len(),
             longest_stream_clock: mine.map(|x| x.clock.len()).max().unwrap_or(0),
-            retiring: s.retiring.len(),
+            retiring: s.drained.values().map(Drained::unobserved).sum(),
+            drained_clock: s.drained.values().map(Drained::clock_len).max().unwrap_or(0),
             allocations,
             quarantined,
             access_records,

@@ -58,7 +58,7 @@ pub(crate) struct Stream {
     pub(crate) tail_end: u64,
     pub(crate) destroyed: bool,
     pub(crate) capture: Option<StreamCapture>,
-    /// Its retirement once destroyed and observed (shared with its stamps).
+    /// Its covers once destroyed and drained (shared with its stamps).
     pub(crate) retire: RetireCell,
 }
 
@@ -130,15 +130,14 @@ pub(crate) fn create(
 
 /// Removes stream `sid` from the simulator (destroyed and drained, or an
 /// idle default stream of a session that ends) and hands it to
-/// [`crate::retire`], which frees its actor from the clocks once the host
-/// has observed all of it.
+/// [`crate::retire`], which gives it the covers that let clocks drop its
+/// actor.
 pub(crate) fn remove(st: &mut State, sid: u64) {
     let Some(s) = st.streams.remove(&sid) else { return };
     if let Some(sess) = st.sessions.get_mut(&s.session) {
         sess.streams.remove(&sid);
     }
-    let gone = crate::retire::Retiring { device: s.device, clock: s.clock, end: s.tail_end, cell: s.retire };
-    crate::retire::stream_gone(st, s.session, sid, gone);
+    crate::retire::stream_gone(st, s.session, s.device, sid, &s.clock, s.tail_end, &s.retire);
 }
 
 /// The caller's default stream of `kind` on its current device, created on

@@ -224,3 +224,127 @@ fn a_session_that_ends_frees_its_state() {
     let probe = Session::new(2);
     assert_eq!(probe.footprint().all_streams, before, "no stream of an ended session stays");
 }
+
+/// Runs queued work by querying the idle stream `idle` (which observes
+/// nothing else) until none is left.
+fn drain_unobserved(e: &Env, idle: &OwnedStream) {
+    for _ in 0..100_000 {
+        if e.session.pending() == 0 {
+            return;
+        }
+        assert!(stream::query(idle).expect("query"), "the idle stream is idle");
+    }
+    panic!("{} operations still queued", e.session.pending());
+}
+
+#[test]
+fn five_thousand_streams_ending_in_a_free_nobody_waits_for_leave_nothing_behind() {
+    // Each stream writes a buffer the host then reads (so the host saw part
+    // of the stream), frees it stream-ordered, and is destroyed: its last
+    // operation, the free, is observed by no host. A clock of every such
+    // stream would keep the state growing with the streams ever made.
+    let _serial = serial();
+    let e = env(31);
+    let (keep, idle) = (e.stream(NB), e.stream(NB));
+    let x = e.alloc(1024);
+    memset(x, 0, 256, &keep);
+    stream::synchronize(&keep).expect("sync");
+    let before = e.session.footprint();
+    for i in 0..STREAMS {
+        let s = e.stream(NB);
+        let y = e.alloc(256);
+        memset(y, i as u32, 64, &s);
+        if i % 2 == 0 {
+            stream::synchronize(&s).expect("the host sees the write, not the free");
+        }
+        sim::free_async(y, &s).expect("free y on s");
+        stream::destroy(s).expect("destroy");
+        memset(x, i as u32, 256, &keep);
+        if i % 64 == 0 {
+            stream::synchronize(&keep).expect("sync keep");
+            drain_unobserved(&e, &idle);
+        }
+    }
+    stream::synchronize(&keep).expect("sync keep");
+    drain_unobserved(&e, &idle);
+    // `keep`'s next operation drops what the last streams' retirement
+    // covers (its clock still names the last stream the host saw).
+    memset(x, 7, 256, &keep);
+    stream::synchronize(&keep).expect("sync keep");
+    let after = e.session.footprint();
+    assert_eq!(after.streams, before.streams, "{before:?} -> {after:?}");
+    assert_eq!(after.allocations, before.allocations, "{before:?} -> {after:?}");
+    assert!(after.host_clock <= before.host_clock + 2, "host clock: {before:?} -> {after:?}");
+    assert!(after.longest_stream_clock <= before.longest_stream_clock + 2, "{before:?} -> {after:?}");
+    assert!(after.drained_clock <= 4, "one drained clock, not one per stream: {after:?}");
+    assert!(after.retired_index <= 2 * 1024, "the index is swept: {after:?}");
+    assert!(after.quarantined <= 1 << 14, "the quarantine is bounded: {after:?}");
+    assert_eq!(after.retiring, STREAMS, "no host saw a free: {after:?}");
+    context::synchronize(d()).expect("cuCtxSynchronize");
+    assert_eq!(e.session.footprint().retiring, 0, "the context synchronization observed them all");
+    assert!(e.session.races().is_empty(), "{:#?}", e.session.races());
+    sim::free(x).expect("free x");
+    stream::destroy(keep).expect("destroy keep");
+    stream::destroy(idle).expect("destroy idle");
+    teardown(e);
+}
+
+/// Stream A writes `x` and frees `y`, the host having seen only A's first
+/// write of `x`; A is destroyed and drains unobserved. Then stream B writes
+/// `x` and `y`: after nothing (both unordered with A's last operations), or
+/// after an event A recorded last, or after a context synchronization.
+fn write_after_an_unobserved_free(seed: u64, order: &str) -> Vec<cuda_sim::RaceReport> {
+    let e = env(seed);
+    let (a, b, idle) = (e.stream(NB), e.stream(NB), e.stream(NB));
+    let (x, y) = (e.alloc(256), e.alloc(256));
+    let done = e.event(0);
+    memset(x, 1, 64, &a);
+    memset(y, 1, 64, &a);
+    stream::synchronize(&a).expect("the host sees a's first writes");
+    memset(x, 2, 64, &a);
+    sim::free_async(y, &a).expect("free y on a");
+    event::record(&done, &a).expect("record");
+    stream::destroy(a).expect("destroy a");
+    drain_unobserved(&e, &idle);
+    match order {
+        "event" => stream::wait_event(&b, &done, 0).expect("b waits for a's end"),
+        "context" => context::synchronize(d()).expect("cuCtxSynchronize"),
+        _ => {}
+    }
+    memset(x, 3, 64, &b);
+    memset(y, 3, 64, &b);
+    stream::synchronize(&b).expect("sync b");
+    let races = e.session.take_races();
+    event::destroy(done).expect("destroy event");
+    stream::destroy(b).expect("destroy b");
+    stream::destroy(idle).expect("destroy idle");
+    sim::free(x).expect("free x");
+    teardown(e);
+    races
+}
+
+#[test]
+fn an_access_unordered_with_a_destroyed_streams_unobserved_work_is_still_reported() {
+    let _serial = serial();
+    for seed in 0..8 {
+        let races = write_after_an_unobserved_free(seed, "none");
+        let kinds: Vec<RaceKind> = races.iter().map(|r| r.kind).collect();
+        assert!(kinds.contains(&RaceKind::DataRace), "seed {seed}: b's write of x vs a's: {races:#?}");
+        assert!(
+            kinds.iter().any(|k| matches!(k, RaceKind::UnorderedFree)),
+            "seed {seed}: b's write of y vs a's free: {races:#?}"
+        );
+        let races = write_after_an_unobserved_free(seed, "event");
+        assert!(
+            races.iter().all(|r| r.kind == RaceKind::UseAfterFree),
+            "seed {seed}: ordered by the event: {races:#?}"
+        );
+        assert_eq!(races.len(), 1, "seed {seed}: only the use after free: {races:#?}");
+        let races = write_after_an_unobserved_free(seed, "context");
+        assert!(
+            races.iter().all(|r| r.kind == RaceKind::UseAfterFree),
+            "seed {seed}: ordered by the context: {races:#?}"
+        );
+        assert_eq!(races.len(), 1, "seed {seed}: only the use after free: {races:#?}");
+    }
+}

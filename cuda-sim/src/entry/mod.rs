@@ -60,7 +60,10 @@ pub(crate) fn api(name: &'static str, body: impl FnOnce(&mut State, &Caller) -> 
         return NOT_INITIALIZED;
     }
     let caller = Caller { session, thread: std::thread::current().id(), ctx: state::current_ctx() };
-    match body(st, &caller) {
+    let r = body(st, &caller);
+    // No clock copy outlives the body: the one safe moment to sweep.
+    crate::retire::maybe_sweep(st);
+    match r {
         Ok(()) => SUCCESS,
         Err(code) => code,
     }
