@@ -260,6 +260,24 @@ mod generate {
     use anyhow::{Context, Result, bail};
     use std::fmt::Write as _;
 
+    /// The settings every generated file shares: the host compiler's include
+    /// folder (libclang without its resource headers, Debian's libclang1 alone,
+    /// lacks stddef.h), C enums as newtypes over the integer (an unknown code
+    /// from a newer library is never undefined behaviour), `Default` derived,
+    /// no layout tests, no comments, enum names not prefixed.
+    fn common(builder: bindgen::Builder) -> bindgen::Builder {
+        let builder = match compiler_include_dir() {
+            Some(dir) => builder.clang_arg(format!("-isystem{}", dir.display())),
+            None => builder,
+        };
+        builder
+            .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
+            .derive_default(true)
+            .layout_tests(false)
+            .generate_comments(false)
+            .prepend_enum_name(false)
+    }
+
     /// `cc -print-file-name=include`: the compiler's builtin header folder.
     fn compiler_include_dir() -> Option<std::path::PathBuf> {
         let compiler = cc::Build::new()
@@ -325,48 +343,39 @@ mod generate {
             );
         }
 
-        let mut builder = bindgen::Builder::default()
-            .header(typedefs_path.to_string_lossy())
-            .clang_arg(format!("-I{}", include.display()));
-        // libclang without its resource headers (Debian's libclang1 alone)
-        // lacks stddef.h; the host C compiler's own include dir has it.
-        if let Some(dir) = compiler_include_dir() {
-            builder = builder.clang_arg(format!("-isystem{}", dir.display()));
-        }
-        builder = builder
-            .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
-            .derive_default(true)
-            .derive_eq(true)
-            .derive_hash(true)
-            .layout_tests(false)
-            .generate_comments(false)
-            .use_core()
-            .prepend_enum_name(false)
-            .allowlist_var("CUDA_VERSION")
-            .allowlist_var("CU_MEMHOSTALLOC_.*")
-            .allowlist_var("CU_EVENT_.*")
-            .allowlist_type("CUresult")
-            .allowlist_type("CUdevice_attribute")
-            .allowlist_type("CUdriverProcAddress_flags")
-            .allowlist_type("CUdriverProcAddressQueryResult")
-            .allowlist_type("CUstream_flags")
-            .allowlist_type("CUevent_flags")
-            .allowlist_type("CUevent_wait_flags")
-            .allowlist_type("CUevent_record_flags")
-            .allowlist_type("CUmemPool_attribute")
-            .allowlist_type("CUdevice_P2PAttribute")
-            .allowlist_type("CUmemAccess_flags")
-            .allowlist_type("CUmemLocationType")
-            .allowlist_type("CUmemAccessDesc")
-            .allowlist_type("CUstreamCaptureMode")
-            .allowlist_type("CUstreamCaptureStatus")
-            .allowlist_type("CUfunction_attribute")
-            .allowlist_type("CUgraphInstantiate_flags")
-            .allowlist_type("CUhostFn")
-            .allowlist_type("CUdevice")
-            .allowlist_type("CUdeviceptr")
-            // The loader's own bootstrap entry point, taken by dlsym.
-            .allowlist_type("PFN_cuGetProcAddress_v12000");
+        let mut builder = common(
+            bindgen::Builder::default()
+                .header(typedefs_path.to_string_lossy())
+                .clang_arg(format!("-I{}", include.display())),
+        )
+        .derive_eq(true)
+        .derive_hash(true)
+        .use_core()
+        .allowlist_var("CUDA_VERSION")
+        .allowlist_var("CU_MEMHOSTALLOC_.*")
+        .allowlist_var("CU_EVENT_.*")
+        .allowlist_type("CUresult")
+        .allowlist_type("CUdevice_attribute")
+        .allowlist_type("CUdriverProcAddress_flags")
+        .allowlist_type("CUdriverProcAddressQueryResult")
+        .allowlist_type("CUstream_flags")
+        .allowlist_type("CUevent_flags")
+        .allowlist_type("CUevent_wait_flags")
+        .allowlist_type("CUevent_record_flags")
+        .allowlist_type("CUmemPool_attribute")
+        .allowlist_type("CUdevice_P2PAttribute")
+        .allowlist_type("CUmemAccess_flags")
+        .allowlist_type("CUmemLocationType")
+        .allowlist_type("CUmemAccessDesc")
+        .allowlist_type("CUstreamCaptureMode")
+        .allowlist_type("CUstreamCaptureStatus")
+        .allowlist_type("CUfunction_attribute")
+        .allowlist_type("CUgraphInstantiate_flags")
+        .allowlist_type("CUhostFn")
+        .allowlist_type("CUdevice")
+        .allowlist_type("CUdeviceptr")
+        // The loader's own bootstrap entry point, taken by dlsym.
+        .allowlist_type("PFN_cuGetProcAddress_v12000");
         for c in &chosen {
             builder = builder.allowlist_type(&c.typedef);
         }
@@ -420,18 +429,9 @@ mod generate {
         let home = wheels::ensure(&["nvidia-cuda-runtime", "nvidia-cuda-nvrtc"])?;
         let header = home.join("include").join("nvrtc.h");
         let nvrtc_h = std::fs::read(&header).context("reading nvrtc.h (wheel nvidia-cuda-nvrtc)")?;
-        let mut builder = bindgen::Builder::default().header(header.to_string_lossy());
-        if let Some(dir) = compiler_include_dir() {
-            builder = builder.clang_arg(format!("-isystem{}", dir.display()));
-        }
-        let bindings = builder
-            .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
-            .derive_default(true)
+        let bindings = common(bindgen::Builder::default().header(header.to_string_lossy()))
             .derive_eq(true)
             .derive_hash(true)
-            .layout_tests(false)
-            .generate_comments(false)
-            .prepend_enum_name(false)
             .allowlist_function("nvrtc.*")
             .allowlist_type("nvrtcResult")
             .allowlist_type("nvrtcProgram")
@@ -493,37 +493,30 @@ mod generate {
         for f in CUPTI_FUNCTIONS {
             writeln!(wrapper, "typedef __typeof__({f}) *PFN_{f};")?;
         }
-        let mut builder = bindgen::Builder::default()
-            .header_contents("cupti_table.h", &wrapper)
-            .clang_arg(format!("-I{}", include.display()));
-        if let Some(dir) = compiler_include_dir() {
-            builder = builder.clang_arg(format!("-isystem{}", dir.display()));
-        }
-        builder = builder
-            .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
-            .derive_default(true)
-            .layout_tests(false)
-            .generate_comments(false)
-            .use_core()
-            .prepend_enum_name(false)
-            .allowlist_var("CUPTI_API_VERSION")
-            .allowlist_type("CUptiResult")
-            .allowlist_type("CUpti_ActivityKind")
-            .allowlist_type("CUpti_Activity")
-            .allowlist_type("CUpti_ActivityKernel10")
-            .allowlist_type("CUpti_ActivityMemcpy6")
-            .allowlist_type("CUpti_ActivityMemset4")
-            .allowlist_type("CUpti_ActivityExternalCorrelation")
-            .allowlist_type("CUpti_ExternalCorrelationKind")
-            .allowlist_type("CUpti_ActivitySynchronization2")
-            .allowlist_type("CUpti_ActivitySynchronizationType")
-            .allowlist_type("CUpti_ActivityOverhead3")
-            .allowlist_type("CUpti_ActivityOverheadKind")
-            .allowlist_type("CUpti_ActivityObjectKind")
-            .allowlist_type("CUpti_ActivityMemcpyKind")
-            .allowlist_type("CUpti_ActivityFlag")
-            .allowlist_type("CUpti_CallbackDomain")
-            .allowlist_type("CUpti_CallbackId");
+        let mut builder = common(
+            bindgen::Builder::default()
+                .header_contents("cupti_table.h", &wrapper)
+                .clang_arg(format!("-I{}", include.display())),
+        )
+        .use_core()
+        .allowlist_var("CUPTI_API_VERSION")
+        .allowlist_type("CUptiResult")
+        .allowlist_type("CUpti_ActivityKind")
+        .allowlist_type("CUpti_Activity")
+        .allowlist_type("CUpti_ActivityKernel10")
+        .allowlist_type("CUpti_ActivityMemcpy6")
+        .allowlist_type("CUpti_ActivityMemset4")
+        .allowlist_type("CUpti_ActivityExternalCorrelation")
+        .allowlist_type("CUpti_ExternalCorrelationKind")
+        .allowlist_type("CUpti_ActivitySynchronization2")
+        .allowlist_type("CUpti_ActivitySynchronizationType")
+        .allowlist_type("CUpti_ActivityOverhead3")
+        .allowlist_type("CUpti_ActivityOverheadKind")
+        .allowlist_type("CUpti_ActivityObjectKind")
+        .allowlist_type("CUpti_ActivityMemcpyKind")
+        .allowlist_type("CUpti_ActivityFlag")
+        .allowlist_type("CUpti_CallbackDomain")
+        .allowlist_type("CUpti_CallbackId");
         for f in CUPTI_FUNCTIONS {
             builder = builder.allowlist_type(format!("PFN_{f}"));
         }
