@@ -190,21 +190,26 @@ fn different_environments_are_refused_unless_allowed() {
     }
 }
 
-fn roofline() -> (RooflineReport, u32) {
+/// The committed H100 roofline, or `None` (the test then skips, saying so)
+/// where the sources are not there: a test binary copied to the GPU machine.
+fn roofline() -> Option<(RooflineReport, u32)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/results/2026-11-26-final/verify-after-review/roofline/results.json"
     );
-    let text = std::fs::read_to_string(path).expect("the committed H100 roofline");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        println!("skipped: sources not found at {path}");
+        return None;
+    };
     match Results::from_json(&text).expect("reads") {
-        Results::Roofline(r, v) => (*r, v),
+        Results::Roofline(r, v) => Some((*r, v)),
         Results::Timer(_) => panic!("a roofline"),
     }
 }
 
 #[test]
 fn the_roofline_is_compared_per_ceiling_a_lower_ceiling_regressing() {
-    let (r, v) = roofline();
+    let Some((r, v)) = roofline() else { return };
     assert_eq!(v, 2);
     let same =
         compare(&Results::Roofline(Box::new(r.clone()), v), &Results::Roofline(Box::new(r.clone()), v), OPTS)
