@@ -15,6 +15,8 @@
 #              results.json files are compared pairwise by `gpu-bench compare` later,
 #              on the build machine: the A/A false-verdict rate, issue 26)
 #   p2p        `gpu-bench p2p` beside the PyTorch peer (docs/results/scripts/p2p-peers.py)
+#   p2p1g      `gpu-bench p2p --bytes 1073741824`
+#   p2plat     the 4-byte latency with raw runtime calls (p2p-latency-peer.py, CuPy)
 set -u
 # Multicast stays off everywhere (../shared/GPU.md): nothing here runs NCCL,
 # but every environment keeps the switches.
@@ -75,6 +77,14 @@ for stage in "$@"; do
       say "gpu-bench p2p: exit $? in $((SECONDS - t0)) s"
       timeout 200 python3 docs/results/scripts/p2p-peers.py >"$logs/p2p-peers.json" 2>"$logs/p2p-peers.err"
       say "p2p peers (PyTorch): exit $? in $((SECONDS - t0)) s"
+      ;;
+    p2p1g)
+      timeout 240 "$gb" p2p --bytes 1073741824 --out "$logs/p2p-1g" >"$logs/p2p-1g.log" 2>&1
+      say "gpu-bench p2p --bytes 1 GiB: exit $? in $((SECONDS - t0)) s"
+      ;;
+    p2plat)
+      timeout 200 python3 docs/results/scripts/p2p-latency-peer.py >"$logs/p2p-latency.json" 2>"$logs/p2p-latency.err"
+      say "p2p latency (CuPy, raw runtime calls): exit $? in $((SECONDS - t0)) s"
       ;;
     *) say "unknown stage $stage" ;;
   esac
