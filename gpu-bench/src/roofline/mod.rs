@@ -33,19 +33,19 @@
 //! Placing fails when the kernel measures above its roof on a real GPU: a
 //! wrong cost model or a broken timer, never a result.
 
+mod arithmetic;
 mod markdown;
 mod model;
-mod place;
 mod svg;
 
+pub use arithmetic::{
+    ABOVE_ROOF_TOLERANCE, PlaceRequest, fma_lanes_per_sm_clock, fma_peak, log_sizes, place, plateaus, ridge,
+    roof, tensor_flops_per_sm_clock, tensor_peak,
+};
 pub use markdown::{TargetRow, render as markdown, targets};
 pub use model::{
     Bound, Ceiling, CeilingKind, MemoryLevel, Peer, Phase, Placement, Plateau, RooflineReport, SCHEMA,
     SCHEMA_VERSION, SCHEMA_VERSION_OLDEST, Sweep, SweepPoint, TuneRow,
-};
-pub use place::{
-    ABOVE_ROOF_TOLERANCE, PlaceRequest, fma_lanes_per_sm_clock, fma_peak, log_sizes, place, plateaus, ridge,
-    roof, tensor_flops_per_sm_clock, tensor_peak,
 };
 pub use svg::{render as svg, render_cache as cache_svg, si};
 

@@ -1,6 +1,6 @@
 //! The roofline's data: measured ceilings, sweeps, placed kernels, peers and
 //! the run's facts, as one versioned JSON document ([`RooflineReport`]).
-//! Data only: the math is in `place.rs`, the renderers in `markdown.rs` and
+//! Data only: the math is in `arithmetic.rs`, the renderers in `markdown.rs` and
 //! `svg.rs`.
 
 use crate::info::DeviceInfo;
