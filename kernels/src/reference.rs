@@ -104,6 +104,19 @@ pub fn bump_u32(x: &mut [u32], add: u32) {
     }
 }
 
+/// The largest `|got - want|` over the elements (NaN if either side holds a
+/// NaN: a NaN never passes a check) and the largest `|want|` (the scale a
+/// tolerance is relative to): how the matrix probes' results are checked.
+pub fn worst_abs_error(got: &[f32], want: &[f32]) -> (f32, f32) {
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
+    (worst, scale)
+}
+
 /// The roofline's probes (`roofline.cu`), for their result checks and the
 /// simulator.
 pub mod probes {
@@ -644,5 +657,17 @@ mod tests {
         let mut out = [0u32; 2];
         mix_u32(&[10, 11], &[20, 20], &mut out, 30);
         assert_eq!(out, [base, mix(11, 20, 30)]);
+    }
+}
+
+#[cfg(test)]
+mod worst_tests {
+    /// The largest error and scale; a NaN on either side is NaN (never a pass).
+    #[test]
+    fn worst_abs_error_is_the_largest_and_nan_never_passes() {
+        let (w, s) = super::worst_abs_error(&[1.0, 2.5, -3.0], &[1.0, 2.0, -4.0]);
+        assert_eq!((w, s), (1.0, 4.0));
+        assert!(super::worst_abs_error(&[f32::NAN, 1.0], &[0.0, 1.0]).0.is_nan());
+        assert!(super::worst_abs_error(&[0.0, 1.0], &[0.0, f32::NAN]).0.is_nan());
     }
 }

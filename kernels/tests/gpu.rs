@@ -643,12 +643,7 @@ fn roofline_sweeps_and_mma_probes_match_the_references() {
             );
             let got: Vec<f32> = gpu.download(out, 1024);
             let want = probes::mma(format, &ha, &hb, iters);
-            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs())
-                .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
+            let (worst, scale) = kernels::reference::worst_abs_error(&got, &want);
             println!("{} x{iters} ({grid}x{block}): max |error| {worst:.2e} of {scale:.3}", kernel.name());
             assert!(scale > 0.0 && worst <= tolerance * scale, "{}: {worst} of {scale}", kernel.name());
         }

@@ -245,12 +245,7 @@ pub(super) fn tensor(run: &mut Run<'_>, report: &mut RooflineReport) -> Result<(
         } else {
             reference::probes::tensor(format, &ha, &hb, 2)
         };
-        let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let worst = got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| (g - w).abs())
-            .fold(0f32, |m, e| if e.is_nan() || m.is_nan() { f32::NAN } else { m.max(e) });
+        let (worst, scale) = reference::worst_abs_error(&got, &want);
         // FP8 accumulates with fewer bits than f32 (wgmma): a wider band.
         let tolerance = if format == TcFormat::E4m3 { 5e-3 } else { 1e-3 };
         if worst.is_nan() || worst > tolerance * scale {
