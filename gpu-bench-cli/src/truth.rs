@@ -8,7 +8,7 @@
 //! and at an odd size (1,000,003 elements, tiled and one thread per element),
 //! each timed in every sampled mode (cold, hot, batch, graph) and in kernel
 //! mode (CUPTI's records, where CUPTI loads). Each record carries
-//! "<mode> over kernel": what each event mode reads above the GPU's own
+//! "`<mode>` over kernel": what each event mode reads above the GPU's own
 //! duration of the same work. With `--launch-only N` nothing is timed and no
 //! timer is built (no event, no spin gate, which a profiler's serialized
 //! replay would starve): each case is launched N times back to back, the

@@ -198,7 +198,7 @@ pub fn manifest(files: &[(&str, &[u8])]) -> String {
 }
 
 /// Runs the task (re-running xtask with the `codegen` feature if needed):
-/// writes [`GENERATED_DIR`], or with `check` regenerates into a temporary
+/// writes `cuda-sys/src/generated` (`GENERATED_DIR`), or with `check` regenerates into a temporary
 /// folder and fails naming each committed file that differs.
 pub fn run(check: bool) -> Result<()> {
     #[cfg(feature = "codegen")]

@@ -14,7 +14,7 @@ pub enum ActivityKind {
     /// Memsets (`CUPTI_ACTIVITY_KIND_MEMSET`).
     Memset,
     /// External correlation records (`CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`):
-    /// the id pushed with [`Activity::push_external_correlation`] around a
+    /// the id pushed with [`Activity::push_external_correlation`](super::Activity::push_external_correlation) around a
     /// driver call, paired with that call's correlation id (which its
     /// kernel, copy or memset record carries). CUPTI writes them before
     /// the driver API records, so asking for this kind also enables
@@ -147,7 +147,7 @@ pub enum ActivityOp {
     },
     /// An external correlation: the driver call of this record's
     /// `correlation_id` ran while `external_id` was pushed
-    /// ([`Activity::push_external_correlation`]). Its start, end, device,
+    /// ([`Activity::push_external_correlation`](super::Activity::push_external_correlation)). Its start, end, device,
     /// context and stream are 0.
     ExternalCorrelation {
         /// `CUpti_ExternalCorrelationKind` ([`EXTERNAL_KIND_CUSTOM0`] for
@@ -187,7 +187,7 @@ pub struct ActivityRecord {
     pub device_id: u32,
     /// The context.
     pub context_id: u32,
-    /// CUPTI's id of the stream ([`Activity::stream_id`] maps a stream to it).
+    /// CUPTI's id of the stream ([`Activity::stream_id`](super::Activity::stream_id) maps a stream to it).
     pub stream_id: u32,
     /// The id that ties the record to the API call that enqueued it.
     pub correlation_id: u32,
