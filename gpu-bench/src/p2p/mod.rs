@@ -325,7 +325,12 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
     let bytes = words * 4;
     let repeats = opts.repeats.max(1);
     let simulated = gpu_sync::cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
-    let mut notes = Vec::new();
+    let mut notes = vec![
+        "4 B latency: one copy between a pair of events on the destination's stream, the median over the \
+         runs; the event pair's own floor is inside it (back-to-back copies per pair, as \
+         p2pBandwidthLatencyTest reports them, are not measured here)"
+            .to_owned(),
+    ];
     if simulated {
         notes.push("simulated: every figure comes from cuda-sim's device model, not a GPU".into());
     }
