@@ -18,6 +18,7 @@ Prints one JSON object. Usage on the GPU host: python3 p2p-latency-peer.py
 import os
 
 # NVLink multicast stays off in every process on the shared hosts.
+# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches below).
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
 os.environ["NVSHMEM_DISABLE_NVLS"] = "1"

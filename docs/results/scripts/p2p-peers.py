@@ -19,6 +19,7 @@ import os
 
 # NVLink multicast stays off in every process on the shared hosts, even
 # one that never calls NCCL (../shared/GPU.md, "Several GPUs").
+# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches below).
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
 os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
