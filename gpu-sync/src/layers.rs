@@ -363,6 +363,12 @@ const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
     ("flavor/captured.rs", "struct", "Capture"),
     ("flavor/captured.rs", "struct", "Ended"),
     ("flavor/captured.rs", "type", "KeepAlive"),
+    // A group operation's parts and tickets, built by the API files that
+    // submit one (`ForeignGroup::launch`): data the facade's
+    // `submit_group` takes, no lock or ticket behind them.
+    ("flavor/group.rs", "fn", "new"),
+    ("flavor/group.rs", "struct", "Part"),
+    ("flavor/group.rs", "type", "Tickets"),
     ("release.rs", "fn", "close"),
     ("release.rs", "fn", "get"),
     ("release.rs", "fn", "leak"),
@@ -485,6 +491,8 @@ const ENGINE_INTERNALS: &[&str] = &[
     "submit_event_wait",
     "seal_marker",
     "lock_books",
+    "wait_before",
+    "Step::",
     "book_of",
     "BookList",
     "BookGuard",

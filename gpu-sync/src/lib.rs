@@ -88,7 +88,7 @@ pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
 pub use graph::{Capture, Graph, GraphExec};
 pub use launch::config::{Dim3, LaunchConfig};
-pub use launch::foreign::ForeignUses;
+pub use launch::foreign::{ForeignGroup, ForeignUses};
 pub use launch::kernel::{Kernel, RawKernel};
 pub use launch::module::Module;
 pub use launch::signature::{In, KernelArg, KernelArgs, Len, Out, Param, Signature};

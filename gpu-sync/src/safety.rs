@@ -59,6 +59,23 @@
 //!    books locked in ordinal order (the across flavor), so freeing it
 //!    waits for the other device's uses too and a cross-device handoff
 //!    waits on the GPU.
+//!    **Several streams, one operation** (`engine::submit_group`, the group
+//!    flavor; `ForeignGroup::launch`): work that one call enqueues on N
+//!    streams (an NCCL group) is one operation. Every book involved (each
+//!    stream's device, each buffer's, each conflicting use's) is locked by
+//!    `book::locked`, the one function that locks several books: in ordinal
+//!    order, and when the work under them finds a book missing it has
+//!    submitted nothing, releases them all and locks again with it — so no
+//!    thread ever waits for a book while holding a higher one, and the
+//!    `loom` model in `engine/timeline/book.rs` checks this under groups
+//!    given in opposite orders, an across relock and single-device work.
+//!    Every stream waits for its own part's conflicts, the call runs once,
+//!    and only after it returns each stream draws its ticket — per stream,
+//!    for work its call enqueued — and its part's uses are recorded; after
+//!    a failed or panicking call as well (it may have enqueued part of its
+//!    work: recording uses of work that never ran only delays later work).
+//!    One buffer used by two parts and written by either is refused: the
+//!    parts run concurrently, and a tracker keeps one last write.
 //! 5. **No blocking driver call under a book.** Host waits run unlocked
 //!    (`Point::host_wait`, `Timeline::synchronize`,
 //!    `engine::host_wait_device`). The one operation that blocks in the
@@ -302,6 +319,10 @@
 //!   code the engine runs) under the `loom` model checker: `RUSTFLAGS="--cfg loom"
 //!   CARGO_TARGET_DIR=target/loom cargo test -p gpu-sync --lib --release
 //!   capture_gate`.
+//! - The lock protocol of several books (`engine/timeline/book.rs`:
+//!   `BookList`, `locked`) under `loom`: the same command with `loom_model`;
+//!   one operation over several streams and devices under the race oracle:
+//!   `tests/tests/group.rs`.
 //! - Host memory: the Miri subset (`tests/tests/miri.rs`).
 //!
 //! [ts]: https://docs.nvidia.com/cuda/cuda-driver-api/graphs-thread-safety.html

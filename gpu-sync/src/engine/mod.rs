@@ -49,6 +49,7 @@ pub use timeline::pending::{NotCovered, Pending, Polled};
 
 pub(crate) use capture::host_fn::{HostFn, Inside, launch as launch_host_fn};
 pub(crate) use flavor::captured::{Capture as CaptureHandle, KeepAlive};
+pub(crate) use flavor::group::{Part, Tickets};
 pub(crate) use release::Held;
 pub(crate) use timeline::event::EventInner;
 pub(crate) use timeline::marker::TailMark;
@@ -249,6 +250,48 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
 }
 
+/// Submits one operation over several streams (of one device or several):
+/// `call` enqueues the work of every part of `parts`, each on the raw
+/// stream of the same index, in one go (an NCCL group; a foreign call given
+/// several streams). The group flavor (`flavor::group`) locks the books of
+/// every device involved once, in ordinal order, makes each stream wait for
+/// its part's conflicting uses, runs `call`, then draws a ticket per stream
+/// and records each part's uses at it. The guards come first, as in
+/// [`submit`]: refusal inside a host function, the deferred work drained;
+/// a capturing stream is refused ([`crate::Error::Capturing`]: a group does
+/// not join a capture). Returns `call`'s result and the tickets, one per
+/// part.
+///
+/// Recording: each recorded part gets its events (or CUPTI correlation)
+/// around the one call, in the parts' order, closed in reverse.
+///
+/// # Errors
+/// `CUDA_ERROR_NOT_PERMITTED` inside a host function; the refusals of the
+/// group flavor; the errors of the waits; `call`'s error (its uses are
+/// recorded all the same: it may have enqueued part of its work).
+pub(crate) fn submit_group<R>(
+    op_name: &'static str,
+    parts: &[Part<'_>],
+    call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+) -> Result<(R, Tickets)> {
+    crate::ffi::refuse(op_name)?;
+    capture::host_fn::drain();
+    let hooks: smallvec::SmallVec<[Option<Hooked<'_>>; 4]> = parts
+        .iter()
+        .map(|p| {
+            if p.stream.device.inner.trace.is_on() {
+                hook(p.stream, op_name, Kind::Async, None)
+            } else {
+                None
+            }
+        })
+        .collect();
+    if hooks.iter().all(Option::is_none) {
+        return flavor::group::run(op_name, parts, call);
+    }
+    flavor::group::run(op_name, parts, |raws| Hooked::around_group(&hooks, raws, call))
+}
+
 /// The device rule, asked by every flavor before it locks a book for an
 /// operation over `uses` on `s` (the eager flavor's one pass over the uses
 /// finds whether each resource is in the stream's book, under its lock, and
@@ -366,6 +409,31 @@ impl Hooked<'_> {
             None => default_desc(self.name, self.kind),
         };
         self.sink.after(f, self.stream, raw, desc, captured, r.is_ok());
+        r
+    }
+}
+
+impl Hooked<'_> {
+    /// [`submit_group`]'s call while some of its devices record: each
+    /// recorded part's hook opened on its stream, in order, the call made,
+    /// the hooks closed in reverse order (CUPTI's correlation ids nest).
+    #[cold]
+    #[inline(never)]
+    fn around_group<R>(
+        hooks: &[Option<Hooked<'_>>],
+        raws: &[BorrowedStream<'_>],
+        call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+    ) -> Result<R> {
+        let opened: smallvec::SmallVec<[_; 4]> = hooks
+            .iter()
+            .zip(raws)
+            .filter_map(|(h, raw)| h.as_ref().map(|h| (h, *raw, h.sink.before(h.stream, *raw, false))))
+            .collect();
+        let r = call(raws);
+        for (h, raw, f) in opened.into_iter().rev() {
+            let desc = default_desc(h.name, h.kind);
+            h.sink.after(f, h.stream, raw, desc, false, r.is_ok());
+        }
         r
     }
 }

@@ -259,3 +259,53 @@ fn a_home_found_by_the_callers_pass_keeps_the_device_rule() {
     drop((x, y));
     session.assert_no_races();
 }
+
+#[test]
+fn a_group_with_no_stream_or_one_buffer_written_by_two_parts_is_refused_before_any_call() {
+    let _session = crate::sim::session(0xe9).expect("session");
+    let device = Device::get(0).expect("device");
+    let (a, b) = (Stream::new(&device).expect("a"), Stream::new(&device).expect("b"));
+    let x = DeviceBuffer::<u32>::zeroed(&a, 64).expect("x");
+    let called = AtomicBool::new(false);
+    let r = submit_group("empty", &[], |_| {
+        called.store(true, Ordering::Relaxed);
+        Ok(())
+    });
+    assert!(matches!(r, Err(Error::InvalidArgument(ref m)) if m.contains("empty")), "{:?}", r.map(drop));
+    // One allocation written on one stream and read on the other, inside
+    // one operation: concurrent, so refused (reads on both are fine).
+    let write = [(Target::Device(&x.alloc), Access::Write)];
+    let read = [(Target::Device(&x.alloc), Access::Read)];
+    let parts = [Part::new(&a.inner, &write), Part::new(&b.inner, &read)];
+    let r = submit_group("shared write", &parts, |_| {
+        called.store(true, Ordering::Relaxed);
+        Ok(())
+    });
+    assert!(matches!(r, Err(Error::InvalidArgument(ref m)) if m.contains("written")), "{:?}", r.map(drop));
+    assert!(!called.load(Ordering::Relaxed), "a refused group made its call");
+    let parts = [Part::new(&a.inner, &read), Part::new(&b.inner, &read)];
+    let (_, tickets) = submit_group("shared read", &parts, |raws| {
+        assert_eq!(raws.len(), 2);
+        Ok(())
+    })
+    .expect("reads on two streams");
+    assert_eq!(tickets.len(), 2);
+    assert!(tickets[0] < tickets[1], "a ticket per stream, drawn in order: {tickets:?}");
+    assert_eq!(a.inner.last_ticket(), tickets[0]);
+    assert_eq!(b.inner.last_ticket(), tickets[1]);
+}
+
+#[test]
+fn inside_a_host_function_a_group_refuses_before_taking_any_book() {
+    let _session = crate::sim::session(0xea).expect("session");
+    let device = Device::get(0).expect("device");
+    let s = Stream::new(&device).expect("stream");
+    let lane = s.inner.clone();
+    within_20s(move || {
+        let _book = lane.lock();
+        let _inside = Inside::enter();
+        let parts = [Part::new(&lane, NO_USES)];
+        let r = submit_group("test group", &parts, |_| Ok(()));
+        assert!(not_permitted(&r), "{:?}", r.map(drop));
+    });
+}

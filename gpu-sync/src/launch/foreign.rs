@@ -134,3 +134,118 @@ impl Stream {
         }
     }
 }
+
+/// One foreign operation over several streams, of one device or several:
+/// work that a single host call enqueues on all of them at once (an NCCL
+/// group, whose `ncclGroupEnd` enqueues on every rank's stream), tracked as
+/// **one** operation. Each stream comes with the memory its part reads and
+/// writes ([`ForeignUses`]); [`ForeignGroup::launch`] orders each stream
+/// after its part's conflicting uses, runs the call once, and then records
+/// every part's uses on its stream — so later work waits for the stream
+/// that used the memory, and the memory is freed only after it, with no
+/// host wait and no `record_stream`.
+///
+/// # Examples
+/// Two streams of one device written by one call (on the simulator; with
+/// two GPUs the streams may be on two devices):
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::cuda_sys::result::memory::memset_d32_async;
+/// use gpu_sync::{Device, DeviceBuffer, ForeignGroup, ForeignUses, Stream};
+/// let device = Device::get(0)?;
+/// let (s0, s1) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let mut a = DeviceBuffer::<u32>::zeroed(&s0, 4)?;
+/// let mut b = DeviceBuffer::<u32>::zeroed(&s1, 4)?;
+/// let (mut ua, mut ub) = (ForeignUses::new(), ForeignUses::new());
+/// let (pa, pb) = (ua.output(&mut a), ub.output(&mut b));
+/// // SAFETY: the call queues one memset per stream, on that stream, over
+/// // exactly the memory declared for it; streams and context untouched.
+/// unsafe {
+///     ForeignGroup::new().on(&s0, ua).on(&s1, ub).launch("two memsets", |raw| {
+///         memset_d32_async(pa, 7, 4, raw[0])?;
+///         memset_d32_async(pb, 9, 4, raw[1])?;
+///         Ok(())
+///     })?;
+/// }
+/// // Read on s1: ordered after s0's memset by the engine, no wait written.
+/// assert_eq!(s1.to_vec(&a)?, [7; 4]);
+/// assert_eq!(s0.to_vec(&b)?, [9; 4]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+#[derive(Default)]
+pub struct ForeignGroup<'a> {
+    parts: SmallVec<[(&'a Stream, ForeignUses<'a>); 4]>,
+}
+
+impl<'a> ForeignGroup<'a> {
+    /// No stream yet.
+    pub fn new() -> ForeignGroup<'a> {
+        ForeignGroup::default()
+    }
+
+    /// Adds `stream`, whose part of the call touches the memory of `uses`
+    /// (each buffer reached from the stream's device: of that device, or of
+    /// a peer whose access it opened). The call's raw streams come in the
+    /// order the streams were added.
+    pub fn on(mut self, stream: &'a Stream, uses: ForeignUses<'a>) -> ForeignGroup<'a> {
+        self.parts.push((stream, uses));
+        self
+    }
+
+    /// Runs `call`, which submits foreign work on the raw streams it is
+    /// given (index `i`: the `i`-th stream added), as one tracked operation:
+    /// each stream is first made to wait (device-side) for the conflicting
+    /// uses of its part's memory on other streams, and after `call` returns
+    /// each part's uses are recorded on its stream. `name` names the
+    /// operation in errors.
+    ///
+    /// `call` runs at once, with the first stream's device context
+    /// current and gpu-sync's bookkeeping of every device involved locked:
+    /// a gpu-sync call inside it fails with `CUDA_ERROR_NOT_PERMITTED`.
+    /// Unlike [`Stream::launch_foreign`], a failed `call` may have queued
+    /// part of its work: its uses are recorded either way.
+    ///
+    /// # Panics
+    /// When `call` panics: the operation is recorded as submitted (every
+    /// part's uses), and the panic resumes once the bookkeeping is unlocked.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] with no stream, or when one buffer
+    /// is declared for two streams and written by either (their work is
+    /// concurrent: nothing orders it); [`crate::Error::DeviceMismatch`] for
+    /// declared memory a stream's device does not reach;
+    /// [`crate::Error::Capturing`] when a stream captures (a group is not
+    /// captured); `call`'s error; a driver error of the waits.
+    ///
+    /// # Safety
+    /// The promises of [`Stream::launch_foreign`], for each part: its work
+    /// is submitted only on its own raw stream and only while `call` runs,
+    /// touching only the memory declared for that stream (inputs read,
+    /// outputs read or written), never waiting for work submitted after it;
+    /// `call` leaves the streams and the current context as it found them.
+    /// Rule 6 there holds for every device of the group: `call` must not
+    /// block on another thread that makes a gpu-sync call — an NCCL group
+    /// of several host threads is such a barrier: drive every rank of one
+    /// process from one call, or give each thread its own operation.
+    pub unsafe fn launch<R>(
+        self,
+        name: &'static str,
+        call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+    ) -> Result<R> {
+        let parts: SmallVec<[engine::Part<'_>; 4]> =
+            self.parts.iter().map(|(s, u)| engine::Part::new(&s.inner, u.uses.as_slice())).collect();
+        let (r, _) = engine::submit_group(name, &parts, |raws| {
+            let _inside = engine::Inside::enter();
+            // As in `Stream::launch_foreign`: a panic is caught so the
+            // uses are recorded and the books released, then resumed.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(raws))) {
+                Ok(r) => r.map(Ok),
+                Err(payload) => Ok(Err(payload)),
+            }
+        })?;
+        match r {
+            Ok(r) => Ok(r),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
+    }
+}

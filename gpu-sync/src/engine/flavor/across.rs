@@ -4,7 +4,7 @@
 //! are locked in ordinal order. Also the helpers the blocking flavor shares
 //! (which books, which conflicting points, recording the uses).
 
-use crate::engine::timeline::book::{BookList, BookSet, Books, DeviceBook};
+use crate::engine::timeline::book::{self, BookList, BookSet, Books, DeviceBook, Step};
 use crate::engine::timeline::{Point, Timeline};
 use crate::engine::track::Uses;
 use crate::error::{Error, Result};
@@ -80,21 +80,16 @@ pub(super) fn run<R, U: Uses + ?Sized>(
         return Err(Error::Capturing { op: op_name });
     }
     let mut list = books_of(s, uses);
-    loop {
-        let mut books = list.lock();
-        match deps_in(&mut books, Arc::as_ptr(s), uses) {
-            Ok(deps) => {
-                s.device.inner.bind()?;
-                let (out, ticket) = s.submit_in(&mut books, op_name, &deps, op)?;
-                record_in(&mut books, s, ticket, uses);
-                return Ok((out, ticket));
-            }
-            Err(missing) => {
-                drop(books);
-                for b in &missing {
-                    list.add(b);
-                }
-            }
-        }
-    }
+    let mut op = Some(op);
+    book::locked(&mut list, |books| {
+        let deps = match deps_in(books, Arc::as_ptr(s), uses) {
+            Ok(deps) => deps,
+            Err(missing) => return Ok(Step::Missing(missing)),
+        };
+        s.device.inner.bind()?;
+        let op = op.take().ok_or_else(|| Error::Internal("the across flavor ran its call twice".into()))?;
+        let (out, ticket) = s.submit_in(books, op_name, &deps, op)?;
+        record_in(books, s, ticket, uses);
+        Ok(Step::Done((out, ticket)))
+    })
 }

@@ -4,6 +4,9 @@
 //! - [`eager`]: one device — the stream's book, locked once, holds the
 //!   stream's state and every tracker (the hot path);
 //! - [`across`]: several devices — every book involved, in ordinal order;
+//! - [`group`]: one operation over several streams (of one device or
+//!   several), whose one call enqueues on all of them: every book involved,
+//!   a ticket per stream drawn after the call;
 //! - [`blocking`]: a driver call that blocks the host (a pageable copy),
 //!   made on the idle stream holding no book across the driver call;
 //! - [`captured`]: inside a graph capture, the same rules over the
@@ -19,3 +22,4 @@ pub(in crate::engine) mod across;
 pub(in crate::engine) mod blocking;
 pub(in crate::engine) mod captured;
 pub(in crate::engine) mod eager;
+pub(in crate::engine) mod group;

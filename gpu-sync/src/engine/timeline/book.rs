@@ -20,7 +20,14 @@ use crate::error::{Error, Result};
 use smallvec::SmallVec;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+// Built with `RUSTFLAGS="--cfg loom"`, a book's lock is loom's, and the model
+// at the bottom runs this file's locking (`BookList`, `locked`) under every
+// interleaving loom explores.
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::{Mutex, MutexGuard};
 
 /// The book of one device, shared by its resources and streams for the life
 /// of the process (as the device's state is).
@@ -117,9 +124,11 @@ impl Drop for BookGuard<'_> {
 
 /// The book of `device`, made on first use.
 pub(in crate::engine) fn book_of(device: &Device) -> Arc<DeviceBook> {
-    static BOOKS: std::sync::OnceLock<Mutex<HashMap<i32, Arc<DeviceBook>>>> = std::sync::OnceLock::new();
+    type Books = std::sync::Mutex<HashMap<i32, Arc<DeviceBook>>>;
+    static BOOKS: std::sync::OnceLock<Books> = std::sync::OnceLock::new();
     let ordinal = device.ordinal();
-    let mut map = BOOKS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
+    let mut map =
+        BOOKS.get_or_init(|| std::sync::Mutex::new(HashMap::new())).lock().unwrap_or_else(|p| p.into_inner());
     map.entry(ordinal)
         .or_insert_with(|| Arc::new(DeviceBook { ordinal, pages: Mutex::new(Book::new(ordinal)) }))
         .clone()
@@ -290,6 +299,46 @@ impl BookList {
     }
 }
 
+/// What an operation's work under its locked books found ([`locked`]).
+pub(in crate::engine) enum Step<R> {
+    /// Done: the result, returned with the books unlocked.
+    Done(R),
+    /// Books the operation needs but were not locked (a conflicting use on
+    /// another device's stream): added, and the work runs again with every
+    /// book locked anew.
+    Missing(Vec<Arc<DeviceBook>>),
+}
+
+/// Runs `work` with every book of `list` locked, in ordinal order — the one
+/// way an operation locks several devices' books (the across, blocking and
+/// group flavors; `Timeline::submit`). When `work` finds a book missing
+/// (a dependency on another device's stream that only the locked books
+/// reveal), it must not have submitted anything yet: every book is
+/// unlocked, the missing ones added, and `work` runs again. Locks are only
+/// ever taken in ordinal order and never while one is held out of order,
+/// so operations over any sets of books cannot deadlock (the `loom` model
+/// below checks the protocol).
+///
+/// # Errors
+/// `work`'s error (the books are unlocked before it is returned).
+pub(in crate::engine) fn locked<R>(
+    list: &mut BookList,
+    mut work: impl FnMut(&mut Books<'_>) -> Result<Step<R>>,
+) -> Result<R> {
+    loop {
+        let missing = {
+            let mut books = list.lock();
+            match work(&mut books)? {
+                Step::Done(r) => return Ok(r),
+                Step::Missing(missing) => missing,
+            }
+        };
+        for b in &missing {
+            list.add(b);
+        }
+    }
+}
+
 /// The error for a book an operation needed but had not locked (a broken
 /// invariant, reported rather than panicked on).
 #[cold]
@@ -314,5 +363,102 @@ mod tests {
         assert_eq!(std::mem::size_of::<Tracker>(), 56);
         assert_eq!(std::mem::size_of::<TrackerSlot>(), 64);
         assert_eq!(std::mem::align_of::<TrackerSlot>(), 64);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_model {
+    //! The lock protocol of the books under `loom`: operations over several
+    //! devices' books — the group flavor's (books given in any order), the
+    //! across flavor's (a book found missing under the lock, then every book
+    //! locked anew), and single-device submissions (one book, locked
+    //! directly) — from several threads. Each records one use in every book
+    //! it locks (a tracker slot, `Book::new_tracker`). Under every
+    //! interleaving loom explores, nothing deadlocks (loom fails a run whose
+    //! threads all block) and no use is lost. Run with:
+    //!
+    //! ```text
+    //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    //!     cargo test -p gpu-sync --lib --release loom_model
+    //! ```
+    use super::*;
+
+    fn book(ordinal: i32) -> Arc<DeviceBook> {
+        Arc::new(DeviceBook { ordinal, pages: Mutex::new(Book::new(ordinal)) })
+    }
+
+    fn uses(b: &DeviceBook) -> usize {
+        b.lock().trackers.len()
+    }
+
+    /// A group operation over `books`, given in any order.
+    fn group(books: &[&Arc<DeviceBook>]) {
+        let mut list = BookList::default();
+        for b in books {
+            list.add(b);
+        }
+        let r = locked(&mut list, |locked_books| {
+            for b in books {
+                book_in(locked_books, b.ordinal)?.new_tracker();
+            }
+            Ok(Step::Done(()))
+        });
+        assert!(r.is_ok(), "every book was locked");
+    }
+
+    /// The across flavor's shape: only `first` is known; under its lock a
+    /// dependency on `found` appears, so both are locked anew.
+    fn across(first: &Arc<DeviceBook>, found: &Arc<DeviceBook>) {
+        let mut list = BookList::default();
+        list.add(first);
+        let mut passes = 0;
+        let r = locked(&mut list, |locked_books| {
+            passes += 1;
+            if !locked_books.has(found.ordinal) {
+                return Ok(Step::Missing(vec![found.clone()]));
+            }
+            book_in(locked_books, first.ordinal)?.new_tracker();
+            book_in(locked_books, found.ordinal)?.new_tracker();
+            Ok(Step::Done(()))
+        });
+        assert!(r.is_ok() && passes == 2, "the missing book was added and the work ran once with it");
+    }
+
+    /// A submission on one device: its book only, locked directly.
+    fn single(b: &Arc<DeviceBook>) {
+        b.lock().new_tracker();
+    }
+
+    #[test]
+    fn groups_in_opposite_orders_and_single_device_work_never_deadlock_or_lose_a_use() {
+        loom::model(|| {
+            let (b0, b1) = (book(0), book(1));
+            let (c0, c1) = (b0.clone(), b1.clone());
+            let t1 = loom::thread::spawn(move || group(&[&c0, &c1]));
+            let (c0, c1) = (b0.clone(), b1.clone());
+            let t2 = loom::thread::spawn(move || {
+                group(&[&c1, &c0]);
+                single(&c1);
+            });
+            single(&b0);
+            t1.join().unwrap();
+            t2.join().unwrap();
+            assert_eq!((uses(&b0), uses(&b1)), (3, 3), "a use was lost");
+        });
+    }
+
+    #[test]
+    fn an_across_relock_beside_a_group_over_three_books_never_deadlocks_or_loses_a_use() {
+        loom::model(|| {
+            let (b0, b1, b2) = (book(0), book(1), book(2));
+            let (c0, c1, c2) = (b0.clone(), b1.clone(), b2.clone());
+            let t1 = loom::thread::spawn(move || group(&[&c2, &c0, &c1]));
+            let (c0, c2) = (b0.clone(), b2.clone());
+            let t2 = loom::thread::spawn(move || across(&c2, &c0));
+            across(&b1, &b0);
+            t1.join().unwrap();
+            t2.join().unwrap();
+            assert_eq!((uses(&b0), uses(&b1), uses(&b2)), (3, 2, 2), "a use was lost");
+        });
     }
 }

@@ -3,10 +3,10 @@
 //! books, locked in ordinal order), a user event's record and a wait on
 //! one, and the one place tickets are drawn.
 
-use super::book::{BookList, BookSet, book_in};
+use super::book::{self, BookList, BookSet, Step, book_in};
 use super::state::StreamState;
 use super::{Point, Timeline};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ffi::call;
 use cuda_sys::BorrowedStream;
 use cuda_sys::result as cu;
@@ -89,18 +89,32 @@ impl Timeline {
     ) -> Result<(R, u64)> {
         // The caller bound this stream's context (waits on another device's
         // stream bind it back).
-        let own = self.book.ordinal;
-        {
-            let book = book_in(books, own)?;
-            self.refuse_if_capturing(op_name)?;
-            if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
-                self.wait_for(books, deps)?;
-            }
-        }
-        let st = book_in(books, own)?.stream(self);
+        self.wait_before(books, op_name, deps)?;
+        let st = book_in(books, self.book.ordinal)?.stream(self);
         let r = op(self.raw())?;
         let ticket = self.draw_ticket(st);
         Ok((r, ticket))
+    }
+
+    /// The first half of a submission under the locked `books`: refused
+    /// ([`Error::Capturing`]) on a capturing stream, then this stream made
+    /// to wait (device-side) for every point of `deps` that is neither known
+    /// complete nor already waited for. The caller then makes its driver
+    /// call and draws its ticket ([`Timeline::submit_in`]; the group flavor,
+    /// once per stream).
+    #[inline(always)]
+    pub(in crate::engine) fn wait_before(
+        &self,
+        books: &mut impl BookSet,
+        op_name: &'static str,
+        deps: &[Point],
+    ) -> Result<()> {
+        let book = book_in(books, self.book.ordinal)?;
+        self.refuse_if_capturing(op_name)?;
+        if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
+            self.wait_for(books, deps)?;
+        }
+        Ok(())
     }
 
     /// Submits `op` on this stream with no tracked resources, after
@@ -123,7 +137,11 @@ impl Timeline {
         for p in deps {
             list.add(&p.timeline.book);
         }
-        let mut books = list.lock();
-        self.submit_in(&mut books, op_name, deps, op)
+        // Every book is known: the work never finds one missing.
+        let mut op = Some(op);
+        book::locked(&mut list, |books| {
+            let op = op.take().ok_or_else(|| Error::Internal("a submission ran its call twice".into()))?;
+            self.submit_in(books, op_name, deps, op).map(Step::Done)
+        })
     }
 }

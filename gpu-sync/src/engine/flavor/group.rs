@@ -1,0 +1,145 @@
+//! The group flavor: **one** operation over several streams, of one device
+//! or several — work that one host call enqueues on N streams at once (an
+//! NCCL group, whose `ncclGroupEnd` enqueues on every rank's stream; a
+//! foreign call given several streams, `gpu_sync::ForeignGroup`).
+//!
+//! Submitting it once per stream would draw a stream's ticket before its
+//! work is enqueued (the work of every stream is enqueued by the last
+//! call), which `safety.rs` point 4 forbids. Here, under the books of every
+//! device involved (each stream's, each resource's, each conflicting use's:
+//! locked in ordinal order by `book::locked`, the one way to lock several):
+//! every part's conflicting uses are read, then every stream is made to
+//! wait for its own (device-side), then the one call runs, and only after
+//! it returns each stream draws its ticket and its part's uses are recorded
+//! at it. The uses are recorded whether the call succeeded or not: a group
+//! call that fails part-way (NCCL's `ncclGroupEnd`) may have enqueued some
+//! of its work, and recording uses of work that never ran only makes later
+//! work wait for a marker that completes at once.
+
+use super::across::{deps_in, record_in};
+use crate::engine::timeline::Timeline;
+use crate::engine::timeline::book::{self, BookList, Step, book_in};
+use crate::engine::timeline::conflicts::Access;
+use crate::engine::track::{Use, Uses};
+use crate::engine::{Point, Reach};
+use crate::error::{Error, Result};
+use cuda_sys::BorrowedStream;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// One stream of a group operation and the uses of the work enqueued on it.
+pub(crate) struct Part<'a> {
+    pub(in crate::engine) stream: &'a Arc<Timeline>,
+    pub(in crate::engine) uses: &'a [Use<'a>],
+}
+
+impl<'a> Part<'a> {
+    /// The work of a group operation on `stream`, touching `uses` (each
+    /// buffer reached from the stream's device: the engine checks).
+    pub(crate) fn new(stream: &'a Arc<Timeline>, uses: &'a [Use<'a>]) -> Part<'a> {
+        Part { stream, uses }
+    }
+}
+
+/// The tickets of a group operation, one per part, in the parts' order.
+pub(crate) type Tickets = SmallVec<[u64; 4]>;
+
+/// Runs `call` — which enqueues the work of every part, each on the raw
+/// stream of the same index — as one tracked operation (see the module
+/// docs), once the facade's guards (`engine::submit_group`) have passed.
+/// Refused, before any lock, with [`Error::InvalidArgument`] when there is
+/// no part or when one allocation is used by two parts and written by
+/// either (the parts' work runs concurrently: nothing can order it), with
+/// [`Error::DeviceMismatch`] for a buffer a part's stream does not reach,
+/// and with [`Error::Capturing`] when a stream captures (checked again under
+/// the books, before anything is enqueued).
+///
+/// # Errors
+/// The refusals; the driver errors of the waits; `call`'s error (its uses
+/// recorded all the same).
+pub(in crate::engine) fn run<R>(
+    op_name: &'static str,
+    parts: &[Part<'_>],
+    call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+) -> Result<(R, Tickets)> {
+    if parts.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{op_name}: an operation over several streams was given none"
+        )));
+    }
+    let mut list = BookList::default();
+    for p in parts {
+        // The device rule, before any lock.
+        crate::engine::devices(p.stream, p.uses, Reach::Every("a buffer"))?;
+        if p.stream.capture_hint() {
+            return Err(Error::Capturing { op: op_name });
+        }
+        list.add(&p.stream.book);
+        p.uses.each(|t, _| list.add(&t.res().book));
+    }
+    refuse_shared_writes(op_name, parts)?;
+    let mut call = Some(call);
+    book::locked(&mut list, |books| {
+        // Every part's conflicting uses, read before anything is enqueued
+        // (this operation's own uses are recorded only after its call).
+        let mut deps: SmallVec<[SmallVec<[Point; 4]>; 4]> = SmallVec::new();
+        let mut missing = Vec::new();
+        for p in parts {
+            match deps_in(books, Arc::as_ptr(p.stream), p.uses) {
+                Ok(d) => deps.push(d),
+                Err(m) => missing.extend(m),
+            }
+        }
+        if !missing.is_empty() {
+            return Ok(Step::Missing(missing));
+        }
+        // Refused before any wait is made.
+        for p in parts {
+            p.stream.refuse_if_capturing(op_name)?;
+        }
+        // Each stream waits for its own part's conflicts, its context bound
+        // (a wait on another device's marker binds it back).
+        for (p, d) in parts.iter().zip(&deps) {
+            p.stream.device.inner.bind()?;
+            p.stream.wait_before(books, op_name, d)?;
+        }
+        parts[0].stream.device.inner.bind()?;
+        let raws: SmallVec<[BorrowedStream<'_>; 4]> = parts.iter().map(|p| p.stream.raw()).collect();
+        let call =
+            call.take().ok_or_else(|| Error::Internal("the group flavor ran its call twice".into()))?;
+        let r = call(&raws);
+        // A ticket per part, drawn after the call returned, and its uses.
+        let mut tickets = Tickets::new();
+        for p in parts {
+            let st = book_in(books, p.stream.book.ordinal)?.stream(p.stream);
+            let ticket = p.stream.draw_ticket(st);
+            record_in(books, p.stream, ticket, p.uses);
+            tickets.push(ticket);
+        }
+        r.map(|r| Step::Done((r, tickets)))
+    })
+}
+
+/// [`Error::InvalidArgument`] when one allocation is used by two parts and
+/// written by either: their work is concurrent, so the engine could neither
+/// order it nor keep both writes (a tracker keeps a resource's last write).
+fn refuse_shared_writes(op_name: &'static str, parts: &[Part<'_>]) -> Result<()> {
+    let mut seen: SmallVec<[(u64, usize, Access); 16]> = SmallVec::new();
+    for (i, p) in parts.iter().enumerate() {
+        for (t, a) in Uses::iter(p.uses) {
+            let id = t.res().id;
+            let clash = seen
+                .iter()
+                .any(|&(other, j, b)| other == id && j != i && (a == Access::Write || b == Access::Write));
+            if clash {
+                return Err(Error::InvalidArgument(format!(
+                    "{op_name}: one buffer is used on two streams of one operation and written on one of them; \
+                     their work runs concurrently, so nothing orders it (split the operation, or use \
+                     separate buffers)"
+                )));
+            }
+            seen.push((id, i, a));
+        }
+    }
+    Ok(())
+}
