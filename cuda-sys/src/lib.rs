@@ -45,7 +45,7 @@ pub mod handle;
 pub mod nvrtc;
 pub mod result;
 
-pub use generated::{bindings, cupti_bindings, nvrtc_bindings};
+pub use generated::{bindings, cupti_bindings, nccl_bindings, nvrtc_bindings};
 
 pub use bindings::*;
 pub use driver::{
