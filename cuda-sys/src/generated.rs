@@ -25,7 +25,7 @@ pub mod cupti_bindings;
 /// NCCL's types (`ncclComm_t`, `ncclUniqueId`, `ncclConfig_t` with
 /// `NCCL_CONFIG_INITIALIZER`, `ncclResult_t`, `ncclDataType_t`,
 /// `ncclRedOp_t`) and one `PFN_` typedef per function the
-/// NCCL table binds, generated from the pinned wheel's
+/// [`crate::nccl::Nccl`] table binds, generated from the pinned wheel's
 /// `nccl.h`.
 pub mod nccl_bindings;
 /// NVRTC's types and run-time loaded function table, generated from the
