@@ -59,8 +59,15 @@ fn child_prints_the_process_wide_candidates() {
         eprintln!("skipped: run by the_process_wide_candidates_read_the_variable_first");
         return;
     }
-    for c in nccl_candidates() {
+    let candidates = nccl_candidates();
+    for c in &candidates {
         println!("candidate: {c}");
+    }
+    // What this host would load (environment-dependent, so only printed:
+    // on the GPU machine it names the image's Python NCCL).
+    match load_nccl(&candidates) {
+        Ok(t) => println!("would load: {} (NCCL {})", t.origin, nccl_version_string(t.version)),
+        Err(e) => println!("would load nothing: {e}"),
     }
 }
 
