@@ -7,7 +7,7 @@
 //! function the table uses, from the pinned `nvidia-cuda-cupti` wheel),
 //! `nccl_bindings.rs` (NCCL's types, `NCCL_CONFIG_INITIALIZER` and one `PFN_`
 //! typedef per function the table uses, from the pinned `nvidia-nccl-cu13`
-//! wheel; see [`nccl`]), and `MANIFEST` (the sha256 of each, checked by a cuda-sys unit test so a hand
+//! wheel; see `bindgen/nccl.rs`), and `MANIFEST` (the sha256 of each, checked by a cuda-sys unit test so a hand
 //! edit fails `cargo test`). `--check` regenerates into a temporary folder and
 //! fails when any committed file differs (stale or hand-edited).
 //!

@@ -189,6 +189,16 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_bindings_are_of_the_pinned_wheel_and_type_every_function() {
+        let path = crate::util::root().join(crate::bindgen::GENERATED_DIR).join("nccl_bindings.rs");
+        let text = std::fs::read_to_string(&path).expect("nccl_bindings.rs is committed");
+        assert!(text.lines().nth(1).is_some_and(|l| l.contains(super::NCCL_WHEEL)), "banner of {path:?}");
+        for f in super::NCCL_FUNCTIONS {
+            assert!(text.contains(&format!("pub type PFN_{f} =")), "no PFN_{f} in {path:?}");
+        }
+    }
+
+    #[test]
     fn an_unknown_initializer_value_is_an_error_naming_it() {
         let changed = HEADER.replace("NCCL_CONFIG_UNDEF_PTR, ", "NCCL_SOMETHING_NEW,");
         let err = config_initializer(&changed).expect_err("unknown value").to_string();
