@@ -22,6 +22,12 @@ pub mod bindings;
 /// [`crate::cupti::Cupti`] table binds, generated from the pinned wheel's
 /// headers.
 pub mod cupti_bindings;
+/// NCCL's types (`ncclComm_t`, `ncclUniqueId`, `ncclConfig_t` with
+/// `NCCL_CONFIG_INITIALIZER`, `ncclResult_t`, `ncclDataType_t`,
+/// `ncclRedOp_t`) and one `PFN_` typedef per function the
+/// [`crate::nccl::Nccl`] table binds, generated from the pinned wheel's
+/// `nccl.h`.
+pub mod nccl_bindings;
 /// NVRTC's types and run-time loaded function table, generated from the
 /// pinned wheel's `nvrtc.h` (see [`crate::nvrtc`]).
 pub mod nvrtc_bindings;

@@ -27,6 +27,9 @@
 //!   [`DriverError::Unsupported`]; safe where the handles prove liveness,
 //!   `unsafe` only for raw pointers, kernel parameters and host callbacks.
 //!
+//! - [`nccl`] — NCCL loaded at run time (the table, its loader and a
+//!   per-call layer), as [`cupti`] and [`nvrtc`] are.
+//!
 //! Nothing here has a safety *policy*: the layer types the calls, it does
 //! not track uses, order streams or bind contexts. That is the `gpu-sync`
 //! crate. A software driver (`cuda-sim`) fills the same table with its own
@@ -42,10 +45,11 @@ mod generated;
 #[cfg(test)]
 mod generated_manifest;
 pub mod handle;
+pub mod nccl;
 pub mod nvrtc;
 pub mod result;
 
-pub use generated::{bindings, cupti_bindings, nvrtc_bindings};
+pub use generated::{bindings, cupti_bindings, nccl_bindings, nvrtc_bindings};
 
 pub use bindings::*;
 pub use driver::{

@@ -4,8 +4,10 @@
 //! as the `for_each_entry_point!` macro the loader, `Driver::missing` and
 //! cuda-sim's table expand), `result_names.rs`, `nvrtc_bindings.rs`,
 //! `cupti_bindings.rs` (CUPTI's activity types and one `PFN_` typedef per
-//! function the table uses, from the pinned `nvidia-cuda-cupti` wheel), and
-//! `MANIFEST` (the sha256 of each, checked by a cuda-sys unit test so a hand
+//! function the table uses, from the pinned `nvidia-cuda-cupti` wheel),
+//! `nccl_bindings.rs` (NCCL's types, `NCCL_CONFIG_INITIALIZER` and one `PFN_`
+//! typedef per function the table uses, from the pinned `nvidia-nccl-cu13`
+//! wheel; see `bindgen/nccl.rs`), and `MANIFEST` (the sha256 of each, checked by a cuda-sys unit test so a hand
 //! edit fails `cargo test`). `--check` regenerates into a temporary folder and
 //! fails when any committed file differs (stale or hand-edited).
 //!
@@ -14,6 +16,9 @@
 //! runs (CI's `kernels --check`) do not compile bindgen.
 
 use anyhow::Result;
+
+#[cfg(any(feature = "codegen", test))]
+pub mod nccl;
 
 #[cfg(any(feature = "codegen", test))]
 /// Entry points the workspace uses, by base name. An optional ABI version pins
@@ -179,8 +184,14 @@ pub const MANIFEST: &str = "MANIFEST";
 
 #[cfg(any(feature = "codegen", test))]
 /// The generated files, in the order the manifest lists them.
-pub const GENERATED_FILES: &[&str] =
-    &["bindings.rs", "entry_points.rs", "result_names.rs", "nvrtc_bindings.rs", "cupti_bindings.rs"];
+pub const GENERATED_FILES: &[&str] = &[
+    "bindings.rs",
+    "entry_points.rs",
+    "result_names.rs",
+    "nvrtc_bindings.rs",
+    "cupti_bindings.rs",
+    "nccl_bindings.rs",
+];
 
 #[cfg(any(feature = "codegen", test))]
 /// The text of `MANIFEST` for these `(file, contents)` pairs: a header and
@@ -265,7 +276,7 @@ mod generate {
     /// lacks stddef.h), C enums as newtypes over the integer (an unknown code
     /// from a newer library is never undefined behaviour), `Default` derived,
     /// no layout tests, no comments, enum names not prefixed.
-    fn common(builder: bindgen::Builder) -> bindgen::Builder {
+    pub(super) fn common(builder: bindgen::Builder) -> bindgen::Builder {
         let builder = match compiler_include_dir() {
             Some(dir) => builder.clang_arg(format!("-isystem{}", dir.display())),
             None => builder,
@@ -411,6 +422,7 @@ mod generate {
         std::fs::write(out.join("result_names.rs"), names)?;
         generate_nvrtc(out)?;
         generate_cupti(out)?;
+        super::nccl::generate_nccl(out)?;
 
         let mut files = Vec::new();
         for name in GENERATED_FILES {
