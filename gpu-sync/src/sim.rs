@@ -1,9 +1,13 @@
 //! Testing GPU code without a GPU (feature `sim`): the software driver
 //! `cuda-sim` as a library.
 //!
+//! gpu-sync is not published on crates.io: depend on it by path (a checkout
+//! of this workspace beside your crate) or by git
+//! (`gpu-sync = { git = "<this repository's URL>", features = ["sim"] }`):
+//!
 //! ```toml
 //! [dev-dependencies]
-//! gpu-sync = { version = "0.1", features = ["sim"] }
+//! gpu-sync = { path = "../gpu-sync/gpu-sync", features = ["sim"] }
 //! ```
 //!
 //! - [`install`] makes the simulator the process's driver (or let
