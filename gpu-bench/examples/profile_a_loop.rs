@@ -5,6 +5,10 @@
 //!
 //!     cargo run -p gpu-bench --example profile_a_loop [-- OUT_DIR]
 //!
+//! OUT_DIR defaults to `profile-out/` in the build's target folder (beside
+//! the example's binary, `target/debug/profile-out/`), never the directory
+//! it was started in.
+//!
 //! Without a GPU driver it runs on the simulator (times are simulated).
 use gpu_bench::profile::{self, Backend, Column, Profiler, Schedule};
 use gpu_sync::{Device, DeviceBuffer, Stream};
@@ -13,7 +17,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if gpu_sync::select_driver()?.is_sim() {
         kernels::register_sim_kernels();
     }
-    let out = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "profile-out".into()));
+    let out = match std::env::args_os().nth(1) {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => default_out()?,
+    };
     std::fs::create_dir_all(&out)?;
     let device = Device::get(0)?;
     let stream = Stream::new(&device)?;
@@ -54,4 +61,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("wrote {}", w.display());
     }
     Ok(())
+}
+
+/// `profile-out/` in the target folder of this build: the binary is
+/// `target/<profile>/examples/profile_a_loop`, so two levels up.
+fn default_out() -> std::io::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    match exe.parent().and_then(std::path::Path::parent) {
+        Some(profile_dir) => Ok(profile_dir.join("profile-out")),
+        None => Err(std::io::Error::other(format!("{}: no target folder above the binary", exe.display()))),
+    }
 }

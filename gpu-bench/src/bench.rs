@@ -3,23 +3,7 @@
 //! steady state, the stopping rule of [`crate::stop`], clock and resolution
 //! checks, and returns a typed [`Record`].
 //!
-//! ```
-//! # use gpu_bench::{Bench, Mode, Settings};
-//! # use gpu_sync::{Device, DeviceBuffer, Stream};
-//! # gpu_sync::sim::install().unwrap();
-//! # let device = Device::get(0).unwrap();
-//! let stream = Stream::new(&device)?;
-//! let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 1 << 20)?;
-//! let record = Bench::new("memset 4 MiB")
-//!     .bytes(4 << 20)
-//!     .modes(&[Mode::FirstCall, Mode::Cold, Mode::Hot, Mode::Graph])
-//!     .settings(Settings::quick())
-//!     .run(&stream, |s| s.fill_bytes(&mut buf, 7))?;
-//! let hot = record.mode(Mode::Hot).unwrap();
-//! assert!(hot.median() > 0.0);
-//! assert!(record.counter("cache effect").is_some());
-//! # Ok::<(), gpu_bench::Error>(())
-//! ```
+//! [`Bench`]'s page has the example.
 //!
 //! # How each mode times
 //! One file per mode in `method/`, each choosing a time source in
@@ -89,6 +73,24 @@ pub type FirstCall<'a> = dyn FnMut(&Stream) -> Result<()> + 'a;
 
 /// A benchmark: a name, parameters, declared bytes and FLOPs per run, the
 /// modes to time and the sampling settings. See the module docs.
+///
+/// ```
+/// # use gpu_bench::{Bench, Mode, Settings};
+/// # use gpu_sync::{Device, DeviceBuffer, Stream};
+/// # gpu_sync::sim::install().unwrap();
+/// # let device = Device::get(0).unwrap();
+/// let stream = Stream::new(&device)?;
+/// let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 1 << 20)?;
+/// let record = Bench::new("memset 4 MiB")
+///     .bytes(4 << 20)
+///     .modes(&[Mode::FirstCall, Mode::Cold, Mode::Hot, Mode::Graph])
+///     .settings(Settings::quick())
+///     .run(&stream, |s| s.fill_bytes(&mut buf, 7))?;
+/// let hot = record.mode(Mode::Hot).unwrap();
+/// assert!(hot.median() > 0.0);
+/// assert!(record.counter("cache effect").is_some());
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Bench {
     name: String,

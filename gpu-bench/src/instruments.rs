@@ -1,7 +1,7 @@
 //! Device-side instruments the engine needs for two of its checks: a clock
 //! probe (the SM clock, without NVML) and a spin gate (batch mode). The
 //! engine runs without them and says so; the `kernels` feature provides
-//! them from the workspace's `kernels` crate ([`load`]).
+//! them from the workspace's `kernels` crate (`load`, present with the feature).
 //!
 //! Why a trait and not a dependency: a library user timing their own
 //! kernels should not have to link the workspace's kernels crate (its

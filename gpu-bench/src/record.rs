@@ -2,11 +2,7 @@
 //! and the [`Report`] that carries them with the device, clock and command.
 //! Every number a renderer prints is computed here; renderers only format.
 //!
-//! ```
-//! use gpu_bench::{Counter, Unit};
-//! let c = Counter::new("bandwidth", 2.5e11, Unit::BytesPerSecond);
-//! assert_eq!(c.display(), "250.0 GB/s");
-//! ```
+//! [`Counter`]'s page has the example.
 
 use crate::info::{ClockCheck, DeviceInfo, Resolution};
 use crate::settings::Settings;
@@ -27,6 +23,8 @@ pub const SCHEMA_VERSION_OLDEST: u32 = 2;
 pub const SCHEMA: &str = "gpu-bench.report";
 
 /// The unit of a counter.
+///
+/// [`Counter`]'s page has the example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
@@ -49,6 +47,12 @@ pub enum Unit {
 }
 
 /// A named value with a unit, and optionally its relative noise.
+///
+/// ```
+/// use gpu_bench::{Counter, Unit};
+/// let c = Counter::new("bandwidth", 2.5e11, Unit::BytesPerSecond);
+/// assert_eq!(c.display(), "250.0 GB/s");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Counter {
     /// Name (`median`, `bandwidth`, `launch overhead`).
@@ -132,6 +136,8 @@ pub fn format_value(value: f64, unit: Unit) -> String {
 }
 
 /// A way of timing the same work (see [`crate::Bench`]).
+///
+/// [`Bench`](crate::Bench)'s example runs several modes and reads the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -176,6 +182,8 @@ impl Mode {
 }
 
 /// Something a reader should know, naming the rule that fired.
+///
+/// Carried by a [`Record`]; [`Bench`](crate::Bench)'s example makes one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
     /// The rule.
@@ -197,6 +205,8 @@ impl std::fmt::Display for Warning {
 }
 
 /// One mode's samples and what they say.
+///
+/// [`Bench`](crate::Bench)'s example runs several modes and reads the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeResult {
     /// The mode.
@@ -240,6 +250,8 @@ impl ModeResult {
 
 /// The result of one benchmark: a name, its parameters (the key), the modes
 /// it ran in, counters derived across modes, warnings.
+///
+/// [`Bench`](crate::Bench)'s example runs several modes and reads the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Benchmark name (a variant, in [`crate::Compare`]'s terms).
@@ -311,6 +323,22 @@ impl Record {
 
 /// A report: what ran, where, and the records. Serialized as JSON with
 /// [`SCHEMA`] and [`SCHEMA_VERSION`].
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Report, Settings, device_info, render};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let mut report = Report::new("my kernels", device_info(&device)?, Settings::quick());
+/// report.records.push(Bench::new("memset 1 MiB").settings(Settings::quick()).run(&stream, |s| s.fill_bytes(&mut buf, 0))?);
+/// assert!(report.simulated); // the report says its times are simulated
+/// let json = render::json(&report); // what `gpu-bench compare` reads
+/// assert!(json.contains("memset 1 MiB"));
+/// print!("{}", render::markdown(&report));
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Always [`SCHEMA`].

@@ -3,16 +3,18 @@
 //! environment variable ([`Settings::NAMES`] lists the triples; a test of
 //! the CLI checks it offers each).
 //!
-//! ```
-//! use gpu_bench::Settings;
-//! let s = Settings::default().max_noise_pct(1.0).timeout_s(5.0);
-//! assert_eq!(s.max_noise_pct, 1.0);
-//! assert_eq!(Settings::NAMES[0], ("min_samples", "--min-samples", "GPU_BENCH_MIN_SAMPLES"));
-//! ```
+//! [`Settings`]' page has the example.
 
 use serde::{Deserialize, Serialize};
 
 /// Sampling settings. Times are in seconds, noise in percent.
+///
+/// ```
+/// use gpu_bench::Settings;
+/// let s = Settings::default().max_noise_pct(1.0).timeout_s(5.0);
+/// assert_eq!(s.max_noise_pct, 1.0);
+/// assert_eq!(Settings::NAMES[0], ("min_samples", "--min-samples", "GPU_BENCH_MIN_SAMPLES"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// Fewest samples before the noise rule may stop sampling.

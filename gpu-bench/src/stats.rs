@@ -2,16 +2,18 @@
 //! stopping rule uses, outlier counts, and the bootstrap interval of a ratio
 //! of medians.
 //!
-//! ```
-//! use gpu_bench::stats::Summary;
-//! let s = Summary::of(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
-//! assert_eq!(s.median, 3.0);
-//! assert_eq!(s.outliers(), 1); // 100 lies beyond Q3 + 1.5 IQR
-//! ```
+//! [`Summary`]'s page has the example.
 
 use serde::{Deserialize, Serialize};
 
 /// Summary of a set of samples (seconds, or any unit).
+///
+/// ```
+/// use gpu_bench::stats::Summary;
+/// let s = Summary::of(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
+/// assert_eq!(s.median, 3.0);
+/// assert_eq!(s.outliers(), 1); // 100 lies beyond Q3 + 1.5 IQR
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of samples.

@@ -16,6 +16,15 @@ use crate::error::{Error, Result};
 pub const DRIVER_ENV: &str = "GPU_SYNC_DRIVER";
 
 /// The driver a program runs on.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::Backend;
+/// // The driver chosen (or installed) is asked without loading anything.
+/// assert_eq!(Backend::current(), Some(Backend::Sim));
+/// assert!(Backend::Sim.is_sim());
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// The software driver `cuda-sim` (feature `sim`).
@@ -41,6 +50,17 @@ impl Backend {
 pub(crate) const SIM_ORIGIN: &str = "cuda-sim";
 
 /// What a program asks for.
+///
+/// ```
+/// use gpu_sync::{Backend, DriverChoice, select_driver_with};
+/// // What GPU_SYNC_DRIVER holds, parsed; the empty string means `auto`.
+/// assert_eq!("sim".parse::<DriverChoice>()?, DriverChoice::Sim);
+/// assert_eq!("".parse::<DriverChoice>()?, DriverChoice::Auto);
+/// assert!("gpu".parse::<DriverChoice>().is_err());
+/// // A test that must run on the simulator whatever the machine has:
+/// assert_eq!(select_driver_with(DriverChoice::Sim)?, Backend::Sim);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum DriverChoice {
     /// The simulator; an error without the `sim` feature.

@@ -358,6 +358,18 @@ impl Device {
 
 /// The link between two devices as the driver describes it
 /// ([`Device::p2p_attributes`], `cuDeviceGetP2PAttribute`).
+///
+/// ```
+/// # gpu_sync::sim::install()?; // the simulator has two devices
+/// use gpu_sync::Device;
+/// let (a, b) = (Device::get(0)?, Device::get(1)?);
+/// let link = a.p2p_attributes(&b)?;
+/// if link.access_supported {
+///     a.enable_peer_access(&b)?; // work on a may touch b's memory
+/// }
+/// println!("rank {}, native atomics {}", link.performance_rank, link.native_atomics);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct P2PAttributes {
     /// The link's relative performance among the machine's pairs: lower is

@@ -4,6 +4,8 @@
 use cuda_sys::{CuError, LoadError};
 
 /// Result alias of this crate.
+///
+/// Every fallible gpu-sync call returns one; [`Error`]'s example prints its error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in gpu-sync.

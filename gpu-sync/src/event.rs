@@ -33,10 +33,16 @@ use sealed::RecordSeal;
 
 /// The two event types, for functions that take either
 /// ([`Stream::wait`]). Sealed.
+///
+/// Implemented by [`SyncEvent`] and [`TimingEvent`]: [`SyncEvent`]'s
+/// example passes one to [`Stream::wait`].
 pub trait AsEvent: sealed::EventSeal {}
 
 /// What an event can be recorded on: a [`Stream`], the [`LegacyStream`] or a
 /// [`PerThreadStream`]. Sealed.
+///
+/// [`PerThreadStream`]'s and [`LegacyStream`]'s examples record events on
+/// them; [`TimingEvent`]'s on a [`Stream`].
 pub trait RecordTarget: sealed::RecordSeal {}
 
 impl RecordSeal for Stream {

@@ -30,6 +30,26 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 /// The scope of a capture: the capturing stream, and forks of it.
+///
+/// [`Graph`]'s example captures through one (`cap.stream()`); a second
+/// stream joins the capture through [`Capture::fork`]:
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let (mut x, mut y) = (DeviceBuffer::<u32>::zeroed(&stream, 8)?, DeviceBuffer::<u32>::zeroed(&stream, 8)?);
+/// stream.synchronize()?;
+/// let graph = stream.capture(|cap| {
+///     let side = cap.fork()?; // captured too: two branches of one graph
+///     cap.stream().fill_u32(&mut x, 1)?;
+///     side.fill_u32(&mut y, 2)
+/// })?;
+/// graph.instantiate()?.launch(&stream)?;
+/// assert_eq!((stream.to_vec(&x)?[0], stream.to_vec(&y)?[0]), (1, 2));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Capture<'a> {
     origin: &'a Stream,
     handle: &'a CaptureHandle,
@@ -181,6 +201,26 @@ impl Graph {
 /// `Send + Sync`: launches from several threads are serialized on the exec
 /// (the driver does not synchronize a `CUgraphExec` internally), and the
 /// driver orders each launch after the previous launches of the same exec.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let mut n = DeviceBuffer::from_slice(&stream, &[0u32])?;
+/// let mut tmp = DeviceBuffer::<u32>::zeroed(&stream, 1)?;
+/// stream.synchronize()?;
+/// // Each replay copies n into tmp, then sets n to 5: tmp reads 5 only after
+/// // a second replay, ordered after the first.
+/// let exec = stream.capture(|cap| {
+///     cap.stream().copy(&n, &mut tmp)?;
+///     cap.stream().fill_u32(&mut n, 5)
+/// })?.instantiate()?;
+/// exec.launch(&stream)?;
+/// exec.launch(&stream)?;
+/// assert_eq!((stream.to_vec(&tmp)?, stream.to_vec(&n)?), (vec![5], vec![5]));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct GraphExec {
     /// The exec and its last launch, behind one lock held across every
     /// `cuGraphLaunch`: calls on an exec must be serialized (graph objects

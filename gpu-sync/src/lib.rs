@@ -35,6 +35,34 @@
 //!   memory is reclaimed by shared ownership and deferred, stream-ordered
 //!   frees, never by a guard's `Drop`.
 //!
+//! # Example
+//! Two streams, no explicit synchronization between them, and a host wait
+//! whose proof releases an asynchronous download (on the simulator here:
+//! `select_driver` picks the GPU where the CUDA driver loads):
+//!
+//! ```
+//! # gpu_sync::sim::install()?;
+//! use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream, TimingEvent};
+//! let device = Device::get(0)?;
+//! let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+//! let mut x = DeviceBuffer::<u32>::alloc(&a, 1 << 16)?;
+//! let start = TimingEvent::new(&device)?;
+//! start.record(&b)?;
+//! a.fill_u32(&mut x, 3)?; // written on a
+//! let mut y = DeviceBuffer::<u32>::alloc(&b, 1 << 16)?;
+//! b.copy(&x, &mut y)?; // read on b: b waits for a's fill, device-side
+//! let end = TimingEvent::new(&device)?;
+//! end.record(&b)?;
+//! let host = b.download(&y, PinnedBuffer::new(&device, 1 << 16, HostAllocFlags::empty())?)?;
+//! let proof = b.synchronize()?; // covers everything queued on b before it
+//! let host = host.redeem(&proof).map_err(|e| e.error)?; // O(1), no driver call
+//! assert!(host.iter().all(|&v| v == 3));
+//! println!("copy after fill: {:?} of device time", start.elapsed(&end)?);
+//! # Ok::<(), gpu_sync::Error>(())
+//! ```
+//! [`Pending`], [`Stream`], [`DeviceBuffer`], [`TimingEvent`] and
+//! [`Graph`] have more; `examples/` in the repository has whole programs.
+//!
 //! Errors name the driver call and its `CUresult`; sticky errors are reported
 //! as [`Error::ContextLost`]. `Drop` never panics: it logs (through `log`)
 //! and leaks what it cannot free safely.
@@ -99,5 +127,8 @@ pub use memory::prefetch::Prefetcher;
 pub use scope::{DeviceSynced, EventSynced, Proof, StreamSynced, WorkPoint};
 pub use stream::{LegacyStream, PerThreadStream, Stream};
 
+// bytemuck's traits, documented there (element types of buffers and
+// kernel arguments).
+#[doc(no_inline)]
 pub use bytemuck::{Pod, Zeroable};
 pub use cuda_sys;

@@ -10,6 +10,9 @@
 use std::fmt;
 
 /// A position of some submitted work: its stream, device and ticket.
+///
+/// Received from [`Pending::work`](crate::Pending::work) and checked with
+/// [`Proof::covers`]: [`StreamSynced`]'s example shows both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WorkPoint {
     /// Id of the stream ([`crate::Stream::id`]).
@@ -25,6 +28,9 @@ mod sealed {
 }
 
 /// What a host wait proved. Sealed: proofs come only from real waits.
+///
+/// Implemented by [`EventSynced`], [`StreamSynced`] and [`DeviceSynced`]
+/// (each has an example); taken by [`Pending::redeem`](crate::Pending::redeem).
 pub trait Proof: sealed::Sealed + fmt::Debug {
     /// Whether this wait covers `work`.
     fn covers(&self, work: &WorkPoint) -> bool;
@@ -32,6 +38,23 @@ pub trait Proof: sealed::Sealed + fmt::Debug {
 
 /// Proof of an event wait: its stream completed up to the event's record.
 /// A never-recorded event's proof covers nothing.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Proof, Stream, SyncEvent};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let data = DeviceBuffer::from_slice(&stream, &[9u8; 4])?;
+/// let early = stream.download(&data, PinnedBuffer::new(&device, 4, HostAllocFlags::empty())?)?;
+/// let mark = SyncEvent::new(&device)?;
+/// mark.record(&stream)?;
+/// let late = stream.download(&data, PinnedBuffer::new(&device, 4, HostAllocFlags::empty())?)?;
+/// let proof = mark.synchronize()?; // covers the stream up to the record only
+/// assert!(proof.covers(&early.work()) && !proof.covers(&late.work()));
+/// assert_eq!(early.redeem(&proof).map_err(|e| e.error)?[0], 9);
+/// # let _ = late.wait()?;
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventSynced {
     pub(crate) stream: Option<u64>,
@@ -65,6 +88,20 @@ pub struct StreamSynced {
 
 /// Proof of a device wait: every stream of the device completed all work
 /// submitted before it.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let data = DeviceBuffer::from_slice(&a, &[3u16; 4])?;
+/// let on_a = a.download(&data, PinnedBuffer::new(&device, 4, HostAllocFlags::empty())?)?;
+/// let on_b = b.download(&data, PinnedBuffer::new(&device, 4, HostAllocFlags::empty())?)?;
+/// let proof = device.synchronize()?; // cuCtxSynchronize: every stream of the device
+/// let (x, y) = (on_a.redeem(&proof).map_err(|e| e.error)?, on_b.redeem(&proof).map_err(|e| e.error)?);
+/// assert_eq!((x[0], y[3]), (3, 3));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceSynced {
     pub(crate) device: i32,

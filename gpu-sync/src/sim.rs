@@ -1,9 +1,13 @@
 //! Testing GPU code without a GPU (feature `sim`): the software driver
 //! `cuda-sim` as a library.
 //!
+//! gpu-sync is not published on crates.io: depend on it by path (a checkout
+//! of this workspace beside your crate) or by git
+//! (`gpu-sync = { git = "<this repository's URL>", features = ["sim"] }`):
+//!
 //! ```toml
 //! [dev-dependencies]
-//! gpu-sync = { version = "0.1", features = ["sim"] }
+//! gpu-sync = { path = "../gpu-sync/gpu-sync", features = ["sim"] }
 //! ```
 //!
 //! - [`install`] makes the simulator the process's driver (or let
@@ -54,7 +58,35 @@ use cuda_sim::{KernelCall, KernelSpec, ParamSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use cuda_sim::{FaultPlan, KernelFault, RaceKind, RaceReport, SessionGuard};
+pub use cuda_sim::FaultPlan;
+/// A fault a CPU version of a kernel meets, raised by the simulator itself (a launch argument outside every
+/// allocation), never by safe gpu-sync code: the launch then fails with
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`, which [`Session::sticky_error`] reports.
+pub use cuda_sim::KernelFault;
+/// The kind of bug a [`RaceReport`] names; [`Session`]'s example reads the
+/// reports.
+pub use cuda_sim::RaceKind;
+/// What the race oracle found, one report per bug: [`Session::races`]
+/// returns them, and [`Session`]'s example prints them.
+pub use cuda_sim::RaceReport;
+/// A [`Session`] made current on another thread until dropped, as
+/// [`Session::enter`] returns it:
+///
+/// ```
+/// let session = gpu_sync::sim::session(3)?;
+/// let device = gpu_sync::Device::get(0)?;
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         let _guard = session.enter(); // this thread's work joins the session
+///         gpu_sync::Stream::new(&device)?.synchronize().map(|_| ())
+///     }).join().expect("the thread ran")
+/// })?;
+/// session.assert_no_races();
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+pub use cuda_sim::SessionGuard;
+/// A driver result code (`CUresult`): [`Session::inject`]'s example makes a call fail
+/// with one and reads it back from the error.
 pub use cuda_sys::CUresult;
 
 /// A minimal PTX image the simulator accepts as a module: every module the
@@ -94,6 +126,21 @@ pub fn session(seed: u64) -> Result<Session> {
 /// simulated machine; a session isolates them. It is current on the thread
 /// that opened it ([`Session::enter`] makes it current on another one) until
 /// dropped.
+///
+/// ```
+/// use gpu_sync::{Device, DeviceBuffer, Stream, sim};
+/// let session = sim::session(42)?; // this test's own seed and oracle
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let x = DeviceBuffer::from_slice(&a, &[1u32; 64])?;
+/// assert_eq!(b.to_vec(&x)?, [1; 64]); // b waits for a's upload: no race
+/// for report in session.races() {
+///     println!("{report}"); // what a report would say: kind, allocation, both accesses
+/// }
+/// assert_eq!(session.seed(), 42);
+/// session.assert_no_races();
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Session {
     inner: cuda_sim::Session,
@@ -190,6 +237,10 @@ impl std::ops::Deref for Session {
 /// contents are copied out of simulated device memory before the closure
 /// runs and, for `Out`, back after it: the race oracle sees the whole range
 /// read (and, for `Out`, written).
+///
+/// Implemented for gpu-sync's parameter types and their tuples; named only
+/// through [`register`] and [`register_per_thread`], whose examples (and the
+/// module's) show the views a closure receives.
 pub trait SimParam: Param {
     /// What the closure sees for this parameter.
     type View<'a>;
@@ -292,6 +343,10 @@ impl SimParam for crate::Len {
 
 /// A kernel signature whose every parameter is a [`SimParam`]: the tuple of
 /// views is what a registered closure receives.
+///
+/// Implemented for gpu-sync's parameter types and their tuples; named only
+/// through [`register`] and [`register_per_thread`], whose examples (and the
+/// module's) show the views a closure receives.
 pub trait SimSignature: Signature {
     /// The closure's argument: one view per parameter, in order.
     type Views<'a>;
@@ -435,6 +490,27 @@ pub fn register<S: SimSignature>(name: &str, f: impl for<'a> Fn(S::Views<'a>) + 
 /// One GPU thread of a launch, as a per-thread CPU version sees it
 /// ([`register_per_thread`]): CUDA's `blockIdx`, `threadIdx`, `gridDim` and
 /// `blockDim`.
+///
+/// ```
+/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Len, Module, Out, Stream, sim};
+/// let _session = sim::session(0)?;
+/// // iota(u32* y, u64 n): `if (i < n) y[i] = i;`, one element a thread.
+/// sim::register_per_thread::<(Out<u32>, Len)>("iota", |t, (y, n)| {
+///     let i = t.global_x();
+///     if i < n {
+///         y[i as usize] = i as u32;
+///     }
+/// });
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// // SAFETY: iota writes y[i] for i < n only, n a Len checked against y.
+/// let iota = unsafe { Module::load(&device, sim::PTX_STUB)?.kernel::<(Out<u32>, Len)>("iota")? };
+/// let mut y = DeviceBuffer::<u32>::zeroed(&stream, 8)?;
+/// // A grid of 2 blocks of 2 threads covers 4 of the 8 elements, as on a GPU.
+/// iota.launch(&stream, LaunchConfig::new(2, 2), (&mut y, 8u64))?;
+/// assert_eq!(stream.to_vec(&y)?, [0, 1, 2, 3, 0, 0, 0, 0]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thread {
     /// `blockIdx`.

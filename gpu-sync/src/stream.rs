@@ -210,6 +210,20 @@ impl std::fmt::Debug for Stream {
 /// Tracked work (buffers, launches) goes on [`Stream`]s; this handle offers
 /// what interop needs: record an event on it, make it wait for one, and
 /// synchronize it.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, Stream, SyncEvent};
+/// let device = Device::get(0)?;
+/// let legacy = device.legacy_stream();
+/// // Another library's work on the legacy stream, then ours after it:
+/// let done = SyncEvent::new(&device)?;
+/// done.record(&legacy)?;
+/// let stream = Stream::new(&device)?;
+/// stream.wait(&done)?; // device-side; the host does not block
+/// legacy.synchronize()?;
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct LegacyStream {
     pub(crate) device: Device,
@@ -219,6 +233,20 @@ pub struct LegacyStream {
 ///
 /// The handle means "this thread's default stream", so it is neither `Send`
 /// nor `Sync`: moved to another thread it would name a different stream.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, Stream, TimingEvent};
+/// let device = Device::get(0)?;
+/// let mine = device.per_thread_stream(); // this thread's default stream
+/// let (start, end) = (TimingEvent::new(&device)?, TimingEvent::new(&device)?);
+/// start.record(&mine)?;
+/// end.record(&mine)?;
+/// mine.synchronize()?;
+/// assert!(start.elapsed(&end)? >= std::time::Duration::ZERO);
+/// Stream::new(&device)?.wait(&end)?; // a gpu-sync stream ordered after it
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PerThreadStream {
     pub(crate) device: Device,

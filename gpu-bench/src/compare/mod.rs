@@ -15,12 +15,7 @@
 //! 5 % of the time; [`calibrate`] measures how often the same benchmark run
 //! twice still gets a verdict on this GPU.
 //!
-//! ```
-//! use gpu_bench::compare::{Verdict, verdict};
-//! assert_eq!(verdict((1.08, 1.12), 0.05), Verdict::Slower);
-//! assert_eq!(verdict((0.99, 1.07), 0.05), Verdict::Same);
-//! assert_eq!(verdict((0.90, 0.94), 0.05), Verdict::Faster);
-//! ```
+//! [`Verdict`]'s page has the example.
 
 pub mod gate;
 pub mod interval;
@@ -41,6 +36,13 @@ use serde::{Deserialize, Serialize};
 const RESAMPLES: usize = 1000;
 
 /// A regression verdict.
+///
+/// ```
+/// use gpu_bench::compare::{Verdict, verdict};
+/// assert_eq!(verdict((1.08, 1.12), 0.05), Verdict::Slower);
+/// assert_eq!(verdict((0.99, 1.07), 0.05), Verdict::Same);
+/// assert_eq!(verdict((0.90, 0.94), 0.05), Verdict::Faster);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {

@@ -11,6 +11,8 @@ use gpu_sync::Device;
 use gpu_sync::trace::{RecordOptions, Recorder, Timing};
 
 /// Where device spans come from.
+///
+/// [`Profiler`](crate::profile::Profiler)'s example uses one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// A pair of timing events around each operation (everywhere, the

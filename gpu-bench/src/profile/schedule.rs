@@ -31,6 +31,8 @@ impl Action {
 }
 
 /// The schedule (see the module docs).
+///
+/// [`Profiler`](crate::profile::Profiler)'s example uses one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
     /// Steps not recorded before the first cycle.

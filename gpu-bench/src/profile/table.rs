@@ -107,6 +107,8 @@ impl Row {
 }
 
 /// A column to sort by: numbers largest first, names A to Z.
+///
+/// Taken by [`KeyAverages::sort_by`]; [`Profiler`](crate::profile::Profiler)'s example builds the table it sorts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Column {
@@ -170,6 +172,8 @@ impl Column {
 }
 
 /// The table (see the module docs).
+///
+/// [`Profiler`](crate::profile::Profiler)'s example uses one.
 #[derive(Debug, Clone)]
 pub struct KeyAverages {
     occurrences: Vec<Occurrence>,

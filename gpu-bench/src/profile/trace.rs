@@ -149,6 +149,8 @@ pub struct Dropped {
 }
 
 /// A profiled stretch of a program (see the module docs).
+///
+/// [`Profiler`](crate::profile::Profiler)'s example uses one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     /// Where the device spans came from.

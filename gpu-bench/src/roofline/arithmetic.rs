@@ -22,6 +22,8 @@ pub fn ridge(bytes_per_s: f64, flops: f64) -> f64 {
 }
 
 /// What a caller knows about one run of a kernel, to place it.
+///
+/// The [module's example](crate::roofline) places a kernel of your own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlaceRequest<'a> {
     /// The kernel's name (and size).

@@ -17,6 +17,8 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub const SCHEMA_VERSION_OLDEST: u32 = 1;
 
 /// Where a memory ceiling's bytes come from.
+///
+/// The [module's example](crate::roofline) places a kernel of your own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum MemoryLevel {
     /// Device memory (HBM).
@@ -137,6 +139,8 @@ pub struct Sweep {
 }
 
 /// Memory- or compute-bound.
+///
+/// The [module's example](crate::roofline) places a kernel of your own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Bound {
     /// Left of the ridge: the memory roof is the lower one.
@@ -146,6 +150,8 @@ pub enum Bound {
 }
 
 /// A kernel placed under the roofs.
+///
+/// The [module's example](crate::roofline) places a kernel of your own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Placement {
     /// The kernel (and its size).
@@ -220,6 +226,8 @@ pub struct Phase {
 }
 
 /// The whole roofline run.
+///
+/// The [module's example](crate::roofline) places a kernel of your own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RooflineReport {
     /// [`SCHEMA`].

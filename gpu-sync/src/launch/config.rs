@@ -5,6 +5,14 @@
 use crate::device::Limits;
 
 /// Grid or block dimensions.
+///
+/// ```
+/// use gpu_sync::Dim3;
+/// assert_eq!(Dim3::from(256), Dim3 { x: 256, y: 1, z: 1 });
+/// assert_eq!(Dim3::from((16, 16)), Dim3 { x: 16, y: 16, z: 1 });
+/// ```
+/// A `u32` or a tuple is accepted wherever a `Dim3` is
+/// ([`LaunchConfig::new`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Dim3 {
     /// x extent.
@@ -38,6 +46,18 @@ impl Dim3 {
 }
 
 /// Grid, block and dynamic shared memory of a launch.
+///
+/// ```
+/// use gpu_sync::{Dim3, LaunchConfig};
+/// // One thread per element, 256 a block: enough blocks to cover 1000.
+/// let cfg = LaunchConfig::for_elements(1000, 256);
+/// assert_eq!((cfg.grid.x, cfg.block.x), (4, 256));
+/// // A 2-D grid of 16×16 blocks with 4 KiB of dynamic shared memory.
+/// let tiles = LaunchConfig::new((64, 64), (16, 16)).with_shared_mem(4096);
+/// assert_eq!(tiles.block, Dim3 { x: 16, y: 16, z: 1 });
+/// ```
+/// A launch checks it against the device's limits
+/// ([`Kernel::launch`](crate::Kernel::launch)'s example launches one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks in the grid.

@@ -22,6 +22,23 @@ use smallvec::SmallVec;
 /// call ([`Stream::launch_foreign`]). Each declaration borrows its buffer
 /// (shared for an input, exclusive for an output) until the call is
 /// submitted, and returns the address the foreign code is given.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::cuda_sys::result::memory::memset_d32_async;
+/// use gpu_sync::{Device, DeviceBuffer, ForeignUses, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let mut y = DeviceBuffer::<u32>::zeroed(&a, 256)?;
+/// let mut uses = ForeignUses::new();
+/// let ptr = uses.output(&mut y); // ordered after a's zeroing, device-side
+/// // SAFETY: the closure submits one memset on the stream it is given over
+/// // exactly the declared output (256 words from `ptr`), submits nothing
+/// // when it fails, and leaves the stream and context as it found them.
+/// unsafe { b.launch_foreign("memset", uses, |raw| Ok(memset_d32_async(ptr, 7, 256, raw)?))? };
+/// assert_eq!(a.to_vec(&y)?, [7; 256]); // a waits for b's foreign write
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Default)]
 pub struct ForeignUses<'a> {
     uses: SmallVec<[Use<'a>; 8]>,

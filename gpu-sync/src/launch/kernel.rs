@@ -411,6 +411,22 @@ impl<S: Signature> Kernel<S> {
 }
 
 /// A kernel without a checked signature, for foreign kernels.
+///
+/// ```
+/// # let _session = gpu_sync::sim::session(0)?;
+/// # gpu_sync::sim::register::<(gpu_sync::Out<u32>, gpu_sync::Len)>("ones", |(y, n)| y[..n as usize].fill(1));
+/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Len, Module, Out, Stream, sim};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let module = Module::load(&device, sim::PTX_STUB)?;
+/// let ones = module.raw_kernel("ones")?; // no signature checked at load
+/// let mut y = DeviceBuffer::<u32>::zeroed(&stream, 4)?;
+/// // SAFETY: `ones(u32* y, unsigned long long n)` is the kernel's real
+/// // parameter list; it writes y[i] = 1 for i < n only, n a checked Len.
+/// unsafe { ones.launch::<(Out<u32>, Len), _>(&stream, LaunchConfig::for_elements(4, 32), (&mut y, 4u64))? };
+/// assert_eq!(stream.to_vec(&y)?, [1; 4]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct RawKernel {
     core: KernelCore,
 }

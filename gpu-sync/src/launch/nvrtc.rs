@@ -23,6 +23,8 @@ use std::ffi::{CString, c_char};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// What NVRTC produces.
+///
+/// Chosen by [`Program::target_for`], or by hand: [`Image`]'s example compiles PTX for `compute_90`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
     /// PTX for virtual architecture `compute_{major}{minor}`: loads on that
@@ -53,6 +55,18 @@ impl Target {
 }
 
 /// A compiled program, ready for [`Module::load`].
+///
+/// ```
+/// use gpu_sync::nvrtc::{Program, Target};
+/// let src = r#"extern "C" __global__ void nop() {}"#;
+/// let image = match Program::compile(src, &[], Target::Ptx { major: 9, minor: 0 }) {
+///     Err(e @ gpu_sync::Error::NvrtcLoad(_)) => { eprintln!("{e}"); return Ok(()) }
+///     other => other?,
+/// };
+/// assert_eq!(image.target().arch_option(), "--gpu-architecture=compute_90");
+/// assert!(image.ptx().is_some_and(|ptx| ptx.contains(".entry nop")));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
     bytes: Vec<u8>,
@@ -92,6 +106,32 @@ fn cache() -> &'static Mutex<HashMap<CacheKey, Arc<Image>>> {
 }
 
 /// CUDA C++ source compiled at run time.
+///
+/// ```
+/// use gpu_sync::{Device, DeviceBuffer, LaunchConfig, Len, Out, Stream, nvrtc::Program, sim};
+/// const SRC: &str = r#"extern "C" __global__ void ones(float* y, unsigned long long n) {
+///     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+///     if (i < n) y[i] = 1.0f;
+/// }"#;
+/// let _session = sim::session(0)?; // the simulator runs this CPU version in its place:
+/// sim::register::<(Out<f32>, Len)>("ones", |(y, n)| y[..n as usize].fill(1.0));
+/// let device = Device::get(0)?;
+/// let module = match Program::load(&device, SRC, &["--use_fast_math"]) {
+///     // Nothing to compile with: the error names what to install.
+///     Err(e @ gpu_sync::Error::NvrtcLoad(_)) => { eprintln!("{e}"); return Ok(()) }
+///     other => other?,
+/// };
+/// // SAFETY: `ones` writes y[i] for i < n only, n a Len checked against y.
+/// let ones = unsafe { module.kernel::<(Out<f32>, Len)>("ones")? };
+/// let stream = Stream::new(&device)?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 100)?;
+/// ones.launch(&stream, LaunchConfig::for_elements(100, 64), (&mut y, 100u64))?;
+/// assert_eq!(stream.to_vec(&y)?, [1.0; 100]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+/// Without libnvrtc the example prints the load error and stops; the
+/// `nvrtc_kernel` example in `examples/` goes further (the compile cache, a
+/// kernel without `extern "C"`).
 #[derive(Debug, Clone, Copy)]
 pub struct Program;
 

@@ -79,6 +79,9 @@ pub(crate) mod sealed {
 }
 
 /// A kernel parameter type: [`In<T>`], [`Out<T>`] or a scalar. Sealed.
+///
+/// Not implemented outside gpu-sync: [`Kernel`](crate::Kernel)'s and
+/// [`Len`]'s examples show signatures and their arguments in use.
 pub trait Param: sealed::ParamSeal {
     /// Its size in bytes as the kernel sees it.
     const SIZE: usize;
@@ -86,10 +89,16 @@ pub trait Param: sealed::ParamSeal {
 
 /// A parameter the kernel reads through: a `const T*`. Its argument is any
 /// readable view (`&DeviceBuffer<T>`, `&DeviceSlice<T>`, `&DeviceSliceMut<T>`).
+///
+/// Named in a kernel's signature type: [`Kernel`](crate::Kernel)'s example
+/// declares `(In<f32>, Out<f32>, f32, Len)` and launches it.
 pub struct In<T>(PhantomData<fn() -> T>);
 /// A parameter the kernel writes (and may read) through: a `T*`. Its argument
 /// is a writable view taken by `&mut` (`&mut DeviceBuffer<T>`,
 /// `&mut DeviceSliceMut<T>`).
+///
+/// Named in a kernel's signature type: [`Kernel`](crate::Kernel)'s example
+/// declares `(In<f32>, Out<f32>, f32, Len)` and launches it.
 pub struct Out<T>(PhantomData<fn() -> T>);
 
 /// An element count the kernel may bound its accesses by: an
@@ -106,6 +115,23 @@ pub struct Out<T>(PhantomData<fn() -> T>);
 /// a bound; see [`Module::kernel`](crate::Module::kernel)'s `# Safety`).
 /// A signature may have any number of `Len` parameters; each is checked.
 /// A launch without buffer arguments accepts any value.
+///
+/// ```
+/// # let _session = gpu_sync::sim::session(0)?;
+/// # gpu_sync::sim::register::<(gpu_sync::Out<u32>, gpu_sync::Len)>("ones", |(y, n)| y[..n as usize].fill(1));
+/// use gpu_sync::{Device, DeviceBuffer, Error, LaunchConfig, Len, Module, Out, Stream, sim};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let module = Module::load(&device, sim::PTX_STUB)?;
+/// // SAFETY: `ones(u32* y, u64 n)` writes y[i] = 1 for i < n only, n a Len.
+/// let ones = unsafe { module.kernel::<(Out<u32>, Len)>("ones")? };
+/// let mut y = DeviceBuffer::<u32>::zeroed(&stream, 8)?;
+/// ones.launch(&stream, LaunchConfig::for_elements(8, 32), (&mut y, 8u64))?;
+/// // 9 > the 8 elements of y: refused before the driver sees it.
+/// let err = ones.launch(&stream, LaunchConfig::for_elements(9, 32), (&mut y, 9u64));
+/// assert!(matches!(err, Err(Error::LaunchArgument { .. })));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Len(());
 
 impl<T: Pod> sealed::ParamSeal for In<T> {}
@@ -154,6 +180,9 @@ pub(crate) enum Raw<'a> {
 /// scalar, a `u64` for [`Len`], `&` a readable view of `T` for [`In<T>`],
 /// `&mut` a writable view of `T` for [`Out<T>`]. Sealed (per parameter
 /// type: see the module docs).
+///
+/// Not implemented outside gpu-sync: [`Kernel`](crate::Kernel)'s and
+/// [`Len`]'s examples show signatures and their arguments in use.
 pub trait KernelArg<P: Param>: sealed::ArgSeal<P> {}
 
 impl<P: Param, A: sealed::ArgSeal<P>> KernelArg<P> for A {}
@@ -206,6 +235,9 @@ impl<T: Pod, S: AsDeviceSliceMut<T> + ?Sized> sealed::ArgSeal<Out<T>> for &mut S
 }
 
 /// A kernel signature: a tuple of [`Param`]s, up to 12. Sealed.
+///
+/// Not implemented outside gpu-sync: [`Kernel`](crate::Kernel)'s and
+/// [`Len`]'s examples show signatures and their arguments in use.
 pub trait Signature: sealed::SignatureSeal {
     /// Each parameter's size in bytes.
     const PARAM_SIZES: &'static [usize];
@@ -216,6 +248,9 @@ pub const MAX_PARAMS: usize = 12;
 
 /// Arguments matching signature `S`: a tuple of [`KernelArg`]s, one per
 /// parameter. Sealed.
+///
+/// Not implemented outside gpu-sync: [`Kernel`](crate::Kernel)'s and
+/// [`Len`]'s examples show signatures and their arguments in use.
 pub trait KernelArgs<S: Signature>: sealed::ArgsSeal<S> {}
 
 impl<S: Signature, A: sealed::ArgsSeal<S>> KernelArgs<S> for A {}

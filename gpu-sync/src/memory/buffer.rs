@@ -280,6 +280,21 @@ pub(crate) mod sealed {
 /// Device memory an operation can read: a [`DeviceBuffer`], a
 /// [`DeviceSlice`] or a [`DeviceSliceMut`] of `T`. Sealed (per element
 /// type).
+///
+/// Implemented for gpu-sync's views only; a generic function over them:
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{AsDeviceSlice, Device, DeviceBuffer, Stream};
+/// fn bytes<T: gpu_sync::Pod>(view: &impl AsDeviceSlice<T>) -> usize {
+///     view.device_len() * size_of::<T>()
+/// }
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let buf = DeviceBuffer::<f32>::zeroed(&stream, 256)?;
+/// assert_eq!((bytes(&buf), bytes(&buf.slice(64..128)?)), (1024, 256));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub trait AsDeviceSlice<T: Pod>: sealed::ViewSeal<T> {
     /// Device address of the first element (for alignment checks and
     /// foreign code; zero for an empty buffer).
@@ -296,6 +311,9 @@ pub trait AsDeviceSlice<T: Pod>: sealed::ViewSeal<T> {
 /// Device memory an operation can write: a [`DeviceBuffer`] or a
 /// [`DeviceSliceMut`] (taken by `&mut`). Sealed: a [`DeviceSlice`] is never
 /// writable.
+///
+/// Implemented for gpu-sync's writable views only; [`AsDeviceSlice`]'s
+/// example writes a generic function over views the same way.
 pub trait AsDeviceSliceMut<T: Pod>: AsDeviceSlice<T> + sealed::MutSeal<T> {}
 
 fn view_of<T>(alloc: &Arc<Allocation>, offset: usize, len: usize) -> View<'_> {

@@ -42,6 +42,19 @@ pub struct MemoryStats {
 }
 
 /// Figures of the device's default memory pool (`cuMemPoolGetAttribute`).
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let _buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?; // from the default pool
+/// if let Some(pool) = device.memory_stats()?.pool {
+///     assert!(pool.reserved >= pool.used && pool.used_peak >= pool.used);
+///     println!("pool: {} B reserved, {} B used", pool.reserved, pool.used);
+/// }
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
     /// Memory the pool holds from the OS (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).

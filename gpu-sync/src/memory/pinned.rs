@@ -24,6 +24,17 @@ use std::ptr::NonNull;
 
 bitflags::bitflags! {
     /// Flags of `cuMemHostAlloc`.
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_sync::{Device, HostAllocFlags, PinnedBuffer};
+    /// let device = Device::get(0)?;
+    /// let flags = HostAllocFlags::PORTABLE | HostAllocFlags::DEVICE_MAP;
+    /// let host = PinnedBuffer::<f32>::new(&device, 1024, flags)?;
+    /// assert_eq!(host.flags(), flags);
+    /// host.device_ptr()?; // DEVICE_MAP: the device's address of the same memory
+    /// # Ok::<(), gpu_sync::Error>(())
+    /// ```
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct HostAllocFlags: u32 {
         /// Pinned for every context, not only the allocating one

@@ -42,6 +42,9 @@ use crate::stream::Stream;
 use bytemuck::Pod;
 
 /// Double-buffered host-to-device staging on a dedicated copy stream.
+///
+/// [`Prefetcher::for_each_filled`]'s example streams three chunks through
+/// one; the module's docs explain the double buffering.
 pub struct Prefetcher<T: Pod> {
     copy: Stream,
     staging: [PinnedBuffer<T>; 2],

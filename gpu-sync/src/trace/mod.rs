@@ -60,6 +60,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// How device spans are obtained (see the module docs).
+///
+/// Chosen in [`RecordOptions::new`]: [`Recorder`]'s example and the module's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Timing {
     /// A pair of pooled timing events around each operation, resolved
@@ -74,6 +76,8 @@ pub enum Timing {
 }
 
 /// What [`Device::record`](crate::Device::record) records.
+///
+/// [`Recorder`]'s example records one stream of a device with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordOptions {
     /// The device-span backend.
@@ -104,6 +108,8 @@ impl Default for RecordOptions {
 }
 
 /// A copy's direction.
+///
+/// Found in an [`OpRecord`]'s `kind`; [`Recording`]'s example reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CopyDir {
@@ -131,6 +137,8 @@ impl CopyDir {
 }
 
 /// The host side of a copy.
+///
+/// Found in an [`OpRecord`]'s `kind`; [`Recording`]'s example reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum HostMem {
@@ -143,6 +151,8 @@ pub enum HostMem {
 }
 
 /// What a recorded operation is, with its arguments.
+///
+/// Found in an [`OpRecord`]'s `kind`; [`Recording`]'s example reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -238,6 +248,8 @@ impl OpKind {
 
 /// One recorded stream-ordered operation (also the host side of an
 /// operation in `gpu-bench`'s profiler trace).
+///
+/// Found in a [`Recording`]; its example and the module's read them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OpRecord {
@@ -277,6 +289,8 @@ pub struct OpRecord {
 
 /// One host range ([`range`], [`scope`]) (also a host range in
 /// `gpu-bench`'s profiler trace).
+///
+/// Found in a [`Recording`]; its example and the module's read them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RangeRecord {
@@ -295,6 +309,8 @@ pub struct RangeRecord {
 }
 
 /// A recorded stream.
+///
+/// Found in a [`Recording`]; its example and the module's read them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamInfo {
     /// The device's ordinal.
@@ -311,6 +327,8 @@ pub struct StreamInfo {
 
 /// The device's memory ledger at one moment (each allocation and free
 /// while recording).
+///
+/// Found in a [`Recording`]; its example and the module's read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemorySample {
     /// Host time ([`now_ns`]).
@@ -331,6 +349,8 @@ pub struct MemorySample {
 /// 2]` (the two [`now_ns`] reads around its record and completion).
 /// Spans on the stream are `host_ns` plus the event time elapsed since it
 /// (`cuEventElapsedTime`).
+///
+/// Found in a [`Recording`]; its example and the module's read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Calibration {
     /// The device's ordinal.
@@ -349,6 +369,25 @@ pub struct Calibration {
 }
 
 /// What a [`Recorder`] recorded.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::trace::{RecordOptions, Timing};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let recorder = device.record(RecordOptions::new(Timing::Events))?;
+/// let buf = DeviceBuffer::from_slice(&stream, &[1u8; 4096])?;
+/// stream.to_vec(&buf)?;
+/// let rec = recorder.stop()?;
+/// for op in &rec.ops {
+///     // Host times on the recording's clock; device spans from timing events.
+///     println!("{} ({}): host {} ns, device {:?}", op.name, op.kind.category(),
+///         op.host_end_ns - op.host_start_ns, op.span.map(|(s, e)| e - s));
+/// }
+/// assert!(rec.ops.iter().any(|op| op.span.is_some()) && rec.dropped == 0);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
     /// Operations, in submission order (by [`OpRecord::id`]).
@@ -371,6 +410,21 @@ pub struct Recording {
 /// Recording of one device: on while it lives (see
 /// [`Device::record`](crate::Device::record)); dropping it (or
 /// [`Recorder::stop`]) turns recording off. `Send + Sync`.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::trace::{RecordOptions, Timing};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// // Only stream a's operations: b's fill is not recorded.
+/// let recorder = device.record(RecordOptions::new(Timing::Events).streams([a.id()]))?;
+/// a.fill_u32(&mut DeviceBuffer::<u32>::alloc(&a, 64)?, 1)?;
+/// b.fill_u32(&mut DeviceBuffer::<u32>::alloc(&b, 64)?, 2)?;
+/// let rec = recorder.take()?; // what was recorded so far; recording goes on
+/// assert!(!rec.ops.is_empty() && rec.ops.iter().all(|op| op.stream == a.id()));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Recorder {
     sink: Arc<Sink>,
 }

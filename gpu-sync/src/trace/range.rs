@@ -31,6 +31,21 @@ pub(crate) fn innermost() -> Option<u64> {
 
 /// An open host range: ends when dropped (see [`range`]). Not `Send`: a
 /// range opens and ends on one thread.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::trace::{self, RecordOptions, Timing};
+/// let device = gpu_sync::Device::get(0)?;
+/// let recorder = device.record(RecordOptions::new(Timing::HostOnly))?;
+/// {
+///     let _outer = trace::range("epoch");
+///     let _inner = trace::range("step"); // nested: its parent is "epoch"
+/// }
+/// let rec = recorder.stop()?;
+/// let step = rec.ranges.iter().find(|r| r.name == "step").expect("recorded");
+/// assert_eq!(step.parent, rec.ranges.iter().find(|r| r.name == "epoch").map(|r| r.id));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[must_use = "the range ends when this guard is dropped"]
 pub struct Range {
     /// `None` when no recorder was on at its start.

@@ -14,6 +14,12 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// How an operation uses a resource.
+///
+/// No public call takes or returns one: a launch's [`In`](crate::In)
+/// parameters and [`ForeignUses::input`](crate::ForeignUses::input) are
+/// reads, [`Out`](crate::Out) and
+/// [`ForeignUses::output`](crate::ForeignUses::output) writes
+/// ([`ForeignUses`](crate::ForeignUses)' example declares one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Access {
     /// Only reads it.

@@ -45,6 +45,23 @@ pub struct Pending<T> {
 }
 
 /// What [`Pending::poll`] found.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Polled, Stream};
+/// let device = Device::get(0)?;
+/// let stream = Stream::new(&device)?;
+/// let data = DeviceBuffer::from_slice(&stream, &[4u32; 256])?;
+/// let mut pending = stream.download(&data, PinnedBuffer::new(&device, 256, HostAllocFlags::empty())?)?;
+/// let host = loop {
+///     match pending.poll()? {
+///         Polled::Ready(host) => break host,
+///         Polled::Waiting(p) => pending = p, // do other host work, then ask again
+///     }
+/// };
+/// assert_eq!(host[255], 4);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub enum Polled<T> {
     /// The work completed: here is the value.
     Ready(T),
@@ -53,6 +70,8 @@ pub enum Polled<T> {
 }
 
 /// A proof that does not cover the pending work, with the work handed back.
+///
+/// [`Pending`]'s example gets one back from a proof of another stream.
 pub struct NotCovered<T> {
     /// The pending value, unchanged.
     pub pending: Pending<T>,
