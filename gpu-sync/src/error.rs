@@ -208,6 +208,30 @@ pub enum Error {
     #[error("CUPTI timing unavailable: {0}")]
     Cupti(#[from] cuda_sys::cupti::CuptiError),
 
+    /// NCCL could not be loaded (`libnccl.so.2` missing or too old); the
+    /// message lists where it looked and what to install.
+    #[error("NCCL unavailable: {0}")]
+    NcclLoad(#[from] cuda_sys::nccl::NcclLoadError),
+
+    /// An NCCL call failed; the message names the call, its `ncclResult_t`
+    /// and NCCL's own text.
+    #[error("{0}")]
+    Nccl(#[from] cuda_sys::nccl::NcclError),
+
+    /// A communicator was still not ready after the caller's timeout (a
+    /// rank that never came, collectives issued in different orders on
+    /// different ranks): it was aborted (`ncclCommAbort`) and is unusable.
+    #[error(
+        "{what}: NCCL did not finish within {waited:?} (a rank that never joined, or collectives issued in \
+         different orders on different ranks); the communicator was aborted"
+    )]
+    NcclTimeout {
+        /// What was waited for.
+        what: &'static str,
+        /// How long.
+        waited: std::time::Duration,
+    },
+
     /// A proof was presented that does not cover the work it was asked to.
     #[error("the wait presented ({proof}) does not cover this work ({work})")]
     NotCovered {

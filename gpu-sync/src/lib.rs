@@ -100,6 +100,7 @@ mod launch;
 #[cfg(test)]
 mod layers;
 mod memory;
+pub mod nccl;
 pub mod safety;
 mod scope;
 #[cfg(feature = "sim")]

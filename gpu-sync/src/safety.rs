@@ -236,7 +236,25 @@
 //!   [`crate::RawKernel`]) names its function with a cuda-sys `RawHandle`
 //!   (a name that may cross threads; using it takes the `unsafe`
 //!   `borrow_raw`, argued at each use: the module the kernel keeps loaded
-//!   keeps the function alive); its dynamic shared-memory limit is atomic.
+//!   keeps the function alive); its dynamic shared-memory limit is atomic;
+//! - a [`crate::nccl::Communicator`] names its `ncclComm_t` with a cuda-sys
+//!   `nccl::CommName` (a name that may cross threads; every NCCL call on it
+//!   is an `unsafe` function of `cuda_sys::nccl::result` whose caller argues
+//!   that it is alive and that no two threads call NCCL on it at once):
+//!   gpu-sync calls NCCL on a communicator only while it owns it alone
+//!   (creation, drop) or inside an engine operation on a stream of its
+//!   device, which holds that device's book for the call — so calls never
+//!   overlap, as NCCL requires.
+//!
+//! NCCL collectives ([`crate::nccl::group`]) are one engine operation over
+//! their streams (point 4, several streams): the group's operations are
+//! collected first, with their buffers borrowed and checked, and
+//! `ncclGroupStart` … `ncclGroupEnd` runs inside the engine's call with no
+//! user code between them, so the group ends on every path and nothing can
+//! be recorded inside it. On non-blocking communicators the call polls
+//! `ncclCommGetAsyncError` until NCCL reports the work enqueued (bounded by
+//! the communicator's timeout, then aborted), so each stream's ticket is
+//! drawn after its work is enqueued.
 //!
 //! Without an `unsafe impl`: [`crate::Graph`] is `Send` but **not** `Sync`
 //! (its `OwnedGraph` is not: calls on a graph must be serialized — even

@@ -37,3 +37,32 @@ pub use load::{
     check_version, install_nccl, installed_nccl, load_nccl, nccl, nccl_candidates, nccl_candidates_from,
     python_nccl_lib,
 };
+
+/// A communicator's name, as a value that may cross threads: the raw
+/// `ncclComm_t` and nothing more — no claim that it is alive, nor that no
+/// other thread uses it (as [`crate::handle::RawHandle`] for driver
+/// handles). Every [`result`] function that takes a communicator is
+/// `unsafe`, and its caller argues both: the communicator is alive, and
+/// calls on it are not made by two threads at once (NCCL's rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommName(crate::nccl_bindings::ncclComm_t);
+
+impl CommName {
+    /// Names `raw`.
+    pub fn new(raw: crate::nccl_bindings::ncclComm_t) -> CommName {
+        CommName(raw)
+    }
+
+    /// The raw communicator.
+    pub fn get(self) -> crate::nccl_bindings::ncclComm_t {
+        self.0
+    }
+}
+
+// SAFETY: a `CommName` is only a name: nothing reads through it here, and
+// every use passes it to an `unsafe` function of `result` whose caller
+// argues that the communicator is alive and that no two threads call NCCL
+// on it at once. Sending or sharing the name is therefore harmless.
+unsafe impl Send for CommName {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for CommName {}

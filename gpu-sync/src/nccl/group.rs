@@ -1,0 +1,412 @@
+//! Collectives as tracked operations: a [`Group`] collects NCCL operations
+//! (each on a communicator, a stream of its device, and buffers borrowed
+//! for the group's life); when the scope ends, all of them are issued
+//! between one `ncclGroupStart` and `ncclGroupEnd` as **one** engine
+//! operation over their streams (`engine::submit_group`): each stream
+//! first waits (device-side) for the earlier uses of its operation's
+//! buffers, and after `ncclGroupEnd` — and, on a non-blocking
+//! communicator, once NCCL reports the work enqueued — each stream's uses
+//! are recorded. No user code runs between `ncclGroupStart` and
+//! `ncclGroupEnd`, so the group is ended on every path, error and panic
+//! included, and an event can never be recorded inside it.
+
+use super::comm::{Communicator, in_progress_ok};
+use super::types::{NcclType, ReduceOp};
+use crate::engine::{self, Access, Part, Point, Target, Use};
+use crate::error::{Error, Result};
+use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
+use crate::stream::Stream;
+use cuda_sys::nccl::result as nc;
+use cuda_sys::nccl_bindings::{cudaStream_t, ncclDataType_t, ncclRedOp_t};
+use cuda_sys::{BorrowedStream, CUdeviceptr};
+use smallvec::SmallVec;
+use std::ffi::c_void;
+
+/// What one collected operation asks NCCL.
+#[derive(Clone, Copy)]
+enum Call {
+    AllReduce { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t },
+    Broadcast { send: CUdeviceptr, recv: CUdeviceptr, count: usize, root: usize },
+    Reduce { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t, root: usize },
+    AllGather { send: CUdeviceptr, recv: CUdeviceptr, count: usize },
+    ReduceScatter { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t },
+    Send { buf: CUdeviceptr, count: usize, peer: usize },
+    Recv { buf: CUdeviceptr, count: usize, peer: usize },
+}
+
+/// One collected operation.
+struct Pending<'a> {
+    comm: &'a Communicator,
+    stream: &'a Stream,
+    uses: SmallVec<[Use<'a>; 2]>,
+    ty: ncclDataType_t,
+    call: Call,
+}
+
+/// The NCCL operations of one group, collected by the closure given to
+/// [`group`] and issued together when it returns (see the module docs).
+/// Each method checks its arguments at once (lengths, ranks, devices) and
+/// borrows its buffers until the group is issued.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::nccl::{self, Communicator, ReduceOp};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let devices = Device::all()?;
+/// let comms = Communicator::init_all(&devices)?;
+/// let streams: Vec<Stream> = devices.iter().map(Stream::new).collect::<Result<_, _>>()?;
+/// let mut bufs: Vec<DeviceBuffer<f32>> = streams
+///     .iter()
+///     .enumerate()
+///     .map(|(r, s)| DeviceBuffer::from_slice(s, &[r as f32 + 1.0; 4]))
+///     .collect::<Result<_, _>>()?;
+/// nccl::group(|g| {
+///     for ((c, s), b) in comms.iter().zip(&streams).zip(bufs.iter_mut()) {
+///         g.all_reduce_in_place(c, s, b, ReduceOp::Sum)?;
+///     }
+///     Ok(())
+/// })?;
+/// let n = devices.len() as f32;
+/// // Read on another stream: ordered after the all-reduce, no wait written.
+/// let reader = Stream::new(&devices[0])?;
+/// assert_eq!(reader.to_vec(&bufs[0])?, [n * (n + 1.0) / 2.0; 4]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+#[derive(Default)]
+pub struct Group<'a> {
+    ops: Vec<Pending<'a>>,
+}
+
+/// Runs `collect`, which adds NCCL operations to a [`Group`], then issues
+/// them all as one group (`ncclGroupStart` … `ncclGroupEnd`) and one
+/// tracked operation over their streams. One process driving several GPUs
+/// must give each collective's operation of every rank in one group (NCCL
+/// runs a collective once every rank has issued it). When `collect`
+/// returns an error or panics, nothing is issued.
+///
+/// # Errors
+/// `collect`'s error; [`Error::InvalidArgument`] when one buffer is
+/// written by one operation and used by another of the group (they run
+/// concurrently); [`Error::Capturing`] on a capturing stream; NCCL's error
+/// (the work NCCL may have enqueued is tracked all the same);
+/// [`Error::NcclTimeout`] when NCCL did not finish enqueuing in time (the
+/// communicators involved are aborted).
+pub fn group<'a, R>(collect: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result<R> {
+    let mut g = Group { ops: Vec::new() };
+    let r = collect(&mut g)?;
+    g.issue()?;
+    Ok(r)
+}
+
+impl<'a> Group<'a> {
+    fn push(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        uses: SmallVec<[Use<'a>; 2]>,
+        ty: ncclDataType_t,
+        call: Call,
+        what: &'static str,
+    ) -> Result<()> {
+        comm.inner.usable(what)?;
+        if !stream.device().same(&comm.inner.device) {
+            return Err(Error::DeviceMismatch {
+                what: "the stream of an NCCL operation",
+                expected: comm.inner.device.ordinal(),
+                found: stream.device().ordinal(),
+            });
+        }
+        if !comm.inner.nccl.supports(ty) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: this element kind needs NCCL 2.24 or later; the loaded NCCL is {}",
+                cuda_sys::nccl::nccl_version_string(comm.inner.nccl.version)
+            )));
+        }
+        self.ops.push(Pending { comm, stream, uses, ty, call });
+        Ok(())
+    }
+
+    /// All-reduce: every rank's `recv` becomes the reduction by `op` of
+    /// every rank's `send` (`ncclAllReduce`; same length on every rank).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`]; [`Error::DeviceMismatch`] for a stream
+    /// of another device than the communicator's; [`Error::InvalidArgument`]
+    /// for an aborted communicator or an element kind the loaded NCCL lacks.
+    pub fn all_reduce<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+    ) -> Result<()> {
+        let (s, r) = (send.view(), recv.view());
+        same_len("all_reduce", s.len, r.len)?;
+        let uses = SmallVec::from_slice(&[
+            (Target::Device(s.alloc), Access::Read),
+            (Target::Device(r.alloc), Access::Write),
+        ]);
+        let call = Call::AllReduce { send: s.ptr(), recv: r.ptr(), count: s.len, op: op.raw() };
+        self.push(comm, stream, uses, T::KIND, call, "all_reduce")
+    }
+
+    /// [`Group::all_reduce`] in place: `buf` is both `send` and `recv`.
+    ///
+    /// # Errors
+    /// As [`Group::all_reduce`].
+    pub fn all_reduce_in_place<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        buf: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+    ) -> Result<()> {
+        let b = buf.view();
+        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
+        let call = Call::AllReduce { send: b.ptr(), recv: b.ptr(), count: b.len, op: op.raw() };
+        self.push(comm, stream, uses, T::KIND, call, "all_reduce_in_place")
+    }
+
+    /// Broadcast: every rank's `buf` becomes rank `root`'s `buf`
+    /// (`ncclBroadcast`, in place).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a root that is no rank; as
+    /// [`Group::all_reduce`].
+    pub fn broadcast<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        buf: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        root: usize,
+    ) -> Result<()> {
+        rank_in("broadcast", comm, root)?;
+        let b = buf.view();
+        let access = if comm.rank() == root { Access::Read } else { Access::Write };
+        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), access)]);
+        let call = Call::Broadcast { send: b.ptr(), recv: b.ptr(), count: b.len, root };
+        self.push(comm, stream, uses, T::KIND, call, "broadcast")
+    }
+
+    /// Reduce: rank `root`'s `recv` becomes the reduction by `op` of every
+    /// rank's `send` (`ncclReduce`); `recv` is only written on the root
+    /// (give `None` elsewhere).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a root without `recv` (or another
+    /// rank with one); as [`Group::broadcast`].
+    pub fn reduce<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: Option<&'a mut (impl AsDeviceSliceMut<T> + ?Sized)>,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<()> {
+        rank_in("reduce", comm, root)?;
+        let s = send.view();
+        let mut uses: SmallVec<[Use<'a>; 2]> =
+            SmallVec::from_slice(&[(Target::Device(s.alloc), Access::Read)]);
+        let recv_ptr = match (recv, comm.rank() == root) {
+            (Some(r), true) => {
+                let r = r.view();
+                same_len("reduce", s.len, r.len)?;
+                uses.push((Target::Device(r.alloc), Access::Write));
+                r.ptr()
+            }
+            (None, false) => 0,
+            (Some(_), false) => {
+                return Err(Error::InvalidArgument(format!(
+                    "reduce: rank {} is not the root ({root}) and receives nothing: give None",
+                    comm.rank()
+                )));
+            }
+            (None, true) => {
+                return Err(Error::InvalidArgument(format!(
+                    "reduce: the root (rank {root}) needs a recv buffer"
+                )));
+            }
+        };
+        let call = Call::Reduce { send: s.ptr(), recv: recv_ptr, count: s.len, op: op.raw(), root };
+        self.push(comm, stream, uses, T::KIND, call, "reduce")
+    }
+
+    /// All-gather: every rank's `recv` becomes the concatenation, in rank
+    /// order, of every rank's `send` (`ncclAllGather`; `recv` is `size`
+    /// times as long as `send`).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`]; as [`Group::all_reduce`].
+    pub fn all_gather<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+    ) -> Result<()> {
+        let (s, r) = (send.view(), recv.view());
+        same_len("all_gather (recv = size × send)", s.len * comm.size(), r.len)?;
+        let uses = SmallVec::from_slice(&[
+            (Target::Device(s.alloc), Access::Read),
+            (Target::Device(r.alloc), Access::Write),
+        ]);
+        let call = Call::AllGather { send: s.ptr(), recv: r.ptr(), count: s.len };
+        self.push(comm, stream, uses, T::KIND, call, "all_gather")
+    }
+
+    /// Reduce-scatter: every rank's `recv` becomes its block (rank order)
+    /// of the reduction by `op` of every rank's `send`
+    /// (`ncclReduceScatter`; `send` is `size` times as long as `recv`).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`]; as [`Group::all_reduce`].
+    pub fn reduce_scatter<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+    ) -> Result<()> {
+        let (s, r) = (send.view(), recv.view());
+        same_len("reduce_scatter (send = size × recv)", r.len * comm.size(), s.len)?;
+        let uses = SmallVec::from_slice(&[
+            (Target::Device(s.alloc), Access::Read),
+            (Target::Device(r.alloc), Access::Write),
+        ]);
+        let call = Call::ReduceScatter { send: s.ptr(), recv: r.ptr(), count: r.len, op: op.raw() };
+        self.push(comm, stream, uses, T::KIND, call, "reduce_scatter")
+    }
+
+    /// Sends `buf` to rank `peer` (`ncclSend`; the peer must
+    /// [`Group::recv`] as many elements).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a peer that is no rank; as
+    /// [`Group::all_reduce`].
+    pub fn send<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        buf: &'a (impl AsDeviceSlice<T> + ?Sized),
+        peer: usize,
+    ) -> Result<()> {
+        rank_in("send", comm, peer)?;
+        let b = buf.view();
+        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Read)]);
+        self.push(comm, stream, uses, T::KIND, Call::Send { buf: b.ptr(), count: b.len, peer }, "send")
+    }
+
+    /// Receives `buf` from rank `peer` (`ncclRecv`).
+    ///
+    /// # Errors
+    /// As [`Group::send`].
+    pub fn recv<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        buf: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        peer: usize,
+    ) -> Result<()> {
+        rank_in("recv", comm, peer)?;
+        let b = buf.view();
+        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
+        self.push(comm, stream, uses, T::KIND, Call::Recv { buf: b.ptr(), count: b.len, peer }, "recv")
+    }
+
+    /// Issues the collected operations (see the module docs).
+    fn issue(self) -> Result<()> {
+        let Some(first) = self.ops.first() else { return Ok(()) };
+        let nccl = first.comm.inner.nccl;
+        let parts: SmallVec<[Part<'_>; 4]> =
+            self.ops.iter().map(|p| Part::new(&p.stream.inner, p.uses.as_slice())).collect();
+        let ((), tickets) = engine::submit_group("nccl group", &parts, |raws| {
+            // Refused before any lock by the engine inside host functions;
+            // here every NCCL call is made under the books, one group.
+            nc::group_start(nccl)?;
+            let mut first_err: Option<Error> = None;
+            for (p, raw) in self.ops.iter().zip(raws) {
+                if let Err(e) = issue_one(p, *raw) {
+                    first_err = Some(e);
+                    break;
+                }
+            }
+            let ended = in_progress_ok(nc::group_end(nccl));
+            if let Some(e) = first_err {
+                return Err(e);
+            }
+            ended?;
+            // Non-blocking: the work is enqueued once every communicator
+            // reports success (the first use connects the ranks).
+            for (i, p) in self.ops.iter().enumerate() {
+                if !self.ops[..i].iter().any(|q| std::ptr::eq(q.comm, p.comm)) {
+                    p.comm.inner.wait_ready("an NCCL group")?;
+                }
+            }
+            Ok(())
+        })?;
+        for (p, t) in self.ops.iter().zip(tickets) {
+            p.comm.inner.note(p.stream.inner.id(), Point::new(p.stream.inner.clone(), t));
+        }
+        Ok(())
+    }
+}
+
+/// Makes `p`'s NCCL call on `raw` (inside the group).
+fn issue_one(p: &Pending<'_>, raw: BorrowedStream<'_>) -> Result<()> {
+    let (nccl, comm, ty) = (p.comm.inner.nccl, p.comm.inner.raw.get(), p.ty);
+    let stream: cudaStream_t = raw.as_raw();
+    let ptr = |a: CUdeviceptr| a as usize as *mut c_void;
+    let cptr = |a: CUdeviceptr| a as usize as *const c_void;
+    let rank =
+        |r: usize| i32::try_from(r).map_err(|_| Error::InvalidArgument(format!("rank {r} is out of range")));
+    // Every call below: `comm` is live (the communicator outlives
+    // the group, which borrows it) and of `stream`'s device (checked when
+    // collected); every pointer is a view of a buffer borrowed for the
+    // group, of the count given (checked when collected), on the
+    // communicator's device (the engine's device rule); the engine orders
+    // the call after every conflicting use and records its uses after
+    // `ncclGroupEnd`, so nothing else touches the buffers until it is done.
+    // SAFETY: the obligations 1–4 of `cuda_sys::nccl::result`, argued above.
+    let r = unsafe {
+        match p.call {
+            Call::AllReduce { send, recv, count, op } => {
+                nc::all_reduce(nccl, cptr(send), ptr(recv), count, ty, op, comm, stream)
+            }
+            Call::Broadcast { send, recv, count, root } => {
+                nc::broadcast(nccl, cptr(send), ptr(recv), count, ty, rank(root)?, comm, stream)
+            }
+            Call::Reduce { send, recv, count, op, root } => {
+                nc::reduce(nccl, cptr(send), ptr(recv), count, ty, op, rank(root)?, comm, stream)
+            }
+            Call::AllGather { send, recv, count } => {
+                nc::all_gather(nccl, cptr(send), ptr(recv), count, ty, comm, stream)
+            }
+            Call::ReduceScatter { send, recv, count, op } => {
+                nc::reduce_scatter(nccl, cptr(send), ptr(recv), count, ty, op, comm, stream)
+            }
+            Call::Send { buf, count, peer } => {
+                nc::send(nccl, cptr(buf), count, ty, rank(peer)?, comm, stream)
+            }
+            Call::Recv { buf, count, peer } => nc::recv(nccl, ptr(buf), count, ty, rank(peer)?, comm, stream),
+        }
+    };
+    in_progress_ok(r)
+}
+
+/// [`Error::LengthMismatch`] (`src` the length the send side implies,
+/// `dst` the receive side's) unless they agree.
+fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
+    if src == dst { Ok(()) } else { Err(Error::LengthMismatch { op, src, dst }) }
+}
+
+/// [`Error::InvalidArgument`] unless `r` is a rank of `comm`.
+fn rank_in(what: &'static str, comm: &Communicator, r: usize) -> Result<()> {
+    if r < comm.size() {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!("{what}: rank {r} of a communicator of {} ranks", comm.size())))
+    }
+}
