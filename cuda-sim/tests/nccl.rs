@@ -343,3 +343,207 @@ fn fp8_and_unknown_kinds_are_refused_as_invalid_arguments() {
     drop(rig);
     teardown(e);
 }
+
+/// An all-reduce of 16 f32 on two devices, in a group; `inside` runs
+/// between the group's start and its end (on the rank-0 stream).
+fn two_rank_all_reduce(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], inside: impl FnOnce()) -> Vec<(CUdeviceptr, CUdeviceptr)> {
+    let bufs: Vec<(CUdeviceptr, CUdeviceptr)> =
+        (0..2).map(|r| (rig.alloc(r, 64, &encode(T::ncclFloat32, &[r as i64 + 1; 16])), rig.alloc(r, 64, &[]))).collect();
+    nr::group_start(n).unwrap();
+    for (r, (s, d)) in bufs.iter().enumerate() {
+        // SAFETY: live communicators, streams and 16-float buffers of device r.
+        unsafe { nr::all_reduce(n, *s as *const c_void, *d as *mut c_void, 16, T::ncclFloat32, O::ncclSum, comms[r], rig.raw(r)) }
+            .unwrap();
+    }
+    inside();
+    nr::group_end(n).unwrap();
+    bufs
+}
+
+/// Plants one bug (or its correct twin) and returns the races found.
+fn planted(seed: u64, plant: impl FnOnce(&Nccl, &Rig, &[ncclComm_t], &Env)) -> Vec<cuda_sim::RaceReport> {
+    eight_devices();
+    let _serial = serial();
+    let e = env(seed);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let comms = init_all(n, 2);
+    plant(n, &rig, &comms, &e);
+    rig.sync();
+    destroy(n, &comms);
+    let races = e.session.take_races();
+    drop(rig);
+    teardown(e);
+    races
+}
+
+#[test]
+fn reading_the_result_on_another_stream_before_the_collective_is_a_race_and_waiting_is_not() {
+    for wait in [false, true] {
+        let races = planted(0x30_10 + wait as u64, |n, rig, comms, e| {
+            let bufs = two_rank_all_reduce(n, rig, comms, || {});
+            let other = e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0);
+            if wait {
+                let ev = e.event(0);
+                event::record(&ev, &rig.streams[0]).unwrap();
+                stream::wait_event(&other, &ev, 0).unwrap();
+            }
+            let copy = rig.alloc(0, 64, &[]);
+            sim::dtod(copy, bufs[0].1, 64, &other).unwrap();
+            stream::synchronize(&other).unwrap();
+            rig.sync();
+            for (s, d) in bufs {
+                free(s);
+                free(d);
+            }
+            free(copy);
+        });
+        if wait {
+            assert!(races.is_empty(), "{races:?}");
+        } else {
+            assert!(
+                races.iter().any(|r| r.kind == RaceKind::DataRace && r.first.op.contains("ncclAllReduce recvbuff")
+                    || r.second.op.contains("ncclAllReduce recvbuff")),
+                "{races:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn freeing_a_send_buffer_on_another_stream_early_is_flagged_and_on_its_stream_is_not() {
+    for same in [false, true] {
+        let races = planted(0x30_20 + same as u64, |n, rig, comms, e| {
+            let bufs = two_rank_all_reduce(n, rig, comms, || {});
+            let other = e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0);
+            if same {
+                sim::free_async(bufs[0].0, &rig.streams[0]).unwrap();
+            } else {
+                sim::free_async(bufs[0].0, &other).unwrap();
+            }
+            stream::synchronize(&other).unwrap();
+            rig.sync();
+            free(bufs[0].1);
+            free(bufs[1].0);
+            free(bufs[1].1);
+        });
+        if same {
+            assert!(races.is_empty(), "{races:?}");
+        } else {
+            assert!(
+                races.iter().any(|r| matches!(r.kind, RaceKind::UnorderedFree | RaceKind::UseAfterFree)),
+                "{races:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_event_recorded_inside_a_group_does_not_cover_the_groups_work_and_the_oracle_says_so() {
+    // cudarc #575: the event is recorded before ncclGroupEnd queues the
+    // collective, so waiting on it and reading the result races with it.
+    for after in [false, true] {
+        let races = planted(0x30_30 + after as u64, |n, rig, comms, e| {
+            let ev = e.event(0);
+            let bufs = two_rank_all_reduce(n, rig, comms, || {
+                if !after {
+                    event::record(&ev, &rig.streams[0]).unwrap();
+                }
+            });
+            if after {
+                event::record(&ev, &rig.streams[0]).unwrap();
+            }
+            let other = e.stream(CUstream_flags::CU_STREAM_NON_BLOCKING.0);
+            stream::wait_event(&other, &ev, 0).unwrap();
+            let copy = rig.alloc(0, 64, &[]);
+            sim::dtod(copy, bufs[0].1, 64, &other).unwrap();
+            stream::synchronize(&other).unwrap();
+            rig.sync();
+            for (s, d) in bufs {
+                free(s);
+                free(d);
+            }
+            free(copy);
+        });
+        if after {
+            assert!(races.is_empty(), "{races:?}");
+        } else {
+            assert!(races.iter().any(|r| r.kind == RaceKind::DataRace), "{races:?}");
+        }
+    }
+}
+
+#[test]
+fn two_communicators_issued_in_opposite_orders_are_reported_as_a_deadlock() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_40);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let (a, b) = (init_all(n, 2), init_all(n, 2));
+    let bufs: Vec<CUdeviceptr> = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let issue = |comm: ncclComm_t, r: usize| {
+        // SAFETY: live communicator and stream of device r; in-place
+        // buffer of 16 ints on device r.
+        unsafe { nr::all_reduce(n, bufs[r] as *const c_void, bufs[r] as *mut c_void, 16, T::ncclInt32, O::ncclSum, comm, rig.raw(r)) }
+            .unwrap();
+    };
+    // Device 0: A then B. Device 1: B then A. Each waits for the other.
+    issue(a[0], 0);
+    issue(b[0], 0);
+    issue(b[1], 1);
+    issue(a[1], 1);
+    let t0 = std::time::Instant::now();
+    let r = stream::synchronize(&rig.streams[0]);
+    assert_eq!(code(r), CUresult::CUDA_ERROR_LAUNCH_TIMEOUT);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
+    let found = e.session.deadlocks();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("deadlock"), "{found:?}");
+    for c in [a[0], a[1], b[0], b[1]] {
+        // SAFETY: live communicators.
+        let s = unsafe { nr::comm_get_async_error(n, c) }.unwrap();
+        assert_eq!(s, ncclResult_t::ncclInvalidUsage);
+    }
+    // Aborting one communicator cancels its collectives: the streams move on.
+    for c in a {
+        // SAFETY: live communicators, not used afterwards.
+        unsafe { nr::comm_abort(n, c) }.unwrap();
+    }
+    rig.sync();
+    destroy(n, &b);
+    assert_eq!(rig.read(bufs[0], 64), encode(T::ncclInt32, &[3; 16]), "B still ran");
+    for p in bufs {
+        free(p);
+    }
+    drop(rig);
+    teardown(e);
+}
+
+#[test]
+fn the_same_order_on_both_devices_does_not_deadlock() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_41);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let (a, b) = (init_all(n, 2), init_all(n, 2));
+    let bufs: Vec<CUdeviceptr> = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    for r in 0..2 {
+        for comm in [a[r], b[r]] {
+            // SAFETY: as in the deadlock test.
+            unsafe { nr::all_reduce(n, bufs[r] as *const c_void, bufs[r] as *mut c_void, 16, T::ncclInt32, O::ncclSum, comm, rig.raw(r)) }
+                .unwrap();
+        }
+    }
+    rig.sync();
+    assert!(e.session.deadlocks().is_empty());
+    assert_eq!(rig.read(bufs[1], 64), encode(T::ncclInt32, &[6; 16]), "(1+2), twice summed");
+    destroy(n, &a);
+    destroy(n, &b);
+    for p in bufs {
+        free(p);
+    }
+    drop(rig);
+    teardown(e);
+}

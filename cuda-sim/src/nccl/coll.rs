@@ -454,7 +454,7 @@ pub(crate) fn stall(st: &State) -> Option<Stall> {
             return Some(Stall::Peer);
         }
         let Some(p) = part_of(st, *h) else { continue };
-        comms.push(p.comm);
+        comms.extend(ops.iter().filter_map(|o| part_of(st, *o)).map(|q| q.comm));
         let names: Vec<&str> = p.items.iter().map(|i| i.call.name()).collect();
         let stream = st.ops.get(h).and_then(|o| st.streams.get(&o.stream)).map(|s| s.label());
         let blocked: Vec<String> = ops
