@@ -183,8 +183,9 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         rank_in("broadcast", comm, root)?;
         let b = buf.view();
-        let access = if comm.rank() == root { Access::Read } else { Access::Write };
-        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), access)]);
+        // The root's buffer counts as written too: in place, NCCL may still
+        // copy it onto itself.
+        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
         let call = Call::Broadcast { send: b.ptr(), recv: b.ptr(), count: b.len, root };
         self.push(comm, stream, uses, T::KIND, call, "broadcast")
     }
