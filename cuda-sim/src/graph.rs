@@ -188,8 +188,8 @@ pub(crate) fn status(st: &State, sid: u64) -> CUstreamCaptureStatus {
 /// Adds `work` as a node on capturing stream `sid`.
 pub(crate) fn add_node(st: &mut State, sid: u64, work: Work) -> Res {
     // A copy between devices takes the link of the peer access at capture.
-    let session = st.streams.get(&sid).ok_or(INVALID_HANDLE)?.session;
-    let duration = crate::peer::duration(st, session, &work, &work.declared(&st.mem));
+    let (session, device) = st.streams.get(&sid).map(|s| (s.session, s.device)).ok_or(INVALID_HANDLE)?;
+    let duration = crate::peer::duration(st, session, device, &work);
     let s = st.streams.get_mut(&sid).ok_or(INVALID_HANDLE)?;
     let sc = s.capture.as_mut().ok_or(ILLEGAL_STATE)?;
     let c = st.captures.get_mut(&sc.capture).ok_or(ILLEGAL_STATE)?;

@@ -432,6 +432,10 @@ impl DeviceMemory for SimMemory<'_> {
     fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
         self.locate(addr, len).map(drop)
     }
+
+    fn path(&self, addr: u64) -> Option<crate::model::Path> {
+        self.reach.path(self.locate(addr, 1).ok()?.kind)
+    }
 }
 
 #[cfg(test)]

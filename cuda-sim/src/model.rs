@@ -32,6 +32,9 @@ pub const PCIE_LATENCY_NS: u64 = 2000;
 pub const NVLINK_BYTES_PER_NS: f64 = 450.0;
 /// Fixed cost of a copy over the peer link, ns.
 pub const NVLINK_LATENCY_NS: u64 = 2000;
+/// Bandwidth of the simulated device's cache (L2), bytes per ns (10 TB/s):
+/// the roof of a kernel that re-reads a working set the cache holds.
+pub const L2_BYTES_PER_NS: f64 = 10_000.0;
 /// The shortest a kernel runs, ns (an empty kernel's own duration as CUPTI
 /// reads it on an H100: 0.99 µs, docs/results/2026-11-25-h100).
 pub const MIN_KERNEL_NS: u64 = 1000;
@@ -47,6 +50,57 @@ pub fn kernel_ns(bytes: u64, flops: u64) -> u64 {
 /// reads and writes: pass both), ns, at least 1.
 pub fn memory_ns(bytes: u64) -> u64 {
     ((bytes as f64 / HBM_BYTES_PER_NS).ceil() as u64).max(1)
+}
+
+/// Which path, and so which roof, one access of a kernel takes, seen from
+/// the device the kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// The device's own memory ([`HBM_BYTES_PER_NS`]).
+    Device,
+    /// Another device's memory over the peer link ([`NVLINK_BYTES_PER_NS`]).
+    Peer,
+    /// Mapped pinned host memory over the host link ([`PCIE_BYTES_PER_NS`]).
+    Host,
+}
+
+/// Bytes one kernel moves on each path: [`Traffic::floor_ns`] is the
+/// shortest time the device model allows for them, so that no simulated
+/// rate, of any path, beats the path's roof.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes of the device's own memory (each byte of a read-modify-write
+    /// counted twice: read, then written).
+    pub device: u64,
+    /// Bytes of another device's memory, over the peer link.
+    pub peer: u64,
+    /// Bytes of mapped host memory, over the host link.
+    pub host: u64,
+}
+
+impl Traffic {
+    /// Adds `bytes` moved on `path` (saturating).
+    pub fn add(&mut self, path: Path, bytes: u64) {
+        let slot = match path {
+            Path::Device => &mut self.device,
+            Path::Peer => &mut self.peer,
+            Path::Host => &mut self.host,
+        };
+        *slot = slot.saturating_add(bytes);
+    }
+
+    /// The shortest a kernel moving this traffic runs, ns: each path's bytes
+    /// at its roof, the slowest path deciding (the paths run side by side).
+    /// Every byte also crosses some device memory, so the bytes of all
+    /// paths together are held to [`HBM_BYTES_PER_NS`] as well.
+    pub fn floor_ns(&self) -> u64 {
+        let all = self.device.saturating_add(self.peer).saturating_add(self.host);
+        let t = (all as f64 / HBM_BYTES_PER_NS)
+            .max(self.peer as f64 / NVLINK_BYTES_PER_NS)
+            .max(self.host as f64 / PCIE_BYTES_PER_NS);
+        // Saturating float-to-int conversion.
+        t.ceil() as u64
+    }
 }
 
 /// A host-device copy of `bytes`, ns.
@@ -75,5 +129,29 @@ mod tests {
         assert_eq!(peer_ns(450), 2001);
         // The link is faster than the host's, slower than device memory.
         assert!(peer_ns(1 << 30) < pcie_ns(1 << 30) && peer_ns(1 << 30) > memory_ns(2 << 30));
+    }
+
+    #[test]
+    fn traffic_takes_at_least_each_paths_bytes_at_its_roof() {
+        let mut t = Traffic::default();
+        assert_eq!(t.floor_ns(), 0);
+        t.add(Path::Device, 3353);
+        assert_eq!(t.floor_ns(), 2);
+        // 450 bytes over the link: 1 ns of link time, but with the local
+        // bytes 3803 bytes of memory traffic: 2 ns.
+        t.add(Path::Peer, 450);
+        assert_eq!(t.floor_ns(), 2);
+        t.add(Path::Peer, 450 * 99);
+        assert_eq!(t.floor_ns(), 100);
+        t.add(Path::Host, 25 * 1000);
+        assert_eq!(t.floor_ns(), 1000);
+        t.add(Path::Host, u64::MAX);
+        assert_eq!(t.host, u64::MAX, "saturates");
+        // Every path's rate at the floor is within its roof.
+        let t = Traffic { device: 1 << 30, peer: 1 << 28, host: 1 << 20 };
+        let ns = t.floor_ns() as f64;
+        assert!(t.device as f64 / ns <= HBM_BYTES_PER_NS);
+        assert!(t.peer as f64 / ns <= NVLINK_BYTES_PER_NS);
+        assert!(t.host as f64 / ns <= PCIE_BYTES_PER_NS);
     }
 }

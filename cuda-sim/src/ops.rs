@@ -7,7 +7,9 @@
 
 use crate::graph::GraphBody;
 use crate::memory::Memory;
+use crate::model::{Path, Traffic};
 use crate::oracle::{Record, Stamp};
+use crate::peer::Reach;
 use crate::registry::{KernelCall, KernelFault, KernelSpec, ParamKind};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -219,58 +221,86 @@ impl Work {
     }
 }
 
-/// Memory that faults on every access: what a duration function sees.
-struct NoMemory;
+/// The simulator's memory as a duration function sees it: where each
+/// pointer lands and by which path (so its bytes are priced at that path's
+/// roof), never the contents (every read and write faults).
+struct Pricing<'a> {
+    mem: &'a Memory,
+    reach: Reach,
+}
 
-impl crate::registry::DeviceMemory for NoMemory {
+impl Pricing<'_> {
+    fn locate(&self, addr: u64, len: u64) -> Option<crate::memory::Place> {
+        self.mem.place(addr, len).filter(|p| p.kind.device_visible() && self.reach.allows(p.kind))
+    }
+}
+
+impl crate::registry::DeviceMemory for Pricing<'_> {
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), (u64, u64)> {
         Err((addr, out.len() as u64))
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), (u64, u64)> {
         Err((addr, data.len() as u64))
     }
-    fn extent(&self, _: u64) -> Option<u64> {
-        None
+    fn extent(&self, addr: u64) -> Option<u64> {
+        self.locate(addr, 1).map(|p| p.end - addr)
     }
-
     fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)> {
-        Err((addr, len))
+        self.locate(addr, len).map(drop).ok_or((addr, len))
+    }
+    fn path(&self, addr: u64) -> Option<Path> {
+        self.reach.path(self.locate(addr, 1)?.kind)
     }
 }
 
 /// Duration of a host function.
 const HOST_FN_NS: u64 = 1000;
 
-/// Simulated duration of a kernel launch (ns): its registration's, else the
-/// device model's for the bytes its parameters may touch (`declared`: each
-/// pointer to the end of its allocation, an upper bound, so a simulated
-/// bandwidth never exceeds the model's).
-pub(crate) fn kernel_duration(l: &Launch, declared: &[Declared]) -> u64 {
+/// Simulated duration of a kernel launch (ns) on the device `reach` is of:
+/// its registration's, else the device model's for the bytes its
+/// parameters may touch (each pointer to the end of its allocation, an
+/// upper bound; a read-write pointer's bytes twice, read then written),
+/// each priced at the roof of the path it takes ([`Traffic::floor_ns`]:
+/// the device's memory, a peer's over the link, mapped host memory over
+/// the host link), so a simulated rate never exceeds the model's.
+pub(crate) fn kernel_duration(l: &Launch, mem: &Memory, reach: Reach) -> u64 {
+    let mut view = Pricing { mem, reach };
     let Some(f) = l.spec.duration else {
-        let bytes: u64 = declared.iter().filter(|d| !d.free).map(|d| d.end.saturating_sub(d.start)).sum();
-        return crate::model::kernel_ns(bytes, 0);
+        let mut traffic = Traffic::default();
+        for (i, p) in l.spec.params.iter().enumerate() {
+            let times = match p.kind {
+                ParamKind::Scalar => continue,
+                ParamKind::Read | ParamKind::Write => 1,
+                ParamKind::ReadWrite => 2,
+            };
+            let Some(ptr) = pointer_arg(l, i) else { continue };
+            let Some(bytes) = crate::registry::DeviceMemory::extent(&view, ptr) else { continue };
+            let path = crate::registry::DeviceMemory::path(&view, ptr).unwrap_or(Path::Device);
+            traffic.add(path, bytes.saturating_mul(times));
+        }
+        return traffic.floor_ns().max(crate::model::MIN_KERNEL_NS);
     };
-    let mut mem = NoMemory;
     let call = KernelCall {
         spec: &l.spec,
         grid: l.grid,
         block: l.block,
         shared_mem_bytes: l.shared,
         args: l.args.clone(),
-        memory: &mut mem,
+        memory: &mut view,
         touched: Vec::new(),
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&call))).unwrap_or(crate::model::MIN_KERNEL_NS)
 }
 
 /// Simulated duration of `work` (ns), from the device model
-/// ([`crate::model`]); `declared` is the work's declared accesses.
-pub(crate) fn duration(work: &Work, declared: &[Declared]) -> u64 {
+/// ([`crate::model`]); a kernel's accesses resolved against `mem` and
+/// priced by the path each takes from the device `reach` is of.
+pub(crate) fn duration(work: &Work, mem: &Memory, reach: Reach) -> u64 {
     use crate::model::{memory_ns, pcie_ns};
     match work {
         Work::Marker | Work::EventRecord(_) | Work::AllocAsync { .. } | Work::FreeAsync { .. } => 0,
         Work::HostFn { .. } => HOST_FN_NS,
-        Work::Kernel(l) => kernel_duration(l, declared),
+        Work::Kernel(l) => kernel_duration(l, mem, reach),
         Work::Memset { count, elem, .. } => memory_ns(count * u64::from(*elem)),
         Work::Copy { dst, src, len, .. } => {
             let host = |l: &Loc| !matches!(l, Loc::Device(_));

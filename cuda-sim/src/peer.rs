@@ -8,7 +8,8 @@
 //! device) opens the owner's `cuMemAllocAsync` memory from that pool.
 
 use crate::memory::Kind;
-use crate::ops::{Declared, Loc, Work};
+use crate::model::Path;
+use crate::ops::{Loc, Work};
 use crate::state::State;
 
 /// The most peers one context may have enabled at once; the next
@@ -63,6 +64,20 @@ impl Reach {
             Kind::Pinned { .. } => true,
         }
     }
+
+    /// The path by which work on this device reaches memory of `kind`
+    /// (`None` out of reach); with no device ([`Reach::ALL`]) device memory
+    /// counts as the device's own.
+    pub(crate) fn path(&self, kind: Kind) -> Option<Path> {
+        if !self.allows(kind) {
+            return None;
+        }
+        Some(match (kind, self.device) {
+            (Kind::Pinned { .. }, _) => Path::Host,
+            (Kind::Device { device, .. }, Some(me)) if device != me => Path::Peer,
+            (Kind::Device { .. }, _) => Path::Device,
+        })
+    }
 }
 
 /// How a copy between device memory of two devices moves.
@@ -95,13 +110,15 @@ pub(crate) fn link(st: &State, session: u64, work: &Work) -> Link {
     }
 }
 
-/// Simulated duration of `work` of `session` (ns): a copy between two
-/// devices at the link's rate ([`crate::model::peer_ns`] or, staged,
-/// [`crate::model::pcie_ns`]), anything else as [`crate::ops::duration`].
-pub(crate) fn duration(st: &State, session: u64, work: &Work, declared: &[Declared]) -> u64 {
+/// Simulated duration of `work` of `session` queued on `device` (ns): a
+/// copy between two devices at the link's rate ([`crate::model::peer_ns`]
+/// or, staged, [`crate::model::pcie_ns`]), anything else as
+/// [`crate::ops::duration`], a kernel's accesses priced by the path each
+/// takes from `device`.
+pub(crate) fn duration(st: &State, session: u64, device: i32, work: &Work) -> u64 {
     match (link(st, session, work), work) {
         (Link::Peer, Work::Copy { len, .. }) => crate::model::peer_ns(*len),
         (Link::Staged, Work::Copy { len, .. }) => crate::model::pcie_ns(*len),
-        _ => crate::ops::duration(work, declared),
+        _ => crate::ops::duration(work, &st.mem, Reach::of(st, session, device)),
     }
 }

@@ -100,6 +100,13 @@ pub(crate) trait DeviceMemory {
     /// Checks that `len` bytes at device address `addr` lie inside one
     /// device-visible allocation (freed or not), without touching them.
     fn check(&self, addr: u64, len: u64) -> Result<(), (u64, u64)>;
+
+    /// The path an access at `addr` takes from the launch's device
+    /// (`None` where that is not known, or `addr` is outside every
+    /// device-visible allocation).
+    fn path(&self, _addr: u64) -> Option<crate::model::Path> {
+        None
+    }
 }
 
 /// A byte range one kernel touched through one parameter.
@@ -195,6 +202,22 @@ impl KernelCall<'_> {
     pub fn extent(&self, index: usize) -> Result<u64, KernelFault> {
         let ptr = self.ptr(index)?;
         Ok(self.memory.extent(ptr).unwrap_or(0))
+    }
+
+    /// The path through which pointer parameter `index` reaches its memory
+    /// from the launch's device ([`crate::model::Path`]): its own memory,
+    /// a peer's over the link, or mapped host memory over the host link;
+    /// `None` when the pointer is outside every allocation the launch may
+    /// reach, or the call does not know (a duration function's call made
+    /// before the launch's memory is known). A duration function prices
+    /// the bytes of each path at that path's roof
+    /// ([`crate::model::Traffic`]).
+    ///
+    /// # Errors
+    /// [`KernelFault::BadParam`] if it is not a pointer parameter.
+    pub fn path(&self, index: usize) -> Result<Option<crate::model::Path>, KernelFault> {
+        let ptr = self.ptr(index)?;
+        Ok(self.memory.path(ptr))
     }
 
     /// Checks that `len` elements of `T` starting `offset` elements past

@@ -239,7 +239,7 @@ pub(crate) fn enqueue(st: &mut State, sid: u64, work: Work, mut waits: Waits) ->
         }
     }
     let declared: Vec<Declared> = work.declared(&st.mem);
-    let dur = crate::peer::duration(st, session, &work, &declared);
+    let dur = crate::peer::duration(st, session, device, &work);
     let (host_clock, host_now) = {
         let s = st.session_mut(session);
         (s.host_clock.clone(), s.host_time())

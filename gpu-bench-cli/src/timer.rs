@@ -109,5 +109,13 @@ pub fn run(ctx: &Ctx, threshold: f64) -> Result<Report, Failure> {
         .notes
         .push(format!("spin lengths from cycles = length x {mhz:.0} MHz (the measured steady clock)"));
     report.notes.push("expected = cycles / measured clock; hot includes the device's per-launch overhead (events and launch, no host gap: samples are queued ahead), batch amortizes it over back-to-back runs; launch overhead = hot - batch; cache effect = cold - hot (the spin kernel touches no memory: expect about 0); first-call cost = first call (module load + launch, host clock) - hot; graph saving = hot - graph".into());
+    if report.simulated {
+        report.notes.push(
+            "on the simulator the first call is timed on the simulated clock like every other mode (the simulator \
+             models no module load, so its first-call cost is 0); the host's time around it is another clock and \
+             is not reported"
+                .into(),
+        );
+    }
     Ok(report)
 }

@@ -254,6 +254,9 @@ impl Bench {
             };
             timer.last_warmup.clear();
             let result = method.measure(self, timer, rec, first.as_deref_mut(), f)?;
+            if let Some(r) = &result {
+                check_simulated_roof(timer, rec, r)?;
+            }
             if let Some(r) = result {
                 // The record's warm-up curve: the first sampled mode's.
                 let warm = std::mem::take(&mut timer.last_warmup);
@@ -498,6 +501,43 @@ fn low_clock_samples(n: usize, probes: &[(usize, f64)], limit: f64) -> usize {
             before.into_iter().chain(after).any(|p| p.1 < limit)
         })
         .count()
+}
+
+/// Whether the driver in use is the simulator (cuda-sim): every device
+/// time is then simulated.
+pub(crate) fn simulated() -> bool {
+    gpu_sync::Backend::current().is_some_and(gpu_sync::Backend::is_sim)
+}
+
+/// On the simulator, refuses a mode whose bandwidth beats the simulated
+/// device's memory bandwidth (its memory clock × bus width, as
+/// [`crate::device_info`] computes it): see
+/// [`BenchError::AboveSimulatedRoof`]. On a GPU it checks nothing (a
+/// figure above the datasheet is a wrong declaration too, but the timer's
+/// own noise can cross it).
+fn check_simulated_roof(timer: &Timer, rec: &Record, r: &ModeResult) -> BenchResult<()> {
+    use gpu_sync::cuda_sys::CUdevice_attribute as A;
+    let Some(bw) = r.counters.iter().find(|c| c.unit == Unit::BytesPerSecond) else {
+        return Ok(());
+    };
+    if !simulated() {
+        return Ok(());
+    }
+    let device = timer.stream.device();
+    let mem_khz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?);
+    let bus = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?);
+    let roof = 2.0 * mem_khz * 1e3 * bus / 8.0;
+    // Durations are whole simulated nanoseconds rounded up: at the roof a
+    // rate reads at most the roof, up to the division's last bit.
+    if bw.value > roof * (1.0 + 1e-9) {
+        return Err(BenchError::AboveSimulatedRoof {
+            benchmark: rec.key(),
+            mode: r.mode,
+            rate_gbs: bw.value / 1e9,
+            roof_gbs: roof / 1e9,
+        });
+    }
+    Ok(())
 }
 
 /// Differences between modes, with their meaning. A difference that

@@ -32,6 +32,27 @@ pub enum Error {
     /// A measured operation produced wrong data: its figures mean nothing.
     #[error("result check failed: {0}")]
     Check(String),
+    /// On the simulator, a mode's bandwidth above the simulated device's
+    /// memory bandwidth, the fastest path the device model has for the
+    /// work a benchmark declares bytes for: the declared bytes overstate
+    /// what the work moves, or the simulator prices it wrong (a bug in its
+    /// model or a kernel's cost). Either way the figure means nothing.
+    #[error(
+        "{benchmark} ({}): {rate_gbs:.1} GB/s on the simulator, above the simulated device's \
+         {roof_gbs:.1} GB/s: the declared bytes overstate what the work moves, or the \
+         simulator's cost model is wrong",
+        mode.name()
+    )]
+    AboveSimulatedRoof {
+        /// The benchmark's key.
+        benchmark: String,
+        /// The mode.
+        mode: Mode,
+        /// Its rate, GB/s.
+        rate_gbs: f64,
+        /// The simulated device's memory bandwidth, GB/s.
+        roof_gbs: f64,
+    },
     /// A picture could not be rendered (the SVG → PNG path).
     #[error("rendering: {0}")]
     Render(String),

@@ -26,15 +26,15 @@ const SIM_CLOCK_GHZ: f64 = cuda_sim::model::SM_CLOCK_KHZ as f64 / 1e6;
 /// Device-memory bandwidth in bytes per nanosecond: the simulator's one
 /// device model (3352 GB/s, what the simulated device reports).
 const SIM_BYTES_PER_NS: f64 = cuda_sim::model::HBM_BYTES_PER_NS;
-/// Modelled bandwidth of an SM copy from mapped host memory, bytes per ns
-/// (25 GB/s, a PCIe 4.0 x16 link).
-const SIM_MAPPED_BYTES_PER_NS: f64 = 25.0;
+/// Bandwidth of an SM copy from mapped host memory, bytes per ns: the
+/// device model's host link (25 GB/s).
+const SIM_MAPPED_BYTES_PER_NS: f64 = cuda_sim::model::PCIE_BYTES_PER_NS;
 /// FP32 rate in FLOPs per nanosecond, the device model's (66.9 TFLOP/s),
 /// for the FMA probes and the intensity sweep.
 const SIM_FLOPS_PER_NS: f64 = cuda_sim::model::FP32_FLOPS_PER_NS;
-/// Modelled cache bandwidth in bytes per nanosecond (10 TB/s), for
-/// `cache_read`.
-const SIM_CACHE_BYTES_PER_NS: f64 = 10_000.0;
+/// Cache bandwidth in bytes per nanosecond, the device model's (10 TB/s),
+/// for `cache_read` and the re-reading probes.
+const SIM_CACHE_BYTES_PER_NS: f64 = cuda_sim::model::L2_BYTES_PER_NS;
 /// Simulated nanoseconds per iteration of `smem_read` (its thread count is
 /// not a parameter).
 const SIM_SMEM_NS_PER_ITER: f64 = 4.0;
@@ -87,11 +87,47 @@ fn param_specs(kernel: KernelId) -> &'static [ParamSpec] {
     all.iter().find(|(k, _)| *k == kernel).map_or(&[], |(_, v)| v.as_slice())
 }
 
-/// The simulated duration of any of our kernels, in nanoseconds.
+/// The simulated duration of any of our kernels, in nanoseconds: the
+/// kernel's own ([`own_ns`]), and never shorter than the bytes its pointers
+/// move over the peer link or the host link at those links' roofs
+/// ([`link_floor_ns`]), so an SM copy across devices reads no faster than
+/// the simulated NVLink.
 fn duration(call: &KernelCall<'_>) -> u64 {
     let Some(kernel) = KernelId::from_name(call.name()) else {
         return FALLBACK_NS;
     };
+    own_ns(call, kernel).max(link_floor_ns(call, kernel))
+}
+
+/// The bytes `kernel` moves through pointers that reach another device's
+/// memory or mapped host memory (each pointer's extent in the spec, a
+/// read-write one twice), at the device model's roofs of those paths
+/// ([`cuda_sim::model::Traffic`]); 0 when every pointer is the device's
+/// own. The device's own memory is left to the cost models of [`own_ns`],
+/// which know which bytes the cache serves.
+fn link_floor_ns(call: &KernelCall<'_>, kernel: KernelId) -> u64 {
+    use cuda_sim::model::{Path, Traffic};
+    let mut traffic = Traffic::default();
+    for (i, p) in kernel.info().params.iter().enumerate() {
+        let ParamKind::Pointer { elem, access, len, .. } = p.kind else {
+            continue;
+        };
+        let path = match call.path(i) {
+            Ok(Some(path @ (Path::Peer | Path::Host))) => path,
+            _ => continue,
+        };
+        let n = match len {
+            Extent::Param(j) => call.scalar::<u64>(j).unwrap_or(0),
+            Extent::Fixed(n) => n,
+        };
+        let times = if access == ParamAccess::ReadWrite { 2 } else { 1 };
+        traffic.add(path, n.saturating_mul(elem.size() as u64).saturating_mul(times));
+    }
+    traffic.floor_ns()
+}
+
+/// The simulated duration of `kernel` on the device's own memory, ns.
+fn own_ns(call: &KernelCall<'_>, kernel: KernelId) -> u64 {
     let ns = if matches!(kernel, KernelId::SpinCycles | KernelId::ClockProbe | KernelId::Stamp) {
         match call.scalar::<u64>(0) {
             Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
