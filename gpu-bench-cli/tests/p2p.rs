@@ -3,7 +3,8 @@
 //! simulator's model: the host link's 25 GB/s against NVLink's 450), ours
 //! beside the raw loop, the SM copy beside its raw twin, the handoff of
 //! both chains measured (the method checks each chain's buffer holds its
-//! exact count, or the run fails), every markdown table at most eight
+//! exact count, or the run fails; the simulator's race oracle reports
+//! no unordered access), every markdown table at most eight
 //! columns, all four outputs written; one device is a usage error; an odd
 //! hop count is refused.
 
@@ -27,6 +28,10 @@ fn p2p(devices: u32, extra: &[&str]) -> (std::process::Output, std::path::PathBu
 fn check(devices: u32) {
     let (out, dir) = p2p(devices, &["--format", "json", "--handoff-hops", "6"]);
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    // cuda-sim's race oracle logs every pair of unordered accesses: a chain
+    // (ours or raw) missing a wait shows up here.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("data race"), "{err}");
     let r: P2pReport = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let n = devices as usize;
     assert!(r.simulated && r.devices.len() == n);
