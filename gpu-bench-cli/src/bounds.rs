@@ -114,6 +114,12 @@ pub const ORDINAL: Range = Range::whole(0, i32::MAX as u64, "");
 /// 16, checked by [`copy_bytes`]).
 pub const COPY_BYTES: Range = Range::whole(16, 16 << 30, "B");
 
+/// Hops of `p2p`'s cross-device handoff (`p2p --handoff-hops`): 2 to
+/// [`gpu_bench::p2p::MAX_HANDOFF_HOPS`] (what one gated batch can queue),
+/// and even ([`handoff_hops`]: the chain A → B → A … ends on A, where its
+/// events are).
+pub const HANDOFF_HOPS: Range = Range::whole(2, gpu_bench::p2p::MAX_HANDOFF_HOPS as u64, "");
+
 /// Every numeric flag of the command (its long name) and its range.
 pub const RANGES: &[(&str, Range)] = &[
     ("device", ORDINAL),
@@ -135,6 +141,7 @@ pub const RANGES: &[(&str, Range)] = &[
     ("chunk-mib", CHUNK_MIB),
     ("chunks", COUNT2),
     ("bytes", COPY_BYTES),
+    ("handoff-hops", HANDOFF_HOPS),
 ];
 
 /// The range of the numeric flag `--long`.
@@ -201,6 +208,22 @@ pub fn copy_bytes(s: &str) -> Result<usize, String> {
         Ok(n)
     } else {
         Err(format!("{n} B is not a multiple of 16 ({})", COPY_BYTES.expected()))
+    }
+}
+
+/// Handoff hops ([`HANDOFF_HOPS`]), an even number.
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn handoff_hops(s: &str) -> Result<usize, String> {
+    let n = HANDOFF_HOPS.usize(s)?;
+    if n.is_multiple_of(2) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} is odd: the chain A → B → A … must end on A, where its events are ({})",
+            HANDOFF_HOPS.expected()
+        ))
     }
 }
 

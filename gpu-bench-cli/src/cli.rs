@@ -335,6 +335,11 @@ pub struct P2pArgs {
     /// 20, 5 with --quick or on the simulator.
     #[arg(long, value_parser = crate::bounds::repeat)]
     pub repeat: Option<usize>,
+    /// Hops of the cross-device handoff A → B → A … (tiny kernels handing
+    /// a buffer between two devices, gpu-sync's waits against raw events
+    /// and waits): an even number from 2 to 128; default 64.
+    #[arg(long, value_parser = crate::bounds::handoff_hops)]
+    pub handoff_hops: Option<usize>,
 }
 
 fn column(s: &str) -> Result<Column, String> {

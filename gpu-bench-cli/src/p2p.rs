@@ -1,42 +1,20 @@
 //! `gpu-bench p2p`: every ordered pair of devices — copy-engine bandwidth
 //! one way and both ways, peer access off and on, the SM copy kernel
 //! (`copy_u32x4`) pushing and pulling across the link, the 4-byte latency
-//! (GPU time and host round trip), the NVLink count per pair, and the raw
-//! `cuMemcpyPeerAsync` loop beside gpu-sync's copies. The method is
-//! `gpu_bench::p2p`; this file parses, picks the kernels and writes.
+//! (GPU time and host round trip), the cross-device handoff A → B → A of
+//! tiny kernels, the NVLink count per pair, and beside gpu-sync's figures
+//! their raw-driver twins (the `cuMemcpyPeerAsync` loop, the SM copy by
+//! `cuLaunchKernel`, the handoff by raw events and waits). The method is
+//! `gpu_bench::p2p`; this file parses and writes.
 
 use crate::common::{Ctx, Failure};
-use gpu_bench::p2p::{P2pOptions, SmCopy};
+use gpu_bench::p2p::P2pOptions;
 use gpu_bench::render::{Format, write_text};
-use gpu_sync::{Device, DeviceBuffer, Stream};
-use kernels::Kernels;
-use std::collections::HashMap;
+use gpu_sync::Device;
 use std::path::PathBuf;
 
 /// `gpu-bench p2p`'s flags.
 pub use gpu_bench_cli::cli::P2pArgs as Args;
-
-/// The workspace's `copy_u32x4`, loaded on each device it runs on.
-struct Kernel {
-    loaded: std::sync::Mutex<HashMap<i32, Kernels>>,
-}
-
-impl SmCopy for Kernel {
-    fn copy(
-        &self,
-        stream: &Stream,
-        src: &DeviceBuffer<u32>,
-        dst: &mut DeviceBuffer<u32>,
-    ) -> gpu_sync::Result<()> {
-        let dev = stream.device();
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        let k = match loaded.entry(dev.ordinal()) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(Kernels::load(dev)?),
-        };
-        k.copy(stream, src, dst)
-    }
-}
 
 /// Runs the measurement and writes it: stdout in `format`; with `out`,
 /// report.md, results.json, results.csv and heatmap.svg there.
@@ -56,14 +34,14 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
     let opts = P2pOptions {
         bytes: args.bytes.unwrap_or(if small { 1 << 20 } else { 256 << 20 }),
         repeats: args.repeat.unwrap_or(if small { 5 } else { 20 }),
+        handoff_hops: args.handoff_hops.unwrap_or(P2pOptions::default().handoff_hops),
     };
     // Four buffers of the size on each device of a pair.
     for d in &devices {
         crate::args::fits(&format!("p2p --bytes {}", opts.bytes), d, 0, 4 * opts.bytes as u64)?;
     }
     ctx.progress.step(format!("p2p: {} devices, {} bytes", devices.len(), opts.bytes));
-    let kernel = Kernel { loaded: std::sync::Mutex::new(HashMap::new()) };
-    let report = gpu_bench::p2p::run(&devices, opts, Some(&kernel)).map_err(|e| match e {
+    let report = gpu_bench::p2p::run(&devices, opts).map_err(|e| match e {
         gpu_bench::Error::Check(m) => Failure::Check(m),
         e => Failure::from(e),
     })?;
@@ -78,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
 
 #[cfg(test)]
 mod tests {
-    use gpu_bench_cli::bounds::copy_bytes;
+    use gpu_bench_cli::bounds::{copy_bytes, handoff_hops};
 
     #[test]
     fn copy_sizes_have_ranges() {
@@ -87,5 +65,14 @@ mod tests {
         let m = copy_bytes("24").err().unwrap_or_default();
         assert!(m.contains("multiple of 16") && m.contains("16 to"), "{m}");
         assert!(copy_bytes(&(32u64 << 30).to_string()).is_err());
+    }
+
+    #[test]
+    fn handoff_hops_are_even_and_bounded() {
+        assert_eq!(handoff_hops("2"), Ok(2));
+        assert_eq!(handoff_hops("128"), Ok(128));
+        let odd = handoff_hops("63").err().unwrap_or_default();
+        assert!(odd.contains("odd") && odd.ends_with("(expected a whole number from 2 to 128)"), "{odd}");
+        assert!(handoff_hops("0").is_err() && handoff_hops("130").is_err() && handoff_hops("-2").is_err());
     }
 }

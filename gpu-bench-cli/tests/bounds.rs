@@ -218,6 +218,13 @@ fn every_input_outside_its_range_is_refused_naming_the_flag_and_the_bound() {
         }
     }
     assert!(numeric >= 18, "only {numeric} numeric flags found: is the enumeration broken?");
+    // Inside the range but refused: an odd handoff (the chain must end on
+    // A, where its events are).
+    let hops = range_of("handoff-hops").expect("--handoff-hops has a range");
+    cases.push(Case {
+        args: vec!["p2p".into(), "--handoff-hops".into(), "3".into()],
+        says: vec!["--handoff-hops".into(), "odd".into(), hops.expected()],
+    });
 
     // File arguments: missing, empty, malformed, negative, non-finite.
     let good = root().join(REPLAY);

@@ -4,21 +4,34 @@
 //! per device), with peer access off (staged through host memory) and on
 //! (over the link); an SM copy kernel pushing and pulling across the link;
 //! the 4-byte latency as GPU time (events) and as the host's round trip;
-//! the link per pair from NVML; and a raw-driver reference loop
-//! (`cuMemcpyPeerAsync` with peer access on, the same bytes and repeats)
-//! beside gpu-sync's copies.
+//! a cross-device handoff (tiny kernels handing a buffer A → B → A); the
+//! link per pair from NVML; and beside each of gpu-sync's figures its
+//! raw-driver twin in the same run: a `cuMemcpyPeerAsync` loop with peer
+//! access on (the same bytes and repeats), the SM copy's own function
+//! launched by `cuLaunchKernel`, and the handoff ordered by hand with
+//! `cuEventRecord` and `cuStreamWaitEvent`.
 //!
-//! Each figure is the median of `repeats` runs, each timed by events on the
-//! device that runs it; a both-ways run spans two devices, whose events
-//! cannot be subtracted, so its time is the longer of the two devices'
-//! spans. After the timed runs every destination is read back and checked.
+//! Each bandwidth and latency figure is the median of `repeats` runs, each
+//! timed by events on the device that runs it; a both-ways run spans two
+//! devices, whose events cannot be subtracted, so its time is the longer
+//! of the two devices' spans. After the timed runs every destination is
+//! read back and checked. The handoff's method is in its module's docs.
+//!
+//! The SM copy and the handoff need the workspace's kernels (`copy_u32x4`,
+//! `bump_u32`) and spin gate: with gpu-bench's `kernels` feature; without
+//! it those figures are reported missing.
 //!
 //! [`run`] is the method; [`P2pReport`] renders it (markdown, CSV, JSON
 //! through serde, a heat-map SVG of the one-way matrix).
 
+#[cfg(feature = "kernels")]
+mod handoff;
 mod nvml;
 mod raw;
 mod render;
+#[cfg(feature = "kernels")]
+mod twin;
+mod with_kernels;
 
 pub use nvml::Link;
 
@@ -33,31 +46,22 @@ pub struct P2pOptions {
     pub bytes: usize,
     /// Timed runs per figure (the median is reported).
     pub repeats: usize,
+    /// Hops of the cross-device handoff (even: A → B → A …; at most
+    /// [`MAX_HANDOFF_HOPS`], what one gated batch can queue).
+    pub handoff_hops: usize,
 }
+
+/// The most handoff hops one gated batch queues: three driver entries a
+/// hop (a wait, a launch, a record), kept under half the ~1024 entries a
+/// stream takes before a submission blocks (the overhead method's
+/// `QUEUE_BUDGET` argument).
+pub const MAX_HANDOFF_HOPS: usize = 128;
 
 impl Default for P2pOptions {
-    /// 256 MiB, 20 repeats.
+    /// 256 MiB, 20 repeats, 64 handoff hops.
     fn default() -> P2pOptions {
-        P2pOptions { bytes: 256 << 20, repeats: 20 }
+        P2pOptions { bytes: 256 << 20, repeats: 20, handoff_hops: 64 }
     }
-}
-
-/// An SM copy kernel (`dst = src`, `u32` words, a multiple of 4) launched
-/// on `stream`, for the push and pull figures; the buffers may be on two
-/// devices (one of them the stream's).
-pub trait SmCopy {
-    /// Queues the copy.
-    ///
-    /// # Errors
-    /// The launch's error (a gpu-sync that refuses cross-device launches
-    /// reports [`gpu_sync::Error::DeviceMismatch`]: the figure is then
-    /// reported as refused).
-    fn copy(
-        &self,
-        stream: &Stream,
-        src: &DeviceBuffer<u32>,
-        dst: &mut DeviceBuffer<u32>,
-    ) -> gpu_sync::Result<()>;
 }
 
 /// A figure: a value, or why there is none.
@@ -106,16 +110,30 @@ pub struct PairResult {
     pub raw_on_gbs: Figure,
     /// The same, both ways at once, GB/s.
     pub raw_both_on_gbs: Figure,
-    /// SM copy kernel on `src` writing `dst`'s memory, GB/s.
+    /// SM copy kernel (`copy_u32x4`, gpu-sync's launch) on `src` writing
+    /// `dst`'s memory, GB/s.
     pub sm_push_gbs: Figure,
+    /// Its raw twin: the same function by `cuLaunchKernel`, GB/s.
+    pub sm_push_raw_gbs: Figure,
     /// SM copy kernel on `dst` reading `src`'s memory, GB/s.
     pub sm_pull_gbs: Figure,
+    /// Its raw twin, GB/s.
+    pub sm_pull_raw_gbs: Figure,
     /// 4-byte copy, device time by events, peer access on, µs.
     pub latency_gpu_on_us: Figure,
     /// 4-byte copy, device time by events, peer access off, µs.
     pub latency_gpu_off_us: Figure,
     /// 4-byte copy and a stream synchronize, host round trip, peer access on, µs.
     pub latency_host_on_us: Figure,
+    /// Handoff `src` → `dst` → `src`, gpu-sync's chain: GPU µs per hop
+    /// (events on `src`).
+    pub handoff_gpu_us: Figure,
+    /// The same chain ordered by hand (raw events and waits), GPU µs per hop.
+    pub handoff_raw_gpu_us: Figure,
+    /// gpu-sync's chain: host µs per hop to submit.
+    pub handoff_host_us: Figure,
+    /// The raw chain: host µs per hop to submit.
+    pub handoff_raw_host_us: Figure,
 }
 
 /// A whole run.
@@ -129,6 +147,8 @@ pub struct P2pReport {
     pub bytes: usize,
     /// Timed runs per figure.
     pub repeats: usize,
+    /// Hops of each handoff chain.
+    pub handoff_hops: usize,
     /// Every ordered pair.
     pub pairs: Vec<PairResult>,
     /// Remarks (why figures are missing, what is simulated).
@@ -224,14 +244,17 @@ impl<'a> Pair<'a> {
         Ok(median(&mut runs))
     }
 
-    /// Median ms of an SM copy a→b on `stream`'s device.
-    fn sm_ms(&mut self, sm: &dyn SmCopy, repeats: usize, push: bool) -> gpu_sync::Result<f64> {
+    /// Median ms of gpu-sync's SM copy a→b on `twins`' device (`a` to
+    /// push, `b` to pull), on that device's stream of the pair.
+    #[cfg(feature = "kernels")]
+    fn sm_ms(&mut self, twins: &twin::Twins, repeats: usize) -> gpu_sync::Result<f64> {
+        let push = twins.device() == self.a;
         let (stream, dev) = if push { (&self.sa, self.a) } else { (&self.sb, self.b) };
         let span = Span::new(dev)?;
         let mut runs = Vec::with_capacity(repeats);
         for i in 0..=repeats {
             span.start.record(stream)?;
-            sm.copy(stream, &self.a_src, &mut self.b_dst)?;
+            twins.copy(stream, &self.a_src, &mut self.b_dst)?;
             span.end.record(stream)?;
             let ms = span.ms()?;
             if i > 0 {
@@ -320,10 +343,11 @@ fn figure(r: crate::Result<f64>) -> crate::Result<Figure> {
 /// # Errors
 /// [`crate::Error::Check`] when a copy's data is wrong; a driver error
 /// outside a figure (allocating, reading back).
-pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> crate::Result<P2pReport> {
+pub fn run(devices: &[Device], opts: P2pOptions) -> crate::Result<P2pReport> {
     let words = (opts.bytes / 16).max(1) * 4;
     let bytes = words * 4;
     let repeats = opts.repeats.max(1);
+    let hops = opts.handoff_hops;
     let simulated = gpu_sync::cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
     let mut notes = vec![
         "4 B latency: one copy between a pair of events on the destination's stream, the median over the \
@@ -338,9 +362,10 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
     if let Err(why) = &links {
         notes.push(format!("link unknown: {why}"));
     }
+    let loaded = with_kernels::Loaded::load(devices);
     let mut pairs = Vec::new();
-    for a in devices {
-        for b in devices {
+    for (i, a) in devices.iter().enumerate() {
+        for (j, b) in devices.iter().enumerate() {
             if a == b {
                 continue;
             }
@@ -379,7 +404,7 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
                 unavailable("no peer access"),
                 unavailable("no peer access"),
             );
-            let (mut sm_push, mut sm_pull) = (unavailable("no peer access"), unavailable("no peer access"));
+            let mut k = with_kernels::KernelFigures::missing("no peer access");
             let (mut lat_on, mut host_on) = (unavailable("no peer access"), unavailable("no peer access"));
             if can {
                 b.enable_peer_access(a)?;
@@ -404,23 +429,7 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
                     raw::copy_ms(&p, repeats, true).and_then(|ms| p.check(true).map(|()| gbs(2 * bytes, ms))),
                 )?;
                 p.clear()?;
-                if let Some(sm) = sm {
-                    sm_push = figure(
-                        p.sm_ms(sm, repeats, true)
-                            .map_err(Into::into)
-                            .and_then(|ms| p.check(false).map(|()| gbs(bytes, ms))),
-                    )?;
-                    p.clear()?;
-                    sm_pull = figure(
-                        p.sm_ms(sm, repeats, false)
-                            .map_err(Into::into)
-                            .and_then(|ms| p.check(false).map(|()| gbs(bytes, ms))),
-                    )?;
-                    p.clear()?;
-                } else {
-                    sm_push = unavailable("no SM copy kernel given");
-                    sm_pull = unavailable("no SM copy kernel given");
-                }
+                k = loaded.figures(&mut p, (i, j), (repeats, hops), &mut notes)?;
                 match p.latency_us(repeats) {
                     Ok((d, h)) => {
                         lat_on = Figure::Value(d);
@@ -448,8 +457,10 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
                 copy_both_on_gbs: copy_both_on,
                 raw_on_gbs: raw_on,
                 raw_both_on_gbs: raw_both_on,
-                sm_push_gbs: sm_push,
-                sm_pull_gbs: sm_pull,
+                sm_push_gbs: k.sm_push,
+                sm_push_raw_gbs: k.sm_push_raw,
+                sm_pull_gbs: k.sm_pull,
+                sm_pull_raw_gbs: k.sm_pull_raw,
                 latency_gpu_on_us: lat_on,
                 latency_gpu_off_us: if lat_off.is_nan() {
                     unavailable("failed")
@@ -457,9 +468,13 @@ pub fn run(devices: &[Device], opts: P2pOptions, sm: Option<&dyn SmCopy>) -> cra
                     Figure::Value(lat_off)
                 },
                 latency_host_on_us: host_on,
+                handoff_gpu_us: k.handoff_gpu,
+                handoff_raw_gpu_us: k.handoff_raw_gpu,
+                handoff_host_us: k.handoff_host,
+                handoff_raw_host_us: k.handoff_raw_host,
             });
         }
     }
     let names = devices.iter().map(|d| d.name().unwrap_or_else(|e| format!("unknown ({e})"))).collect();
-    Ok(P2pReport { devices: names, simulated, bytes, repeats, pairs, notes })
+    Ok(P2pReport { devices: names, simulated, bytes, repeats, handoff_hops: hops, pairs, notes })
 }

@@ -113,3 +113,39 @@ pub(super) fn copy_ms(p: &Pair<'_>, repeats: usize, both: bool) -> crate::Result
     result?;
     Ok(median(&mut runs))
 }
+
+/// Median ms of the SM copy's raw twin a→b ([`super::twin::Twins::raw_copy`]:
+/// the same function as gpu-sync's launch, from the same loaded module) on
+/// a raw stream of `twins`' device (`a` to push, `b` to pull), each launch
+/// between two raw events, as [`Pair::sm_ms`] times gpu-sync's.
+#[cfg(feature = "kernels")]
+pub(super) fn sm_ms(p: &Pair<'_>, twins: &super::twin::Twins, repeats: usize) -> crate::Result<f64> {
+    p.sa.synchronize()?;
+    p.sb.synchronize()?;
+    let r = Raw::new(twins.device())?;
+    let mut runs = Vec::with_capacity(repeats);
+    let result = (|| {
+        for i in 0..=repeats {
+            cu::event::record(&r.start, &r.stream).map_err(gpu_sync::Error::from)?;
+            // SAFETY: `a_src` and `b_dst` are live gpu-sync buffers of the
+            // pair, held by `p` across the loop; gpu-sync's work on them
+            // finished (both streams synchronized above) and none is queued
+            // until this raw stream is synchronized below; the launches of
+            // the loop are ordered among themselves by the raw stream. The
+            // kernel on one device reaches the other's buffer because the
+            // caller turned peer access on both ways first.
+            unsafe { twins.raw_copy(r.stream.as_borrowed(), &p.a_src, &p.b_dst) }?;
+            cu::event::record(&r.end, &r.stream).map_err(gpu_sync::Error::from)?;
+            let ms = r.ms()?;
+            if i > 0 {
+                runs.push(ms);
+            }
+        }
+        Ok::<(), crate::Error>(())
+    })();
+    // The raw launches finish before the buffers go back to gpu-sync.
+    let _ = cu::stream::synchronize(&r.stream);
+    r.close();
+    result?;
+    Ok(median(&mut runs))
+}

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 /// The columns of the pair table: header, unit, accessor.
 type Column = (&'static str, fn(&PairResult) -> &Figure);
 
-const COLUMNS: [Column; 11] = [
+const COLUMNS: [Column; 17] = [
     ("copy off (staged) GB/s", |p| &p.copy_off_gbs),
     ("copy off both ways GB/s", |p| &p.copy_both_off_gbs),
     ("copy on GB/s", |p| &p.copy_on_gbs),
@@ -14,11 +14,125 @@ const COLUMNS: [Column; 11] = [
     ("raw cuMemcpyPeerAsync on GB/s", |p| &p.raw_on_gbs),
     ("raw both ways GB/s", |p| &p.raw_both_on_gbs),
     ("SM push GB/s", |p| &p.sm_push_gbs),
+    ("SM push raw GB/s", |p| &p.sm_push_raw_gbs),
     ("SM pull GB/s", |p| &p.sm_pull_gbs),
+    ("SM pull raw GB/s", |p| &p.sm_pull_raw_gbs),
     ("4 B latency on, GPU µs", |p| &p.latency_gpu_on_us),
     ("4 B latency off, GPU µs", |p| &p.latency_gpu_off_us),
     ("4 B round trip on, host µs", |p| &p.latency_host_on_us),
+    ("handoff GPU µs/hop", |p| &p.handoff_gpu_us),
+    ("handoff raw GPU µs/hop", |p| &p.handoff_raw_gpu_us),
+    ("handoff host µs/hop", |p| &p.handoff_host_us),
+    ("handoff raw host µs/hop", |p| &p.handoff_raw_host_us),
 ];
+
+/// A cell of a pair table: a figure, or one computed from two.
+enum Cell {
+    /// A figure as measured.
+    Fig(fn(&PairResult) -> &Figure),
+    /// `first / second`, three decimals.
+    Ratio(fn(&PairResult) -> &Figure, fn(&PairResult) -> &Figure),
+    /// `first − second`, two decimals with a sign.
+    Diff(fn(&PairResult) -> &Figure, fn(&PairResult) -> &Figure),
+}
+
+/// A pair table: its title, the headers of the columns naming the pair,
+/// those cells, and the figures' columns.
+struct Table {
+    title: &'static str,
+    lead: &'static [&'static str],
+    pair: fn(&PairResult) -> String,
+    columns: &'static [(&'static str, Cell)],
+}
+
+fn one_way(p: &PairResult) -> String {
+    format!("{} → {}", p.src, p.dst)
+}
+
+/// The pair tables, each at most eight columns.
+const TABLES: [Table; 5] = [
+    Table {
+        title: "Copy-engine bandwidth, gpu-sync `Stream::copy` (GB/s)",
+        lead: &["pair", "link", "peer", "rank"],
+        pair: |p| {
+            format!(
+                "{} | {} | {} | {}",
+                one_way(p),
+                p.link,
+                p.can_access_peer,
+                p.performance_rank.map_or("—".into(), |r| r.to_string())
+            )
+        },
+        columns: &[
+            ("off (staged)", Cell::Fig(|p| &p.copy_off_gbs)),
+            ("off both ways", Cell::Fig(|p| &p.copy_both_off_gbs)),
+            ("on", Cell::Fig(|p| &p.copy_on_gbs)),
+            ("on both ways", Cell::Fig(|p| &p.copy_both_on_gbs)),
+        ],
+    },
+    Table {
+        title: "Peer access on: gpu-sync against a raw `cuMemcpyPeerAsync` loop (GB/s)",
+        lead: &["pair"],
+        pair: one_way,
+        columns: &[
+            ("ours", Cell::Fig(|p| &p.copy_on_gbs)),
+            ("raw", Cell::Fig(|p| &p.raw_on_gbs)),
+            ("ours / raw", Cell::Ratio(|p| &p.copy_on_gbs, |p| &p.raw_on_gbs)),
+            ("ours both ways", Cell::Fig(|p| &p.copy_both_on_gbs)),
+            ("raw both ways", Cell::Fig(|p| &p.raw_both_on_gbs)),
+            ("ours / raw", Cell::Ratio(|p| &p.copy_both_on_gbs, |p| &p.raw_both_on_gbs)),
+        ],
+    },
+    Table {
+        title: "SM copy kernel (`copy_u32x4`) across the link: gpu-sync's launch against the same function by `cuLaunchKernel` (GB/s)",
+        lead: &["pair"],
+        pair: one_way,
+        columns: &[
+            ("push", Cell::Fig(|p| &p.sm_push_gbs)),
+            ("push raw", Cell::Fig(|p| &p.sm_push_raw_gbs)),
+            ("ours / raw", Cell::Ratio(|p| &p.sm_push_gbs, |p| &p.sm_push_raw_gbs)),
+            ("pull", Cell::Fig(|p| &p.sm_pull_gbs)),
+            ("pull raw", Cell::Fig(|p| &p.sm_pull_raw_gbs)),
+            ("ours / raw", Cell::Ratio(|p| &p.sm_pull_gbs, |p| &p.sm_pull_raw_gbs)),
+        ],
+    },
+    Table {
+        title: "4-byte latency (µs)",
+        lead: &["pair"],
+        pair: one_way,
+        columns: &[
+            ("GPU, access on", Cell::Fig(|p| &p.latency_gpu_on_us)),
+            ("GPU, access off", Cell::Fig(|p| &p.latency_gpu_off_us)),
+            ("host round trip, on", Cell::Fig(|p| &p.latency_host_on_us)),
+        ],
+    },
+    Table {
+        title: "Cross-device handoff, gpu-sync's automatic waits against raw events and waits (µs per hop)",
+        lead: &["chain"],
+        pair: |p| format!("{} → {} → {}", p.src, p.dst, p.src),
+        columns: &[
+            ("GPU ours", Cell::Fig(|p| &p.handoff_gpu_us)),
+            ("GPU raw", Cell::Fig(|p| &p.handoff_raw_gpu_us)),
+            ("GPU ours − raw", Cell::Diff(|p| &p.handoff_gpu_us, |p| &p.handoff_raw_gpu_us)),
+            ("host ours", Cell::Fig(|p| &p.handoff_host_us)),
+            ("host raw", Cell::Fig(|p| &p.handoff_raw_host_us)),
+            ("host ours / raw", Cell::Ratio(|p| &p.handoff_host_us, |p| &p.handoff_raw_host_us)),
+        ],
+    },
+];
+
+impl Cell {
+    fn render(&self, p: &PairResult) -> String {
+        match self {
+            Cell::Fig(f) => cell(f(p)),
+            Cell::Ratio(a, b) => ratio(a(p), b(p)).map_or("—".into(), |r| format!("{r:.3}")),
+            Cell::Diff(a, b) => match (a(p).value(), b(p).value()) {
+                (Some(a), Some(b)) => format!("{:+.2}", a - b),
+                _ => "—".into(),
+            },
+        }
+    }
+}
 
 fn cell(f: &Figure) -> String {
     match f {
@@ -66,29 +180,33 @@ impl P2pReport {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "\n## Every ordered pair{sim}\n");
-        let _ = write!(s, "| pair | link | peer | rank |");
-        for (h, _) in COLUMNS {
-            let _ = write!(s, " {h} |");
-        }
-        let _ = write!(s, " ours / raw one way | ours / raw both ways |\n|---|---|---|---|");
-        for _ in 0..COLUMNS.len() + 2 {
-            s.push_str("---|");
-        }
-        s.push('\n');
-        for p in &self.pairs {
-            let rank = p.performance_rank.map_or("—".into(), |r| r.to_string());
-            let _ = write!(s, "| {} → {} | {} | {} | {rank} |", p.src, p.dst, p.link, p.can_access_peer);
-            for (_, get) in COLUMNS {
-                let _ = write!(s, " {} |", cell(get(p)));
+        for t in &TABLES {
+            let _ = writeln!(s, "\n## {}{sim}\n", t.title);
+            if t.lead == ["chain"] {
+                let _ = writeln!(
+                    s,
+                    "{} hops a chain (`bump_u32` on 64 words, the buffer on the first device), queued \
+                     behind a spin gate, timed by events on the first device; host: the hops' \
+                     submission.\n",
+                    self.handoff_hops
+                );
             }
-            let r = |o, w| ratio(o, w).map_or("—".into(), |r| format!("{r:.3}"));
-            let _ = writeln!(
-                s,
-                " {} | {} |",
-                r(&p.copy_on_gbs, &p.raw_on_gbs),
-                r(&p.copy_both_on_gbs, &p.raw_both_on_gbs)
-            );
+            s.push('|');
+            for h in t.lead.iter().chain(t.columns.iter().map(|(h, _)| h)) {
+                let _ = write!(s, " {h} |");
+            }
+            s.push_str("\n|");
+            for _ in 0..t.lead.len() + t.columns.len() {
+                s.push_str("---|");
+            }
+            s.push('\n');
+            for p in &self.pairs {
+                let _ = write!(s, "| {} |", (t.pair)(p));
+                for (_, c) in t.columns {
+                    let _ = write!(s, " {} |", c.render(p));
+                }
+                s.push('\n');
+            }
         }
         if !self.notes.is_empty() {
             s.push_str("\nNotes:\n");
