@@ -187,7 +187,7 @@ fn value(ty: T, op: O, r: usize, i: usize) -> i64 {
         O::ncclAvg => 2 * r as i64 + 1,
         _ => {
             let v = ((r * 7 + i * 3) % 11) as i64 + 1;
-            if signed && (r + i) % 3 == 0 { -v } else { v }
+            if signed && (r + i).is_multiple_of(3) { -v } else { v }
         }
     }
 }
@@ -200,22 +200,37 @@ fn all_reduce_case(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], ty: T, op: O) {
     let ranks = comms.len();
     let es = size(ty);
     let vals: Vec<Vec<i64>> = (0..ranks).map(|r| (0..COUNT).map(|i| value(ty, op, r, i)).collect()).collect();
-    let send: Vec<CUdeviceptr> = (0..ranks).map(|r| rig.alloc(r as i32, COUNT * es, &encode(ty, &vals[r]))).collect();
+    let send: Vec<CUdeviceptr> =
+        (0..ranks).map(|r| rig.alloc(r as i32, COUNT * es, &encode(ty, &vals[r]))).collect();
     let recv: Vec<CUdeviceptr> = (0..ranks).map(|r| rig.alloc(r as i32, COUNT * es, &[])).collect();
     nr::group_start(n).unwrap();
     for r in 0..ranks {
         // SAFETY: live communicator and stream of device r; buffers of
         // COUNT elements on device r, kept until the stream syncs below.
         unsafe {
-            nr::all_reduce(n, send[r] as *const c_void, recv[r] as *mut c_void, COUNT, ty, op, comms[r], rig.raw(r))
+            nr::all_reduce(
+                n,
+                send[r] as *const c_void,
+                recv[r] as *mut c_void,
+                COUNT,
+                ty,
+                op,
+                comms[r],
+                rig.raw(r),
+            )
         }
         .unwrap();
     }
     nr::group_end(n).unwrap();
     rig.sync();
-    let want: Vec<i64> = (0..COUNT).map(|i| expect(ty, op, &vals.iter().map(|v| v[i]).collect::<Vec<_>>())).collect();
+    let want: Vec<i64> =
+        (0..COUNT).map(|i| expect(ty, op, &vals.iter().map(|v| v[i]).collect::<Vec<_>>())).collect();
     for r in 0..ranks {
-        assert_eq!(rig.read(recv[r], COUNT * es), encode(ty, &want), "all-reduce {ty:?} {op:?} rank {r} of {ranks}");
+        assert_eq!(
+            rig.read(recv[r], COUNT * es),
+            encode(ty, &want),
+            "all-reduce {ty:?} {op:?} rank {r} of {ranks}"
+        );
         free(send[r]);
         free(recv[r]);
     }
@@ -265,8 +280,10 @@ fn other_collectives(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], ty: T) {
     let alloc_out = |r: usize, len: usize| rig.alloc(r as i32, len * es, &[]);
     let (bs, br): (Vec<_>, Vec<_>) = (0..ranks).map(|r| (alloc_in(r, COUNT), alloc_out(r, COUNT))).unzip();
     let (rs, rr): (Vec<_>, Vec<_>) = (0..ranks).map(|r| (alloc_in(r, COUNT), alloc_out(r, COUNT))).unzip();
-    let (gs, gr): (Vec<_>, Vec<_>) = (0..ranks).map(|r| (alloc_in(r, COUNT), alloc_out(r, COUNT * ranks))).unzip();
-    let (ss, sr): (Vec<_>, Vec<_>) = (0..ranks).map(|r| (alloc_in(r, COUNT * ranks), alloc_out(r, COUNT))).unzip();
+    let (gs, gr): (Vec<_>, Vec<_>) =
+        (0..ranks).map(|r| (alloc_in(r, COUNT), alloc_out(r, COUNT * ranks))).unzip();
+    let (ss, sr): (Vec<_>, Vec<_>) =
+        (0..ranks).map(|r| (alloc_in(r, COUNT * ranks), alloc_out(r, COUNT))).unzip();
     let (ps, pr): (Vec<_>, Vec<_>) = (0..ranks).map(|r| (alloc_in(r, COUNT), alloc_out(r, COUNT))).unzip();
     nr::group_start(n).unwrap();
     for r in 0..ranks {
@@ -276,11 +293,23 @@ fn other_collectives(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], ty: T) {
         // on device r of the size each call reads or writes, freed only
         // after the streams synchronize below.
         unsafe {
-            nr::broadcast(n, bs[r] as *const c_void, br[r] as *mut c_void, COUNT, ty, root as i32, c, s).unwrap();
-            nr::reduce(n, rs[r] as *const c_void, rr[r] as *mut c_void, COUNT, ty, O::ncclSum, root as i32, c, s)
+            nr::broadcast(n, bs[r] as *const c_void, br[r] as *mut c_void, COUNT, ty, root as i32, c, s)
                 .unwrap();
+            nr::reduce(
+                n,
+                rs[r] as *const c_void,
+                rr[r] as *mut c_void,
+                COUNT,
+                ty,
+                O::ncclSum,
+                root as i32,
+                c,
+                s,
+            )
+            .unwrap();
             nr::all_gather(n, gs[r] as *const c_void, gr[r] as *mut c_void, COUNT, ty, c, s).unwrap();
-            nr::reduce_scatter(n, ss[r] as *const c_void, sr[r] as *mut c_void, COUNT, ty, O::ncclSum, c, s).unwrap();
+            nr::reduce_scatter(n, ss[r] as *const c_void, sr[r] as *mut c_void, COUNT, ty, O::ncclSum, c, s)
+                .unwrap();
             nr::send(n, ps[r] as *const c_void, COUNT, ty, next as i32, c, s).unwrap();
             nr::recv(n, pr[r] as *mut c_void, COUNT, ty, prev as i32, c, s).unwrap();
         }
@@ -335,7 +364,9 @@ fn fp8_and_unknown_kinds_are_refused_as_invalid_arguments() {
     let b = rig.alloc(0, 64, &[]);
     for ty in [T::ncclFloat8e4m3, T::ncclFloat8e5m2, T(99)] {
         // SAFETY: refused before anything is queued.
-        let r = unsafe { nr::all_reduce(n, b as *const c_void, b as *mut c_void, 4, ty, O::ncclSum, comms[0], rig.raw(0)) };
+        let r = unsafe {
+            nr::all_reduce(n, b as *const c_void, b as *mut c_void, 4, ty, O::ncclSum, comms[0], rig.raw(0))
+        };
         assert_eq!(r.unwrap_err().result(), Some(ncclResult_t::ncclInvalidArgument), "{ty:?}");
     }
     free(b);
@@ -346,14 +377,31 @@ fn fp8_and_unknown_kinds_are_refused_as_invalid_arguments() {
 
 /// An all-reduce of 16 f32 on two devices, in a group; `inside` runs
 /// between the group's start and its end (on the rank-0 stream).
-fn two_rank_all_reduce(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], inside: impl FnOnce()) -> Vec<(CUdeviceptr, CUdeviceptr)> {
-    let bufs: Vec<(CUdeviceptr, CUdeviceptr)> =
-        (0..2).map(|r| (rig.alloc(r, 64, &encode(T::ncclFloat32, &[r as i64 + 1; 16])), rig.alloc(r, 64, &[]))).collect();
+fn two_rank_all_reduce(
+    n: &Nccl,
+    rig: &Rig,
+    comms: &[ncclComm_t],
+    inside: impl FnOnce(),
+) -> Vec<(CUdeviceptr, CUdeviceptr)> {
+    let bufs: Vec<(CUdeviceptr, CUdeviceptr)> = (0..2)
+        .map(|r| (rig.alloc(r, 64, &encode(T::ncclFloat32, &[r as i64 + 1; 16])), rig.alloc(r, 64, &[])))
+        .collect();
     nr::group_start(n).unwrap();
     for (r, (s, d)) in bufs.iter().enumerate() {
         // SAFETY: live communicators, streams and 16-float buffers of device r.
-        unsafe { nr::all_reduce(n, *s as *const c_void, *d as *mut c_void, 16, T::ncclFloat32, O::ncclSum, comms[r], rig.raw(r)) }
-            .unwrap();
+        unsafe {
+            nr::all_reduce(
+                n,
+                *s as *const c_void,
+                *d as *mut c_void,
+                16,
+                T::ncclFloat32,
+                O::ncclSum,
+                comms[r],
+                rig.raw(r),
+            )
+        }
+        .unwrap();
     }
     inside();
     nr::group_end(n).unwrap();
@@ -402,8 +450,10 @@ fn reading_the_result_on_another_stream_before_the_collective_is_a_race_and_wait
             assert!(races.is_empty(), "{races:?}");
         } else {
             assert!(
-                races.iter().any(|r| r.kind == RaceKind::DataRace && r.first.op.contains("ncclAllReduce recvbuff")
-                    || r.second.op.contains("ncclAllReduce recvbuff")),
+                races
+                    .iter()
+                    .any(|r| r.kind == RaceKind::DataRace && r.first.op.contains("ncclAllReduce recvbuff")
+                        || r.second.op.contains("ncclAllReduce recvbuff")),
                 "{races:?}"
             );
         }
@@ -481,12 +531,24 @@ fn two_communicators_issued_in_opposite_orders_are_reported_as_a_deadlock() {
     let n = nccl();
     let rig = Rig::new(2);
     let (a, b) = (init_all(n, 2), init_all(n, 2));
-    let bufs: Vec<CUdeviceptr> = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
     let issue = |comm: ncclComm_t, r: usize| {
         // SAFETY: live communicator and stream of device r; in-place
         // buffer of 16 ints on device r.
-        unsafe { nr::all_reduce(n, bufs[r] as *const c_void, bufs[r] as *mut c_void, 16, T::ncclInt32, O::ncclSum, comm, rig.raw(r)) }
-            .unwrap();
+        unsafe {
+            nr::all_reduce(
+                n,
+                bufs[r] as *const c_void,
+                bufs[r] as *mut c_void,
+                16,
+                T::ncclInt32,
+                O::ncclSum,
+                comm,
+                rig.raw(r),
+            )
+        }
+        .unwrap();
     };
     // Device 0: A then B. Device 1: B then A. Each waits for the other.
     issue(a[0], 0);
@@ -528,12 +590,24 @@ fn the_same_order_on_both_devices_does_not_deadlock() {
     let n = nccl();
     let rig = Rig::new(2);
     let (a, b) = (init_all(n, 2), init_all(n, 2));
-    let bufs: Vec<CUdeviceptr> = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
     for r in 0..2 {
         for comm in [a[r], b[r]] {
             // SAFETY: as in the deadlock test.
-            unsafe { nr::all_reduce(n, bufs[r] as *const c_void, bufs[r] as *mut c_void, 16, T::ncclInt32, O::ncclSum, comm, rig.raw(r)) }
-                .unwrap();
+            unsafe {
+                nr::all_reduce(
+                    n,
+                    bufs[r] as *const c_void,
+                    bufs[r] as *mut c_void,
+                    16,
+                    T::ncclInt32,
+                    O::ncclSum,
+                    comm,
+                    rig.raw(r),
+                )
+            }
+            .unwrap();
         }
     }
     rig.sync();
@@ -544,6 +618,171 @@ fn the_same_order_on_both_devices_does_not_deadlock() {
     for p in bufs {
         free(p);
     }
+    drop(rig);
+    teardown(e);
+}
+
+/// Sums 4 ints over `comms` (rank r contributes r + 1) and checks each
+/// rank's result.
+fn check_sum(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], devices: &[i32]) {
+    let k = comms.len();
+    let bufs: Vec<CUdeviceptr> =
+        (0..k).map(|r| rig.alloc(devices[r], 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+    nr::group_start(n).unwrap();
+    for r in 0..k {
+        // SAFETY: live communicator of device devices[r], its stream, and a
+        // 4-int buffer there.
+        unsafe {
+            nr::all_reduce(
+                n,
+                bufs[r] as *const c_void,
+                bufs[r] as *mut c_void,
+                4,
+                T::ncclInt32,
+                O::ncclSum,
+                comms[r],
+                rig.raw(devices[r] as usize),
+            )
+        }
+        .unwrap();
+    }
+    let _ = nr::group_end(n);
+    rig.sync();
+    let want = (k * (k + 1) / 2) as i64;
+    for (r, p) in bufs.into_iter().enumerate() {
+        assert_eq!(rig.read(p, 16), encode(T::ncclInt32, &[want; 4]), "rank {r} of {k}");
+        free(p);
+    }
+}
+
+#[test]
+fn communicators_by_unique_id_from_one_group_from_threads_and_by_split() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_50);
+    let n = nccl();
+    let rig = Rig::new(4);
+    let mut nb = NCCL_CONFIG_INITIALIZER;
+    nb.blocking = 0;
+    // One thread, every rank in a group, non-blocking: the group's end says
+    // in progress, then each communicator reports success.
+    let id = nr::get_unique_id(n).unwrap();
+    let mut comms = vec![std::ptr::null_mut(); 4];
+    nr::group_start(n).unwrap();
+    for (r, c) in comms.iter_mut().enumerate() {
+        on(r as i32);
+        let mut cfg = nb;
+        // SAFETY: a context is current; the config starts from the initializer.
+        unsafe { nr::comm_init_rank_config(n, c, 4, id, r, &mut cfg) }.unwrap();
+    }
+    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    for c in &comms {
+        // SAFETY: live communicators.
+        assert_eq!(unsafe { nr::comm_get_async_error(n, *c) }, Ok(ncclResult_t::ncclSuccess));
+        // SAFETY: as above.
+        assert_eq!(unsafe { nr::comm_count(n, *c) }, Ok(4));
+    }
+    check_sum(n, &rig, &comms, &[0, 1, 2, 3]);
+    // Split by parity: two communicators of two ranks, key reverses order.
+    let mut halves = vec![std::ptr::null_mut(); 4];
+    nr::group_start(n).unwrap();
+    for r in 0..4 {
+        let mut cfg = NCCL_CONFIG_INITIALIZER;
+        // SAFETY: live parent communicator.
+        unsafe { nr::comm_split(n, comms[r], r as i32 % 2, -(r as i32), &mut halves[r], &mut cfg) }.unwrap();
+    }
+    nr::group_end(n).unwrap();
+    // SAFETY: live communicators.
+    assert_eq!(unsafe { nr::comm_user_rank(n, halves[2]) }, Ok(0), "key -2 comes before key 0");
+    // SAFETY: as above.
+    assert_eq!(unsafe { nr::comm_count(n, halves[1]) }, Ok(2));
+    check_sum(n, &rig, &[halves[2], halves[0]], &[2, 0]);
+    destroy(n, &halves);
+    destroy(n, &comms);
+    // One thread per rank, blocking and non-blocking.
+    for blocking in [1, 0] {
+        let id = nr::get_unique_id(n).unwrap();
+        let session = &e.session;
+        let made: Vec<usize> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|r| {
+                    s.spawn(move || {
+                        let _in = session.enter();
+                        on(r as i32);
+                        let mut cfg = NCCL_CONFIG_INITIALIZER;
+                        cfg.blocking = blocking;
+                        let mut c = std::ptr::null_mut();
+                        // SAFETY: a context is current on this thread.
+                        let res = unsafe { nr::comm_init_rank_config(n, &mut c, 3, id, r, &mut cfg) };
+                        if blocking == 1 {
+                            res.unwrap();
+                        } else {
+                            assert_eq!(res, Err(NcclError::InProgress { call: "ncclCommInitRankConfig" }));
+                        }
+                        c as usize
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let comms: Vec<ncclComm_t> = made.into_iter().map(|c| c as ncclComm_t).collect();
+        for c in &comms {
+            // SAFETY: live communicators; every rank has joined.
+            assert_eq!(unsafe { nr::comm_get_async_error(n, *c) }, Ok(ncclResult_t::ncclSuccess));
+        }
+        on(0);
+        check_sum(n, &rig, &comms, &[0, 1, 2]);
+        destroy(n, &comms);
+    }
+    assert!(e.session.races().is_empty(), "{:?}", e.session.races());
+    drop(rig);
+    teardown(e);
+}
+
+#[test]
+fn a_collective_never_beats_the_modelled_link() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_60);
+    let n = nccl();
+    let ranks = 4;
+    let rig = Rig::new(ranks);
+    let comms = init_all(n, ranks);
+    let bytes = 1 << 20;
+    let bufs: Vec<CUdeviceptr> = (0..ranks).map(|r| rig.alloc(r, bytes, &[])).collect();
+    let (start, end) = (e.event(0), e.event(0));
+    event::record(&start, &rig.streams[0]).unwrap();
+    nr::group_start(n).unwrap();
+    for r in 0..ranks as usize {
+        // SAFETY: live communicator and stream of device r; a 1 MiB buffer there.
+        unsafe {
+            nr::all_reduce(
+                n,
+                bufs[r] as *const c_void,
+                bufs[r] as *mut c_void,
+                bytes / 4,
+                T::ncclFloat32,
+                O::ncclSum,
+                comms[r],
+                rig.raw(r),
+            )
+        }
+        .unwrap();
+    }
+    nr::group_end(n).unwrap();
+    event::record(&end, &rig.streams[0]).unwrap();
+    rig.sync();
+    let ms = event::elapsed_time(&start, &end).unwrap() as f64;
+    let ns = ms * 1e6;
+    // nccl-tests' bus bandwidth of an all-reduce: bytes / time × 2(n−1)/n.
+    let busbw = bytes as f64 / ns * 2.0 * (ranks - 1) as f64 / ranks as f64;
+    assert!(busbw <= cuda_sim::model::NVLINK_BYTES_PER_NS, "{busbw} B/ns in {ns} ns");
+    assert!(busbw > 0.5 * cuda_sim::model::NVLINK_BYTES_PER_NS, "{busbw} B/ns: far below the link");
+    destroy(n, &comms);
+    for p in bufs {
+        free(p);
+    }
+    drop((start, end));
     drop(rig);
     teardown(e);
 }
