@@ -109,9 +109,10 @@ pub(crate) struct Op<'a, U: Uses + ?Sized> {
     /// Which devices its device memory may belong to (the engine's one
     /// device rule, [`Reach`]).
     pub(in crate::engine) reach: Reach,
-    /// The book its caller's own pass found every buffer in ([`Home`]):
-    /// when it is the stream's, the eager flavor asks no more.
-    pub(in crate::engine) home: Option<&'a Arc<DeviceBook>>,
+    /// The stream whose book its caller's own pass found every buffer in
+    /// ([`Home`]): when it is the stream the operation is submitted on, the
+    /// eager flavor asks no more.
+    pub(in crate::engine) home: Option<&'a Timeline>,
 }
 
 /// What a caller's own pass over an operation's buffers (a launch's
@@ -119,9 +120,17 @@ pub(crate) struct Op<'a, U: Uses + ?Sized> {
 /// whether every buffer is tracked in the stream's book (so of the stream's
 /// device), asked of each with [`Home::note`]. Given to the operation
 /// ([`Op::home`]), it spares the eager flavor a pass of its own; where it
-/// finds a buffer elsewhere, or is of another stream's book, the engine
+/// finds a buffer elsewhere, or was made for another stream, the engine
 /// asks as if it were not given (the rule itself is unchanged).
+///
+/// It names the stream it was made for, not only its book: the engine
+/// compares that stream's address with the one it submits on, which the
+/// compiler folds away where both come from one reference (a launch), where
+/// comparing books would load the book through the stream after the
+/// guards' calls. A stream's book never changes, so the same stream means
+/// the same book.
 pub(crate) struct Home<'s> {
+    stream: &'s Timeline,
     book: &'s Arc<DeviceBook>,
     all: bool,
 }
@@ -130,7 +139,7 @@ impl<'s> Home<'s> {
     /// Nothing noted yet, for an operation on `s`.
     #[inline(always)]
     pub(crate) fn new(s: &'s Timeline) -> Self {
-        Home { book: &s.book, all: true }
+        Home { stream: s, book: &s.book, all: true }
     }
 
     /// Notes one buffer of the operation: every buffer it touches must be
@@ -174,7 +183,7 @@ impl<'a, U: Uses + ?Sized> Op<'a, U> {
     /// noted).
     #[inline(always)]
     pub(crate) fn home(self, home: Home<'a>) -> Self {
-        Op { home: home.all.then_some(home.book), ..self }
+        Op { home: home.all.then_some(home.stream), ..self }
     }
 
     /// What a captured operation keeps alive for its graph (a launch's
@@ -448,8 +457,9 @@ fn route<R, U: Uses + ?Sized>(
     call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     captured: Option<&Cell<bool>>,
 ) -> Result<(R, u64)> {
-    // Every resource in the stream's book, as the caller's pass found.
-    let home = op.home.is_some_and(|b| Arc::ptr_eq(b, &s.book));
+    // Every resource in the stream's book, as the caller's pass found for
+    // this very stream.
+    let home = op.home.is_some_and(|t| std::ptr::eq(t, Arc::as_ptr(s)));
     match op.kind {
         // 3. The capture routing, then the eager or across flavor.
         // Joins the stream's capture under its gate, or (no capture, or it

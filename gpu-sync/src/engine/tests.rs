@@ -245,6 +245,14 @@ fn a_home_found_by_the_callers_pass_keeps_the_device_rule() {
         Op::new("kernel", Kind::Async, &x_only).naming("a buffer argument").home(home_of(&s0.inner, &x_only));
     assert!(matches!(submit(&s1.inner, op, call), Err(Error::DeviceMismatch { .. })), "another book's Home");
     assert!(!ran.load(Ordering::SeqCst));
+    // A `Home` made for another stream of the same device (same book): not
+    // the operation's stream, so the engine asks itself, and the use is
+    // tracked on the stream it was submitted on.
+    let s1b = Stream::new(&d1).expect("a second stream of device 1");
+    let op = Op::new("kernel", Kind::Async, &home_uses).home(home_of(&s1b.inner, &home_uses));
+    let ((), ticket) = submit(&s1.inner, op, call).expect("another stream's Home, same book");
+    assert!(ran.swap(false, Ordering::SeqCst));
+    assert!(on(&y.alloc.res, &s1, ticket), "the use is not recorded for s1");
     // Peer access opened: the reached buffer goes through the across
     // flavor, tracked in both books.
     let open = PeerBit::open(&d1, 0);

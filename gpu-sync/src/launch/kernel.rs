@@ -58,6 +58,17 @@ impl Uses for Args<'_, '_> {
             _ => None,
         })
     }
+
+    /// The buffers in a plain loop (the filtering iterator above costs the
+    /// eager flavor's passes a branch more per argument).
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
+        for a in self.0 {
+            if let RawArg(Raw::Buffer { alloc, access, .. }) = a {
+                f(Target::Device(alloc), *access);
+            }
+        }
+    }
 }
 
 /// What a kernel handle shares between its typed and raw forms.

@@ -6,6 +6,7 @@
 use super::across;
 use crate::engine::Reach;
 use crate::engine::timeline::Timeline;
+use crate::engine::timeline::book::Book;
 use crate::engine::track::Uses;
 use crate::error::{Error, Result};
 use cuda_sys::BorrowedStream;
@@ -32,20 +33,21 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
     // pass found every one in the stream's book (`engine::Home`).
     debug_assert!(!home || uses.iter().all(|(t, _)| t.res().is_in(&s.book)), "a buffer left out of Home");
     if !home && !all_in_book(s, uses) {
-        return across::run(s, op_name, uses, reach, op);
+        return to_across(s, op_name, uses, reach, op);
     }
     // The stream's context, before its waits and its call (a wait on another
     // device's stream binds it back).
     s.device.inner.bind()?;
     let mut book = s.lock();
-    // One pass: whether any use conflicts (the hot path — the same stream
-    // again — finds none and collects nothing), and whether a resource or a
-    // conflicting use belongs to another device. The first conflict is
+    // One pass (`Uses::each`: a launch's plain loop over its arguments):
+    // whether any use conflicts (the hot path — the same stream
+    // again — finds none and collects nothing), and whether a conflicting
+    // use belongs to another device. The first conflict is
     // kept as where it sits (its tracker's slot, and the write or a
     // reader), so a single one (a handoff) is waited for without a second
     // pass over the uses.
     let (mut first, mut more, mut foreign) = (None::<(u32, Option<usize>)>, false, false);
-    for (t, a) in uses.iter() {
+    uses.each(|t, a| {
         let r = t.res();
         if let Some(tr) = book.tracker(r.slot) {
             tr.deps_at(Arc::as_ptr(s), a, |at, p| {
@@ -57,11 +59,26 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
                 foreign |= !Arc::ptr_eq(&p.timeline.book, &s.book);
             });
         }
-    }
+    });
     if foreign {
         drop(book);
-        return across::run(s, op_name, uses, reach, op);
+        return to_across(s, op_name, uses, reach, op);
     }
+    waits_submit_record(s, op_name, uses, &mut book, (first, more), op)
+}
+
+/// The rest of [`run`], book held: the waits for the conflicts its pass
+/// found (`first`, and whether there are `more`), the submission and the
+/// record of the uses.
+#[inline(always)]
+fn waits_submit_record<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    book: &mut Book,
+    (first, more): (Option<(u32, Option<usize>)>, bool),
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
     if let Some((slot, at)) = first {
         // Refused before any wait is made.
         s.refuse_if_capturing(op_name)?;
@@ -94,12 +111,28 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
         }
     }
     let (r, ticket) = s.submit_in(&mut *book, op_name, &[], op)?;
-    for (t, a) in uses.iter() {
+    uses.each(|t, a| {
         if let Some(tr) = book.tracker_mut(t.res().slot) {
             tr.record_use(s, ticket, a);
         }
-    }
+    });
     Ok((r, ticket))
+}
+
+/// The across flavor, for an operation [`run`] found to touch another
+/// device (a resource of another book, or a conflicting use on another
+/// device's stream): out of line, so the hot path never makes its
+/// arguments (the [`Reach`] among them).
+#[cold]
+#[inline(never)]
+fn to_across<R, U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    op_name: &'static str,
+    uses: &U,
+    reach: Reach,
+    op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
+) -> Result<(R, u64)> {
+    across::run(s, op_name, uses, reach, op)
 }
 
 /// The error for a conflict the first pass saw but the book no longer

@@ -133,11 +133,12 @@ pub(crate) type Use<'a> = (Target<'a>, Access);
 /// The resources one operation touches: a slice of [`Use`]s, or a launch's
 /// argument list (whose buffers are its uses).
 pub(crate) trait Uses {
-    /// Its uses, in order (a loop over them needs no closure: the eager
-    /// flavor's passes stay in its own body, inlined on the hot path).
+    /// Its uses, in order.
     fn iter(&self) -> impl Iterator<Item = (Target<'_>, Access)>;
 
-    /// Calls `f` with each use.
+    /// Calls `f` with each use (the eager flavor's passes). A type whose
+    /// [`Uses::iter`] filters (a launch's arguments) writes it as a plain
+    /// loop: the filtering iterator's nested loop costs a pass more.
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
         for (t, a) in self.iter() {
