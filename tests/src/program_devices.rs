@@ -82,6 +82,9 @@ pub enum Op {
     SyncDevice { dev: u8 },
     /// Drop a buffer (its free waits for every device's uses).
     Drop { buf: u8 },
+    /// Capture `bump(dst, add)` on a stream into a graph and replay it
+    /// `replays` times at once (a peer's buffer too, while reached).
+    Graph { stream: u8, dst: u8, add: u32, replays: u8 },
     /// `devices[dev].enable_peer_access(devices[peer])` (the same device:
     /// refused with `Error::PeerAccess`).
     EnablePeer { dev: u8, peer: u8 },
@@ -115,6 +118,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => idx().prop_map(|buf| Op::Drop { buf }),
         3 => (idx(), idx()).prop_map(|(dev, peer)| Op::EnablePeer { dev, peer }),
         1 => (idx(), idx()).prop_map(|(dev, peer)| Op::DisablePeer { dev, peer }),
+        2 => (idx(), idx(), any::<u32>(), 1u8..3).prop_map(|(stream, dst, add, replays)| Op::Graph { stream, dst, add, replays }),
     ]
 }
 
@@ -284,6 +288,8 @@ pub struct Stats {
     pub groups_across: usize,
     /// Successful enables and disables of peer access.
     pub peer_changes: usize,
+    /// Graphs captured over a peer's buffer and replayed.
+    pub peer_captures: usize,
 }
 
 impl std::ops::AddAssign for Stats {
@@ -294,6 +300,7 @@ impl std::ops::AddAssign for Stats {
         self.cross_waits += o.cross_waits;
         self.groups_across += o.groups_across;
         self.peer_changes += o.peer_changes;
+        self.peer_captures += o.peer_captures;
     }
 }
 
@@ -344,6 +351,9 @@ impl Run<'_> {
                 self.stats.refused += 1;
                 Ok(None)
             }
+            // A driver failure before the device rule was asked (a capture
+            // begins first): the call's own error, not a verdict.
+            Err(error) if error.cu_error().is_some() => Err(RunError::Api { op: i, error }),
             r => Err(RunError::Mismatch(format!(
                 "op {i} ({what}): a stream of device {x} touching memory of devices {unreached:?} it does not \
                  reach must be refused with DeviceMismatch; got {:?}",
@@ -516,6 +526,31 @@ impl Run<'_> {
             Op::Drop { buf } => {
                 if let Some(b) = pick(&self.bufs, buf) {
                     self.bufs.remove(b);
+                }
+            }
+            Op::Graph { stream, dst, add, replays } => {
+                let (s, x) = (&self.streams[sx(stream)].0, self.streams[sx(stream)].1);
+                let Some(b) = self.pick_for(x, dst) else { return Ok(()) };
+                let y = self.bufs[b].on;
+                let (k, buf) = (&self.kernels[x], &mut self.bufs[b].dev);
+                match s.capture(|cap| k.bump(cap.stream(), buf, add)) {
+                    Ok(graph) if self.reaches(x, y) => {
+                        let exec = graph.instantiate().map_err(e)?;
+                        for _ in 0..replays {
+                            exec.launch(s).map_err(e)?;
+                            reference::bump_u32(&mut self.bufs[b].host, add);
+                        }
+                        self.stats.peer_captures += usize::from(x != y);
+                    }
+                    Ok(_) => {
+                        return Err(RunError::Mismatch(format!(
+                            "op {i}: a capture on device {x} took a kernel over device {y}'s buffer, unreached"
+                        )));
+                    }
+                    r @ Err(_) => {
+                        let v = self.every(x, &[y]);
+                        self.expect(i, "captured bump", r.map(drop), &v)?;
+                    }
                 }
             }
             Op::EnablePeer { dev, peer } => self.peer(i, dev, peer, true)?,
