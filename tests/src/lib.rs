@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 pub mod logs;
 pub mod program;
+pub mod program_devices;
 pub mod raw;
 
 /// Environment variable choosing the driver.

@@ -135,15 +135,19 @@ struct Buf {
     host: Vec<u32>,
 }
 
-fn pick<T>(v: &[T], i: u8) -> Option<usize> {
+/// Index `i` modulo `v`'s length (`None` when `v` is empty).
+pub(crate) fn pick<T>(v: &[T], i: u8) -> Option<usize> {
     (!v.is_empty()).then(|| i as usize % v.len())
 }
 
-fn pattern_vec(seed: u32, n: usize) -> Vec<u32> {
+/// `pattern(seed, i)` for `i` in `0..n`: what `fill_pattern` writes.
+pub(crate) fn pattern_vec(seed: u32, n: usize) -> Vec<u32> {
     (0..n as u64).map(|i| reference::pattern(seed, i)).collect()
 }
 
-fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), RunError> {
+/// `Ok` when `got` equals `want`, else a mismatch naming `what` and the
+/// first element that differs.
+pub(crate) fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), RunError> {
     if got == want {
         return Ok(());
     }

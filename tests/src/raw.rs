@@ -14,7 +14,8 @@
 
 use cuda_sys::result::{event, memory, stream};
 use cuda_sys::{
-    Borrowed, BorrowedEvent, BorrowedStream, CUdeviceptr, CUevent, CUstream, Driver, DriverError,
+    Borrowed, BorrowedContext, BorrowedEvent, BorrowedStream, CUcontext, CUdeviceptr, CUevent, CUstream,
+    Driver, DriverError,
 };
 
 /// The installed driver table, for raw calls.
@@ -134,6 +135,26 @@ impl Raw {
     pub fn copy(&self, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, s: CUstream) {
         // SAFETY: device memory only (the simulator checks both ranges).
         self.ok(unsafe { memory::memcpy_dtod_async(dst, src, bytes, self.s(s)) }, ());
+    }
+
+    /// `cuMemcpyPeerAsync`: `bytes` from `src` (memory of context `src_ctx`)
+    /// to `dst` (of `dst_ctx`), on `s` of either device.
+    pub fn copy_peer(
+        &self,
+        dst: CUdeviceptr,
+        dst_ctx: CUcontext,
+        src: CUdeviceptr,
+        src_ctx: CUcontext,
+        bytes: usize,
+        s: CUstream,
+    ) {
+        // SAFETY: cuda-sim checks context handles as it checks streams
+        // (module docs).
+        let ctx = |c: CUcontext| -> BorrowedContext<'static> { unsafe { Borrowed::borrow_raw(self.d, c) } };
+        // SAFETY: device memory only (the simulator checks both ranges and
+        // both contexts).
+        let r = unsafe { memory::memcpy_peer_async(dst, ctx(dst_ctx), src, ctx(src_ctx), bytes, self.s(s)) };
+        self.ok(r, ());
     }
 
     /// `cuMemHostAlloc` (pinned, zero flags).
