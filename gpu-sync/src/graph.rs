@@ -110,6 +110,7 @@ impl Stream {
             raw: ended.graph,
             device: self.device().clone(),
             accesses: ended.accesses,
+            peer_touched: ended.peer_touched,
             modules: ended.keep,
             _not_sync: PhantomData,
         })
@@ -151,6 +152,8 @@ pub struct Graph {
     raw: Held<GraphKind>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
+    /// Other devices' allocations its kernels touch through peer access.
+    peer_touched: Vec<Arc<Allocation>>,
     modules: Vec<KeepAlive>,
     /// `!Sync` (see above), whatever the other fields are.
     _not_sync: PhantomData<Cell<()>>,
@@ -186,6 +189,7 @@ impl Graph {
             state: Mutex::new(ExecState { exec: Some(Held::new(&self.device, exec)), last: None }),
             device: self.device.clone(),
             accesses: self.accesses.clone(),
+            peer_touched: self.peer_touched.clone(),
             _modules: self.modules.clone(),
         })
     }
@@ -229,6 +233,9 @@ pub struct GraphExec {
     state: Mutex<ExecState>,
     device: Device,
     accesses: Vec<(Arc<Allocation>, Access)>,
+    /// Other devices' allocations its kernels touch through peer access:
+    /// the device rule is asked of them at every launch.
+    peer_touched: Vec<Arc<Allocation>>,
     _modules: Vec<KeepAlive>,
     /// The graph's node count at instantiation.
     nodes: usize,
@@ -256,12 +263,16 @@ impl GraphExec {
                 found: self.device.ordinal(),
             });
         }
+        // Peer access its kernels relied on when captured may have been
+        // closed since: the device rule, asked again of those buffers.
+        engine::reached_again(&stream.inner, &self.peer_touched, "a peer buffer the graph's kernels touch")?;
         let uses: Vec<Use<'_>> = self.accesses.iter().map(|(a, acc)| (Target::Device(a), *acc)).collect();
         // Never joins a capture (a racing one is refused): the exec is not
         // kept alive by graphs.
         let describe =
             || OpDesc { name: "graph launch".into(), kind: OpKind::GraphLaunch { ops: self.nodes } };
-        // The graph's device was checked above; its buffers when captured.
+        // The graph's device was checked above; its buffers when captured,
+        // and those of other devices its kernels touch again just above.
         let op = Op::new("GraphExec::launch", Kind::Uncaptured, uses.as_slice())
             .describe(&describe)
             .device_checked();

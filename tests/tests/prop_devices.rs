@@ -379,13 +379,12 @@ fn a_failed_grant_leaves_peer_access_closed_and_a_later_enable_works() {
 
 /// A graph captured on device A over device B's buffer while A reaches B,
 /// replayed after `disable_peer_access`: the replay must be refused with
-/// `DeviceMismatch`, as a launch is. Today `GraphExec::launch` submits with
-/// `Op::device_checked` ("its buffers when captured", graph.rs), so the
-/// device rule is not asked again: the replay is accepted and its kernel
-/// touches memory A no longer reaches — an illegal address, the context
-/// lost (sticky) on the simulator as on a GPU.
+/// `DeviceMismatch`, as a launch is (`GraphExec::launch` asks the device
+/// rule again of the peer buffers its kernels touch,
+/// `engine::reached_again`). Before that fix the replay was accepted and its
+/// kernel touched memory A no longer reached — an illegal address, the
+/// context lost (sticky) on the simulator as on a GPU.
 #[test]
-#[ignore = "gpu-sync bug: GraphExec::launch skips the device rule (Op::device_checked), so a graph captured over a peer's buffer replays after disable_peer_access and faults"]
 fn a_graph_over_a_peer_buffer_is_refused_once_peer_access_is_disabled() {
     let _one = one_at_a_time();
     let t = ctx(0x2932);

@@ -347,6 +347,21 @@ pub(in crate::engine) fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach
     }
 }
 
+/// The device rule asked again of `allocs` for work on `s` whose kernels
+/// touch them (a graph replay: peer access open when it was captured may
+/// have been closed since): every one reached from the stream's device.
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`] naming `what`, the stream's device and
+/// the first allocation's device it no longer reaches.
+pub(crate) fn reached_again(s: &Timeline, allocs: &[Arc<Allocation>], what: &'static str) -> Result<()> {
+    if allocs.is_empty() {
+        return Ok(());
+    }
+    let uses: Vec<Use<'_>> = allocs.iter().map(|a| (Target::Device(a), Access::Read)).collect();
+    reached(s, uses.as_slice(), Reach::Every(what))
+}
+
 /// The recorder's hook around one operation while its device records.
 struct Hooked<'a> {
     sink: Arc<crate::trace::Sink>,

@@ -58,6 +58,10 @@ pub(in crate::engine) struct CaptureInner {
     pub accesses: HashMap<u64, (Arc<Allocation>, Access)>,
     /// What captured operations keep alive (kernels' modules).
     pub keep: Vec<KeepAlive>,
+    /// The allocations of other devices that operations needing every
+    /// buffer reached (kernels, fills) touched through peer access: a
+    /// replay asks the device rule of them again.
+    pub peer_touched: HashMap<u64, Arc<Allocation>>,
     /// Events of the graph's edges, released when the capture ends.
     pub events: Vec<OwnedEvent>,
     seq: u64,
@@ -198,6 +202,13 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
         cap.edge(inner, &from, s.raw(), device)?;
     }
     let r = op(s.raw())?;
+    if let Reach::Every(_) = reach {
+        for (alloc, _) in &list {
+            if !alloc.device().same(&s.device) {
+                inner.peer_touched.entry(alloc.res.id).or_insert_with(|| alloc.clone());
+            }
+        }
+    }
     inner.seq += 1;
     let seq = inner.seq;
     for (alloc, a) in &list {
@@ -256,6 +267,10 @@ pub(crate) struct Ended {
     pub accesses: Vec<(Arc<Allocation>, Access)>,
     /// What its operations keep alive (kernels' modules).
     pub keep: Vec<KeepAlive>,
+    /// Allocations of other devices its kernels (or fills) touch through
+    /// peer access: each replay asks the device rule of them again
+    /// (`engine::reached_again`), since peer access may have been closed.
+    pub peer_touched: Vec<Arc<Allocation>>,
 }
 
 impl Capture {
@@ -311,8 +326,9 @@ pub(in crate::engine) fn end(c: Capture) -> Result<Ended> {
     let mut g = state.inner.lock();
     let accesses = std::mem::take(&mut g.data.accesses).into_values().collect();
     let keep = std::mem::take(&mut g.data.keep);
+    let peer_touched = std::mem::take(&mut g.data.peer_touched).into_values().collect();
     drop(g);
-    Ok(Ended { graph, accesses, keep })
+    Ok(Ended { graph, accesses, keep, peer_touched })
 }
 
 /// Joins the forks, ends the capture on every stream, and releases what the

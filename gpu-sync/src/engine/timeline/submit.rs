@@ -89,8 +89,15 @@ impl Timeline {
     ) -> Result<(R, u64)> {
         // The caller bound this stream's context (waits on another device's
         // stream bind it back).
-        self.wait_before(books, op_name, deps)?;
-        let st = book_in(books, self.book.ordinal)?.stream(self);
+        let own = self.book.ordinal;
+        {
+            let book = book_in(books, own)?;
+            self.refuse_if_capturing(op_name)?;
+            if !deps.is_empty() && deps.iter().any(|p| self.needs_wait(book.stream(self), p)) {
+                self.wait_for(books, deps)?;
+            }
+        }
+        let st = book_in(books, own)?.stream(self);
         let r = op(self.raw())?;
         let ticket = self.draw_ticket(st);
         Ok((r, ticket))
