@@ -71,6 +71,14 @@ pub(crate) fn record(st: &mut State, caller: &Caller, ev: u64, stream: CUstream)
         }
         return Ok(());
     }
+    if crate::nccl::in_group() {
+        // cudarc's bug (cudarc #575): the group's work is queued at
+        // ncclGroupEnd, after this record, so the event does not cover it.
+        log::warn!(
+            "cuda-sim: event recorded inside an NCCL group: it does not cover the group's collectives, \
+             which are queued at ncclGroupEnd"
+        );
+    }
     let op = stream::enqueue(st, sid, Work::Marker, Waits::default())?;
     let rec = st.ops.get(&op).map(|o| EventRec { op, clock: o.stamp.clock.clone(), time: o.end });
     if let Some(e) = st.events.get_mut(&ev) {

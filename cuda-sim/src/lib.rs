@@ -145,6 +145,7 @@ mod host;
 mod memory;
 pub mod model;
 mod module;
+pub mod nccl;
 mod ops;
 mod oracle;
 mod peer;

@@ -96,6 +96,9 @@ pub(crate) enum Work {
     /// launch of the graph records the event at this node's finish
     /// ([`crate::graph::launch`]).
     EventRecord(u64),
+    /// One rank's part of NCCL collectives (`crate::nccl`): runs when every
+    /// part of its collectives is reached on its stream.
+    Nccl(Arc<crate::nccl::Part>),
 }
 
 /// A byte range an operation declares it will touch, for checks against
@@ -211,6 +214,7 @@ impl Work {
                 v
             }
             Work::Graph(g) => g.nodes.iter().flat_map(|n| n.work.declared(mem)).collect(),
+            Work::Nccl(p) => p.declared(mem),
         }
     }
 }
@@ -273,6 +277,7 @@ pub(crate) fn duration(work: &Work, declared: &[Declared]) -> u64 {
             if host(dst) || host(src) { pcie_ns(*len) } else { memory_ns(len * 2) }
         }
         Work::Graph(g) => g.duration,
+        Work::Nccl(p) => p.duration,
     }
 }
 

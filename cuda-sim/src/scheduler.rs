@@ -19,20 +19,58 @@ use crate::rng::Rng;
 use crate::state::{self, State};
 use std::sync::Arc;
 
+/// A host wait that can only progress once another thread issues a
+/// collective's missing part: never returned to a program (the entry
+/// point's door waits for the part with the lock released and tries
+/// again, `crate::entry::api`).
+pub(crate) const PEER_PENDING: cuda_sys::CUresult = cuda_sys::CUresult(0x7fff_5eed);
+
+/// What a host wait returns when collectives wait for each other
+/// (`crate::nccl`'s deadlock): the wait would never end on a GPU.
+pub(crate) const DEADLOCK: cuda_sys::CUresult = cuda_sys::CUresult::CUDA_ERROR_LAUNCH_TIMEOUT;
+
 /// Runs operations (of `session` first) until `done` holds.
 ///
 /// # Errors
-/// `CUDA_ERROR_UNKNOWN` if nothing is ready while `done` does not hold
-/// (cannot happen: dependencies always point to earlier operations).
+/// [`PEER_PENDING`] when only a collective whose part another thread has
+/// not issued yet could progress; [`DEADLOCK`] (reported to the session
+/// and the communicators) when collectives wait for each other;
+/// `CUDA_ERROR_UNKNOWN` if nothing is ready otherwise (cannot happen:
+/// dependencies always point to earlier operations).
 pub(crate) fn run_until(st: &mut State, session: u64, mut done: impl FnMut(&State) -> bool) -> Res {
     while !done(st) {
         let Some(op) = pick(st, session, true) else {
-            log::error!("cuda-sim: scheduler found no ready operation (internal error)");
-            return Err(UNKNOWN);
+            return Err(stalled(st, session));
         };
         execute(st, op);
     }
     Ok(())
+}
+
+/// Why nothing is ready, as a host wait's error (reporting a deadlock).
+fn stalled(st: &mut State, session: u64) -> cuda_sys::CUresult {
+    match crate::nccl::stall(st) {
+        Some(crate::nccl::Stall::Peer) => PEER_PENDING,
+        Some(crate::nccl::Stall::Deadlock(what, comms)) => {
+            crate::nccl::report_deadlock(st, session, &what, &comms);
+            DEADLOCK
+        }
+        None => {
+            log::error!("cuda-sim: scheduler found no ready operation (internal error)");
+            UNKNOWN
+        }
+    }
+}
+
+/// Runs every ready operation (of `session` first, then any), then reports
+/// a deadlock if collectives are left waiting for each other.
+pub(crate) fn run_ready(st: &mut State, session: u64) {
+    while let Some(op) = pick(st, session, true) {
+        execute(st, op);
+    }
+    if !st.ops.is_empty() {
+        let _ = stalled(st, session);
+    }
 }
 
 /// Runs up to `n` ready operations of `session`.
@@ -55,7 +93,10 @@ fn best<'a>(st: &State, ids: impl Iterator<Item = &'a u64>) -> Option<u64> {
     for sid in ids {
         let Some(head) = st.streams.get(sid).and_then(|s| s.queue.front()) else { continue };
         let Some(op) = st.ops.get(head) else { continue };
-        if op.deps.iter().all(|d| complete(st, *d)) && best.is_none_or(|b| (op.prio, op.id) < b) {
+        if op.deps.iter().all(|d| complete(st, *d))
+            && best.is_none_or(|b| (op.prio, op.id) < b)
+            && (!matches!(op.work, Work::Nccl(_)) || crate::nccl::ready(st, op.id))
+        {
             best = Some((op.prio, op.id));
         }
     }
@@ -74,9 +115,11 @@ fn pick(st: &State, session: u64, fallback: bool) -> Option<u64> {
     if fallback { best(st, st.streams.keys()) } else { None }
 }
 
-/// Executes operation `id` (which must be ready) and retires it.
-fn execute(st: &mut State, id: u64) {
-    let Some(op) = st.ops.remove(&id) else { return };
+/// Removes operation `id` from the queued work and its stream; returns it
+/// and whether its destroyed stream is now drained (the caller removes the
+/// stream once the operation has run).
+pub(crate) fn take(st: &mut State, id: u64) -> Option<(Op, bool)> {
+    let op = st.ops.remove(&id)?;
     let mut drained = false;
     if let Some(s) = st.streams.get_mut(&op.stream) {
         if s.queue.front() == Some(&id) {
@@ -86,6 +129,16 @@ fn execute(st: &mut State, id: u64) {
         }
         drained = s.destroyed && s.queue.is_empty();
     }
+    Some((op, drained))
+}
+
+/// Executes operation `id` (which must be ready) and retires it.
+fn execute(st: &mut State, id: u64) {
+    if matches!(st.ops.get(&id).map(|o| &o.work), Some(Work::Nccl(_))) {
+        // The collective's whole rendezvous runs at once.
+        return crate::nccl::execute(st, id);
+    }
+    let Some((op, drained)) = take(st, id) else { return };
     run_op(st, &op);
     crate::cupti::on_execute(st, &op, op.start);
     if drained {
@@ -153,7 +206,8 @@ fn illegal(st: &mut State, session: u64, what: &str) {
 /// Runs one piece of work with `stamp` as its oracle identity.
 pub(crate) fn run_work(st: &mut State, session: u64, stamp: &Stamp, work: &Work, rng: &mut Rng) {
     match work {
-        Work::Marker | Work::EventRecord(_) => {}
+        // A collective part runs with its rendezvous (`crate::nccl::execute`).
+        Work::Marker | Work::EventRecord(_) | Work::Nccl(_) => {}
         Work::HostFn { f, data } => {
             let inside = state::inside();
             // SAFETY: `f` and `data` were passed together to cuLaunchHostFunc;

@@ -123,6 +123,8 @@ pub(crate) struct SessionState {
     /// Host covers given so far (the last `RX` number, `crate::retire`).
     pub(crate) retired: u64,
     pub(crate) races: Vec<RaceReport>,
+    /// NCCL deadlocks found by host waits (`crate::nccl`).
+    pub(crate) deadlocks: Vec<String>,
     seen: HashSet<(u64, u64, u64, u64, u64)>,
     /// The last [`CALL_LOG`] calls, oldest first.
     pub(crate) calls: std::collections::VecDeque<&'static str>,
@@ -162,6 +164,7 @@ impl SessionState {
             drained: HashMap::new(),
             retired: 0,
             races: Vec::new(),
+            deadlocks: Vec::new(),
             seen: HashSet::new(),
             calls: std::collections::VecDeque::new(),
             total_calls: 0,
@@ -348,6 +351,14 @@ impl Session {
     /// Like [`Session::races`], and clears them.
     pub fn take_races(&self) -> Vec<RaceReport> {
         self.with(Vec::new(), |s| std::mem::take(&mut s.races))
+    }
+
+    /// The NCCL deadlocks found so far in this session's host waits (or by
+    /// `ncclCommGetAsyncError`), each described: collectives issued in
+    /// different orders on different devices, waiting for each other (see
+    /// [`crate::nccl`]).
+    pub fn deadlocks(&self) -> Vec<String> {
+        self.with(Vec::new(), |s| s.deadlocks.clone())
     }
 
     /// Objects this session created that are still alive.

@@ -56,6 +56,8 @@ pub(crate) struct State {
     pub(crate) cupti: crate::cupti::CuptiState,
     /// Destroyed streams retired from the vector clocks (`crate::retire`).
     pub(crate) retirements: crate::retire::Retirements,
+    /// The simulated NCCL's communicators and collectives in flight.
+    pub(crate) nccl: crate::nccl::NcclState,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -78,6 +80,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         ops: HashMap::new(),
         cupti: crate::cupti::CuptiState::default(),
         retirements: crate::retire::Retirements::default(),
+        nccl: crate::nccl::NcclState::default(),
     })
 });
 
@@ -124,6 +127,15 @@ impl From<Reentered> for cuda_sys::CUresult {
 impl From<Reentered> for cuda_sys::cupti_bindings::CUptiResult {
     fn from(_: Reentered) -> cuda_sys::cupti_bindings::CUptiResult {
         cuda_sys::cupti_bindings::CUptiResult::CUPTI_ERROR_INVALID_OPERATION
+    }
+}
+
+/// The NCCL table's answer: `ncclInvalidUsage` (NCCL's code for a call
+/// made where the API forbids it; a host function "may not make any CUDA
+/// API calls").
+impl From<Reentered> for cuda_sys::nccl_bindings::ncclResult_t {
+    fn from(_: Reentered) -> cuda_sys::nccl_bindings::ncclResult_t {
+        cuda_sys::nccl_bindings::ncclResult_t::ncclInvalidUsage
     }
 }
 

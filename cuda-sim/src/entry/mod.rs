@@ -21,6 +21,7 @@ mod peer;
 mod stream;
 
 use crate::result::{CUresult, INVALID_VALUE, NOT_INITIALIZED, Res, SUCCESS, is_sticky};
+use crate::scheduler::{DEADLOCK, PEER_PENDING};
 use crate::session;
 use crate::state::{self, Caller, State};
 use cuda_sys::{Driver, InstallError};
@@ -36,36 +37,63 @@ const BEFORE_INIT: [&str; 2] = ["cuInit", "cuDriverGetVersion"];
 /// The common prologue: refuse calls from inside a host function
 /// (`CUDA_ERROR_NOT_PERMITTED`, never a deadlock), log the call, return the
 /// session's sticky error if it is poisoned, apply the fault plan, require
-/// `cuInit`.
-pub(crate) fn api(name: &'static str, body: impl FnOnce(&mut State, &Caller) -> Res) -> CUresult {
+/// `cuInit`. A body that waits for a collective part another thread has
+/// not issued yet ([`PEER_PENDING`]) is run again, with the lock released
+/// in between, for up to [`crate::nccl::PEER_TIMEOUT`]; then the wait
+/// fails with [`DEADLOCK`] and a report.
+pub(crate) fn api(name: &'static str, mut body: impl FnMut(&mut State, &Caller) -> Res) -> CUresult {
     let session = session::current();
-    let mut guard = match state::enter() {
-        Ok(g) => g,
-        Err(refused) => return refused.into(),
-    };
-    let st = &mut *guard;
-    let s = st.session_mut(session);
-    let (n, k) = s.count_call(name);
-    if let Some(code) = s.sticky {
-        return code;
-    }
-    if let Some(code) = s.faults.decide(n, name, k).filter(|c| *c != SUCCESS) {
-        log::info!("cuda-sim: fault injection fails {name} (call {n}) with {code:?}");
-        if is_sticky(code) {
-            s.poison(code);
+    let mut first = true;
+    let deadline = std::time::Instant::now() + crate::nccl::PEER_TIMEOUT;
+    loop {
+        let mut guard = match state::enter() {
+            Ok(g) => g,
+            Err(refused) => return refused.into(),
+        };
+        let st = &mut *guard;
+        let s = st.session_mut(session);
+        if first {
+            let (n, k) = s.count_call(name);
+            if let Some(code) = s.sticky {
+                return code;
+            }
+            if let Some(code) = s.faults.decide(n, name, k).filter(|c| *c != SUCCESS) {
+                log::info!("cuda-sim: fault injection fails {name} (call {n}) with {code:?}");
+                if is_sticky(code) {
+                    s.poison(code);
+                }
+                return code;
+            }
+            if !st.initialized && !BEFORE_INIT.contains(&name) {
+                return NOT_INITIALIZED;
+            }
+            first = false;
+        } else if let Some(code) = s.sticky {
+            return code;
         }
-        return code;
-    }
-    if !st.initialized && !BEFORE_INIT.contains(&name) {
-        return NOT_INITIALIZED;
-    }
-    let caller = Caller { session, thread: std::thread::current().id(), ctx: state::current_ctx() };
-    let r = body(st, &caller);
-    // No clock copy outlives the body: the one safe moment to sweep.
-    crate::retire::maybe_sweep(st);
-    match r {
-        Ok(()) => SUCCESS,
-        Err(code) => code,
+        let caller = Caller { session, thread: std::thread::current().id(), ctx: state::current_ctx() };
+        let r = body(st, &caller);
+        // No clock copy outlives the body: the one safe moment to sweep.
+        crate::retire::maybe_sweep(st);
+        match r {
+            Ok(()) => return SUCCESS,
+            Err(PEER_PENDING) if std::time::Instant::now() < deadline => {
+                // A host wait for a collective whose part another thread
+                // has yet to issue: wait for that thread, lock released.
+                drop(guard);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            Err(PEER_PENDING) => {
+                let what = format!(
+                    "{name}: a collective's part was never issued by its rank within {:?} (a peer that never \
+                     came)",
+                    crate::nccl::PEER_TIMEOUT
+                );
+                crate::nccl::report_deadlock(st, session, &what, &[]);
+                return DEADLOCK;
+            }
+            Err(code) => return code,
+        }
     }
 }
 
@@ -137,9 +165,10 @@ pub fn table() -> Driver {
 /// [`InstallError`] when another driver (libcuda) is already loaded or
 /// installed.
 pub fn install() -> Result<&'static Driver, InstallError> {
-    // The simulator's CUPTI comes with its driver (a libcupti loaded before
-    // keeps its place, and reports on no simulated work).
+    // The simulator's CUPTI and NCCL come with its driver (a libcupti or
+    // libnccl loaded before keeps its place, and sees no simulated work).
     crate::cupti::install();
+    crate::nccl::install();
     if let Some(d) = cuda_sys::installed().filter(|d| d.origin() == ORIGIN) {
         return Ok(d);
     }
