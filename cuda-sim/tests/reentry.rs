@@ -1,7 +1,7 @@
 //! Every simulated table refuses a call made from inside the simulator: a
 //! host function or a registered kernel's CPU version runs with the global
 //! lock held by the very thread that would call back, so each table
-//! (the driver's, CUPTI's) must answer its refusal code instead of
+//! (the driver's, CUPTI's, NCCL's) must answer its refusal code instead of
 //! deadlocking on that lock. Each test runs under a watchdog: a regression
 //! aborts the binary with the test's name instead of hanging CI.
 
@@ -50,6 +50,7 @@ impl Drop for Watchdog {
 enum Table {
     Driver,
     Cupti,
+    Nccl,
 }
 
 /// The table the next probe calls, and what each of its calls returned
@@ -116,6 +117,26 @@ fn probe() {
             let fl = a.flush().map_err(|e| e.to_string());
             seen.push(("Activity::flush", format!("{fl:?}")));
         }
+        Some(Table::Nccl) => {
+            let t = cuda_sim::nccl::table();
+            let name = |r| cuda_sys::nccl::nccl_result_name(r).to_owned();
+            let mut id = cuda_sys::nccl_bindings::ncclUniqueId::default();
+            // SAFETY: a valid out-pointer.
+            seen.push(("ncclGetUniqueId", name(unsafe { (t.ncclGetUniqueId.expect("id"))(&mut id) })));
+            // SAFETY: takes no argument.
+            seen.push(("ncclGroupStart", name(unsafe { (t.ncclGroupStart.expect("start"))() })));
+            // SAFETY: takes no argument.
+            seen.push(("ncclGroupEnd", name(unsafe { (t.ncclGroupEnd.expect("end"))() })));
+            let mut comms = [std::ptr::null_mut(); 2];
+            // SAFETY: room for two handles; a null device list means 0 and 1.
+            let r =
+                unsafe { (t.ncclCommInitAll.expect("init all"))(comms.as_mut_ptr(), 2, std::ptr::null()) };
+            seen.push(("ncclCommInitAll", name(r)));
+            // Through cuda-sys's per-call layer.
+            let n = cuda_sys::nccl::nccl().expect("the simulator's NCCL");
+            let r = cuda_sys::nccl::result::get_unique_id(n).map(drop).map_err(|e| e.to_string());
+            seen.push(("result::get_unique_id", format!("{r:?}")));
+        }
         None => {}
     }
     SEEN.lock().unwrap_or_else(|p| p.into_inner()).extend(seen);
@@ -153,6 +174,8 @@ fn probe_inside(table: Table, kernel: bool, seed: u64) -> Vec<(&'static str, Str
         (Table::Driver, true) => "driver call in a registered kernel",
         (Table::Cupti, false) => "CUPTI call in a host function",
         (Table::Cupti, true) => "CUPTI call in a registered kernel",
+        (Table::Nccl, false) => "NCCL call in a host function",
+        (Table::Nccl, true) => "NCCL call in a registered kernel",
     };
     let dog = Watchdog::arm(20, what);
     let s = e.stream(NB);
@@ -207,4 +230,16 @@ fn cupti_calls_from_a_host_function_are_refused() {
 fn cupti_calls_from_a_registered_kernel_are_refused() {
     let seen = probe_inside(Table::Cupti, true, 0x2e04);
     assert_all_refused(&seen, "CUPTI_ERROR_INVALID_OPERATION", 7);
+}
+
+#[test]
+fn nccl_calls_from_a_host_function_are_refused() {
+    let seen = probe_inside(Table::Nccl, false, 0x2e05);
+    assert_all_refused(&seen, "ncclInvalidUsage", 5);
+}
+
+#[test]
+fn nccl_calls_from_a_registered_kernel_are_refused() {
+    let seen = probe_inside(Table::Nccl, true, 0x2e06);
+    assert_all_refused(&seen, "ncclInvalidUsage", 5);
 }

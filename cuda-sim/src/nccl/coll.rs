@@ -119,7 +119,11 @@ impl Part {
 }
 
 fn access_name(call: Call, write: bool) -> String {
-    if write { format!("{} recvbuff (write)", call.name()) } else { format!("{} sendbuff (read)", call.name()) }
+    if write {
+        format!("{} recvbuff (write)", call.name())
+    } else {
+        format!("{} sendbuff (read)", call.name())
+    }
 }
 
 /// What identifies one collective across its ranks.
@@ -338,7 +342,14 @@ fn write(st: &mut State, m: &Member<'_>, addr: u64, data: &[u8]) {
 }
 
 fn record(stamp: &Stamp, start: u64, len: u64, write: bool, call: Call) -> Record {
-    Record { stamp: stamp.clone(), start, end: start + len, write, free: false, op: access_name(call, write).into() }
+    Record {
+        stamp: stamp.clone(),
+        start,
+        end: start + len,
+        write,
+        free: false,
+        op: access_name(call, write).into(),
+    }
 }
 
 /// Computes one instance: reads every member's send buffer, then writes
@@ -370,7 +381,8 @@ fn run_instance(st: &mut State, inst: &Instance, taken: &HashMap<u64, Op>) {
     };
     if !consistent {
         let comms: Vec<u64> = members.iter().map(|m| m.part.comm).collect();
-        let what = format!("the ranks' {} calls differ (kind, count, type, operator or root)", first.call.name());
+        let what =
+            format!("the ranks' {} calls differ (kind, count, type, operator or root)", first.call.name());
         super::fail_comms(st, &comms, ncclResult_t::ncclInvalidUsage, &what);
         return;
     }
@@ -454,7 +466,7 @@ pub(crate) fn stall(st: &State) -> Option<Stall> {
             return Some(Stall::Peer);
         }
         let Some(p) = part_of(st, *h) else { continue };
-        comms.push(p.comm);
+        comms.extend(ops.iter().filter_map(|o| part_of(st, *o)).map(|q| q.comm));
         let names: Vec<&str> = p.items.iter().map(|i| i.call.name()).collect();
         let stream = st.ops.get(h).and_then(|o| st.streams.get(&o.stream)).map(|s| s.label());
         let blocked: Vec<String> = ops

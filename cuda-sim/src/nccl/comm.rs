@@ -1,9 +1,7 @@
 //! Communicators: unique ids, init (all at once, by rank, by split),
 //! finalize, destroy, abort, and the asynchronous state.
 
-use super::{
-    Clique, Comm, NcclState, Split, comm_handle, comm_id, enter, fail, fail_comms, issue, wait_for,
-};
+use super::{Clique, Comm, NcclState, Split, comm_handle, comm_id, enter, fail, fail_comms, issue, wait_for};
 use crate::state::State;
 use cuda_sys::nccl::Nccl;
 use cuda_sys::nccl_bindings::{NCCL_SPLIT_NOCOLOR, ncclComm_t, ncclConfig_t, ncclResult_t, ncclUniqueId};
@@ -125,7 +123,10 @@ unsafe extern "C" fn ncclCommInitRankConfig(
         let st = &mut *guard;
         let caller_ctx = crate::state::current_ctx();
         let Some(device) = caller_ctx.and_then(|c| st.ctx_device(c)) else {
-            return fail(ncclResult_t::ncclUnhandledCudaError, &format!("{WHAT}: no CUDA context is current"));
+            return fail(
+                ncclResult_t::ncclUnhandledCudaError,
+                &format!("{WHAT}: no CUDA context is current"),
+            );
         };
         let key: Vec<u8> = id.internal.iter().map(|c| *c as u8).collect();
         let clique = match st.nccl.by_id.get(&key) {
@@ -162,7 +163,11 @@ unsafe extern "C" fn ncclCommInitRankConfig(
     finish_join(h, blocking, WHAT)
 }
 
-unsafe extern "C" fn ncclCommInitAll(comms: *mut ncclComm_t, ndev: c_int, devlist: *const c_int) -> ncclResult_t {
+unsafe extern "C" fn ncclCommInitAll(
+    comms: *mut ncclComm_t,
+    ndev: c_int,
+    devlist: *const c_int,
+) -> ncclResult_t {
     if comms.is_null() || ndev < 1 {
         return fail(ncclResult_t::ncclInvalidArgument, "ncclCommInitAll: null comms or no device");
     }
@@ -266,7 +271,11 @@ unsafe extern "C" fn ncclCommSplit(
 }
 
 /// Looks up a live communicator.
-fn with_comm<T>(comm: ncclComm_t, what: &str, f: impl FnOnce(&mut State, u64) -> T) -> Result<T, ncclResult_t> {
+fn with_comm<T>(
+    comm: ncclComm_t,
+    what: &str,
+    f: impl FnOnce(&mut State, u64) -> T,
+) -> Result<T, ncclResult_t> {
     let mut st = enter()?;
     let id = comm_id(comm);
     if !st.nccl.comms.contains_key(&id) {

@@ -105,7 +105,8 @@ unsafe extern "C" fn ncclGroupEnd() -> ncclResult_t {
     if !blocking.is_empty() {
         let r = wait_for(
             |st| {
-                if let Some(c) = blocking.iter().filter_map(|h| st.nccl.comms.get(h)).find(|c| c.error != OK) {
+                if let Some(c) = blocking.iter().filter_map(|h| st.nccl.comms.get(h)).find(|c| c.error != OK)
+                {
                     return Some(c.error);
                 }
                 blocking.iter().all(|h| ready(&st.nccl, *h)).then_some(OK)
@@ -183,16 +184,20 @@ fn operation(
         );
     }
     let Some(es) = reduce::elem_size(ty) else {
-        return fail(ncclResult_t::ncclInvalidArgument, &format!("{what}: element kind {} not supported", ty.0));
+        return fail(
+            ncclResult_t::ncclInvalidArgument,
+            &format!("{what}: element kind {} not supported", ty.0),
+        );
     };
     let op_ok = match call {
         Call::AllReduce(op) | Call::Reduce { op, .. } | Call::ReduceScatter(op) => reduce::valid_op(op),
         _ => true,
     };
     let peer_ok = match call {
-        Call::Broadcast { root: r } | Call::Reduce { root: r, .. } | Call::Send { peer: r } | Call::Recv { peer: r } => {
-            (0..nranks).contains(&r)
-        }
+        Call::Broadcast { root: r }
+        | Call::Reduce { root: r, .. }
+        | Call::Send { peer: r }
+        | Call::Recv { peer: r } => (0..nranks).contains(&r),
         _ => true,
     };
     if !op_ok || !peer_ok {
@@ -211,7 +216,10 @@ fn operation(
         );
     }
     if s.capture.is_some() {
-        return fail(ncclResult_t::ncclInvalidUsage, &format!("{what}: capturing a collective is not simulated"));
+        return fail(
+            ncclResult_t::ncclInvalidUsage,
+            &format!("{what}: capturing a collective is not simulated"),
+        );
     }
     let count = count as u64;
     let (slen, rlen) = call.lens(rank, nranks, count, es);

@@ -181,7 +181,8 @@ fn fail(code: ncclResult_t, why: &str) -> ncclResult_t {
 
 /// Enters the simulator (refused from inside it: `ncclInvalidUsage`).
 fn enter() -> Result<MutexGuard<'static, State>, ncclResult_t> {
-    state::enter().map_err(|r| fail(r.into(), "NCCL called from inside the simulator (a host function or kernel)"))
+    state::enter()
+        .map_err(|r| fail(r.into(), "NCCL called from inside the simulator (a host function or kernel)"))
 }
 
 /// The communicator behind a handle.
@@ -210,7 +211,8 @@ pub(crate) fn fail_comms(st: &mut State, comms: &[u64], code: ncclResult_t, why:
 /// Records a deadlock found by a host wait of `session` (once per set of
 /// communicators): the session's report, and `ncclInvalidUsage` on each.
 pub(crate) fn report_deadlock(st: &mut State, session: u64, what: &str, comms: &[u64]) {
-    let fresh = comms.iter().any(|c| st.nccl.comms.get(c).is_some_and(|c| c.error == ncclResult_t::ncclSuccess));
+    let fresh =
+        comms.iter().any(|c| st.nccl.comms.get(c).is_some_and(|c| c.error == ncclResult_t::ncclSuccess));
     if fresh || comms.is_empty() {
         log::warn!("cuda-sim: {what}");
         st.session_mut(session).deadlocks.push(what.to_owned());
@@ -258,9 +260,13 @@ unsafe extern "C" fn ncclGetVersion(v: *mut i32) -> ncclResult_t {
 unsafe extern "C" fn ncclGetErrorString(r: ncclResult_t) -> *const c_char {
     let s: &'static std::ffi::CStr = match r {
         ncclResult_t::ncclSuccess => c"no error",
-        ncclResult_t::ncclUnhandledCudaError => c"unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        ncclResult_t::ncclUnhandledCudaError => {
+            c"unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
+        }
         ncclResult_t::ncclSystemError => c"unhandled system error (run with NCCL_DEBUG=INFO for details)",
-        ncclResult_t::ncclInternalError => c"internal error - please report this issue to the NCCL developers",
+        ncclResult_t::ncclInternalError => {
+            c"internal error - please report this issue to the NCCL developers"
+        }
         ncclResult_t::ncclInvalidArgument => c"invalid argument (run with NCCL_DEBUG=WARN for details)",
         ncclResult_t::ncclInvalidUsage => c"invalid usage (run with NCCL_DEBUG=WARN for details)",
         ncclResult_t::ncclRemoteError => c"remote process exited or there was a network error",
