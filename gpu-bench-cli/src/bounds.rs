@@ -119,6 +119,18 @@ pub const COPY_BYTES: Range = Range::whole(16, 16 << 30, "B");
 /// and even ([`handoff_hops`]: the chain A → B → A … ends on A, where its
 /// events are).
 pub const HANDOFF_HOPS: Range = Range::whole(2, gpu_bench::p2p::MAX_HANDOFF_HOPS as u64, "");
+/// A size of `nccl` (`--min-bytes`, `--max-bytes`): 1 B to 16 GiB.
+pub const NCCL_BYTES: Range = Range::whole(1, 16 << 30, "B");
+/// The factor between `nccl`'s sizes: 2 to 1024.
+pub const FACTOR: Range = Range::whole(2, 1024, "");
+/// Timed iterations per size: 1 to 100,000.
+pub const ITERS: Range = Range::whole(1, 100_000, "");
+/// Warmup or checked iterations per size: 0 to 100,000.
+pub const ITERS0: Range = Range::whole(0, 100_000, "");
+/// A bandwidth in GB/s above 0 (at most 10^6: no link is near it).
+pub const GBPS: Range = Range { whole: false, lo: 0.0, lo_open: true, hi: 1e6, unit: "GB/s" };
+/// Elements of a reference altered for a test of the check: 0 to 10^9.
+pub const PLANT: Range = Range::whole(0, 1_000_000_000, "");
 
 /// Every numeric flag of the command (its long name) and its range.
 pub const RANGES: &[(&str, Range)] = &[
@@ -142,6 +154,16 @@ pub const RANGES: &[(&str, Range)] = &[
     ("chunks", COUNT2),
     ("bytes", COPY_BYTES),
     ("handoff-hops", HANDOFF_HOPS),
+    ("devices", ORDINAL),
+    ("min-bytes", NCCL_BYTES),
+    ("max-bytes", NCCL_BYTES),
+    ("factor", FACTOR),
+    ("warmup-iters", ITERS0),
+    ("iters", ITERS),
+    ("check-iters", ITERS0),
+    ("min-busbw", GBPS),
+    ("peer-peak", GBPS),
+    ("plant-wrong", PLANT),
 ];
 
 /// The range of the numeric flag `--long`.
@@ -227,6 +249,69 @@ pub fn handoff_hops(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A size of `nccl` ([`NCCL_BYTES`]): a whole number of bytes, or one of
+/// KiB, MiB or GiB with the suffix `K`, `M` or `G` as nccl-tests takes them
+/// (`4G`).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn nccl_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    if shift == 0 {
+        return NCCL_BYTES.usize(t);
+    }
+    match digits.parse::<u64>() {
+        Ok(v) => NCCL_BYTES.usize(&v.saturating_mul(1 << shift).to_string()),
+        Err(_) => Err(format!("{s:?} is not a whole number of bytes, K, M or G ({})", NCCL_BYTES.expected())),
+    }
+}
+
+/// The factor between sizes ([`FACTOR`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn factor(s: &str) -> Result<usize, String> {
+    FACTOR.usize(s)
+}
+
+/// Timed iterations ([`ITERS`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn iters(s: &str) -> Result<usize, String> {
+    ITERS.usize(s)
+}
+
+/// Warmup or checked iterations ([`ITERS0`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn iters0(s: &str) -> Result<usize, String> {
+    ITERS0.usize(s)
+}
+
+/// A bandwidth in GB/s ([`GBPS`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn gbps(s: &str) -> Result<f64, String> {
+    GBPS.parse(s)
+}
+
+/// Elements to alter ([`PLANT`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn plant(s: &str) -> Result<usize, String> {
+    PLANT.usize(s)
+}
+
 /// A size in whole MiB ([`MIB`]).
 ///
 /// # Errors
@@ -301,6 +386,14 @@ mod tests {
         assert_eq!(chunk_bytes("0.25"), Ok(256 << 10));
         assert_eq!(chunk_bytes("32"), Ok(32 << 20));
         assert!(chunk_bytes("0.01").unwrap_err().contains("below 0.0625 MiB"));
+        assert_eq!(nccl_bytes("4G"), Ok(4 << 30));
+        assert_eq!(nccl_bytes("8"), Ok(8));
+        assert_eq!(nccl_bytes("32k"), Ok(32 << 10));
+        assert!(nccl_bytes("17G").unwrap_err().starts_with("18253611008 B is above 17179869184 B ("));
+        assert!(nccl_bytes("1.5G").unwrap_err().contains("not a whole number of bytes"));
+        assert!(nccl_bytes("0").unwrap_err().starts_with("0 B is below 1 B ("));
+        assert!(factor("1").is_err() && iters("0").is_err() && iters0("0") == Ok(0));
+        assert!(gbps("0").unwrap_err().starts_with("0 GB/s is not above 0 GB/s ("));
     }
 
     #[test]

@@ -188,6 +188,16 @@ pub enum Command {
     /// peer access off and on, SM copy push and pull, 4-byte latency, the
     /// NVLink count, the raw cuMemcpyPeerAsync loop beside; heatmap.svg in --out.
     P2p(P2pArgs),
+    /// NCCL collectives over every GPU from one process, as nccl-tests
+    /// (`-b -e -f`, `-g N`): all-reduce, all-gather, reduce-scatter,
+    /// broadcast, ring send/recv, all-to-all; time, algbw, busbw, #wrong per
+    /// size; busbw.svg in --out. Needs NCCL_NVLS_ENABLE=0 exported.
+    ///
+    /// Exit 0: every row checked and right; 1: a collective's average busbw
+    /// below --min-busbw; 2: bad arguments or NCCL_NVLS_ENABLE not 0; 4: a
+    /// row with wrong elements or a busbw above the measured peer peak.
+    #[command(verbatim_doc_comment)]
+    Nccl(NcclArgs),
     /// Compares two results.json files (timer reports, or two rooflines
     /// per ceiling): a CI gate that exits 1 only on a regression.
     ///
@@ -340,6 +350,102 @@ pub struct P2pArgs {
     /// and waits): an even number from 2 to 128; default 64.
     #[arg(long, value_parser = crate::bounds::handoff_hops)]
     pub handoff_hops: Option<usize>,
+}
+
+/// `gpu-bench nccl`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NcclArgs {
+    /// The devices, in rank order, comma separated (`0,1`); default every
+    /// device.
+    #[arg(long, value_delimiter = ',', value_parser = crate::bounds::ordinal)]
+    pub devices: Vec<i32>,
+    /// The collectives, comma separated; default all.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub collectives: Vec<CollectiveArg>,
+    /// The element kind (nccl-tests' `-d`); sums of the inputs are exact in
+    /// every kind, so every output is checked for equality.
+    #[arg(long, value_enum, default_value_t = DtypeArg::F32)]
+    pub dtype: DtypeArg,
+    /// The first size, bytes, `K`, `M`, `G` (binary) allowed (nccl-tests'
+    /// `-b`); default 8.
+    #[arg(long, value_parser = crate::bounds::nccl_bytes)]
+    pub min_bytes: Option<usize>,
+    /// The last size (`-e`); default 4G, 1M with --quick or on the
+    /// simulator.
+    #[arg(long, value_parser = crate::bounds::nccl_bytes)]
+    pub max_bytes: Option<usize>,
+    /// The factor between sizes (`-f`); default 2.
+    #[arg(long, value_parser = crate::bounds::factor)]
+    pub factor: Option<usize>,
+    /// Untimed iterations per size (`-w`); default 5, 1 with --quick or on
+    /// the simulator.
+    #[arg(long, value_parser = crate::bounds::iters0)]
+    pub warmup_iters: Option<usize>,
+    /// Timed iterations per size (`-n`); default 20, 5 with --quick or on
+    /// the simulator.
+    #[arg(long, value_parser = crate::bounds::iters)]
+    pub iters: Option<usize>,
+    /// Checked iterations per size, after the timed ones, outputs cleared
+    /// first (`-c`); 0 checks nothing. Default 1.
+    #[arg(long, value_parser = crate::bounds::iters0)]
+    pub check_iters: Option<usize>,
+    /// Exit 1 when a collective's average busbw (nccl-tests' "Avg bus
+    /// bandwidth") is below this, GB/s.
+    #[arg(long, value_parser = crate::bounds::gbps)]
+    pub min_busbw: Option<f64>,
+    /// The copy engine's measured one-way peer peak, GB/s: a row whose
+    /// busbw exceeds it is an error, not a result.
+    #[arg(long, value_parser = crate::bounds::gbps, conflicts_with = "peers")]
+    pub peer_peak: Option<f64>,
+    /// A `gpu-bench p2p` results.json: its fastest one-way copy with peer
+    /// access is the peer peak (as --peer-peak).
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// Alter this many elements of rank 0's reference in every checked
+    /// output (a test of the check: the rows must count them).
+    #[arg(long, hide = true, default_value_t = 0, value_parser = crate::bounds::plant)]
+    pub plant_wrong: usize,
+}
+
+/// `--collectives`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CollectiveArg {
+    /// ncclAllReduce (sum).
+    #[value(alias = "all_reduce")]
+    AllReduce,
+    /// ncclAllGather.
+    #[value(alias = "all_gather")]
+    AllGather,
+    /// ncclReduceScatter (sum).
+    #[value(alias = "reduce_scatter")]
+    ReduceScatter,
+    /// ncclBroadcast from rank 0.
+    Broadcast,
+    /// ncclSend/ncclRecv in a ring (rank i to i + 1), as nccl-tests' sendrecv_perf.
+    #[value(name = "sendrecv", alias = "send-recv")]
+    SendRecv,
+    /// Grouped ncclSend/ncclRecv, every rank to every rank, as alltoall_perf.
+    #[value(name = "alltoall", alias = "all-to-all")]
+    AllToAll,
+}
+
+/// `--dtype`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DtypeArg {
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// 32-bit signed integer.
+    I32,
+    /// 64-bit signed integer.
+    I64,
+    /// Byte.
+    U8,
 }
 
 fn column(s: &str) -> Result<Column, String> {

@@ -23,6 +23,7 @@
 mod args;
 mod bandwidth;
 mod common;
+mod nccl;
 mod overhead;
 mod overlap;
 mod p2p;
@@ -189,6 +190,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
         Command::Timeline(args) => return timeline::run(&ctx, &args, cli.out.as_ref()),
         Command::P2p(args) => return p2p::run(&ctx, &args, format, cli.out.as_ref()),
+        Command::Nccl(args) => return nccl::run(&ctx, &args, format, cli.out.as_ref()),
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {

@@ -281,6 +281,26 @@ fn every_input_outside_its_range_is_refused_naming_the_flag_and_the_bound() {
             "peers[0].unit".into(),
         ),
     ];
+    // `nccl --peers`: a p2p results.json (one pair, its one-way copy).
+    let p2p = |copy_on: &str| {
+        format!(
+            r#"{{"devices": ["a", "b"], "simulated": true, "bytes": 16, "repeats": 1, "notes": [], "pairs": [{{
+            "src": 0, "dst": 1, "link": "unknown", "can_access_peer": true, "performance_rank": null,
+            "copy_off_gbs": {{"missing": "x"}}, "copy_both_off_gbs": {{"missing": "x"}}, "copy_on_gbs": {copy_on},
+            "copy_both_on_gbs": {{"missing": "x"}}, "raw_on_gbs": {{"missing": "x"}}, "raw_both_on_gbs": {{"missing": "x"}},
+            "sm_push_gbs": {{"missing": "x"}}, "sm_pull_gbs": {{"missing": "x"}}, "latency_gpu_on_us": {{"missing": "x"}},
+            "latency_gpu_off_us": {{"missing": "x"}}, "latency_host_on_us": {{"missing": "x"}}}}]}}"#
+        )
+    };
+    let p2p_files = vec![
+        (missing.clone(), "missing.json".to_owned()),
+        (empty.clone(), "empty.json".into()),
+        (malformed.clone(), "malformed.json".into()),
+        (peers("n-neg.json", &p2p(r#"{"value": -3.0}"#)), "pairs[0].copy_on_gbs is -3".into()),
+        (peers("n-null.json", &p2p(r#"{"value": null}"#)), "n-null.json".into()),
+        (peers("n-huge.json", &p2p(r#"{"value": 1e999}"#)), "n-huge.json".into()),
+        (peers("n-none.json", &p2p(r#"{"missing": "no access"}"#)), "no pair has a one-way copy".into()),
+    ];
     let s = |p: &Path| p.display().to_string();
     let mut files_seen = Vec::new();
     for (sub, args) in &scopes {
@@ -322,11 +342,19 @@ fn every_input_outside_its_range_is_refused_naming_the_flag_and_the_bound() {
                         });
                     }
                 }
+                (Some("nccl"), "peers") => {
+                    for (bad, says) in &p2p_files {
+                        cases.push(Case {
+                            args: vec!["nccl".into(), "--peers".into(), s(bad)],
+                            says: vec!["--peers".into(), says.clone()],
+                        });
+                    }
+                }
                 other => panic!("file argument {other:?} has no bad-file cases in tests/bounds.rs"),
             }
         }
     }
-    assert_eq!(files_seen.len(), 5, "file arguments: {files_seen:?}");
+    assert_eq!(files_seen.len(), 6, "file arguments: {files_seen:?}");
 
     // Pairs of flags that cannot go together, as clap defines them.
     let mut built = command();

@@ -55,6 +55,7 @@ pub mod error;
 pub mod info;
 pub mod instruments;
 mod method;
+pub mod nccl;
 #[cfg(feature = "kernels")]
 pub mod overhead;
 pub mod p2p;

@@ -17,9 +17,15 @@
 #   p2p        `gpu-bench p2p` beside the PyTorch peer (docs/results/scripts/p2p-peers.py)
 #   p2p1g      `gpu-bench p2p --bytes 1073741824`
 #   p2plat     the 4-byte latency with raw runtime calls (p2p-latency-peer.py, CuPy)
+#   nccl       `gpu-bench nccl` (every collective, 8 B-1 GiB, one process driving every GPU),
+#              then in the same call nccl-tests all_reduce/all_gather/reduce_scatter/sendrecv_perf
+#              -b 8 -e 1G -f 2 -g N (built by target/peers/build-nccl-tests.sh: carry a copy of
+#              ../shared/peers as target/peers) and torch.distributed all_reduce under torchrun,
+#              one process per GPU (nccl-torch-allreduce.py), at the same sizes (issue 30 item 5)
 set -u
-# Multicast stays off everywhere (../shared/GPU.md): nothing here runs NCCL,
-# but every environment keeps the switches.
+# Multicast stays off everywhere (../shared/GPU.md): the nccl stage runs
+# NCCL (gpu-bench refuses to without NCCL_NVLS_ENABLE=0), and every other
+# environment keeps the switches too.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 o=${OUT:-/tmp/device-out}
 logs="$o/logs"
@@ -85,6 +91,34 @@ for stage in "$@"; do
     p2plat)
       timeout 200 python3 docs/results/scripts/p2p-latency-peer.py >"$logs/p2p-latency.json" 2>"$logs/p2p-latency.err"
       say "p2p latency (CuPy, raw runtime calls): exit $? in $((SECONDS - t0)) s"
+      ;;
+    nccl)
+      # The same switches, again where NCCL runs (gpu-bench nccl checks them).
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      timeout "${NCCL_TIMEOUT:-500}" "$gb" nccl --max-bytes 1G --out "$logs/nccl" >"$logs/nccl.log" 2>&1
+      say "gpu-bench nccl ($ngpu GPUs, 8 B-1 GiB, one process): exit $? in $((SECONDS - t0)) s"
+      grep -A8 '^## Summary' "$logs/nccl/report.md" | tee -a "$summary"
+      if [ -f target/peers/build-nccl-tests.sh ]; then
+        nt=/tmp/nccl-tests
+        bash target/peers/build-nccl-tests.sh "$nt" >"$logs/nccl-tests-build.log" 2>&1
+        rc=$?
+        say "nccl-tests build: exit $rc in $((SECONDS - t0)) s"
+        nccl_lib=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")/lib
+        if [ $rc -eq 0 ]; then
+          for t in all_reduce all_gather reduce_scatter sendrecv; do
+            LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" timeout 300 "$nt/${t}_perf" -b 8 -e 1G -f 2 -g "$ngpu" \
+              >"$logs/nccl-tests-$t.log" 2>&1
+            say "nccl-tests ${t}_perf -g $ngpu: exit $?; $(grep 'Avg bus bandwidth' "$logs/nccl-tests-$t.log")"
+          done
+        fi
+      else
+        say "nccl-tests: target/peers/build-nccl-tests.sh missing (carry a copy of ../shared/peers as target/peers)"
+      fi
+      timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+        docs/results/scripts/nccl-torch-allreduce.py --max-bytes 1073741824 \
+        >"$logs/nccl-torch.json" 2>"$logs/nccl-torch.err"
+      say "torch.distributed all_reduce ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
       ;;
     *) say "unknown stage $stage" ;;
   esac

@@ -1,0 +1,153 @@
+//! `gpu-bench nccl` on two and four simulated devices and cuda-sim's
+//! simulated NCCL: every collective at every size checked with 0 wrong
+//! elements, the rows well-formed in JSON and CSV, the four outputs
+//! written; a planted wrong reference and a busbw above the peer peak are
+//! errors (exit 4, the rows written and flagged); --min-busbw exits 1;
+//! NCCL_NVLS_ENABLE other than 0 is refused before anything runs (exit 2).
+
+use gpu_bench::nccl::{Collective, NcclReport};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn nccl(devices: u32, name: &str, nvls: Option<&str>, extra: &[&str]) -> (Output, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("gpu-bench-nccl-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
+    c.env_remove("RUST_LOG").env_remove("NCCL_NVLS_ENABLE").env("CUDA_SIM_DEVICES", devices.to_string());
+    if let Some(v) = nvls {
+        c.env("NCCL_NVLS_ENABLE", v);
+    }
+    let out = c
+        .args([
+            "--driver",
+            "sim",
+            "--format",
+            "json",
+            "nccl",
+            "--max-bytes",
+            "256K",
+            "--factor",
+            "4",
+            "--out",
+        ])
+        .arg(&dir)
+        .args(extra)
+        .output()
+        .expect("gpu-bench runs");
+    (out, dir)
+}
+
+fn report(out: &Output) -> NcclReport {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON on stdout ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn check(devices: u32) {
+    let (out, dir) = nccl(devices, &format!("ok{devices}"), Some("0"), &["--check-iters", "2"]);
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    let n = devices as usize;
+    assert!(r.simulated && r.devices.len() == n && r.ordinals == (0..n as i32).collect::<Vec<_>>());
+    assert_eq!(r.graph.split(':').next(), Some("not supported yet"));
+    for c in Collective::ALL {
+        let rows: Vec<_> = r.rows.iter().filter(|x| x.collective == c).collect();
+        // 8 B to 256 KiB by 4: 9 sizes, fewer where a rank's block rounds
+        // to nothing.
+        assert!((5..=9).contains(&rows.len()), "{c}: {} rows", rows.len());
+        for x in rows {
+            assert_eq!(x.wrong, Some(0), "{c} {} B", x.bytes);
+            assert!(x.error.is_none() && x.time_us > 0.0 && x.busbw_gbs > 0.0);
+            assert!((x.busbw_gbs / x.algbw_gbs - c.bus_factor(n)).abs() < 1e-9);
+        }
+    }
+    for f in ["report.md", "results.json", "results.csv", "busbw.svg"] {
+        assert!(dir.join(f).is_file(), "{f} written");
+    }
+    let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 1 + r.rows.len(), "a row per collective and size");
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
+    assert!(md.lines().filter(|l| l.starts_with('|')).all(|l| l.matches('|').count() <= 9), "<= 8 columns");
+    let svg = std::fs::read_to_string(dir.join("busbw.svg")).expect("svg");
+    assert_eq!(svg.matches("<polyline").count(), 6, "a line per collective");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_collective_on_two_simulated_devices() {
+    check(2);
+}
+
+#[test]
+fn every_collective_on_four_simulated_devices() {
+    check(4);
+}
+
+#[test]
+fn a_planted_wrong_reference_fails_the_run_with_its_rows_counted() {
+    let (out, dir) = nccl(
+        2,
+        "plant",
+        Some("0"),
+        &["--collectives", "all-reduce,alltoall", "--dtype", "u8", "--plant-wrong", "1"],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(!r.rows.is_empty());
+    for x in &r.rows {
+        let blocks = if x.collective == Collective::AllToAll { 2 } else { 1 };
+        assert_eq!(x.wrong, Some(blocks), "{} {} B", x.collective, x.bytes);
+        assert!(x.error.is_some());
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrong elements"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_busbw_above_the_peer_peak_is_an_error_not_a_result() {
+    let (out, dir) = nccl(2, "peak", Some("0"), &["--collectives", "sendrecv", "--peer-peak", "0.5"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    let (above, below): (Vec<_>, Vec<_>) = r.rows.iter().partition(|x| x.busbw_gbs > 0.5);
+    assert!(!above.is_empty() && !below.is_empty(), "the sweep crosses 0.5 GB/s");
+    assert!(above.iter().all(|x| x.error.as_deref().is_some_and(|e| e.contains("peer peak"))));
+    assert!(below.iter().all(|x| x.error.is_none()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn min_busbw_exits_1_below_it() {
+    let (out, dir) = nccl(2, "min", Some("0"), &["--collectives", "all-reduce", "--min-busbw", "100000"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("below --min-busbw"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (out, dir) = nccl(2, "min-ok", Some("0"), &["--collectives", "all-reduce", "--min-busbw", "0.001"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn multicast_left_on_is_refused_before_anything_runs() {
+    for v in [None, Some("1")] {
+        let (out, dir) = nccl(2, "nvls", v, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"
+            )
+        );
+        assert!(!dir.join("results.json").exists(), "nothing ran");
+    }
+}
+
+#[test]
+fn bad_device_lists_are_usage_errors() {
+    for (list, says) in [("0,0", "given twice"), ("0,5", "not present"), ("1", "two devices")] {
+        let (out, _) = nccl(2, "devs", Some("0"), &["--devices", list]);
+        assert_eq!(out.status.code(), Some(2), "--devices {list}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "--devices {list}");
+    }
+    let (out, _) = nccl(2, "sizes", Some("0"), &["--min-bytes", "1M"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--min-bytes 1048576 is above --max-bytes"));
+}

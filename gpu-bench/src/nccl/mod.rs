@@ -1,0 +1,430 @@
+//! NCCL collectives over every GPU of one process, after nccl-tests
+//! (`all_reduce_perf -b 8 -e 4G -f 2 -g N`): all-reduce, all-gather,
+//! reduce-scatter, broadcast, send/recv in a ring and all-to-all (grouped
+//! send/recv), through gpu-sync's tracked collectives
+//! ([`gpu_sync::nccl::group`]), over sizes from `min_bytes` to `max_bytes`
+//! by `factor`.
+//!
+//! # Method
+//! - **One process, every GPU**: one communicator per device
+//!   ([`gpu_sync::nccl::Communicator::init_all`]) and one stream each; an
+//!   iteration is one NCCL group holding every rank's part.
+//! - **Time**: `warmup_iters` iterations, then per device an event recorded
+//!   on its stream before and after `iters` iterations. Events of two
+//!   devices cannot be subtracted: each device's span is taken alone, the
+//!   time per iteration is the longest span over `iters`, and the spread is
+//!   how much shorter the shortest span is (percent of the longest).
+//!   (nccl-tests times the same loop with the host clock around it and a
+//!   stream synchronize.)
+//! - **Bandwidth**, as nccl-tests' `doc/PERFORMANCE.md` defines it
+//!   (`src/*.cu`, `*GetBw`): algbw = S / t, with S the size nccl-tests
+//!   reports (the whole array: all-gather's receive, reduce-scatter's send,
+//!   all-to-all's buffer per rank), and busbw = algbw × all-reduce
+//!   2(n−1)/n, all-gather and reduce-scatter (n−1)/n, broadcast and
+//!   send/recv 1, all-to-all (n−1)/n ([`Collective::bus_factor`]). Per-rank
+//!   counts are rounded down to 16 bytes as nccl-tests does
+//!   (`*GetCollByteCount`); a size whose per-rank count rounds to nothing
+//!   is skipped.
+//! - **#wrong**: each rank's input is a pattern of whole numbers
+//!   ([`Dtype`]: sums exact in every kind), uploaded once. After the timed
+//!   iterations, `check_iters` more run with every output cleared first
+//!   (every byte `0xFF`); each output is read back and compared element by
+//!   element with a CPU reference. A row's count is the wrong elements over
+//!   every rank and checked iteration.
+//! - **A bound from the hardware**: with `peer_peak_gbs` (the copy
+//!   engine's measured one-way peer bandwidth, `gpu-bench p2p`), a row
+//!   whose busbw exceeds it carries an error instead of being a result.
+//! - Not measured (said in the report): the run captured in a CUDA graph
+//!   (gpu-sync refuses a group on a capturing stream today,
+//!   `Error::Capturing`), and the algorithm and protocol NCCL chose (not
+//!   reported).
+//!
+//! [`run`] is the method; [`NcclReport`] renders it (markdown, CSV, JSON
+//! through serde, an SVG of busbw against size).
+
+mod element;
+mod render;
+mod sweep;
+
+pub use render::size_name;
+
+pub use element::Dtype;
+
+use gpu_sync::Device;
+use serde::{Deserialize, Serialize};
+
+/// A collective of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    /// `ncclAllReduce`, sum, out of place.
+    AllReduce,
+    /// `ncclAllGather`, out of place.
+    AllGather,
+    /// `ncclReduceScatter`, sum, out of place.
+    ReduceScatter,
+    /// `ncclBroadcast` from rank 0, in place.
+    Broadcast,
+    /// `ncclSend`/`ncclRecv` in a ring: rank i sends to i + 1 and receives
+    /// from i − 1, in one group (nccl-tests' `sendrecv_perf`).
+    SendRecv,
+    /// All-to-all as grouped `ncclSend`/`ncclRecv`: rank i's block j goes
+    /// to rank j's block i (nccl-tests' `alltoall_perf`).
+    AllToAll,
+}
+
+impl Collective {
+    /// Every collective, in the report's order.
+    pub const ALL: [Collective; 6] = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+        Collective::SendRecv,
+        Collective::AllToAll,
+    ];
+
+    /// nccl-tests' name (`all_reduce`, as in `all_reduce_perf`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Broadcast => "broadcast",
+            Collective::SendRecv => "sendrecv",
+            Collective::AllToAll => "alltoall",
+        }
+    }
+
+    /// busbw / algbw over `n` ranks (nccl-tests' `doc/PERFORMANCE.md`,
+    /// "Summary").
+    pub fn bus_factor(self, n: usize) -> f64 {
+        let n = n as f64;
+        match self {
+            Collective::AllReduce => 2.0 * (n - 1.0) / n,
+            Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll => (n - 1.0) / n,
+            Collective::Broadcast | Collective::SendRecv => 1.0,
+        }
+    }
+
+    /// The shape of a run at `bytes` of elements of `elt` bytes over `n`
+    /// ranks, as nccl-tests' `*GetCollByteCount` makes it; `None` when the
+    /// count rounds to nothing.
+    pub fn shape(self, bytes: usize, elt: usize, n: usize) -> Option<Shape> {
+        let count = bytes / elt;
+        // Per-rank blocks are whole 16-byte multiples.
+        let block = (count / n.max(1)) & !(16 / elt - 1);
+        let (param, elements) = match self {
+            Collective::AllReduce | Collective::Broadcast | Collective::SendRecv => (count, count),
+            Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll => (block, block * n),
+        };
+        (param > 0).then_some(Shape { count: param, bytes: (elements * elt) as u64 })
+    }
+}
+
+impl std::fmt::Display for Collective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A collective's size at one step of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// The count given to NCCL per call (per rank and block for all-gather,
+    /// reduce-scatter and all-to-all).
+    pub count: usize,
+    /// S, the bytes nccl-tests reports and divides by the time.
+    pub bytes: u64,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NcclOptions {
+    /// The collectives, in order.
+    pub collectives: Vec<Collective>,
+    /// The element kind.
+    pub dtype: Dtype,
+    /// The first size, bytes (nccl-tests' `-b`).
+    pub min_bytes: usize,
+    /// The last size, bytes (`-e`).
+    pub max_bytes: usize,
+    /// The step between sizes, a factor of at least 2 (`-f`).
+    pub factor: usize,
+    /// Untimed iterations per size (`-w`).
+    pub warmup_iters: usize,
+    /// Timed iterations per size (`-n`).
+    pub iters: usize,
+    /// Checked iterations per size, after the timed ones (`-c`); 0 checks
+    /// nothing (`#wrong` is then not reported).
+    pub check_iters: usize,
+    /// The copy engine's one-way peer peak, GB/s: a row above it is an
+    /// error.
+    pub peer_peak_gbs: Option<f64>,
+    /// For testing the check: this many elements of rank 0's reference are
+    /// altered, in every checked output, so the rows must count them.
+    pub plant_wrong: usize,
+}
+
+impl Default for NcclOptions {
+    /// nccl-tests' sweep `-b 8 -e 4G -f 2`, every collective, `f32`, 5
+    /// warmup, 20 timed and 1 checked iteration per size.
+    fn default() -> NcclOptions {
+        NcclOptions {
+            collectives: Collective::ALL.to_vec(),
+            dtype: Dtype::F32,
+            min_bytes: 8,
+            max_bytes: 4 << 30,
+            factor: 2,
+            warmup_iters: 5,
+            iters: 20,
+            check_iters: 1,
+            peer_peak_gbs: None,
+            plant_wrong: 0,
+        }
+    }
+}
+
+impl NcclOptions {
+    /// The sizes of the sweep: `min_bytes`, times `factor`, up to
+    /// `max_bytes` (empty when `min_bytes > max_bytes`).
+    pub fn sizes(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        let mut s = self.min_bytes.max(1);
+        while s <= self.max_bytes {
+            v.push(s);
+            match s.checked_mul(self.factor.max(2)) {
+                Some(n) => s = n,
+                None => break,
+            }
+        }
+        v
+    }
+}
+
+/// One collective at one size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The collective.
+    pub collective: Collective,
+    /// S: the bytes nccl-tests reports for this size.
+    pub bytes: u64,
+    /// The count per NCCL call.
+    pub count: usize,
+    /// Time per iteration, µs: the longest device span over the iterations.
+    pub time_us: f64,
+    /// How much shorter the shortest device span was, percent of the
+    /// longest.
+    pub spread_pct: f64,
+    /// Algorithm bandwidth, GB/s (10^9 B/s).
+    pub algbw_gbs: f64,
+    /// Bus bandwidth, GB/s.
+    pub busbw_gbs: f64,
+    /// Wrong elements over every rank and checked iteration; `None` when
+    /// nothing was checked.
+    pub wrong: Option<u64>,
+    /// Why this row is not a result (a wrong element, a busbw above the
+    /// measured peer peak).
+    pub error: Option<String>,
+}
+
+/// One collective over the whole sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The collective.
+    pub collective: Collective,
+    /// The mean busbw over its rows, GB/s (nccl-tests' "Avg bus bandwidth",
+    /// which `NCCL_TESTS_MIN_BW` is checked against).
+    pub avg_busbw_gbs: f64,
+    /// The highest busbw, GB/s, and the size it was reached at.
+    pub peak_busbw_gbs: f64,
+    /// The size of the peak, bytes.
+    pub peak_bytes: u64,
+    /// Rows measured.
+    pub rows: usize,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcclReport {
+    /// The schema of this JSON.
+    pub schema: String,
+    /// Device names, rank order.
+    pub devices: Vec<String>,
+    /// Device ordinals, rank order.
+    pub ordinals: Vec<i32>,
+    /// Whether the simulator ran it (every figure is then simulated).
+    pub simulated: bool,
+    /// The NCCL in use (version and where it came from).
+    pub nccl: String,
+    /// The element kind.
+    pub dtype: Dtype,
+    /// Untimed iterations per size.
+    pub warmup_iters: usize,
+    /// Timed iterations per size.
+    pub iters: usize,
+    /// Checked iterations per size.
+    pub check_iters: usize,
+    /// The one-way peer peak rows were held to, GB/s.
+    pub peer_peak_gbs: Option<f64>,
+    /// The run captured in a CUDA graph: its state.
+    pub graph: String,
+    /// The algorithm and protocol NCCL chose per size.
+    pub algorithm: String,
+    /// Every row, by collective then size.
+    pub rows: Vec<Row>,
+    /// Per collective.
+    pub summaries: Vec<Summary>,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// The schema name of [`NcclReport`]'s JSON.
+pub const SCHEMA: &str = "gpu-bench.nccl/1";
+
+impl NcclReport {
+    /// The rows that are errors, not results.
+    pub fn failed_rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.error.is_some())
+    }
+
+    /// The collectives whose average busbw is below `gbs`, with it.
+    pub fn below(&self, gbs: f64) -> Vec<(Collective, f64)> {
+        self.summaries
+            .iter()
+            .filter(|s| s.avg_busbw_gbs < gbs)
+            .map(|s| (s.collective, s.avg_busbw_gbs))
+            .collect()
+    }
+}
+
+/// Runs the sweep over `devices` (rank `i` on `devices[i]`), calling
+/// `progress` with each step.
+///
+/// # Errors
+/// [`crate::Error::Gpu`] for a driver or NCCL error (including NCCL not
+/// found); a check failure is a row's error, not this.
+pub fn run(
+    devices: &[Device],
+    opts: &NcclOptions,
+    progress: &mut dyn FnMut(&str),
+) -> crate::Result<NcclReport> {
+    let rows = match opts.dtype {
+        Dtype::F32 => sweep::run::<f32>(devices, opts, progress)?,
+        Dtype::F64 => sweep::run::<f64>(devices, opts, progress)?,
+        Dtype::F16 => sweep::run::<half::f16>(devices, opts, progress)?,
+        Dtype::Bf16 => sweep::run::<half::bf16>(devices, opts, progress)?,
+        Dtype::I32 => sweep::run::<i32>(devices, opts, progress)?,
+        Dtype::I64 => sweep::run::<i64>(devices, opts, progress)?,
+        Dtype::U8 => sweep::run::<u8>(devices, opts, progress)?,
+    };
+    let simulated = gpu_sync::cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
+    let nccl = nccl_in_use();
+    let mut notes = vec![
+        "time: per device, events on its stream around the timed iterations; the longest span / iterations \
+         (events of two devices cannot be subtracted); spread: the shortest span's shortfall, % of the longest"
+            .to_owned(),
+        "out of place (broadcast in place); nccl-tests also reports an in-place pass, not run here".to_owned(),
+    ];
+    if simulated {
+        notes.push("simulated: every time comes from cuda-sim's model of NCCL, not a GPU".into());
+    }
+    let skipped: Vec<String> = opts
+        .collectives
+        .iter()
+        .filter_map(|c| {
+            let n = opts
+                .sizes()
+                .iter()
+                .filter(|&&b| c.shape(b, opts.dtype.size(), devices.len()).is_none())
+                .count();
+            (n > 0).then(|| format!("{c}: {n} sizes below one 16-byte block per rank"))
+        })
+        .collect();
+    if !skipped.is_empty() {
+        notes.push(format!("skipped (nothing to move): {}", skipped.join("; ")));
+    }
+    let summaries = summarize(&opts.collectives, &rows);
+    Ok(NcclReport {
+        schema: SCHEMA.into(),
+        devices: devices.iter().map(|d| d.name().unwrap_or_else(|e| format!("unknown ({e})"))).collect(),
+        ordinals: devices.iter().map(Device::ordinal).collect(),
+        simulated,
+        nccl,
+        dtype: opts.dtype,
+        warmup_iters: opts.warmup_iters,
+        iters: opts.iters,
+        check_iters: opts.check_iters,
+        peer_peak_gbs: opts.peer_peak_gbs,
+        graph: "not supported yet: gpu_sync::nccl::group refuses a capturing stream (Error::Capturing)"
+            .into(),
+        algorithm: "not reported".into(),
+        rows,
+        summaries,
+        notes,
+    })
+}
+
+/// The NCCL gpu-sync uses here: the simulator's when it installed one, else
+/// the loaded library's.
+fn nccl_in_use() -> String {
+    use gpu_sync::cuda_sys::nccl;
+    match nccl::installed_nccl().map(Ok).unwrap_or_else(nccl::nccl) {
+        Ok(t) => format!("{} ({})", nccl::nccl_version_string(t.version), t.origin),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// Each collective's average and peak busbw.
+fn summarize(collectives: &[Collective], rows: &[Row]) -> Vec<Summary> {
+    collectives
+        .iter()
+        .filter_map(|&c| {
+            let mine: Vec<&Row> = rows.iter().filter(|r| r.collective == c).collect();
+            let peak = mine.iter().max_by(|a, b| a.busbw_gbs.total_cmp(&b.busbw_gbs))?;
+            Some(Summary {
+                collective: c,
+                avg_busbw_gbs: mine.iter().map(|r| r.busbw_gbs).sum::<f64>() / mine.len() as f64,
+                peak_busbw_gbs: peak.busbw_gbs,
+                peak_bytes: peak.bytes,
+                rows: mine.len(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_factors_are_nccl_tests() {
+        assert_eq!(Collective::AllReduce.bus_factor(2), 1.0);
+        assert_eq!(Collective::AllReduce.bus_factor(4), 1.5);
+        assert_eq!(Collective::AllGather.bus_factor(4), 0.75);
+        assert_eq!(Collective::ReduceScatter.bus_factor(8), 0.875);
+        assert_eq!(Collective::AllToAll.bus_factor(2), 0.5);
+        assert_eq!(Collective::Broadcast.bus_factor(8), 1.0);
+        assert_eq!(Collective::SendRecv.bus_factor(8), 1.0);
+    }
+
+    #[test]
+    fn shapes_round_per_rank_blocks_to_16_bytes() {
+        // 8 B of f32 over 2 ranks: one element each, below a 16-byte block.
+        assert_eq!(Collective::AllGather.shape(8, 4, 2), None);
+        assert_eq!(Collective::AllReduce.shape(8, 4, 2), Some(Shape { count: 2, bytes: 8 }));
+        // 1000 B of f32 over 3 ranks: 250 elements, 83 per rank, 80 kept.
+        assert_eq!(Collective::ReduceScatter.shape(1000, 4, 3), Some(Shape { count: 80, bytes: 960 }));
+        assert_eq!(Collective::AllToAll.shape(1 << 20, 1, 4), Some(Shape { count: 1 << 18, bytes: 1 << 20 }));
+        assert_eq!(Collective::SendRecv.shape(7, 4, 2), Some(Shape { count: 1, bytes: 4 }));
+    }
+
+    #[test]
+    fn sizes_step_by_the_factor() {
+        let o = NcclOptions { min_bytes: 8, max_bytes: 100, factor: 2, ..NcclOptions::default() };
+        assert_eq!(o.sizes(), [8, 16, 32, 64]);
+        let o = NcclOptions { min_bytes: 8, max_bytes: 8 << 30, factor: 4, ..NcclOptions::default() };
+        assert_eq!(o.sizes().len(), 16);
+        assert_eq!(NcclOptions { min_bytes: 9, max_bytes: 8, ..NcclOptions::default() }.sizes(), [0usize; 0]);
+    }
+}

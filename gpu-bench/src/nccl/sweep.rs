@@ -1,0 +1,314 @@
+//! The sweep of one element kind: communicators, streams and buffers per
+//! rank; each collective issued over every rank in one group; timed by
+//! events per device; checked against the CPU reference.
+
+use super::element::{Element, input, modulus};
+use super::{Collective, NcclOptions, Row};
+use gpu_sync::nccl::{self, Communicator, ReduceOp};
+use gpu_sync::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
+
+/// One rank: its communicator, stream, events and buffers (allocated once
+/// at the largest size; each size uses their first elements).
+struct Rank<T: Element> {
+    comm: Communicator,
+    stream: Stream,
+    start: TimingEvent,
+    end: TimingEvent,
+    /// The rank's input pattern (and broadcast's root buffer).
+    send: DeviceBuffer<T>,
+    /// The output of every collective but all-to-all.
+    recv: DeviceBuffer<T>,
+    /// All-to-all's output, one allocation per source rank: a group may not
+    /// write one allocation from two of its operations (gpu-sync refuses
+    /// it, even for disjoint ranges on one stream).
+    blocks: Vec<DeviceBuffer<T>>,
+}
+
+/// Runs every collective of `opts` at every size over `devices`.
+pub(super) fn run<T: Element>(
+    devices: &[Device],
+    opts: &NcclOptions,
+    progress: &mut dyn FnMut(&str),
+) -> crate::Result<Vec<Row>> {
+    let n = devices.len();
+    let elt = std::mem::size_of::<T>();
+    let max_count = (opts.max_bytes / elt).max(1);
+    let m = modulus::<T>(n);
+    progress(&format!("nccl: {n} communicators (ncclCommInitRankConfig, one group)"));
+    let comms = Communicator::init_all(devices)?;
+    let mut ranks = Vec::with_capacity(n);
+    for (r, (comm, d)) in comms.into_iter().zip(devices).enumerate() {
+        progress(&format!("nccl: rank {r}: {} B of buffers and its input", 3 * max_count * elt));
+        let stream = Stream::new(d)?;
+        let pattern: Vec<T> = (0..max_count).map(|i| T::whole(input(r, i, m))).collect();
+        let mut send = DeviceBuffer::alloc(&stream, max_count)?;
+        stream.upload_pageable(&pattern, &mut send)?;
+        drop(pattern);
+        let recv = DeviceBuffer::alloc(&stream, max_count)?;
+        let blocks =
+            (0..n).map(|_| DeviceBuffer::alloc(&stream, (max_count / n).max(1))).collect::<Result<_, _>>()?;
+        ranks.push(Rank {
+            comm,
+            stream,
+            start: TimingEvent::new(d)?,
+            end: TimingEvent::new(d)?,
+            send,
+            recv,
+            blocks,
+        });
+    }
+    let sizes = opts.sizes();
+    let steps = opts.collectives.len() * sizes.len();
+    let mut rows = Vec::new();
+    for (ci, &c) in opts.collectives.iter().enumerate() {
+        for (si, &bytes) in sizes.iter().enumerate() {
+            let Some(shape) = c.shape(bytes, elt, n) else { continue };
+            progress(&format!("nccl: {c} {} B ({}/{steps})", shape.bytes, ci * sizes.len() + si + 1));
+            let p = shape.count;
+            for _ in 0..opts.warmup_iters {
+                issue(c, &mut ranks, p)?;
+            }
+            for r in &ranks {
+                r.start.record(&r.stream)?;
+            }
+            for _ in 0..opts.iters {
+                issue(c, &mut ranks, p)?;
+            }
+            for r in &ranks {
+                r.end.record(&r.stream)?;
+            }
+            let mut spans = Vec::with_capacity(n);
+            for r in &ranks {
+                r.end.synchronize()?;
+                spans.push(r.start.elapsed(&r.end)?.as_secs_f64());
+            }
+            let longest = spans.iter().copied().fold(0.0, f64::max);
+            let shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
+            let wrong = if opts.check_iters == 0 {
+                None
+            } else {
+                let mut w = 0;
+                for _ in 0..opts.check_iters {
+                    w += check(c, &mut ranks, p, m, opts.plant_wrong)?;
+                }
+                Some(w)
+            };
+            let secs = longest / opts.iters.max(1) as f64;
+            let algbw = if secs > 0.0 { shape.bytes as f64 / secs / 1e9 } else { 0.0 };
+            let busbw = algbw * c.bus_factor(n);
+            let mut errors = Vec::new();
+            if let Some(w) = wrong.filter(|&w| w > 0) {
+                errors.push(format!("{w} wrong elements"));
+            }
+            if let Some(peak) = opts.peer_peak_gbs.filter(|&pk| busbw > pk) {
+                errors.push(format!(
+                    "busbw {busbw:.1} GB/s is above the copy engine's measured one-way peer peak {peak:.1} GB/s: \
+                     a timing error, not a result"
+                ));
+            }
+            rows.push(Row {
+                collective: c,
+                bytes: shape.bytes,
+                count: p,
+                time_us: secs * 1e6,
+                spread_pct: if longest > 0.0 { (longest - shortest) / longest * 100.0 } else { 0.0 },
+                algbw_gbs: algbw,
+                busbw_gbs: busbw,
+                wrong,
+                error: (!errors.is_empty()).then(|| errors.join("; ")),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Issues one iteration of `c` with count `p` per call: every rank's part
+/// in one group.
+fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync::Result<()> {
+    let n = ranks.len();
+    match c {
+        Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::SendRecv => {
+            let (sl, rl) = match c {
+                Collective::AllGather => (p, n * p),
+                Collective::ReduceScatter => (n * p, p),
+                _ => (p, p),
+            };
+            let mut views: Vec<(&Communicator, &Stream, DeviceSlice<'_, T>, DeviceSliceMut<'_, T>)> =
+                Vec::with_capacity(n);
+            for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
+                views.push((comm, stream, send.slice(..sl)?, recv.slice_mut(..rl)?));
+            }
+            nccl::group(|g| {
+                for (comm, stream, s, d) in views.iter_mut() {
+                    let (comm, stream) = (*comm, *stream);
+                    match c {
+                        Collective::AllReduce => g.all_reduce(comm, stream, &*s, d, ReduceOp::Sum)?,
+                        Collective::AllGather => g.all_gather(comm, stream, &*s, d)?,
+                        Collective::ReduceScatter => g.reduce_scatter(comm, stream, &*s, d, ReduceOp::Sum)?,
+                        _ => {
+                            let r = comm.rank();
+                            g.send(comm, stream, &*s, (r + 1) % n)?;
+                            g.recv(comm, stream, d, (r + n - 1) % n)?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+        }
+        Collective::Broadcast => {
+            let mut views: Vec<(&Communicator, &Stream, DeviceSliceMut<'_, T>)> = Vec::with_capacity(n);
+            for (r, Rank { comm, stream, send, recv, .. }) in ranks.iter_mut().enumerate() {
+                let buf = if r == 0 { send } else { recv };
+                views.push((comm, stream, buf.slice_mut(..p)?));
+            }
+            nccl::group(|g| {
+                for (comm, stream, b) in views.iter_mut() {
+                    g.broadcast(comm, stream, b, 0)?;
+                }
+                Ok(())
+            })
+        }
+        Collective::AllToAll => {
+            type Parts<'b, T> = (Vec<DeviceSlice<'b, T>>, Vec<DeviceSliceMut<'b, T>>);
+            let mut views: Vec<(&Communicator, &Stream, Parts<'_, T>)> = Vec::with_capacity(n);
+            for Rank { comm, stream, send, blocks, .. } in ranks.iter_mut() {
+                let sends = (0..n).map(|j| send.slice(j * p..(j + 1) * p)).collect::<Result<_, _>>()?;
+                let recvs = blocks.iter_mut().map(|b| b.slice_mut(..p)).collect::<Result<_, _>>()?;
+                views.push((comm, stream, (sends, recvs)));
+            }
+            nccl::group(|g| {
+                for (comm, stream, (sends, recvs)) in views.iter_mut() {
+                    for (j, (s, d)) in sends.iter().zip(recvs.iter_mut()).enumerate() {
+                        g.send(comm, stream, s, j)?;
+                        g.recv(comm, stream, d, j)?;
+                    }
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// One checked iteration: every output cleared (every byte `0xFF`), `c`
+/// issued, each output read back and compared with the reference. Returns
+/// the wrong elements over every rank.
+fn check<T: Element>(
+    c: Collective,
+    ranks: &mut [Rank<T>],
+    p: usize,
+    m: u64,
+    plant: usize,
+) -> crate::Result<u64> {
+    let n = ranks.len();
+    for (r, rank) in ranks.iter_mut().enumerate() {
+        let Rank { stream, recv, blocks, .. } = rank;
+        match c {
+            Collective::AllToAll => {
+                for b in blocks.iter_mut() {
+                    stream.fill_bytes(&mut b.slice_mut(..p)?, 0xFF)?;
+                }
+            }
+            Collective::Broadcast if r == 0 => {}
+            _ => stream.fill_bytes(&mut recv.slice_mut(..out_len(c, n, p))?, 0xFF)?,
+        }
+    }
+    issue(c, ranks, p)?;
+    let mut wrong = 0;
+    for (r, rank) in ranks.iter().enumerate() {
+        let plant = if r == 0 { plant } else { 0 };
+        match c {
+            Collective::AllToAll => {
+                for (j, b) in rank.blocks.iter().enumerate() {
+                    let got = rank.stream.to_vec(&b.slice(..p)?)?;
+                    wrong += count_wrong(&got, plant, |i| input(j, r * p + i, m));
+                }
+            }
+            _ => {
+                let out = if c == Collective::Broadcast && r == 0 { &rank.send } else { &rank.recv };
+                let got = rank.stream.to_vec(&out.slice(..out_len(c, n, p))?)?;
+                wrong += count_wrong(&got, plant, |i| expected(c, r, n, p, m, i));
+            }
+        }
+    }
+    Ok(wrong)
+}
+
+/// The output length of `c` (all but all-to-all) at count `p`.
+fn out_len(c: Collective, n: usize, p: usize) -> usize {
+    if c == Collective::AllGather { n * p } else { p }
+}
+
+/// Rank `r`'s expected output element `i` of `c` (all but all-to-all),
+/// as a whole number.
+fn expected(c: Collective, r: usize, n: usize, p: usize, m: u64, i: usize) -> u64 {
+    match c {
+        Collective::AllReduce => (0..n).map(|k| input(k, i, m)).sum(),
+        Collective::ReduceScatter => (0..n).map(|k| input(k, r * p + i, m)).sum(),
+        Collective::AllGather => input(i / p, i % p, m),
+        Collective::Broadcast => input(0, i, m),
+        Collective::SendRecv => input((r + n - 1) % n, i, m),
+        Collective::AllToAll => input(i / p, r * p + i % p, m),
+    }
+}
+
+/// The elements of `got` that differ from `want(i)`, the first `plant`
+/// references altered (their lowest bit flipped: still exact, never the
+/// right value). Counted on every core for large outputs.
+fn count_wrong<T: Element>(got: &[T], plant: usize, want: impl Fn(usize) -> u64 + Sync) -> u64 {
+    let chunk = 1 << 20;
+    let count = |start: usize, part: &[T]| {
+        part.iter()
+            .enumerate()
+            .filter(|&(k, v)| {
+                let i = start + k;
+                let w = if i < plant { want(i) ^ 1 } else { want(i) };
+                *v != T::whole(w)
+            })
+            .count() as u64
+    };
+    if got.len() <= chunk {
+        return count(0, got);
+    }
+    let threads = std::thread::available_parallelism().map_or(4, usize::from);
+    let per = got.len().div_ceil(threads).max(chunk);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = got
+            .chunks(per)
+            .enumerate()
+            .map(|(t, part)| {
+                let count = &count;
+                s.spawn(move || count(t * per, part))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(u64::MAX)).sum()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_follow_nccl_semantics() {
+        let (n, p, m) = (3, 4, 1000);
+        // All-gather: block k of the output is rank k's input.
+        assert_eq!(expected(Collective::AllGather, 1, n, p, m, 2 * p + 1), input(2, 1, m));
+        // Reduce-scatter: rank r gets block r of the sum.
+        let want: u64 = (0..n).map(|k| input(k, 2 * p + 3, m)).sum();
+        assert_eq!(expected(Collective::ReduceScatter, 2, n, p, m, 3), want);
+        // The ring: rank 0 receives from rank n - 1.
+        assert_eq!(expected(Collective::SendRecv, 0, n, p, m, 5), input(2, 5, m));
+        assert_eq!(expected(Collective::AllToAll, 1, n, p, m, 2 * p), input(2, p, m));
+    }
+
+    #[test]
+    fn wrong_elements_are_counted_and_a_planted_reference_is_caught() {
+        let want = |i: usize| (i as u64 * 7) % 100;
+        let mut got: Vec<f32> = (0..3_000_000).map(|i| want(i) as f32).collect();
+        assert_eq!(count_wrong(&got, 0, want), 0);
+        assert_eq!(count_wrong(&got, 5, want), 5);
+        got[2_500_000] = -1.0;
+        got[7] = f32::NAN;
+        assert_eq!(count_wrong(&got, 0, want), 2);
+    }
+}

@@ -1,0 +1,72 @@
+//! `gpu_bench::nccl` on the simulator's two devices and its simulated
+//! NCCL: every collective's outputs are exact (0 wrong elements) for
+//! integer and float kinds, the rows are well-formed, and a reference
+//! planted wrong is counted element by element.
+
+use gpu_bench::nccl::{Collective, Dtype, NcclOptions, run};
+use gpu_sync::Device;
+
+fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    assert!(devices.len() >= 2, "the simulator's default is two devices");
+    let opts = NcclOptions {
+        dtype,
+        min_bytes: 8,
+        max_bytes: 64 << 10,
+        factor: 4,
+        warmup_iters: 1,
+        iters: 3,
+        check_iters: 2,
+        plant_wrong,
+        ..NcclOptions::default()
+    };
+    let mut steps = 0;
+    let r = run(&devices[..2], &opts, &mut |_| steps += 1).expect("the sweep runs");
+    assert!(steps > 10, "progress is reported ({steps} steps)");
+    r
+}
+
+#[test]
+fn every_collective_is_exact_and_its_rows_well_formed() {
+    for dtype in [Dtype::I32, Dtype::U8, Dtype::Bf16, Dtype::F32] {
+        let r = sweep(dtype, 0);
+        assert!(r.simulated && r.devices.len() == 2 && r.dtype == dtype);
+        for c in Collective::ALL {
+            let rows: Vec<_> = r.rows.iter().filter(|x| x.collective == c).collect();
+            assert!(rows.len() >= 4, "{dtype:?} {c}: {} rows", rows.len());
+            let mut last = 0;
+            for x in rows {
+                assert_eq!(x.wrong, Some(0), "{dtype:?} {c} {} B: {:?}", x.bytes, x.error);
+                assert!(x.error.is_none());
+                assert!(x.bytes > last, "sizes grow");
+                last = x.bytes;
+                assert!(x.time_us > 0.0 && x.algbw_gbs > 0.0 && (0.0..=100.0).contains(&x.spread_pct));
+                let factor = c.bus_factor(2);
+                assert!((x.busbw_gbs - x.algbw_gbs * factor).abs() <= 1e-9 * x.busbw_gbs.max(1.0));
+                let algbw = x.bytes as f64 / (x.time_us * 1e-6) / 1e9;
+                assert!((x.algbw_gbs / algbw - 1.0).abs() < 1e-9, "algbw = S / t");
+            }
+        }
+        assert_eq!(r.summaries.len(), 6);
+        assert!(r.failed_rows().next().is_none());
+    }
+}
+
+#[test]
+fn a_planted_wrong_reference_is_counted() {
+    let r = sweep(Dtype::I32, 3);
+    for x in &r.rows {
+        // Rank 0's first 3 references altered, in each of 2 checked
+        // iterations (all-to-all: in each of its 2 blocks); fewer where the
+        // output is shorter.
+        let out = match x.collective {
+            Collective::AllGather => 2 * x.count,
+            _ => x.count,
+        };
+        let per = 3.min(out) as u64;
+        let blocks = if x.collective == Collective::AllToAll { 2 } else { 1 };
+        assert_eq!(x.wrong, Some(2 * blocks * per), "{} {} B", x.collective, x.bytes);
+        assert!(x.error.as_deref().is_some_and(|e| e.contains("wrong elements")));
+    }
+}
