@@ -75,6 +75,12 @@ pub enum Figure {
 }
 
 impl Figure {
+    /// What a figure added after a report was written reads as in it (the
+    /// fields of the SM copy's raw twin and the handoff).
+    fn older_report() -> Figure {
+        Figure::Missing("not in this report (written before the figure existed)".into())
+    }
+
     /// The value, if measured.
     pub fn value(&self) -> Option<f64> {
         match self {
@@ -114,10 +120,12 @@ pub struct PairResult {
     /// `dst`'s memory, GB/s.
     pub sm_push_gbs: Figure,
     /// Its raw twin: the same function by `cuLaunchKernel`, GB/s.
+    #[serde(default = "Figure::older_report")]
     pub sm_push_raw_gbs: Figure,
     /// SM copy kernel on `dst` reading `src`'s memory, GB/s.
     pub sm_pull_gbs: Figure,
     /// Its raw twin, GB/s.
+    #[serde(default = "Figure::older_report")]
     pub sm_pull_raw_gbs: Figure,
     /// 4-byte copy, device time by events, peer access on, µs.
     pub latency_gpu_on_us: Figure,
@@ -127,12 +135,16 @@ pub struct PairResult {
     pub latency_host_on_us: Figure,
     /// Handoff `src` → `dst` → `src`, gpu-sync's chain: GPU µs per hop
     /// (events on `src`).
+    #[serde(default = "Figure::older_report")]
     pub handoff_gpu_us: Figure,
     /// The same chain ordered by hand (raw events and waits), GPU µs per hop.
+    #[serde(default = "Figure::older_report")]
     pub handoff_raw_gpu_us: Figure,
     /// gpu-sync's chain: host µs per hop to submit.
+    #[serde(default = "Figure::older_report")]
     pub handoff_host_us: Figure,
     /// The raw chain: host µs per hop to submit.
+    #[serde(default = "Figure::older_report")]
     pub handoff_raw_host_us: Figure,
 }
 
@@ -147,7 +159,8 @@ pub struct P2pReport {
     pub bytes: usize,
     /// Timed runs per figure.
     pub repeats: usize,
-    /// Hops of each handoff chain.
+    /// Hops of each handoff chain (0 in a report older than the handoff).
+    #[serde(default)]
     pub handoff_hops: usize,
     /// Every ordered pair.
     pub pairs: Vec<PairResult>,
