@@ -1,0 +1,439 @@
+//! A DDP-style step, one process driving every GPU: gradient buckets
+//! all-reduced on a communication stream while the next bucket's compute
+//! runs — with no event, no wait and no `record_stream` in the step.
+//!
+//! Per GPU a compute stream and a communication stream. Bucket `i` is
+//! allocated on the compute stream and produced there by `passes` launches
+//! of the kernels crate's `scale` (`bucket = s(rank, i) · ones`, a
+//! bandwidth-bound kernel whose duration is sized by the number of passes);
+//! then one `nccl::group` all-reduces bucket `i` of every GPU in place on
+//! the communication streams. gpu-sync makes each all-reduce wait, on the
+//! GPU, for the kernels that wrote its bucket, while bucket `i + 1`'s
+//! compute runs. Bucket `i − 1` is dropped once bucket `i` is issued: its
+//! free is queued on the compute stream behind a device-side wait for its
+//! all-reduce, so bucket `i + 1`'s allocation reuses its memory with no host
+//! call, and the ledger's peak stays at two buckets whatever `B`.
+//!
+//! Timed with events on every GPU (the longest device span counts), the
+//! median over `steps` repetitions of: C, compute alone (every bucket's
+//! kernels, no collective); M, communication alone (every bucket's
+//! all-reduce, no compute); and the step, both overlapped. The number of
+//! passes is calibrated so that C ≈ M. Printed: ideal / step
+//! = max(C, M) / step and the communication hidden, (C + M − step) /
+//! min(C, M); the memory (the ledger's peak, the pool's peak reserve, how
+//! many buckets got a freed bucket's address — on a GPU the pool hands the
+//! compute stream's freed bucket back; cuda-sim never reuses an address, so
+//! there only the ledger's peak shows the reuse). Every reduced bucket of a
+//! checked step, and the last bucket of each timed step, is compared
+//! exactly with the integer-valued sum: any wrong element exits nonzero.
+//!
+//! Sizes: `--buckets B --bucket-mib X --steps S [--passes P]`, or the
+//! environment `DDP_BUCKETS`, `DDP_BUCKET_MIB`, `DDP_STEPS`, `DDP_PASSES`
+//! (a fixed number of passes skips the calibration). Defaults 16 × 64 MiB,
+//! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
+//! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
+use gpu_sync::nccl::{self, Communicator, ReduceOp};
+use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
+use kernels::Kernels;
+use std::time::Duration;
+
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// The sizes of a run.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    buckets: usize,
+    bucket_bytes: usize,
+    steps: usize,
+    /// `scale` launches per bucket; `None`: calibrated so that C ≈ M.
+    passes: Option<usize>,
+}
+
+impl Config {
+    /// The GPU-sized defaults: 16 buckets of 64 MiB, 7 steps.
+    const GPU: Config = Config { buckets: 16, bucket_bytes: 64 << 20, steps: 7, passes: None };
+
+    /// `base`, overridden by the environment, then by `args` (flags).
+    fn from(base: Config, args: &[String]) -> BoxResult<Config> {
+        let mut c = base;
+        let mut set = |key: &str, v: &str| -> BoxResult<()> {
+            let bad = |e: &dyn std::fmt::Display| format!("{key}={v:?}: {e}");
+            match key {
+                "buckets" => c.buckets = v.parse().map_err(|e| bad(&e))?,
+                "bucket-mib" => {
+                    let mib: f64 = v.parse().map_err(|e| bad(&e))?;
+                    c.bucket_bytes = (mib * f64::from(1u32 << 20)) as usize;
+                }
+                "steps" => c.steps = v.parse().map_err(|e| bad(&e))?,
+                "passes" => c.passes = Some(v.parse().map_err(|e| bad(&e))?),
+                _ => {
+                    return Err(format!(
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes)"
+                    )
+                    .into());
+                }
+            }
+            Ok(())
+        };
+        for key in ["buckets", "bucket-mib", "steps", "passes"] {
+            let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
+            if let Ok(v) = std::env::var(&var) {
+                set(key, &v)?;
+            }
+        }
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let key = a.strip_prefix("--").ok_or_else(|| format!("unexpected argument {a:?}"))?;
+            let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
+            set(key, v)?;
+        }
+        // Whole 16-byte vectors of f32 (the tiled kernels' unit).
+        c.bucket_bytes -= c.bucket_bytes % 16;
+        if c.buckets < 2 || c.bucket_bytes == 0 || c.steps == 0 || c.passes == Some(0) {
+            return Err(format!("{c:?}: need at least 2 buckets, 16 bytes a bucket, 1 step, 1 pass").into());
+        }
+        Ok(c)
+    }
+
+    fn elems(&self) -> usize {
+        self.bucket_bytes / 4
+    }
+}
+
+/// One GPU: its rank, streams, kernels and the constant input of `scale`.
+struct Rank {
+    device: Device,
+    comm: Communicator,
+    compute: Stream,
+    comm_stream: Stream,
+    kernels: Kernels,
+    ones: DeviceBuffer<f32>,
+}
+
+/// The value rank `r` writes into bucket `i`: small integers, so every sum
+/// is exact in f32.
+fn grad_value(r: usize, i: usize) -> f32 {
+    ((r + 1) * (i % 7 + 1)) as f32
+}
+
+/// What every rank's bucket `i` holds after the all-reduce.
+fn reduced_value(ranks: usize, i: usize) -> f32 {
+    (0..ranks).map(|r| grad_value(r, i)).sum()
+}
+
+/// Which work a timed phase issues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Compute,
+    Step,
+}
+
+/// What a step reports besides its time.
+#[derive(Default)]
+struct StepOutcome {
+    wrong: usize,
+    /// Buckets whose address a bucket freed earlier in the step had.
+    reused: usize,
+}
+
+/// Events around one phase on every device: the start on `first`'s
+/// stream, ends on the streams the phase used.
+struct Span {
+    start: Vec<TimingEvent>,
+    ends: Vec<Vec<TimingEvent>>,
+}
+
+impl Span {
+    fn begin(ranks: &[Rank], on_comm: bool) -> BoxResult<Span> {
+        let mut start = Vec::new();
+        for r in ranks {
+            let e = TimingEvent::new(&r.device)?;
+            e.record(if on_comm { &r.comm_stream } else { &r.compute })?;
+            start.push(e);
+        }
+        Ok(Span { start, ends: Vec::new() })
+    }
+
+    fn end(mut self, ranks: &[Rank], compute: bool, comm: bool) -> BoxResult<Duration> {
+        for r in ranks {
+            let mut ends = Vec::new();
+            for (used, s) in [(compute, &r.compute), (comm, &r.comm_stream)] {
+                if used {
+                    let e = TimingEvent::new(&r.device)?;
+                    e.record(s)?;
+                    ends.push(e);
+                }
+            }
+            self.ends.push(ends);
+        }
+        let mut longest = Duration::ZERO;
+        for (s, ends) in self.start.iter().zip(&self.ends) {
+            for e in ends {
+                e.synchronize()?;
+                longest = longest.max(s.elapsed(e)?);
+            }
+        }
+        Ok(longest)
+    }
+}
+
+/// Compute alone (`Phase::Compute`) or the overlapped step: every bucket
+/// allocated, produced by `passes` `scale` launches on the compute stream,
+/// all-reduced (step only), and dropped once the next bucket is issued.
+/// With `check`, every reduced bucket is read back at once (serialising the
+/// step: untimed); the last bucket is always checked, after the span.
+fn run_buckets(
+    ranks: &[Rank],
+    cfg: &Config,
+    passes: usize,
+    phase: Phase,
+    check: bool,
+) -> BoxResult<(Duration, StepOutcome)> {
+    let n = ranks.len();
+    let mut out = StepOutcome::default();
+    let mut freed: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let span = Span::begin(ranks, false)?;
+    let mut prev: Option<Vec<DeviceBuffer<f32>>> = None;
+    for i in 0..cfg.buckets {
+        let mut cur = Vec::with_capacity(n);
+        for (r, rank) in ranks.iter().enumerate() {
+            let mut b = DeviceBuffer::<f32>::alloc(&rank.compute, cfg.elems())?;
+            if freed[r].contains(&b.as_raw()) {
+                out.reused += 1;
+            }
+            for _ in 0..passes {
+                rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(r, i))?;
+            }
+            cur.push(b);
+        }
+        if phase == Phase::Step {
+            nccl::group(|g| {
+                for (rank, b) in ranks.iter().zip(cur.iter_mut()) {
+                    g.all_reduce_in_place(&rank.comm, &rank.comm_stream, b, ReduceOp::Sum)?;
+                }
+                Ok(())
+            })?;
+        }
+        if check {
+            for (rank, b) in ranks.iter().zip(&cur) {
+                out.wrong += count_wrong(&rank.comm_stream, b, expected(phase, n, rank, i))?;
+            }
+        }
+        // Bucket i − 1's all-reduce was issued one bucket ago: its free waits
+        // for it on the GPU, and bucket i + 1's allocation may take its memory.
+        if let Some(p) = prev.replace(cur) {
+            for (r, b) in p.into_iter().enumerate() {
+                freed[r].push(b.as_raw());
+            }
+        }
+    }
+    let t = span.end(ranks, true, phase == Phase::Step)?;
+    if let Some(last) = prev {
+        for ((r, rank), b) in ranks.iter().enumerate().zip(&last) {
+            let s = if phase == Phase::Step { &rank.comm_stream } else { &rank.compute };
+            out.wrong += count_wrong(s, b, expected(phase, n, &ranks[r], cfg.buckets - 1))?;
+        }
+    }
+    Ok((t, out))
+}
+
+/// The value bucket `i` of `rank` holds after `phase`.
+fn expected(phase: Phase, n: usize, rank: &Rank, i: usize) -> f32 {
+    match phase {
+        Phase::Step => reduced_value(n, i),
+        Phase::Compute => grad_value(rank.comm.rank(), i),
+    }
+}
+
+fn count_wrong(s: &Stream, b: &DeviceBuffer<f32>, want: f32) -> BoxResult<usize> {
+    Ok(s.to_vec(b)?.iter().filter(|&&v| v != want).count())
+}
+
+/// Communication alone: every bucket's all-reduce over buckets made (and
+/// zeroed) beforehand, outside the span.
+fn run_comm(ranks: &[Rank], cfg: &Config) -> BoxResult<Duration> {
+    let mut sets: Vec<Vec<DeviceBuffer<f32>>> = Vec::with_capacity(cfg.buckets);
+    for _ in 0..cfg.buckets {
+        let set: Vec<DeviceBuffer<f32>> = ranks
+            .iter()
+            .map(|r| DeviceBuffer::zeroed(&r.comm_stream, cfg.elems()))
+            .collect::<Result<_, _>>()?;
+        sets.push(set);
+    }
+    for r in ranks {
+        r.comm_stream.synchronize()?;
+    }
+    let span = Span::begin(ranks, true)?;
+    for set in &mut sets {
+        nccl::group(|g| {
+            for (rank, b) in ranks.iter().zip(set.iter_mut()) {
+                g.all_reduce_in_place(&rank.comm, &rank.comm_stream, b, ReduceOp::Sum)?;
+            }
+            Ok(())
+        })?;
+    }
+    span.end(ranks, false, true)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20))
+}
+
+/// Runs the example with `cfg`; an error if any reduced value is wrong, or
+/// if more than two buckets were ever live on a device (each is freed one
+/// bucket after its all-reduce is issued, whatever the number of buckets).
+fn run(cfg: Config) -> BoxResult<()> {
+    if gpu_sync::select_driver()?.is_sim() {
+        kernels::register_sim_kernels();
+    }
+    if std::env::var("NCCL_NVLS_ENABLE").is_ok_and(|v| v != "0") {
+        return Err(
+            "NCCL_NVLS_ENABLE must be 0 here: NVLink multicast can take a shared host's GPUs out of service"
+                .into(),
+        );
+    }
+    let devices = Device::all()?;
+    if devices.len() < 2 {
+        println!("one GPU in this machine: nothing to all-reduce with");
+        return Ok(());
+    }
+    let comms = Communicator::init_all(&devices)?;
+    let mut ranks = Vec::new();
+    for (device, comm) in devices.iter().zip(comms) {
+        let compute = Stream::new(device)?;
+        let ones = DeviceBuffer::from_slice(&compute, &vec![1.0f32; cfg.elems()])?;
+        ranks.push(Rank {
+            device: device.clone(),
+            comm,
+            comm_stream: Stream::new(device)?,
+            kernels: Kernels::load(device)?,
+            ones,
+            compute,
+        });
+    }
+    let n = ranks.len();
+    let sync = |ranks: &[Rank]| -> BoxResult<()> {
+        for r in ranks {
+            r.compute.synchronize()?;
+            r.comm_stream.synchronize()?;
+        }
+        Ok(())
+    };
+
+    // Warm-up and the exact check of every reduced bucket (untimed: each
+    // bucket is read back as soon as it is issued).
+    let mut wrong = run_buckets(&ranks, &cfg, 1, Phase::Step, true)?.1.wrong;
+    sync(&ranks)?;
+
+    // Calibration: M first, then one pass's compute, then the passes that
+    // bring C to M.
+    let m0 = median(&mut (0..3).map(|_| run_comm(&ranks, &cfg)).collect::<BoxResult<Vec<_>>>()?);
+    let mut c1s = Vec::new();
+    for _ in 0..3 {
+        let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false)?;
+        c1s.push(t);
+        wrong += o.wrong;
+    }
+    let c1 = median(&mut c1s);
+    let passes = cfg.passes.unwrap_or_else(|| {
+        let r = m0.as_secs_f64() / c1.as_secs_f64().max(1e-9);
+        (r.round() as usize).max(1)
+    });
+
+    let (mut cs, mut msv, mut steps) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut peak_alloc, mut peak_reserved, mut reused) = (0u64, None::<u64>, 0usize);
+    for _ in 0..cfg.steps {
+        msv.push(run_comm(&ranks, &cfg)?);
+        sync(&ranks)?;
+        let (c, o) = run_buckets(&ranks, &cfg, passes, Phase::Compute, false)?;
+        cs.push(c);
+        wrong += o.wrong;
+        sync(&ranks)?;
+        for r in &ranks {
+            r.device.trim_memory_pool(0)?;
+            r.device.reset_peak_memory()?;
+        }
+        let (t, o) = run_buckets(&ranks, &cfg, passes, Phase::Step, false)?;
+        steps.push(t);
+        wrong += o.wrong;
+        reused = reused.max(o.reused);
+        for r in &ranks {
+            let s = r.device.memory_stats()?;
+            peak_alloc = peak_alloc.max(s.peak_allocated);
+            if let Some(p) = s.pool {
+                peak_reserved = Some(peak_reserved.unwrap_or(0).max(p.reserved_peak));
+            }
+        }
+    }
+    let (c, m, step) = (median(&mut cs), median(&mut msv), median(&mut steps));
+    let (cf, mf, sf) = (c.as_secs_f64(), m.as_secs_f64(), step.as_secs_f64());
+    let ideal = cf.max(mf) / sf;
+    let hidden = (cf + mf - sf) / cf.min(mf);
+    let ratio = cf / mf;
+    let bb = cfg.bucket_bytes as u64;
+    let ones = bb; // the constant input of `scale`, one bucket's size
+    let peak_buckets = peak_alloc.saturating_sub(ones) as f64 / bb as f64;
+
+    println!(
+        "DDP overlap: {n} GPUs, {} buckets x {}, {} steps (median), {passes} scale passes per bucket",
+        cfg.buckets,
+        mib(bb),
+        cfg.steps
+    );
+    println!("  calibration: M {}, one pass of compute {}", ms(m0), ms(c1));
+    println!("  {:<34} {:>12}", "compute alone, C", ms(c));
+    println!("  {:<34} {:>12}", "all-reduce alone, M", ms(m));
+    let in_range = if (0.7..=1.5).contains(&ratio) { "in 0.7-1.5" } else { "OUT of 0.7-1.5" };
+    println!("  {:<34} {:>12}", "C / M", format!("{ratio:.2} ({in_range})"));
+    println!("  {:<34} {:>12}", "step, overlapped", ms(step));
+    println!("  {:<34} {:>12}", "ideal / step = max(C,M) / step", format!("{ideal:.3}"));
+    println!("  {:<34} {:>12}", "hidden = (C+M-step) / min(C,M)", format!("{:.1} %", hidden * 100.0));
+    println!(
+        "  {:<34} {:>12}",
+        "peak allocated (ledger)",
+        format!("{} = input + {peak_buckets:.2} buckets", mib(peak_alloc))
+    );
+    match peak_reserved {
+        Some(p) => println!("  {:<34} {:>12}", "peak reserved (pool)", mib(p)),
+        None => println!("  {:<34} {:>12}", "peak reserved (pool)", "no memory pools"),
+    }
+    println!(
+        "  {:<34} {:>12}",
+        "buckets on a freed bucket's address",
+        format!("{reused} of {}", (cfg.buckets - 2) * n)
+    );
+    println!("  {:<34} {:>12}", "wrong elements", wrong);
+    if wrong > 0 {
+        return Err(format!("{wrong} reduced elements differ from the exact sums").into());
+    }
+    if peak_buckets > 2.0 {
+        return Err(format!(
+            "{peak_buckets:.2} buckets live at the peak: a bucket's memory was held too long"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn main() -> BoxResult<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    run(Config::from(Config::GPU, &args)?)
+}
+
+#[test]
+fn runs_on_the_simulator() {
+    // CI has no GPU: `select_driver` picks the simulator (two devices);
+    // small sizes unless the environment asks for others (the GPU bundle).
+    // It fails on a wrong element or a peak of more than two buckets.
+    let small = Config { buckets: 4, bucket_bytes: 64 << 10, steps: 3, passes: None };
+    run(Config::from(small, &[]).expect("the configuration")).expect("the example failed");
+}
