@@ -22,6 +22,11 @@
 #              -b 8 -e 1G -f 2 -g N (built by target/peers/build-nccl-tests.sh: carry a copy of
 #              ../shared/peers as target/peers) and torch.distributed all_reduce under torchrun,
 #              one process per GPU (nccl-torch-allreduce.py), at the same sizes (issue 30 item 5)
+#   ddp        the all_reduce and ddp_overlap examples (the bundle's example test binaries, one
+#              process driving every GPU; ddp_overlap at $DDP_BUCKETS x $DDP_BUCKET_MIB MiB, default
+#              16 x 64, $DDP_STEPS steps), then PyTorch's peer on the same buckets under torchrun,
+#              one process per GPU (ddp-overlap-torch.py: matmul and elementwise compute, works
+#              waited at the end and one bucket behind) (issue 30 item 6)
 set -u
 # Multicast stays off everywhere (../shared/GPU.md): the nccl stage runs
 # NCCL (gpu-bench refuses to without NCCL_NVLS_ENABLE=0), and every other
@@ -119,6 +124,34 @@ for stage in "$@"; do
         docs/results/scripts/nccl-torch-allreduce.py --max-bytes 1073741824 \
         >"$logs/nccl-torch.json" 2>"$logs/nccl-torch.err"
       say "torch.distributed all_reduce ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
+      ;;
+    ddp)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      db=${DDP_BUCKETS:-16} dm=${DDP_BUCKET_MIB:-64} ds=${DDP_STEPS:-7}
+      # The examples' #[test] runs their main against the driver run.sh
+      # names; ddp_overlap takes its sizes from the environment.
+      GPU_SYNC_DRIVER=cuda timeout 120 $B/tests/gpu-sync-examples--all_reduce --exact runs_on_the_simulator \
+        --nocapture >"$logs/all-reduce-example.log" 2>&1
+      say "all_reduce example ($ngpu GPUs): exit $?; $(grep -m1 '^all-reduce over' "$logs/all-reduce-example.log")"
+      GPU_SYNC_DRIVER=cuda DDP_BUCKETS=$db DDP_BUCKET_MIB=$dm DDP_STEPS=$ds timeout "${DDP_TIMEOUT:-300}" \
+        $B/tests/gpu-sync-examples--ddp_overlap --exact runs_on_the_simulator --nocapture >"$logs/ddp-overlap.log" 2>&1
+      say "ddp_overlap ($ngpu GPUs, one process, $db x $dm MiB, $ds steps): exit $? in $((SECONDS - t0)) s"
+      grep -E '^(DDP|  )' "$logs/ddp-overlap.log" | tee -a "$summary"
+      timeout "${DDP_TORCH_TIMEOUT:-400}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+        docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
+        >"$logs/ddp-overlap-torch.json" 2>"$logs/ddp-overlap-torch.err"
+      say "PyTorch DDP-style overlap ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
+      python3 - "$logs/ddp-overlap-torch.json" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for v in r["variants"]:
+    print("  torch %-11s wait %-4s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
+          "max reserved %.1f MiB (operands %.1f MiB) wrong %d" % (
+          v["compute"], v["wait"], v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
+          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20,
+          v["operand_bytes"] / 2**20, v["wrong"]))
+PY
       ;;
     *) say "unknown stage $stage" ;;
   esac
