@@ -4,8 +4,16 @@
 
 /// Examples whose `main` is run by a `#[test]` in the example itself
 /// (`[[example]] test = true` in Cargo.toml).
-const SELF_TESTED: &[&str] =
-    &["vector_add_own_kernel", "pinned_overlap", "wait_scopes", "foreign_call", "nvrtc_kernel", "two_gpus"];
+const SELF_TESTED: &[&str] = &[
+    "vector_add_own_kernel",
+    "pinned_overlap",
+    "wait_scopes",
+    "foreign_call",
+    "nvrtc_kernel",
+    "two_gpus",
+    "all_reduce",
+    "ddp_overlap",
+];
 
 /// The first ```rust block after the README's "Quick start" heading.
 fn readme_quick_start(readme: &str) -> Option<&str> {
