@@ -256,7 +256,19 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // make the whole operation a stack object on the hot path too.
     let hook = if s.device.inner.trace.is_on() { hook(s, op.name, op.kind, op.describe) } else { None };
     let captured = hook.as_ref().map(|h| &h.captured);
-    route(s, op, |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call), captured)
+    // `#[inline(always)]` on the closure (it holds the operation's own
+    // driver call): one instantiation is called from every flavor, so no
+    // single-call bonus, and LLVM rates the eager flavor's call site in a
+    // launch cold (under 2 % of the entry's estimated frequency: threshold
+    // 45 against a cost of 355). Left to LLVM it became a call, about 50
+    // instructions a launch (`-C remark=inline` shows the decision).
+    route(
+        s,
+        op,
+        #[inline(always)]
+        |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call),
+        captured,
+    )
 }
 
 /// Submits one operation over several streams (of one device or several):
