@@ -121,15 +121,42 @@ impl Allocation {
         let deps = self.res.outstanding();
         match &self.stream {
             Some(s) => {
-                let describe = || OpDesc { name: "free".into(), kind: OpKind::Free };
-                let op = Op::new("cuMemFreeAsync", Kind::After(&deps), NO_USES).describe(&describe);
-                engine::submit(s, op, |raw| {
-                    // SAFETY: `ptr` came from cuMemAllocAsync and is freed once
-                    // (here); the free is ordered after every use recorded on
-                    // other streams (the device-side waits `submit` issues for
-                    // `deps`) and after same-stream uses by FIFO order.
-                    call("cuMemFreeAsync", || unsafe { cu::memory::free_async(ptr, raw) })
-                })?;
+                // On the stream of the latest outstanding use of this device
+                // (its allocating stream when there is none): that stream
+                // has most often waited for the other uses already (a
+                // collective on a communication stream after the kernel that
+                // wrote the buffer on the compute stream), so the free adds
+                // no wait to a stream that is busy with other work — freeing
+                // on the allocating stream would make it wait for the
+                // collective. A capture that began there meanwhile sends the
+                // free back to the allocating stream (decided under its book,
+                // see `engine::free_now_or_later`).
+                let latest = deps
+                    .iter()
+                    .filter(|p| Arc::ptr_eq(&p.timeline.book, &s.book) && !p.timeline.capture_hint())
+                    .max_by_key(|p| p.ticket)
+                    .map(|p| &p.timeline);
+                let free_on = |stream: &Arc<Timeline>| {
+                    let describe = || OpDesc { name: "free".into(), kind: OpKind::Free };
+                    let op = Op::new("cuMemFreeAsync", Kind::After(&deps), NO_USES).describe(&describe);
+                    engine::submit(stream, op, |raw| {
+                        // SAFETY: `ptr` came from cuMemAllocAsync and is freed
+                        // once (here); the free is ordered after every use
+                        // recorded on other streams (the device-side waits
+                        // `submit` issues for `deps`) and after same-stream
+                        // uses by FIFO order. The pool may hand the memory to
+                        // an allocation on another stream only after the free
+                        // (its reuse follows the free's stream order).
+                        call("cuMemFreeAsync", || unsafe { cu::memory::free_async(ptr, raw) })
+                    })
+                };
+                match latest {
+                    Some(t) if !Arc::ptr_eq(t, s) => match free_on(t) {
+                        Err(crate::error::Error::Capturing { .. }) => free_on(s)?,
+                        r => r?,
+                    },
+                    _ => free_on(s)?,
+                };
             }
             None => {
                 for p in &deps {
