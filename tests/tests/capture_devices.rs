@@ -1,7 +1,8 @@
 //! Graph capture and several devices (issue 29 item 2): a copy from
 //! another device's buffer captured on one device's stream replays ordered
-//! after the other device's writes, staged (no peer access) and over the
-//! link (peer access on); a wait on another device's stream that is not in
+//! after the other device's writes over the link (peer access on), and is
+//! refused with `Error::Capturing` without peer access (the driver would
+//! stage it through host memory, which invalidates a capture); a wait on another device's stream that is not in
 //! the capture is refused with `Error::Capturing`; a kernel given a peer
 //! buffer inside a capture is refused unless peer access is on. Its own
 //! test binary with one test: peer access is process-wide state.
@@ -41,9 +42,24 @@ fn captures_across_devices_replay_in_order_or_are_refused() {
     let d: Vec<Device> = (0..2).map(|i| Device::get(i).expect("device")).collect();
     let (k0, k1) = (Kernels::load(&d[0]).expect("k0"), Kernels::load(&d[1]).expect("k1"));
 
-    // Staged: device 0 does not reach device 1's memory.
+    // Staged (device 0 does not reach device 1's memory): the driver would
+    // stage the copy through host memory, which a graph cannot hold (on a
+    // GPU the capture is invalidated at its end), so it is refused.
     assert!(!d[0].peer_access_enabled(&d[1]));
-    captured_copy_follows_the_other_devices_writes(&d, &k1);
+    {
+        let (s0, s1) = (Stream::new(&d[0]).expect("s0"), Stream::new(&d[1]).expect("s1"));
+        let src = DeviceBuffer::<u32>::zeroed(&s1, N).expect("src on device 1");
+        let mut dst = DeviceBuffer::<u32>::zeroed(&s0, N).expect("dst on device 0");
+        let graph = s0.capture(|c| {
+            let r = c.stream().copy(&src, &mut dst);
+            assert!(matches!(r, Err(Error::Capturing { .. })), "{r:?}");
+            Ok(())
+        });
+        graph.expect("the capture ends cleanly");
+        // Outside a capture the same copy is staged and correct.
+        s0.copy(&src, &mut dst).expect("staged copy");
+        assert!(s0.to_vec(&dst).expect("dst").iter().all(|&v| v == 0));
+    }
 
     // A wait on a stream of another device, outside the capture: refused.
     let (s0, s1) = (Stream::new(&d[0]).expect("s0"), Stream::new(&d[1]).expect("s1"));

@@ -178,6 +178,16 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
 ) -> Result<R> {
     // The device rule, before anything is captured.
     crate::engine::devices(s, uses, reach)?;
+    // A copy between devices that the stream's device does not reach both
+    // ways is staged through host memory by the driver, which a graph cannot
+    // hold (the capture is invalidated: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+    // at its end): refused here, before anything is captured.
+    if matches!(reach, Reach::One(_)) && crate::engine::devices(s, uses, Reach::Every("")).is_err() {
+        return Err(Error::Capturing {
+            op: "a copy between devices without peer access (the driver stages it through host memory, which a \
+                 graph cannot hold; enable peer access first)",
+        });
+    }
     let mut list: Vec<(Arc<Allocation>, Access)> = Vec::new();
     let mut host = false;
     uses.each(|t, a| match t {
