@@ -463,7 +463,9 @@ impl Stream {
     }
 
     /// Copies device memory to device memory (`cuMemcpyDtoDAsync`; between two
-    /// devices `cuMemcpyPeerAsync`, with the stream on either device).
+    /// devices the same over unified addresses when the stream's device has
+    /// peer access to both, else `cuMemcpyPeerAsync`, which the driver
+    /// stages through host memory; the stream may be on either device).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`]; [`Error::DeviceMismatch`] if neither buffer
@@ -497,9 +499,26 @@ impl Stream {
             let op = Op::new("Stream::copy", Kind::Async, &uses)
                 .describe(&describe)
                 .copy_between_devices("both buffers");
+            // With peer access open to both buffers from the stream's device,
+            // a plain device-to-device copy over unified addresses (what
+            // PyTorch's `copy_` makes): it is a memcpy node a graph can hold.
+            // `cuMemcpyPeerAsync` (the driver stages it when no peer access
+            // is open) invalidates a capture on the H200s even with access
+            // open, so it is kept for the staged case, which a capture
+            // refuses (`engine`'s captured flavor).
+            let direct = engine::all_reached(&self.inner, &uses);
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
+                }
+                if direct {
+                    // SAFETY: both ranges lie inside live allocations whose
+                    // frees are ordered after this use, on devices the
+                    // stream's device reaches (peer access open, checked
+                    // just above), so unified addressing resolves both.
+                    return call("cuMemcpyDtoDAsync", || unsafe {
+                        cu::memory::memcpy_dtod_async(dptr, sptr, bytes, raw)
+                    });
                 }
                 // SAFETY: both ranges lie inside live allocations whose frees
                 // are ordered after this use; the contexts are the devices'
