@@ -21,6 +21,9 @@ use crate::spec::{Extent, KernelId, KernelParam, ParamAccess, ParamKind};
 use cuda_sim::{DurationFn, KernelCall, KernelFault, KernelSpec, ParamSpec, register_kernel};
 use std::sync::OnceLock;
 
+mod args;
+use args::{Args, scalar};
+
 /// The SM clock the simulator reports, in cycles per nanosecond (1980 MHz).
 const SIM_CLOCK_GHZ: f64 = cuda_sim::model::SM_CLOCK_KHZ as f64 / 1e6;
 /// Device-memory bandwidth in bytes per nanosecond: the simulator's one
@@ -129,7 +132,7 @@ fn link_floor_ns(call: &KernelCall<'_>, kernel: KernelId) -> u64 {
 /// The simulated duration of `kernel` on the device's own memory, ns.
 fn own_ns(call: &KernelCall<'_>, kernel: KernelId) -> u64 {
     let ns = if matches!(kernel, KernelId::SpinCycles | KernelId::ClockProbe | KernelId::Stamp) {
-        match call.scalar::<u64>(0) {
+        match scalar::<u64>(call, kernel, "cycles") {
             Ok(cycles) => cycles as f64 / SIM_CLOCK_GHZ,
             Err(_) => return FALLBACK_NS,
         }
@@ -140,7 +143,7 @@ fn own_ns(call: &KernelCall<'_>, kernel: KernelId) -> u64 {
     } else if let Some(ns) = probe_duration(call, kernel) {
         ns
     } else if kernel == KernelId::CopyMappedU32x4 {
-        let n4 = call.scalar::<u64>(2).unwrap_or(0);
+        let n4 = scalar::<u64>(call, kernel, "n4").unwrap_or(0);
         cost::copy_mapped_u32x4(n4).bytes_read as f64 / SIM_MAPPED_BYTES_PER_NS
     } else {
         let size = match kernel.info().size_param().map(|i| call.scalar::<u64>(i)) {
@@ -159,229 +162,127 @@ fn probe_duration(call: &KernelCall<'_>, kernel: KernelId) -> Option<f64> {
     // FP64 at half the FP32 rate, the packed 16-bit types at twice it (as
     // on an H100), so that each intensity sweep meets its own FMA roof.
     let fma = |lanes: u64, rate: f64| -> Option<f64> {
-        let iters = call.scalar::<u32>(1).ok()?;
-        let n = call.scalar::<u64>(4).ok()?;
+        let iters = scalar::<u32>(call, kernel, "iters").ok()?;
+        let n = scalar::<u64>(call, kernel, "n").ok()?;
         Some(cost::fma_probe(n, u64::from(iters), lanes).flops as f64 / (rate * SIM_FLOPS_PER_NS))
     };
+    let iters = || scalar::<u32>(call, kernel, "iters").ok();
     match kernel {
         KernelId::FmaF64 => fma(1, 0.5),
         KernelId::FmaF32 => fma(1, 1.0),
         KernelId::FmaF16x2 | KernelId::FmaBf16x2 => fma(2, 2.0),
-        KernelId::CacheRead => {
-            Some(cost::cache_read(call.scalar::<u64>(2).ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS)
-        }
+        KernelId::CacheRead => Some(
+            cost::cache_read(scalar::<u64>(call, kernel, "n").ok()?).bytes() as f64 / SIM_CACHE_BYTES_PER_NS,
+        ),
         // One pass over the working set streams it from memory; more passes
         // re-read it from the cache.
         KernelId::ReadTuneU4 | KernelId::ReadTuneU8 | KernelId::ReadTuneU16 | KernelId::ReadBulk => {
-            let (ws4, n) = (call.scalar::<u64>(1).ok()?, call.scalar::<u64>(2).ok()?);
+            let (ws4, n) = (scalar::<u64>(call, kernel, "ws4").ok()?, scalar::<u64>(call, kernel, "n").ok()?);
             let rate = if n <= ws4 { SIM_BYTES_PER_NS } else { SIM_CACHE_BYTES_PER_NS };
             Some(cost::cache_read(n).bytes() as f64 / rate)
         }
-        KernelId::SmemRead => Some(f64::from(call.scalar::<u32>(0).ok()?) * SIM_SMEM_NS_PER_ITER),
+        KernelId::SmemRead => Some(f64::from(iters()?) * SIM_SMEM_NS_PER_ITER),
         KernelId::TcBf16 | KernelId::TcF16 | KernelId::TcE4m3 => {
-            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_TENSOR_NS_PER_ITER)
+            Some(f64::from(iters()?) * SIM_TENSOR_NS_PER_ITER)
         }
         KernelId::MmaBf16 | KernelId::MmaF16 | KernelId::MmaE4m3 => {
-            Some(f64::from(call.scalar::<u32>(2).ok()?) * SIM_MMA_NS_PER_ITER)
+            Some(f64::from(iters()?) * SIM_MMA_NS_PER_ITER)
         }
         KernelId::IntensityF32 => {
-            let c = cost::intensity_f32(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            let c = cost::intensity_f32(
+                scalar::<u64>(call, kernel, "n4").ok()?,
+                u64::from(scalar::<u32>(call, kernel, "fmas").ok()?),
+            );
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / SIM_FLOPS_PER_NS))
         }
         KernelId::IntensityF16x2 => {
             // FP16x2 at twice the FP32 rate, as on an H100.
-            let c =
-                cost::intensity_f16x2(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            let c = cost::intensity_f16x2(
+                scalar::<u64>(call, kernel, "n4").ok()?,
+                u64::from(scalar::<u32>(call, kernel, "fmas").ok()?),
+            );
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(c.flops as f64 / 2.0 / SIM_FLOPS_PER_NS))
         }
         KernelId::IntensityF64 => {
             // FP64 at half the FP32 rate, as on an H100.
-            let c = cost::intensity_f64(call.scalar::<u64>(3).ok()?, u64::from(call.scalar::<u32>(2).ok()?));
+            let c = cost::intensity_f64(
+                scalar::<u64>(call, kernel, "n4").ok()?,
+                u64::from(scalar::<u32>(call, kernel, "fmas").ok()?),
+            );
             Some((c.bytes() as f64 / SIM_BYTES_PER_NS).max(2.0 * c.flops as f64 / SIM_FLOPS_PER_NS))
         }
         _ => None,
     }
 }
 
-fn fault_bad(call: &KernelCall<'_>, param: usize, what: String) -> KernelFault {
-    KernelFault::BadParam { kernel: call.name().to_owned(), param, what }
-}
-
-/// Checks every pointer the launch touches (a non-zero extent) against the
-/// spec's alignment. A GPU would fault with `CUDA_ERROR_MISALIGNED_ADDRESS`;
-/// the registry has no such fault, so this reports `BadParam` naming it.
-fn check_alignment(call: &KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
-    for (i, p) in kernel.info().params.iter().enumerate() {
-        let ParamKind::Pointer { align, len, .. } = p.kind else {
-            continue;
-        };
-        let n = match len {
-            Extent::Param(j) => call.scalar::<u64>(j)?,
-            Extent::Fixed(n) => n,
-        };
-        let ptr = call.ptr(i)?;
-        if n > 0 && ptr % align as u64 != 0 {
-            return Err(fault_bad(
-                call,
-                i,
-                format!(
-                    "`{}` = {ptr:#x} is not {align}-byte aligned \
-                     (a GPU faults with CUDA_ERROR_MISALIGNED_ADDRESS)",
-                    p.name
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `n` elements of `elem_bytes` each through pointer `param`, as a `usize`
-/// count, checked against the allocation `param` points into before any
-/// host buffer of that size is made: a length past the buffer's allocation
-/// is an illegal address (sticky, as on a GPU), never a huge allocation.
-fn count(call: &KernelCall<'_>, param: usize, n: Option<u64>, elem_bytes: u64) -> Result<usize, KernelFault> {
-    let bytes = n.and_then(|n| n.checked_mul(elem_bytes)).and_then(|b| usize::try_from(b).ok());
-    let (Some(n), Some(bytes)) = (n.and_then(|n| usize::try_from(n).ok()), bytes) else {
-        return Err(KernelFault::IllegalAddress {
-            kernel: call.name().to_owned(),
-            param,
-            addr: call.ptr(param).unwrap_or(0),
-            len: n.map_or(u64::MAX, |n| n.saturating_mul(elem_bytes)),
-        });
-    };
-    call.check_access::<u8>(param, 0, bytes)?;
-    Ok(n)
-}
-
-/// Runs `body(i)` for every index `i < n` that a thread of the launch visits
-/// in a grid-stride loop over x (`gs_first()` = `blockIdx.x * blockDim.x +
-/// threadIdx.x`, `gs_stride()` = `gridDim.x * blockDim.x`), thread by thread:
-/// every block and thread index of the launch runs, the y and z ones too,
-/// which (as on a GPU, since the `.cu` kernels read x indices only) repeat
-/// the x range. The tiled kernels split the range among the x threads
-/// otherwise (8 KiB block tiles, block-strided, then a grid-stride tail),
-/// but on both every x pass covers each index exactly once, so the outcome
-/// is the same for every launch shape.
-fn per_thread(call: &KernelCall<'_>, n: usize, mut body: impl FnMut(usize)) {
-    let (grid, block) = (call.grid(), call.block());
-    let stride = u64::from(grid[0]) * u64::from(block[0]);
-    let n = n as u64;
-    for _block_yz in 0..u64::from(grid[1]) * u64::from(grid[2]) {
-        for bx in 0..u64::from(grid[0]) {
-            for _thread_yz in 0..u64::from(block[1]) * u64::from(block[2]) {
-                for tx in 0..u64::from(block[0]) {
-                    let mut i = bx * u64::from(block[0]) + tx;
-                    while i < n {
-                        // `i < n`, and `n` came from a `usize`.
-                        body(i as usize);
-                        i += stride;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Writes `vals[i]` through pointer parameter `param` for every `i` a
-/// thread visited (`hit[i]`), as runs of consecutive indices: an output
-/// pointer is write-only (the simulator refuses to read it back), and what
-/// no thread wrote keeps its bytes, as on a GPU.
-fn write_visited<T: bytemuck::Pod>(
-    call: &mut KernelCall<'_>,
-    param: usize,
-    vals: &[T],
-    hit: &[bool],
-) -> Result<(), KernelFault> {
-    let mut i = 0;
-    while i < hit.len() {
-        if !hit[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < hit.len() && hit[i] {
-            i += 1;
-        }
-        call.write_at(param, start as u64, &vals[start..i])?;
-    }
-    Ok(())
-}
-
-/// `*ptr += add` (wrapping) on the `u64` behind pointer `param`.
-fn accumulate(call: &mut KernelCall<'_>, param: usize, add: u64) -> Result<(), KernelFault> {
-    let old = call.read::<u64>(param, 1)?;
-    let new = old.first().copied().unwrap_or(0).wrapping_add(add);
-    call.write(param, &[new])
-}
-
-/// `*out += sum of the 4*n4 words of in`, `n4` the scalar at `n4_param`,
-/// `out` the pointer at `out_param`, `in` the pointer at 0.
-fn read_sum(
-    call: &mut KernelCall<'_>,
-    kernel: KernelId,
-    n4_param: usize,
-    out_param: usize,
-) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let n4 = call.scalar::<u64>(n4_param)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let data = call.read::<u32>(0, words)?;
-    accumulate(call, out_param, reference::read_sum_u32(&data))
+/// `*out += sum of the 4*n4 words of in`: `(in, n4, .., out)`.
+fn read_sum(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
+    let mut args = Args::new(call, kernel)?;
+    let n4 = args.scalar::<u64>("n4")?;
+    let words = args.count("in", n4.checked_mul(4), 4)?;
+    let data = args.read::<u32>("in", words)?;
+    args.accumulate("out", reference::read_sum_u32(&data))
 }
 
 /// `dst = src` over `4*n4` words: `(src, dst, n4, ..)`.
 fn copy_quads(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let n4 = call.scalar::<u64>(2)?;
-    let words = count(call, 0, n4.checked_mul(4), 4)?;
-    let src = call.read::<u32>(0, words)?;
+    let mut args = Args::new(call, kernel)?;
+    let n4 = args.scalar::<u64>("n4")?;
+    let words = args.count("src", n4.checked_mul(4), 4)?;
+    let src = args.read::<u32>("src", words)?;
     let mut dst = vec![0u32; words];
     if kernel == KernelId::CopyU32x4 {
         // Per thread: vector j is words 4j..4j+3.
         let mut hit = vec![false; words];
-        per_thread(call, words / 4, |j| {
+        args.per_thread(words / 4, |j| {
             reference::copy_u32(&src[4 * j..4 * j + 4], &mut dst[4 * j..4 * j + 4]);
             hit[4 * j..4 * j + 4].fill(true);
         });
-        write_visited(call, 1, &dst, &hit)
+        args.write_visited("dst", &dst, &hit)
     } else {
         reference::copy_u32(&src, &mut dst);
-        call.write(1, &dst)
+        args.write("dst", &dst)
     }
 }
 
-/// `a = fma(scalar, c, b)` over `n` floats: `(a, b, c, scalar, ..)`.
-fn triad(call: &mut KernelCall<'_>, kernel: KernelId, n: Option<u64>) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let scalar = call.scalar::<f32>(3)?;
-    let n = count(call, 0, n, 4)?;
-    let b = call.read::<f32>(1, n)?;
-    let c = call.read::<f32>(2, n)?;
+/// `a = fma(scalar, c, b)` over `n` floats (`n` from `elements`, given the
+/// value of the kernel's size parameter `size`): `(a, b, c, scalar, ..)`.
+fn triad(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    size: &str,
+    elements: impl FnOnce(u64) -> Option<u64>,
+) -> Result<(), KernelFault> {
+    let mut args = Args::new(call, kernel)?;
+    let scalar = args.scalar::<f32>("scalar")?;
+    let n = args.count("a", elements(args.scalar::<u64>(size)?), 4)?;
+    let b = args.read::<f32>("b", n)?;
+    let c = args.read::<f32>("c", n)?;
     let mut a = vec![0.0f32; n];
     if kernel == KernelId::TriadF32 {
         let mut hit = vec![false; n];
         // Per thread: vector j is elements 4j..4j+3, then the tail one by
         // one, each walked by the grid-stride loop from the thread's index.
         let n4 = n / 4;
-        per_thread(call, n4, |j| {
+        args.per_thread(n4, |j| {
             let r = 4 * j..4 * j + 4;
             reference::triad_f32(&mut a[r.clone()], &b[r.clone()], &c[r.clone()], scalar);
             hit[r].fill(true);
         });
-        per_thread(call, n - 4 * n4, |k| {
+        args.per_thread(n - 4 * n4, |k| {
             let i = 4 * n4 + k;
             reference::triad_f32(&mut a[i..=i], &b[i..=i], &c[i..=i], scalar);
             hit[i] = true;
         });
-        write_visited(call, 0, &a, &hit)
+        args.write_visited("a", &a, &hit)
     } else {
         reference::triad_f32(&mut a, &b, &c, scalar);
-        call.write(0, &a)
+        args.write("a", &a)
     }
 }
 
 pub(crate) fn run_read_sum_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    read_sum(call, KernelId::ReadSumU32x4, 1, 2)
+    read_sum(call, KernelId::ReadSumU32x4)
 }
 
 pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -389,109 +290,108 @@ pub(crate) fn run_copy_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFaul
 }
 
 pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let n = call.scalar::<u64>(4)?;
-    triad(call, KernelId::TriadF32, Some(n))
+    triad(call, KernelId::TriadF32, "n", Some)
 }
 
 pub(crate) fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::SpinCycles)?;
-    let cycles = call.scalar::<u64>(0)?;
-    call.write(1, &[reference::spin_cycles(cycles)])
+    let mut args = Args::new(call, KernelId::SpinCycles)?;
+    let cycles = args.scalar::<u64>("cycles")?;
+    args.write("out", &[reference::spin_cycles(cycles)])
 }
 
 pub(crate) fn run_fill_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::FillPatternU32)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
-    let seed = call.scalar::<u32>(2)?;
+    let mut args = Args::new(call, KernelId::FillPatternU32)?;
+    let n = args.count("dst", Some(args.scalar::<u64>("n")?), 4)?;
+    let seed = args.scalar::<u32>("seed")?;
     let (mut dst, mut hit) = (vec![0u32; n], vec![false; n]);
-    per_thread(call, n, |i| {
+    args.per_thread(n, |i| {
         dst[i] = reference::pattern(seed, i as u64);
         hit[i] = true;
     });
-    write_visited(call, 0, &dst, &hit)
+    args.write_visited("dst", &dst, &hit)
 }
 
 pub(crate) fn run_check_pattern_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::CheckPatternU32)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(1)?), 4)?;
-    let seed = call.scalar::<u32>(2)?;
-    let src = call.read::<u32>(0, n)?;
+    let mut args = Args::new(call, KernelId::CheckPatternU32)?;
+    let n = args.count("src", Some(args.scalar::<u64>("n")?), 4)?;
+    let seed = args.scalar::<u32>("seed")?;
+    let src = args.read::<u32>("src", n)?;
     let mut bad = 0u64;
-    per_thread(call, n, |i| bad += u64::from(src[i] != reference::pattern(seed, i as u64)));
-    accumulate(call, 3, bad)
+    args.per_thread(n, |i| bad += u64::from(src[i] != reference::pattern(seed, i as u64)));
+    args.accumulate("mismatches", bad)
 }
 
 pub(crate) fn run_scale_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::ScaleF32)?;
-    let a = call.scalar::<f32>(2)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
-    let input = call.read::<f32>(0, n)?;
+    let mut args = Args::new(call, KernelId::ScaleF32)?;
+    let a = args.scalar::<f32>("a")?;
+    let n = args.count("in", Some(args.scalar::<u64>("n")?), 4)?;
+    let input = args.read::<f32>("in", n)?;
     let (mut out, mut hit) = (vec![0.0f32; n], vec![false; n]);
-    per_thread(call, n, |i| {
+    args.per_thread(n, |i| {
         reference::scale_f32(&input[i..=i], &mut out[i..=i], a);
         hit[i] = true;
     });
-    write_visited(call, 1, &out, &hit)
+    args.write_visited("out", &out, &hit)
 }
 
 pub(crate) fn run_add_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::AddF32)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(3)?), 4)?;
-    let x = call.read::<f32>(0, n)?;
-    let y = call.read::<f32>(1, n)?;
+    let mut args = Args::new(call, KernelId::AddF32)?;
+    let n = args.count("x", Some(args.scalar::<u64>("n")?), 4)?;
+    let x = args.read::<f32>("x", n)?;
+    let y = args.read::<f32>("y", n)?;
     let (mut out, mut hit) = (vec![0.0f32; n], vec![false; n]);
-    per_thread(call, n, |i| {
+    args.per_thread(n, |i| {
         reference::add_f32(&x[i..=i], &y[i..=i], &mut out[i..=i]);
         hit[i] = true;
     });
-    write_visited(call, 2, &out, &hit)
+    args.write_visited("out", &out, &hit)
 }
 
 pub(crate) fn run_mix_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::MixU32)?;
-    let salt = call.scalar::<u32>(3)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(4)?), 4)?;
-    let a = call.read::<u32>(0, n)?;
-    let b = call.read::<u32>(1, n)?;
+    let mut args = Args::new(call, KernelId::MixU32)?;
+    let salt = args.scalar::<u32>("salt")?;
+    let n = args.count("a", Some(args.scalar::<u64>("n")?), 4)?;
+    let a = args.read::<u32>("a", n)?;
+    let b = args.read::<u32>("b", n)?;
     let (mut out, mut hit) = (vec![0u32; n], vec![false; n]);
-    per_thread(call, n, |i| {
+    args.per_thread(n, |i| {
         out[i] = reference::mix(a[i], b[i], salt);
         hit[i] = true;
     });
-    write_visited(call, 2, &out, &hit)
+    args.write_visited("out", &out, &hit)
 }
 
 pub(crate) fn run_bump_u32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::BumpU32)?;
-    let add = call.scalar::<u32>(1)?;
-    let n = count(call, 0, Some(call.scalar::<u64>(2)?), 4)?;
-    let mut x = call.read::<u32>(0, n)?;
-    per_thread(call, n, |i| reference::bump_u32(&mut x[i..=i], add));
-    call.write(0, &x)
+    let mut args = Args::new(call, KernelId::BumpU32)?;
+    let add = args.scalar::<u32>("add")?;
+    let n = args.count("x", Some(args.scalar::<u64>("n")?), 4)?;
+    let mut x = args.read::<u32>("x", n)?;
+    args.per_thread(n, |i| reference::bump_u32(&mut x[i..=i], add));
+    args.write("x", &x)
 }
 
 /// `clock_probe`: the simulator's clock is exactly [`SIM_CLOCK_GHZ`].
 pub(crate) fn run_clock_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::ClockProbe)?;
-    let cycles = call.scalar::<u64>(0)?;
+    let mut args = Args::new(call, KernelId::ClockProbe)?;
+    let cycles = args.scalar::<u64>("cycles")?;
     let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
-    call.write(1, &[reference::spin_cycles(cycles), ns.max(1)])
+    args.write("out", &[reference::spin_cycles(cycles), ns.max(1)])
 }
 
 /// `stamp`: the simulator has no global timer inside a kernel; it writes
 /// `[0, the spin's simulated nanoseconds]`, so `out[1] - out[0]` is the
 /// body's length at [`SIM_CLOCK_GHZ`].
 pub(crate) fn run_stamp(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::Stamp)?;
-    let cycles = call.scalar::<u64>(0)?;
+    let mut args = Args::new(call, KernelId::Stamp)?;
+    let cycles = args.scalar::<u64>("cycles")?;
     let ns = (cycles as f64 / SIM_CLOCK_GHZ).ceil() as u64;
-    call.write(1, &[0, ns])
+    args.write("out", &[0, ns])
 }
 
 pub(crate) fn run_spin_gate(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::SpinGate)?;
-    let flag = call.read::<u32>(0, 1)?;
-    call.write(2, &[u64::from(flag.first().copied().unwrap_or(0) != 0)])
+    let mut args = Args::new(call, KernelId::SpinGate)?;
+    let flag = args.read::<u32>("flag", 1)?;
+    args.write("out", &[u64::from(flag.first().copied().unwrap_or(0) != 0)])
 }
 
 pub(crate) fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -499,7 +399,7 @@ pub(crate) fn run_copy_mapped_u32x4(call: &mut KernelCall<'_>) -> Result<(), Ker
 }
 
 pub(crate) fn run_hbm_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    read_sum(call, KernelId::HbmRead, 1, 3)
+    read_sum(call, KernelId::HbmRead)
 }
 
 pub(crate) fn run_hbm_copy(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -511,8 +411,7 @@ pub(crate) fn run_copy_bulk(call: &mut KernelCall<'_>) -> Result<(), KernelFault
 }
 
 pub(crate) fn run_hbm_triad(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let n4 = call.scalar::<u64>(4)?;
-    triad(call, KernelId::HbmTriad, n4.checked_mul(4))
+    triad(call, KernelId::HbmTriad, "n4", |n4| n4.checked_mul(4))
 }
 
 /// The FMA probes' common part: writes the results when `store != 0` and
@@ -522,21 +421,21 @@ fn run_fma<T: bytemuck::Pod + Default>(
     kernel: KernelId,
     compute: impl FnOnce(u32, &mut [T]) -> Result<(), KernelFault>,
 ) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let iters = call.scalar::<u32>(1)?;
-    let store = call.scalar::<u32>(2)?;
-    let n = count(call, 3, Some(call.scalar::<u64>(4)?), size_of::<T>() as u64)?;
+    let mut args = Args::new(call, kernel)?;
+    let iters = args.scalar::<u32>("iters")?;
+    let store = args.scalar::<u32>("store")?;
+    let n = args.count("out", Some(args.scalar::<u64>("n")?), size_of::<T>() as u64)?;
     if store != 0 {
         let mut out = vec![T::default(); n];
         compute(iters, &mut out)?;
-        call.write(3, &out)?;
+        args.write("out", &out)?;
     }
-    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
-    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+    let ns = args.probe_ns();
+    args.write_clock(ns)
 }
 
 pub(crate) fn run_fma_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let seed = call.scalar::<f64>(0)?;
+    let seed = scalar::<f64>(call, KernelId::FmaF64, "seed")?;
     run_fma(call, KernelId::FmaF64, |iters, out: &mut [f64]| {
         reference::probes::fma_f64(seed, iters, out);
         Ok(())
@@ -544,7 +443,7 @@ pub(crate) fn run_fma_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> 
 }
 
 pub(crate) fn run_fma_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let seed = call.scalar::<f32>(0)?;
+    let seed = scalar::<f32>(call, KernelId::FmaF32, "seed")?;
     run_fma(call, KernelId::FmaF32, |iters, out: &mut [f32]| {
         reference::probes::fma_f32(seed, iters, out);
         Ok(())
@@ -552,7 +451,7 @@ pub(crate) fn run_fma_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> 
 }
 
 pub(crate) fn run_fma_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let seed = call.scalar::<f32>(0)?;
+    let seed = scalar::<f32>(call, KernelId::FmaF16x2, "seed")?;
     run_fma(call, KernelId::FmaF16x2, |iters, out: &mut [f32]| {
         reference::probes::fma_half2(reference::probes::Half::F16, seed, iters, out);
         Ok(())
@@ -560,7 +459,7 @@ pub(crate) fn run_fma_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault
 }
 
 pub(crate) fn run_fma_bf16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    let seed = call.scalar::<f32>(0)?;
+    let seed = scalar::<f32>(call, KernelId::FmaBf16x2, "seed")?;
     run_fma(call, KernelId::FmaBf16x2, |iters, out: &mut [f32]| {
         reference::probes::fma_half2(reference::probes::Half::Bf16, seed, iters, out);
         Ok(())
@@ -580,56 +479,77 @@ pub(crate) fn run_read_tune(call: &mut KernelCall<'_>) -> Result<(), KernelFault
 
 /// `n` loads wrapped over a working set of `ws4` uint4, summed into `out`.
 fn wrapped_read(call: &mut KernelCall<'_>, kernel: KernelId) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let ws4 = call.scalar::<u64>(1)?;
-    let n = call.scalar::<u64>(2)?;
-    let words = count(call, 0, ws4.checked_mul(4), 4)?;
-    let data = call.read::<u32>(0, words)?;
-    accumulate(call, 4, reference::probes::cache_read(&data, n))
+    let mut args = Args::new(call, kernel)?;
+    let ws4 = args.scalar::<u64>("ws4")?;
+    let n = args.scalar::<u64>("n")?;
+    let words = args.count("in", ws4.checked_mul(4), 4)?;
+    let data = args.read::<u32>("in", words)?;
+    args.accumulate("out", reference::probes::cache_read(&data, n))
 }
 
 pub(crate) fn run_smem_read(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::SmemRead)?;
-    let iters = call.scalar::<u32>(0)?;
-    let seed = call.scalar::<u32>(1)?;
-    let magic = call.scalar::<u32>(2)?;
+    let mut args = Args::new(call, KernelId::SmemRead)?;
+    let iters = args.scalar::<u32>("iters")?;
+    let seed = args.scalar::<u32>("seed")?;
+    let magic = args.scalar::<u32>("magic")?;
     let total = reference::probes::smem_read(iters, seed);
-    let old = call.read::<u32>(3, 2)?;
+    let old = args.read::<u32>("out", 2)?;
     let second = if total == magic { total } else { old.get(1).copied().unwrap_or(0) };
-    call.write(3, &[total, second])
+    args.write("out", &[total, second])
+}
+
+/// The intensity sweeps: `out = f(in)` over `n4` 16-byte vectors of
+/// `lanes` elements `T`, `fmas` FMAs an element.
+fn intensity<T: bytemuck::Pod + Default>(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    lanes: u64,
+    f: impl FnOnce(&[T], &mut [T], u32),
+) -> Result<(), KernelFault> {
+    let mut args = Args::new(call, kernel)?;
+    let fmas = args.scalar::<u32>("fmas")?;
+    let n4 = args.scalar::<u64>("n4")?;
+    let n = args.count("in", n4.checked_mul(lanes), size_of::<T>() as u64)?;
+    let input = args.read::<T>("in", n)?;
+    let mut out = vec![T::default(); n];
+    f(&input, &mut out, fmas);
+    args.write("out", &out)
 }
 
 pub(crate) fn run_intensity_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::IntensityF32)?;
-    let fmas = call.scalar::<u32>(2)?;
-    let n4 = call.scalar::<u64>(3)?;
-    let n = count(call, 0, n4.checked_mul(4), 4)?;
-    let input = call.read::<f32>(0, n)?;
-    let mut out = vec![0.0f32; n];
-    reference::probes::intensity_f32(&input, &mut out, fmas);
-    call.write(1, &out)
+    intensity(call, KernelId::IntensityF32, 4, reference::probes::intensity_f32)
 }
 
 pub(crate) fn run_intensity_f16x2(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::IntensityF16x2)?;
-    let fmas = call.scalar::<u32>(2)?;
-    let n4 = call.scalar::<u64>(3)?;
-    let n = count(call, 0, n4.checked_mul(4), 4)?;
-    let input = call.read::<u32>(0, n)?;
-    let mut out = vec![0u32; n];
-    reference::probes::intensity_f16x2(&input, &mut out, fmas);
-    call.write(1, &out)
+    intensity(call, KernelId::IntensityF16x2, 4, reference::probes::intensity_f16x2)
 }
 
 pub(crate) fn run_intensity_f64(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
-    check_alignment(call, KernelId::IntensityF64)?;
-    let fmas = call.scalar::<u32>(2)?;
-    let n4 = call.scalar::<u64>(3)?;
-    let n = count(call, 0, n4.checked_mul(2), 8)?;
-    let input = call.read::<f64>(0, n)?;
-    let mut out = vec![0.0f64; n];
-    reference::probes::intensity_f64(&input, &mut out, fmas);
-    call.write(1, &out)
+    intensity(call, KernelId::IntensityF64, 2, reference::probes::intensity_f64)
+}
+
+/// The tensor and `mma.sync` probes (`(a, b, iters, store, out, clk)`):
+/// with `store != 0`, `result(a, b, iters)` from `a_bytes` and `b_bytes` of
+/// operands; always the simulator's clock.
+fn run_matrix_probe(
+    call: &mut KernelCall<'_>,
+    kernel: KernelId,
+    (a_bytes, b_bytes): (u64, u64),
+    result: impl FnOnce(&[u8], &[u8], u32) -> Vec<f32>,
+) -> Result<(), KernelFault> {
+    let mut args = Args::new(call, kernel)?;
+    let iters = args.scalar::<u32>("iters")?;
+    let store = args.scalar::<u32>("store")?;
+    if store != 0 {
+        let mut bytes = |name: &str, n: u64| -> Result<Vec<u8>, KernelFault> {
+            Ok(args.read::<u32>(name, (n / 4) as usize)?.iter().flat_map(|w| w.to_le_bytes()).collect())
+        };
+        let a = bytes("a", a_bytes)?;
+        let b = bytes("b", b_bytes)?;
+        args.write("out", &result(&a, &b, iters))?;
+    }
+    let ns = args.probe_ns();
+    args.write_clock(ns)
 }
 
 /// The tensor probes: with `store != 0`, the reference result; always the
@@ -639,24 +559,9 @@ fn run_tensor(
     kernel: KernelId,
     format: reference::probes::TcFormat,
 ) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let iters = call.scalar::<u32>(2)?;
-    let store = call.scalar::<u32>(3)?;
-    if store != 0 {
-        let a: Vec<u8> = call
-            .read::<u32>(0, (cost::TC_A_BYTES / 4) as usize)?
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        let b: Vec<u8> = call
-            .read::<u32>(1, (cost::TC_B_BYTES / 4) as usize)?
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        call.write(4, &reference::probes::tensor(format, &a, &b, iters))?;
-    }
-    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
-    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+    run_matrix_probe(call, kernel, (cost::TC_A_BYTES, cost::TC_B_BYTES), |a, b, iters| {
+        reference::probes::tensor(format, a, b, iters)
+    })
 }
 
 /// The `mma.sync` probes: with `store != 0`, the reference result (32 x
@@ -666,19 +571,9 @@ fn run_mma(
     kernel: KernelId,
     format: reference::probes::TcFormat,
 ) -> Result<(), KernelFault> {
-    check_alignment(call, kernel)?;
-    let iters = call.scalar::<u32>(2)?;
-    let store = call.scalar::<u32>(3)?;
-    if store != 0 {
-        let bytes = |call: &mut KernelCall<'_>, param: usize, n: u64| -> Result<Vec<u8>, KernelFault> {
-            Ok(call.read::<u32>(param, (n / 4) as usize)?.iter().flat_map(|w| w.to_le_bytes()).collect())
-        };
-        let a = bytes(call, 0, cost::MMA_A_BYTES)?;
-        let b = bytes(call, 1, cost::MMA_B_BYTES)?;
-        call.write(4, &reference::probes::mma(format, &a, &b, iters))?;
-    }
-    let ns = probe_duration(call, kernel).unwrap_or(1.0).max(1.0);
-    call.write(5, &[(ns * SIM_CLOCK_GHZ).round() as u64, ns.round() as u64])
+    run_matrix_probe(call, kernel, (cost::MMA_A_BYTES, cost::MMA_B_BYTES), |a, b, iters| {
+        reference::probes::mma(format, a, b, iters)
+    })
 }
 
 pub(crate) fn run_mma_bf16_probe(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {

@@ -6,35 +6,26 @@
 //! least its cycles; a misaligned `uint4` pointer faults as documented. Also
 //! prints the bandwidth the probes reach (information, not asserted).
 //!
+//! The driver calls go through cuda-sys's per-call layer
+//! ([`cuda_sys::result`]), which names the entry point in every error.
+//!
 //! Ignored by default: `cargo test -p kernels --test gpu -- --include-ignored`
 //! on a GPU host.
 
 use bytemuck::{Pod, Zeroable};
+use cuda_sys::result::{self, DriverError};
 use cuda_sys::{
-    CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUmodule, CUresult, CUstream,
-    CUstream_flags, Driver, check, driver,
+    BorrowedFunction, CUdevice, CUdevice_attribute, CUdeviceptr, CUresult, CUstream_flags, Driver,
+    OwnedModule, OwnedStream, driver,
 };
 use kernels::{KernelId, ModuleId, reference};
 use std::ffi::{CString, c_void};
 
-/// Calls a driver entry point and panics with its name and error on failure.
-macro_rules! cu {
-    ($gpu:expr, $f:ident($($a:expr),* $(,)?)) => {{
-        let r = cu_raw!($gpu, $f($($a),*));
-        check(r).unwrap_or_else(|e| panic!("{} failed: {e}", stringify!($f)))
-    }};
-}
-
-/// Calls a driver entry point and returns its `CUresult`.
-macro_rules! cu_raw {
-    ($gpu:expr, $f:ident($($a:expr),* $(,)?)) => {{
-        let f = $gpu.d.$f.unwrap_or_else(|| panic!("driver lacks {}", stringify!($f)));
-        // SAFETY: as the CUDA Driver API reference documents for this entry
-        // point: every handle passed was created by this test on the current
-        // (primary) context and is alive, and every host pointer points at a
-        // live local or Vec of at least the bytes the call reads or writes.
-        unsafe { f($($a),*) }
-    }};
+/// The value of a per-call result; panics with the error, which names the
+/// driver entry point that failed.
+#[track_caller]
+fn ok<T>(r: result::Result<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A kernel argument, stored so its address can go into `kernelParams`.
@@ -48,49 +39,45 @@ enum Arg {
 
 struct Gpu {
     d: &'static Driver,
-    stream: CUstream,
-    modules: Vec<(ModuleId, CUmodule)>,
+    dev: CUdevice,
+    stream: OwnedStream,
+    modules: Vec<(ModuleId, OwnedModule)>,
 }
 
 impl Gpu {
     fn new() -> Gpu {
         let d = driver().expect("a CUDA driver (libcuda.so.1)");
-        let mut gpu = Gpu { d, stream: std::ptr::null_mut(), modules: Vec::new() };
-        let mut dev: CUdevice = 0;
-        cu!(gpu, cuDeviceGet(&mut dev, 0));
-        let mut ctx: CUcontext = std::ptr::null_mut();
-        cu!(gpu, cuDevicePrimaryCtxRetain(&mut ctx, dev));
-        cu!(gpu, cuCtxSetCurrent(ctx));
-        let mut stream: CUstream = std::ptr::null_mut();
-        cu!(gpu, cuStreamCreateWithPriority(&mut stream, CUstream_flags::CU_STREAM_NON_BLOCKING.0, 0));
-        gpu.stream = stream;
-        for m in ModuleId::ALL {
-            let image = m.fatbin();
-            let mut module: CUmodule = std::ptr::null_mut();
-            cu!(gpu, cuModuleLoadData(&mut module, image.as_ptr().cast()));
-            gpu.modules.push((m, module));
-        }
-        gpu
+        let dev = ok(result::device::get(d, 0));
+        // The primary context stays retained for the process (never released).
+        let ctx = ok(result::primary_ctx::retain(d, dev));
+        ok(result::context::set_current(d, Some(ctx)));
+        let stream = ok(result::stream::create_with_priority(d, CUstream_flags::CU_STREAM_NON_BLOCKING.0, 0));
+        let modules = ModuleId::ALL
+            .into_iter()
+            .map(|m| {
+                let image = m.fatbin();
+                // SAFETY: `image` is the module's committed fatbin, a
+                // complete image borrowed from a `'static` table for the
+                // whole call (`ModuleId::fatbin`).
+                (m, ok(unsafe { result::module::load_data(d, image.as_ptr().cast()) }))
+            })
+            .collect();
+        Gpu { d, dev, stream, modules }
     }
 
     fn attribute(&self, attr: CUdevice_attribute) -> i32 {
-        let mut v = 0;
-        cu!(self, cuDeviceGetAttribute(&mut v, attr, 0));
-        v
+        ok(result::device::get_attribute(self.d, attr, self.dev))
     }
 
-    fn function(&self, kernel: KernelId) -> CUfunction {
+    fn function(&self, kernel: KernelId) -> BorrowedFunction<'_> {
         let info = kernel.info();
-        let module = self.modules.iter().find(|(m, _)| *m == info.module).unwrap().1;
+        let module = &self.modules.iter().find(|(m, _)| *m == info.module).unwrap().1;
         let name = CString::new(info.name).unwrap();
-        let mut f: CUfunction = std::ptr::null_mut();
-        cu!(self, cuModuleGetFunction(&mut f, module, name.as_ptr()));
-        f
+        ok(result::module::get_function(module.as_borrowed(), &name))
     }
 
     fn alloc(&self, bytes: usize) -> CUdeviceptr {
-        let mut p: CUdeviceptr = 0;
-        cu!(self, cuMemAlloc(&mut p, bytes.max(1)));
+        let p = ok(result::memory::alloc(self.d, bytes.max(1)));
         assert_eq!(p % 256, 0, "cuMemAlloc gives 256-byte aligned pointers");
         p
     }
@@ -98,7 +85,10 @@ impl Gpu {
     fn upload<T: Pod>(&self, data: &[T]) -> CUdeviceptr {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let p = self.alloc(bytes.len());
-        cu!(self, cuMemcpyHtoDAsync(p, bytes.as_ptr().cast(), bytes.len(), self.stream));
+        // SAFETY: `p` was just allocated with `bytes.len()` bytes (at least
+        // one) and nothing else uses it; `bytes` is borrowed until the
+        // `sync` below has waited for the copy.
+        ok(unsafe { result::memory::memcpy_htod_async(p, bytes.as_ptr().cast(), bytes.len(), &self.stream) });
         self.sync();
         p
     }
@@ -106,26 +96,40 @@ impl Gpu {
     fn download<T: Pod + Zeroable>(&self, p: CUdeviceptr, n: usize) -> Vec<T> {
         let mut out = vec![T::zeroed(); n];
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-        cu!(self, cuMemcpyDtoHAsync(bytes.as_mut_ptr().cast(), p, bytes.len(), self.stream));
+        // SAFETY: `bytes` is a live Vec of the copy's size, untouched until
+        // the `sync` below; the callers pass a live allocation of this test
+        // of at least `n` elements, whose writers are all on `self.stream`.
+        ok(unsafe {
+            result::memory::memcpy_dtoh_async(bytes.as_mut_ptr().cast(), p, bytes.len(), &self.stream)
+        });
         self.sync();
         out
     }
 
+    /// Queues setting `bytes` bytes at `p` to `value` on the test stream.
+    fn fill(&self, p: CUdeviceptr, value: u8, bytes: usize) {
+        // SAFETY: the callers pass a live allocation of this test of at
+        // least `bytes` bytes, used only by work on `self.stream`.
+        ok(unsafe { result::memory::memset_d8_async(p, value, bytes, &self.stream) });
+    }
+
     fn zero(&self, p: CUdeviceptr, bytes: usize) {
-        cu!(self, cuMemsetD8Async(p, 0, bytes, self.stream));
+        self.fill(p, 0, bytes);
     }
 
     fn sync(&self) {
-        cu!(self, cuStreamSynchronize(self.stream));
+        ok(result::stream::synchronize(&self.stream));
     }
 
     fn free(&self, p: CUdeviceptr) {
-        cu!(self, cuMemFree(p));
+        // SAFETY: the callers free each allocation of `alloc` once, after
+        // its last use (`cuMemFree` waits for the device first).
+        ok(unsafe { result::memory::free(self.d, p) });
     }
 
     /// Launches `kernel` on the test stream; checks each argument's size
-    /// against the spec first. Returns the launch's `CUresult`.
-    fn try_launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) -> CUresult {
+    /// against the spec first. Returns the launch's result.
+    fn try_launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) -> Result<(), DriverError> {
         self.try_launch_shared(kernel, grid, block, 0, args)
     }
 
@@ -137,7 +141,7 @@ impl Gpu {
         block: u32,
         shared: u32,
         args: &[Arg],
-    ) -> CUresult {
+    ) -> Result<(), DriverError> {
         let info = kernel.info();
         assert_eq!(args.len(), info.params.len(), "{}", info.name);
         let mut store = args.to_vec();
@@ -157,45 +161,31 @@ impl Gpu {
             })
             .collect();
         let f = self.function(kernel);
-        cu_raw!(
-            self,
-            cuLaunchKernel(
-                f,
-                grid,
-                1,
-                1,
-                block,
-                1,
-                1,
-                shared,
-                self.stream,
-                params.as_mut_ptr(),
-                std::ptr::null_mut()
-            )
-        )
+        // SAFETY: 1. one entry per parameter of the kernel (asserted above
+        // against the spec table, which `check_param_info` checks against
+        // the driver), each pointing into `store`, alive for the call, at a
+        // value of the parameter's size; 2. the pointers passed are live
+        // allocations of this test sized by the callers for the kernel's
+        // accesses, used only by work on `self.stream` (except the
+        // deliberately misaligned launch, run in a child process).
+        unsafe {
+            result::launch::launch_kernel(f, [grid, 1, 1], [block, 1, 1], shared, &self.stream, &mut params)
+        }
     }
 
     fn launch(&self, kernel: KernelId, grid: u32, block: u32, args: &[Arg]) {
-        check(self.try_launch(kernel, grid, block, args))
+        self.try_launch(kernel, grid, block, args)
             .unwrap_or_else(|e| panic!("launching {}: {e}", kernel.name()));
-    }
-
-    fn event(&self) -> CUevent {
-        let mut e: CUevent = std::ptr::null_mut();
-        cu!(self, cuEventCreate(&mut e, 0));
-        e
     }
 
     /// Milliseconds `body` takes on the stream, by events.
     fn time(&self, body: impl FnOnce()) -> f32 {
-        let (start, end) = (self.event(), self.event());
-        cu!(self, cuEventRecord(start, self.stream));
+        let (start, end) = (ok(result::event::create(self.d, 0)), ok(result::event::create(self.d, 0)));
+        ok(result::event::record(&start, &self.stream));
         body();
-        cu!(self, cuEventRecord(end, self.stream));
-        cu!(self, cuEventSynchronize(end));
-        let mut ms = 0.0f32;
-        cu!(self, cuEventElapsedTime(&mut ms, start, end));
-        ms
+        ok(result::event::record(&end, &self.stream));
+        ok(result::event::synchronize(&end));
+        ok(result::event::elapsed_time(&start, &end))
     }
 }
 
@@ -227,13 +217,11 @@ fn check_param_info(gpu: &Gpu) {
         let f = gpu.function(k);
         let info = k.info();
         for (i, p) in info.params.iter().enumerate() {
-            let (mut offset, mut size) = (0usize, 0usize);
-            cu!(gpu, cuFuncGetParamInfo(f, i, &mut offset, &mut size));
+            let (_offset, size) = ok(result::function::get_param_info(f, i));
             assert_eq!(size, p.size(), "{}.{}: driver says {size} bytes", info.name, p.name);
         }
-        let (mut offset, mut size) = (0usize, 0usize);
-        let past = cu_raw!(gpu, cuFuncGetParamInfo(f, info.params.len(), &mut offset, &mut size));
-        assert!(check(past).is_err(), "{} has more parameters than the spec", info.name);
+        let past = result::function::get_param_info(f, info.params.len());
+        assert!(past.is_err(), "{} has more parameters than the spec", info.name);
     }
 }
 
@@ -439,10 +427,12 @@ fn a_misaligned_uint4_pointer_faults() {
     if std::env::var_os("KERNELS_FAULT_CHILD").is_some() {
         let gpu = Gpu::new();
         let (src, dst) = (gpu.alloc(256), gpu.alloc(256));
-        let r = gpu.try_launch(KernelId::CopyU32x4, 1, 32, &[Arg::Ptr(src + 4), Arg::Ptr(dst), Arg::U64(4)]);
-        let r = if check(r).is_ok() { cu_raw!(gpu, cuStreamSynchronize(gpu.stream)) } else { r };
-        assert_eq!(r, CUresult::CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned uint4 load");
-        println!("misaligned copy_u32x4 (src + 4 bytes): {}", check(r).unwrap_err());
+        let r = gpu
+            .try_launch(KernelId::CopyU32x4, 1, 32, &[Arg::Ptr(src + 4), Arg::Ptr(dst), Arg::U64(4)])
+            .and_then(|()| result::stream::synchronize(&gpu.stream));
+        let e = r.expect_err("a misaligned uint4 load fails");
+        assert_eq!(e.result(), Some(CUresult::CUDA_ERROR_MISALIGNED_ADDRESS), "misaligned uint4 load: {e}");
+        println!("misaligned copy_u32x4 (src + 4 bytes): {e}");
         return;
     }
     let exe = std::env::current_exe().expect("this test binary");
@@ -634,7 +624,7 @@ fn roofline_sweeps_and_mma_probes_match_the_references() {
         };
         let (a, b) = (gpu.upload(&word(&ha)), gpu.upload(&word(&hb)));
         for (grid, block, iters) in [(1u32, 32u32, 1u32), (3, 256, 2), (1, 64, 7)] {
-            cu!(gpu, cuMemsetD8Async(out, 0xff, 4 * 1024, gpu.stream));
+            gpu.fill(out, 0xff, 4 * 1024);
             gpu.launch(
                 kernel,
                 grid,
@@ -648,7 +638,7 @@ fn roofline_sweeps_and_mma_probes_match_the_references() {
             assert!(scale > 0.0 && worst <= tolerance * scale, "{}: {worst} of {scale}", kernel.name());
         }
         // Not stored without the flag: `out` keeps its poison.
-        cu!(gpu, cuMemsetD8Async(out, 0xff, 4 * 1024, gpu.stream));
+        gpu.fill(out, 0xff, 4 * 1024);
         gpu.launch(
             kernel,
             2,
@@ -692,13 +682,13 @@ fn read_tuning_kernels_match_the_reference() {
             let want = reference::probes::cache_read(&data, n);
             let run = |k: KernelId, v: u32, grid: u32, block: u32, shared: u32| {
                 gpu.zero(out, 8);
-                check(gpu.try_launch_shared(
+                gpu.try_launch_shared(
                     k,
                     grid,
                     block,
                     shared,
                     &[Arg::Ptr(inp), Arg::U64(w), Arg::U64(n), Arg::U32(v), Arg::Ptr(out)],
-                ))
+                )
                 .unwrap_or_else(|e| panic!("launching {}: {e}", k.name()));
                 let got: Vec<u64> = gpu.download(out, 1);
                 assert_eq!(
@@ -745,13 +735,13 @@ fn copy_bulk_copies_every_word() {
         for (stages, kib) in [(1u32, 1u32), (2, 1), (2, 4), (3, 8), (2, 16), (5, 8)] {
             for grid in [1u32, 7, 300] {
                 gpu.zero(dst, 16 * n4);
-                check(gpu.try_launch_shared(
+                gpu.try_launch_shared(
                     KernelId::CopyBulk,
                     grid,
                     128,
                     stages * kib * 1024,
                     &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n4 as u64), Arg::U32(stages | kib << 8)],
-                ))
+                )
                 .unwrap_or_else(|e| panic!("launching copy_bulk: {e}"));
                 let got: Vec<u32> = gpu.download(dst, 4 * n4);
                 let bad = got.iter().zip(&data).filter(|(g, w)| g != w).count();

@@ -52,15 +52,12 @@ The exit status is 1 if any is wrong.
 Rank 0 prints one JSON object on stdout.
 """
 
-import os
-
 # NVLink multicast stays off in every process on the shared hosts
 # (../shared/GPU.md, "Several GPUs"); torchrun's children inherit it, and a
 # process started another way gets it here, before NCCL loads.
-# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches below).
-os.environ["NCCL_NVLS_ENABLE"] = "0"
-os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
-os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
+# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches peer_common lists).
+# peer_common sets them on import, before anything below loads.
+import peer_common
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -78,11 +75,7 @@ def grad_value(r, i):
 class Run:
     def __init__(self, a):
         self.a = a
-        local = int(os.environ["LOCAL_RANK"])
-        torch.cuda.set_device(local)
-        self.dev = torch.device("cuda", local)
-        dist.init_process_group("nccl", device_id=self.dev)
-        self.rank, self.n = dist.get_rank(), dist.get_world_size()
+        self.dev, self.rank, self.n = peer_common.init_distributed()
         self.elems = a.bucket_mib * (1 << 20) // 4
 
     def sync(self):

@@ -21,15 +21,12 @@ elements that differ, summed over the ranks.
 Rank 0 prints one JSON object on stdout.
 """
 
-import os
-
 # NVLink multicast stays off in every process on the shared hosts
 # (../shared/GPU.md, "Several GPUs"); torchrun's children inherit it, and a
 # process started another way gets it here, before NCCL loads.
-# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches below).
-os.environ["NCCL_NVLS_ENABLE"] = "0"
-os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
-os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
+# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches peer_common lists).
+# peer_common sets them on import, before anything below loads.
+import peer_common
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -46,11 +43,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     a = ap.parse_args()
-    local = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
-    dist.init_process_group("nccl", device_id=dev)
-    rank, n = dist.get_rank(), dist.get_world_size()
+    dev, rank, n = peer_common.init_distributed()
     buf = torch.empty(a.max_bytes // 4, dtype=torch.float32, device=dev)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     rows = []

@@ -15,14 +15,11 @@ Prints one JSON object on stdout. Usage on the GPU host:
     python3 p2p-peers.py > p2p-torch.json
 """
 
-import os
-
 # NVLink multicast stays off in every process on the shared hosts, even
 # one that never calls NCCL (../shared/GPU.md, "Several GPUs").
-# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches below).
-os.environ["NCCL_NVLS_ENABLE"] = "0"
-os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
-os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
+# As a shell would set it: NCCL_NVLS_ENABLE=0 (and the two switches peer_common lists).
+# peer_common sets them on import, before anything below loads.
+import peer_common  # noqa: F401
 
 import json  # noqa: E402
 import statistics  # noqa: E402
