@@ -210,6 +210,20 @@ impl Compare {
 
 /// What an A/A calibration found: the same benchmark measured several
 /// times, every pair compared at the threshold.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Settings, Timer, compare::calibrate};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let mut timer = Timer::new(&stream, None)?;
+/// let bench = Bench::new("memset").settings(Settings::quick());
+/// let cal = calibrate(&mut timer, &bench, 3, 0.05, |s| s.fill_bytes(&mut buf, 0))?;
+/// assert_eq!((cal.pairs, cal.medians.len()), (3, 3)); // every pair of 3 repeats
+/// assert_eq!(cal.false_rate, cal.false_verdicts as f64 / 3.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     /// The threshold tested, a fraction.
@@ -267,6 +281,20 @@ pub fn calibrate(
 }
 
 /// A paired, interleaved A/B comparison.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Settings, Timer, Verdict, compare::paired};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let (mut small, mut big) = (DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?, DeviceBuffer::<u8>::alloc(&stream, 16 << 20)?);
+/// let mut timer = Timer::new(&stream, None)?;
+/// let p = paired(&mut timer, &Settings::quick(), 8, 0.05,
+///     |s| s.fill_bytes(&mut small, 0), |s| s.fill_bytes(&mut big, 0))?;
+/// assert_eq!((p.a.len(), p.b.len()), (8, 8));
+/// assert!(p.ratio > 1.0 && p.verdict == Verdict::Slower); // B writes 16× the bytes
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Paired {
     /// A's times, seconds, one per round.
