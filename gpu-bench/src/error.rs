@@ -6,6 +6,20 @@ use crate::record::Mode;
 /// What can go wrong while measuring. `Debug` prints the `Display` text
 /// (no variant name before it), so an error returned from `main` reads as
 /// a sentence.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Error, Mode, Settings};
+/// use gpu_sync::{Device, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let bad = Settings { min_samples: 9, max_samples: 3, ..Settings::quick() };
+/// let err = Bench::new("noop").settings(bad).run(&stream, |_| Ok(())).unwrap_err();
+/// assert!(matches!(err, Error::Settings(_)));
+/// assert!(format!("{err:?}").starts_with("invalid settings: ")); // no variant name
+/// let skipped = Error::Unavailable { mode: Mode::Batch, why: "no instruments".into() };
+/// assert_eq!(skipped.to_string(), "mode batch cannot run here: no instruments");
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(thiserror::Error)]
 pub enum Error {
     /// A driver error, from the timed work or from the engine's own calls.
@@ -64,5 +78,5 @@ impl std::fmt::Debug for Error {
     }
 }
 
-/// gpu-bench's result.
+/// gpu-bench's result: [`Error`]'s example returns one.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

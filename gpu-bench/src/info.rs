@@ -7,6 +7,17 @@ use gpu_sync::{Device, Result};
 use serde::{Deserialize, Serialize};
 
 /// The device facts a measurement is reported with.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// let device = gpu_sync::Device::get(0)?;
+/// let info = gpu_bench::device_info(&device)?;
+/// assert!(info.simulated && info.driver_origin == "cuda-sim");
+/// assert!(info.sm_count > 0 && info.theoretical_bandwidth_gbs > 0.0);
+/// assert!(info.pcie.is_none()); // the simulator has no PCIe link to read
+/// assert!(info.to_markdown().contains("theoretical bandwidth"));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Device ordinal.
@@ -45,6 +56,13 @@ pub struct DeviceInfo {
 /// The PCIe link of the device, from sysfs
 /// (`/sys/bus/pci/devices/<bus id>/current_link_{speed,width}`; the CUDA
 /// driver API has no attribute for it).
+///
+/// ```
+/// use gpu_bench::PcieLink;
+/// let link = PcieLink::parse("0000:17:00.0", "32.0 GT/s PCIe\n", "16\n").unwrap();
+/// assert_eq!(link.generation(), 5);
+/// assert!((link.theoretical_gbs - 63.0).abs() < 0.1); // 32 × 16 × 128/130 / 8
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PcieLink {
     /// PCI bus id (`0000:17:00.0`).
@@ -130,6 +148,15 @@ pub fn device_info(device: &Device) -> Result<DeviceInfo> {
 
 /// The SM clock as the probe kernel measured it (`clock64` cycles over
 /// `%globaltimer` nanoseconds), around a measurement.
+///
+/// A [`Report`](crate::Report) carries one when instruments were loaded
+/// ([`Timer::clock`](crate::Timer::clock)); made from probes:
+/// ```
+/// use gpu_bench::ClockCheck;
+/// let c = ClockCheck::of(vec![1755.0, 1980.0, 1979.0], 1980.0).unwrap();
+/// assert_eq!((c.steady_mhz, c.min_mhz), (1980.0, 1755.0)); // a ramp at the start
+/// assert!(ClockCheck::of(vec![], 1980.0).is_none()); // no probe, no check
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClockCheck {
     /// Every probe, MHz, in order.
@@ -158,6 +185,16 @@ impl ClockCheck {
 
 /// The event timer's resolution on this device: two timing events recorded
 /// back to back with nothing between.
+///
+/// [`Timer`](crate::Timer) measures it at creation; from readings:
+/// ```
+/// use gpu_bench::Resolution;
+/// // Empty event pairs reading 1.248 µs or one 32 ns step above.
+/// let r = Resolution::of_idle_pairs(&[1.248e-6, 1.248e-6, 1.28e-6, 1.248e-6]);
+/// assert_eq!((r.floor_s, r.pairs), (1.248e-6, 4));
+/// assert!((r.step_s.unwrap() - 32e-9).abs() < 1e-12); // the tick, not the floor
+/// assert_eq!(r.limit_s(), 1.248e-6); // a median must exceed 20× this
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
     /// Median elapsed time of the empty pairs, seconds (the floor any

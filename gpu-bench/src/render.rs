@@ -7,6 +7,19 @@ use crate::record::{Counter, Record, Report, Unit, format_value};
 use std::path::Path;
 
 /// An output format (`--format`).
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Report, Settings, device_info, render::Format};
+/// let info = device_info(&gpu_sync::Device::get(0)?)?;
+/// let report = Report::new("nightly", info, Settings::quick());
+/// let format = Format::from_name("json").unwrap(); // `--format json`
+/// assert_eq!(format.extension(), "json");
+/// assert!(format.render(&report).contains("\"schema\""));
+/// assert_eq!(Format::from_name("markdown"), Some(Format::Md));
+/// assert!(Format::from_name("xml").is_none());
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Markdown tables.

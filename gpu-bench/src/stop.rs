@@ -30,6 +30,17 @@ use serde::{Deserialize, Serialize};
 
 /// A rule of the stopping criterion, or of the checks around it; every
 /// warning names one.
+///
+/// ```
+/// use gpu_bench::{Rule, Settings, stop::unmet};
+/// let s = Settings { min_samples: 10, min_time_s: 1e-3, max_noise_pct: 0.5, ..Settings::quick() };
+/// // Three spread samples of about 1 µs: too few, too short, too noisy.
+/// let rules = unmet(&[1.0e-6, 1.1e-6, 1.3e-6], 3.4e-6, &s);
+/// assert_eq!(rules, [Rule::MinSamples, Rule::MinTime, Rule::MedianNoise]);
+/// assert_eq!(Rule::MedianNoise.name(), "median-noise"); // as warnings print it
+/// // Twelve equal samples over the minimum time meet every rule.
+/// assert!(unmet(&[1e-4; 12], 1.2e-3, &s).is_empty());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
@@ -81,6 +92,22 @@ impl Rule {
 }
 
 /// Why sampling ended.
+///
+/// Each sampled mode of a [`Record`](crate::Record) says it:
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Mode, Settings, StopReason};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let record = Bench::new("memset").modes(&[Mode::FirstCall, Mode::Hot]).settings(Settings::quick())
+///     .run(&stream, |s| s.fill_bytes(&mut buf, 1))?;
+/// let hot = record.mode(Mode::Hot).unwrap();
+/// assert_eq!(hot.stop == Some(StopReason::Converged), hot.unmet.is_empty());
+/// assert!(hot.stop.is_some_and(|r| ["converged", "max-samples", "timeout"].contains(&r.name())));
+/// assert_eq!(record.mode(Mode::FirstCall).unwrap().stop, None); // one sample by definition
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {

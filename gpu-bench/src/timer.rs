@@ -35,6 +35,20 @@ pub(crate) const PRIMER_CYCLES: u64 = 100_000;
 /// timing events, the instruments and their buffers, and what was measured
 /// about the device (resolution, clock). Several [`Bench`](crate::Bench)es can share one
 /// ([`Bench::run_on`](crate::Bench::run_on)) so the checks are made once.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::Timer;
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let mut timer = Timer::new(&stream, None)?; // no instruments: events only
+/// assert_eq!(timer.resolution().pairs, 32); // measured once, at creation
+/// let seconds = timer.time(|s| s.fill_bytes(&mut buf, 7))?; // one sample
+/// assert!(seconds > 0.0);
+/// assert!(!timer.has_instruments() && timer.clock().is_none());
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
 pub struct Timer {
     pub(crate) caller: Stream,
     pub(crate) stream: Stream,

@@ -20,6 +20,18 @@ use serde::{Deserialize, Serialize};
 pub const STEADY_TOLERANCE: f64 = 0.05;
 
 /// The first runs of a benchmark, each timed, and when they became steady.
+///
+/// A [`Record`](crate::Record)'s `warmup` is one ([`Bench`](crate::Bench)
+/// makes it); from runs and the steady samples' summary:
+/// ```
+/// use gpu_bench::{Mode, stats::Summary, warmup::WarmupCurve};
+/// let steady = Summary::of(&[13.0e-6, 13.1e-6, 12.9e-6, 13.0e-6]).unwrap();
+/// let runs = vec![412e-6, 20e-6, 13.0e-6, 13.1e-6]; // first call, caches filling, steady
+/// let curve = WarmupCurve::new(Mode::Hot, runs, &steady).unwrap();
+/// assert_eq!(curve.steady_after, 2);
+/// assert!(curve.steady());
+/// assert!(curve.line().ends_with("steady after run 2"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WarmupCurve {
     /// The mode whose warm-up these runs are (their clock).

@@ -39,6 +39,15 @@ use serde::{Deserialize, Serialize};
 pub const FAMILY_ALPHA: f64 = 0.05;
 
 /// Why two results files cannot be compared.
+///
+/// ```
+/// use gpu_bench::compare::gate::{GateError, parse_threshold};
+/// assert_eq!(parse_threshold("5%"), Ok(0.05));
+/// let err = parse_threshold("5").unwrap_err(); // 5 % or 500 %?
+/// assert!(matches!(err, GateError::Threshold(_)));
+/// assert!(err.to_string().contains("ambiguous"));
+/// ```
+/// [`CompareReport`]'s example meets it from [`compare`] too.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GateError {
     /// The threshold is not `N%` in (0 %, 100 %) or a fraction in (0, 1).
@@ -89,6 +98,8 @@ pub fn parse_threshold(s: &str) -> Result<f64, GateError> {
 }
 
 /// A results file the gate reads.
+///
+/// [`CompareReport`]'s example reads one from JSON and builds one.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Results {
     /// A timer report (`gpu-bench.report`).
@@ -142,6 +153,8 @@ impl Results {
 }
 
 /// How to compare.
+///
+/// [`CompareReport`]'s example passes one to [`compare`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GateOptions {
     /// The relative change that counts, a fraction in (0, 1).
@@ -152,6 +165,8 @@ pub struct GateOptions {
 }
 
 /// One row compared.
+///
+/// [`CompareReport`]'s example reads its rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// The record key, or the ceiling's name.
@@ -174,7 +189,30 @@ pub struct Comparison {
     pub verdict: Verdict,
 }
 
-/// Two results files compared.
+/// Two results files compared: what [`compare`] returns.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::compare::gate::{GateError, GateOptions, Results, compare};
+/// use gpu_bench::{Bench, Mode, Report, Settings, Verdict, device_info, render};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let (device, settings) = (Device::get(0)?, Settings { min_samples: 8, max_samples: 8, ..Settings::quick() });
+/// let stream = Stream::new(&device)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let mut report = Report::new("nightly", device_info(&device)?, settings);
+/// let bench = Bench::new("memset 1 MiB").modes(&[Mode::Hot]).settings(settings);
+/// report.records.push(bench.run(&stream, |s| s.fill_bytes(&mut buf, 0))?);
+/// let old = Results::from_json(&render::json(&report))?; // as `gpu-bench compare` reads it
+/// report.records[0].modes[0].samples.iter_mut().for_each(|t| *t *= 1.5); // 50 % slower
+/// let new = Results::Timer(Box::new(report));
+/// let opts = GateOptions { threshold: 0.05, allow_different_env: false };
+/// let cmp = compare(&old, &new, opts)?;
+/// assert!(cmp.regressed() && cmp.comparisons[0].verdict == Verdict::Slower);
+/// assert!(!compare(&old, &old, opts)?.regressed()); // A against A
+/// let bad = GateOptions { threshold: 5.0, ..opts };
+/// assert!(matches!(compare(&old, &new, bad), Err(GateError::Threshold(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
     /// The schema of both files.

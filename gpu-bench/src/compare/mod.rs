@@ -81,7 +81,7 @@ pub fn verdict(ci: (f64, f64), threshold: f64) -> Verdict {
     }
 }
 
-/// One cell of a [`Compare`] table.
+/// One cell of a [`Compare`] table; [`Compare`]'s example reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// Median seconds.
@@ -94,6 +94,30 @@ pub struct Cell {
 
 /// Variants as rows, one parameter's values as columns, like
 /// `torch.utils.benchmark.Compare`.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Compare, Mode, Settings};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let mut records = Vec::new();
+/// for mib in [1, 4] {
+///     let src = DeviceBuffer::<u8>::zeroed(&stream, mib << 20)?;
+///     let mut dst = DeviceBuffer::<u8>::alloc(&stream, mib << 20)?;
+///     let bench = |name| Bench::new(name).param("size", format!("{mib} MiB")).modes(&[Mode::Hot]).settings(Settings::quick());
+///     records.push(bench("fill").run(&stream, |s| s.fill_bytes(&mut dst, 0))?);
+///     records.push(bench("copy").run(&stream, |s| s.copy(&src, &mut dst))?);
+/// }
+/// let table = Compare::new(&records, "size", Mode::Hot);
+/// assert_eq!(table.rows, ["fill", "copy"]);
+/// assert_eq!(table.columns, ["1 MiB", "4 MiB"]);
+/// for j in 0..2 { // one fastest per column, the others relative to it
+///     assert_eq!(table.cells.iter().filter(|row| row[j].unwrap().fastest).count(), 1);
+///     assert!(table.cells.iter().all(|row| row[j].unwrap().relative >= 1.0));
+/// }
+/// println!("{}", table.to_markdown());
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compare {
     /// The parameter whose values are the columns.
@@ -186,6 +210,20 @@ impl Compare {
 
 /// What an A/A calibration found: the same benchmark measured several
 /// times, every pair compared at the threshold.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Bench, Settings, Timer, compare::calibrate};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?;
+/// let mut timer = Timer::new(&stream, None)?;
+/// let bench = Bench::new("memset").settings(Settings::quick());
+/// let cal = calibrate(&mut timer, &bench, 3, 0.05, |s| s.fill_bytes(&mut buf, 0))?;
+/// assert_eq!((cal.pairs, cal.medians.len()), (3, 3)); // every pair of 3 repeats
+/// assert_eq!(cal.false_rate, cal.false_verdicts as f64 / 3.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     /// The threshold tested, a fraction.
@@ -243,6 +281,20 @@ pub fn calibrate(
 }
 
 /// A paired, interleaved A/B comparison.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::{Settings, Timer, Verdict, compare::paired};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let stream = Stream::new(&Device::get(0)?)?;
+/// let (mut small, mut big) = (DeviceBuffer::<u8>::alloc(&stream, 1 << 20)?, DeviceBuffer::<u8>::alloc(&stream, 16 << 20)?);
+/// let mut timer = Timer::new(&stream, None)?;
+/// let p = paired(&mut timer, &Settings::quick(), 8, 0.05,
+///     |s| s.fill_bytes(&mut small, 0), |s| s.fill_bytes(&mut big, 0))?;
+/// assert_eq!((p.a.len(), p.b.len()), (8, 8));
+/// assert!(p.ratio > 1.0 && p.verdict == Verdict::Slower); // B writes 16× the bytes
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Paired {
     /// A's times, seconds, one per round.

@@ -7,6 +7,13 @@ use gpu_sync::nccl::NcclType;
 use serde::{Deserialize, Serialize};
 
 /// The element kind of a sweep (nccl-tests' `-d`).
+///
+/// ```
+/// use gpu_bench::nccl::Dtype;
+/// assert_eq!((Dtype::Bf16.name(), Dtype::Bf16.size()), ("bf16", 2));
+/// assert!(Dtype::ALL.iter().any(|d| *d == Dtype::U8 && d.size() == 1));
+/// ```
+/// [`NcclReport`](super::NcclReport) says which one a run used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dtype {

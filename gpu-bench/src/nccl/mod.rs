@@ -54,6 +54,15 @@ use gpu_sync::Device;
 use serde::{Deserialize, Serialize};
 
 /// A collective of the sweep.
+///
+/// ```
+/// use gpu_bench::nccl::Collective;
+/// // nccl-tests' busbw factor over 4 ranks: all-reduce moves 2(n-1)/n of the size.
+/// assert_eq!(Collective::AllReduce.bus_factor(4), 1.5);
+/// // All-gather of 1 MiB of f32 over 4 ranks: each rank sends a quarter.
+/// let shape = Collective::AllGather.shape(1 << 20, 4, 4).unwrap();
+/// assert_eq!((shape.count, shape.bytes), (1 << 16, 1 << 20));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Collective {
@@ -128,7 +137,8 @@ impl std::fmt::Display for Collective {
     }
 }
 
-/// A collective's size at one step of the sweep.
+/// A collective's size at one step of the sweep; [`Collective`]'s example
+/// makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// The count given to NCCL per call (per rank and block for all-gather,
@@ -138,7 +148,7 @@ pub struct Shape {
     pub bytes: u64,
 }
 
-/// What to measure.
+/// What to measure; [`NcclReport`]'s example passes one to [`run`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcclOptions {
     /// The collectives, in order.
@@ -202,7 +212,7 @@ impl NcclOptions {
     }
 }
 
-/// One collective at one size.
+/// One collective at one size; [`NcclReport`]'s example reads the rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The collective.
@@ -228,7 +238,8 @@ pub struct Row {
     pub error: Option<String>,
 }
 
-/// One collective over the whole sweep.
+/// One collective over the whole sweep; [`NcclReport`]'s example reads
+/// them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// The collective.
@@ -244,7 +255,24 @@ pub struct Summary {
     pub rows: usize,
 }
 
-/// A whole run.
+/// A whole run: what [`run`] returns.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::nccl::{Collective, NcclOptions, run};
+/// let devices = gpu_sync::Device::all()?; // the simulator has two, and a simulated NCCL
+/// let opts = NcclOptions {
+///     collectives: vec![Collective::AllReduce],
+///     max_bytes: 4 << 10, factor: 4, warmup_iters: 1, iters: 2,
+///     ..NcclOptions::default()
+/// };
+/// let report = run(&devices[..2], &opts, &mut |_step| {})?;
+/// assert_eq!(report.rows.len(), opts.sizes().len()); // 8 B … 2 KiB, by 4
+/// assert!(report.rows.iter().all(|r| r.wrong == Some(0) && r.error.is_none()));
+/// assert_eq!(report.summaries[0].collective, Collective::AllReduce);
+/// assert!(report.simulated && report.failed_rows().next().is_none());
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcclReport {
     /// The schema of this JSON.

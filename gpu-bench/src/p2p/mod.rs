@@ -39,7 +39,7 @@ use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
-/// What to measure.
+/// What to measure; [`P2pReport`]'s example passes one to [`run`].
 #[derive(Debug, Clone, Copy)]
 pub struct P2pOptions {
     /// Bytes per bandwidth copy (a multiple of 16).
@@ -64,7 +64,8 @@ impl Default for P2pOptions {
     }
 }
 
-/// A figure: a value, or why there is none.
+/// A figure: a value, or why there is none; [`P2pReport`]'s example reads
+/// both kinds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Figure {
@@ -92,6 +93,8 @@ impl Figure {
 
 /// One ordered pair's figures (GB/s are 10^9 bytes per second; the
 /// both-ways figure counts both directions' bytes).
+///
+/// [`P2pReport`]'s example reads the pairs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {
     /// Source device ordinal.
@@ -148,7 +151,24 @@ pub struct PairResult {
     pub handoff_raw_host_us: Figure,
 }
 
-/// A whole run.
+/// A whole run: what [`run`] returns.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::p2p::{P2pOptions, run};
+/// let devices = gpu_sync::Device::all()?; // the simulator has two
+/// let opts = P2pOptions { bytes: 1 << 20, repeats: 3, ..P2pOptions::default() };
+/// let report = run(&devices[..2], opts)?;
+/// assert!(report.simulated && report.pairs.len() == 2); // 0 → 1 and 1 → 0
+/// let pair = &report.pairs[0];
+/// assert!(pair.can_access_peer);
+/// assert!(pair.copy_on_gbs.value().is_some_and(|gbs| gbs > 0.0)); // measured and checked
+/// // A figure not measured says why (here: no `kernels` feature, or the simulator).
+/// for f in [&pair.sm_push_gbs, &pair.handoff_gpu_us] {
+///     assert!(f.value().is_some() || matches!(f, gpu_bench::p2p::Figure::Missing(why) if !why.is_empty()));
+/// }
+/// # Ok::<(), gpu_bench::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct P2pReport {
     /// Device names by ordinal.

@@ -11,7 +11,14 @@ use gpu_sync::Device;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 
-/// The link between two GPUs.
+/// The link between two GPUs, as each [`PairResult`](super::PairResult)
+/// carries it ([`P2pReport`](super::P2pReport)'s example runs the pairs).
+///
+/// ```
+/// use gpu_bench::p2p::Link;
+/// assert_eq!(Link::NvLink { links: 18 }.to_string(), "NV18"); // as nvidia-smi topo -m
+/// assert_eq!(Link::None.to_string(), "no NVLink");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Link {

@@ -30,6 +30,10 @@ const SAMPLES: usize = 64;
 
 /// One sample of CUPTI's clock against the host clock: the CUPTI time read
 /// between two host reads, placed at their middle.
+///
+/// How the CUPTI backend ([`Backend::Cupti`](crate::profile::Backend::Cupti))
+/// puts device spans on the host clock; a [`Trace`](crate::profile::Trace)'s
+/// `clocks` record each alignment ([`Profiler`](crate::profile::Profiler)'s example makes a trace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Alignment {
     /// CUPTI's time, ns.
@@ -61,6 +65,10 @@ impl Alignment {
 /// second one at least [`ClockMap::MIN_SPAN_NS`] later, the line through
 /// both, which follows a drift between the two clocks (the host clock's
 /// NTP slewing is up to 500 ppm) over a long trace.
+///
+/// How the CUPTI backend ([`Backend::Cupti`](crate::profile::Backend::Cupti))
+/// puts device spans on the host clock; a [`Trace`](crate::profile::Trace)'s
+/// `clocks` record each alignment ([`Profiler`](crate::profile::Profiler)'s example makes a trace).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClockMap {
     /// The alignment at the start.

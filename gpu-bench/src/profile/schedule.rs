@@ -11,6 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 /// What the profiler does during one step.
+///
+/// What a [`Schedule`] says to do at a step;
+/// [`Profiler`](crate::profile::Profiler)'s example steps through one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Action {
     /// Not recording.

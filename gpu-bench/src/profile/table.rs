@@ -28,6 +28,9 @@ pub const TABLE_SCHEMA: &str = "gpu-bench.key-averages";
 pub const TABLE_SCHEMA_VERSION: u32 = 1;
 
 /// What a row sums.
+///
+/// Each [`Row`] says its kind; [`Profiler`](crate::profile::Profiler)'s
+/// example builds the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowKind {
@@ -52,6 +55,9 @@ struct Occurrence {
 }
 
 /// One row of the table. Times in seconds.
+///
+/// A row of [`KeyAverages`]; [`Profiler`](crate::profile::Profiler)'s
+/// example builds the table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Range, operation or device span.

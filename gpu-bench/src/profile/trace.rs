@@ -16,6 +16,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Where the device spans of a trace came from.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
@@ -41,6 +44,9 @@ impl Source {
 }
 
 /// A host thread that recorded something.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadTrack {
     /// The thread's id (`gpu_sync::trace::thread_id`).
@@ -50,6 +56,9 @@ pub struct ThreadTrack {
 }
 
 /// A stream with device spans.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamTrack {
     /// Device ordinal.
@@ -87,6 +96,9 @@ impl StreamTrack {
 pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord, RangeRecord};
 
 /// What ran on a stream and when.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceSpan {
     /// Kernel name, "memcpy HtoD", "memset", …
@@ -115,6 +127,9 @@ impl DeviceSpan {
 }
 
 /// Device memory at one moment (gpu-sync's ledger).
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemorySample {
     /// When, ns.
@@ -128,6 +143,9 @@ pub struct MemorySample {
 }
 
 /// How one clock was mapped onto the host clock, and how tightly.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockAlignment {
     /// Which clock: "events, stream N" or "cupti".
@@ -139,6 +157,9 @@ pub struct ClockAlignment {
 }
 
 /// Records lost, by where they were lost.
+///
+/// Part of a [`Trace`](crate::profile::Trace);
+/// [`Profiler`](crate::profile::Profiler)'s example makes one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     /// Records gpu-sync's recorder could not keep.

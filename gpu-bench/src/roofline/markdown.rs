@@ -28,6 +28,10 @@ fn rate(v: f64, kind: CeilingKind) -> String {
 
 /// One row of the targets table: what, achieved, target, the peer's figure
 /// and whether the target is met.
+///
+/// What [`targets`] returns for a
+/// [`RooflineReport`](crate::roofline::RooflineReport), such as the one the
+/// [module's example](crate::roofline) reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetRow {
     /// What is compared.

@@ -50,6 +50,9 @@ pub use model::{
 pub use svg::{render as svg, render_cache as cache_svg, si};
 
 /// Why a roofline operation failed.
+///
+/// The [module's example](crate::roofline) returns it from
+/// [`place`] and [`RooflineReport::from_json`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum RooflineError {
     /// A bad argument (a non-positive time, nothing to place).

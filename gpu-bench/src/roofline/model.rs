@@ -44,6 +44,9 @@ impl MemoryLevel {
 }
 
 /// What a ceiling bounds.
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CeilingKind {
     /// Bytes per second from a memory level.
@@ -53,6 +56,9 @@ pub enum CeilingKind {
 }
 
 /// One measured ceiling.
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     /// Its name (`"HBM read"`, `"FP32 FMA"`).
@@ -87,6 +93,9 @@ fn yes() -> bool {
 }
 
 /// One point of a sweep.
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// The swept quantity (bytes of working set, FLOPs per byte).
@@ -99,6 +108,9 @@ pub struct SweepPoint {
 }
 
 /// A run of sweep points whose rates stay within a band: a cache level.
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plateau {
     /// First x of the run.
@@ -111,6 +123,9 @@ pub struct Plateau {
 
 /// A sweep: the working-set sweep (x = bytes, y = bytes/s) or the
 /// intensity sweep (x = FLOP/byte, y = FLOP/s).
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
     /// Its name.
@@ -195,6 +210,9 @@ fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
 }
 
 /// A peer's figure measured in the same device call (PyTorch).
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Peer {
     /// What (`"torch copy_ 1 GiB f32"`).
@@ -206,6 +224,9 @@ pub struct Peer {
 }
 
 /// One configuration of a tuning search (`gpu-bench roofline --tune`).
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneRow {
     /// The probe (`"HBM copy"`).
@@ -217,6 +238,9 @@ pub struct TuneRow {
 }
 
 /// How long a phase of the run took.
+///
+/// Part of a [`RooflineReport`](crate::roofline::RooflineReport); the
+/// [module's example](crate::roofline) reads one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
     /// The phase.
