@@ -362,8 +362,8 @@ pub(in crate::engine) fn reached<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach
 /// Whether every device buffer of `uses` is reached from the device of `s`
 /// (its own, or a peer whose access it opened): the answer of the device
 /// rule ([`Reach::Every`]) without its error, for an API file choosing
-/// between two ways of making one call (a copy between devices: directly
-/// over unified addresses, or staged by the driver).
+/// between two ways of making one call (a copy between devices inside a
+/// capture: over unified addresses, which a graph holds).
 pub(crate) fn all_reached<U: Uses + ?Sized>(s: &Timeline, uses: &U) -> bool {
     devices(s, uses, Reach::Every("")).is_ok()
 }

@@ -463,9 +463,10 @@ impl Stream {
     }
 
     /// Copies device memory to device memory (`cuMemcpyDtoDAsync`; between two
-    /// devices the same over unified addresses when the stream's device has
-    /// peer access to both, else `cuMemcpyPeerAsync`, which the driver
-    /// stages through host memory; the stream may be on either device).
+    /// devices `cuMemcpyPeerAsync`, which the driver stages through host
+    /// memory when no peer access is open — inside a graph capture, with
+    /// peer access open, `cuMemcpyDtoDAsync` over unified addresses; the
+    /// stream may be on either device).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`]; [`Error::DeviceMismatch`] if neither buffer
@@ -499,14 +500,18 @@ impl Stream {
             let op = Op::new("Stream::copy", Kind::Async, &uses)
                 .describe(&describe)
                 .copy_between_devices("both buffers");
-            // With peer access open to both buffers from the stream's device,
-            // a plain device-to-device copy over unified addresses (what
-            // PyTorch's `copy_` makes): it is a memcpy node a graph can hold.
-            // `cuMemcpyPeerAsync` (the driver stages it when no peer access
-            // is open) invalidates a capture on the H200s even with access
-            // open, so it is kept for the staged case, which a capture
-            // refuses (`engine`'s captured flavor).
-            let direct = engine::all_reached(&self.inner, &uses);
+            // Inside a capture, with peer access open to both buffers from
+            // the stream's device: a plain device-to-device copy over
+            // unified addresses, a memcpy node a graph can hold —
+            // `cuMemcpyPeerAsync` invalidated a capture on the H200s even
+            // with access open. Outside a capture `cuMemcpyPeerAsync`
+            // (staged by the driver when no access is open): both ways at
+            // once it moved 2-4 % more than the unified-address copy on
+            // four H100s (2026-11-27). A capture beginning between this
+            // hint and the call only invalidates that capture (an error at
+            // its end), and a staged copy is refused inside one (`engine`'s
+            // captured flavor).
+            let direct = !engine::ordinary_now(&self.inner) && engine::all_reached(&self.inner, &uses);
             engine::submit(&self.inner, op, |raw| {
                 if bytes == 0 {
                     return Ok(());
