@@ -48,7 +48,7 @@ impl NcclReport {
         }
         let _ = writeln!(s, "- captured in a CUDA graph: {}", self.graph);
         let _ = writeln!(s, "- algorithm and protocol: {}", self.algorithm);
-        let _ = writeln!(s, "\nGB/s = 10^9 B/s; busbw as nccl-tests (doc/PERFORMANCE.md).\n");
+        let _ = writeln!(s, "\nGB/s = 10^9 B/s; busbw as nccl-tests defines it (its PERFORMANCE notes).\n");
         if !self.summaries.is_empty() {
             let _ = writeln!(s, "## Summary{sim}\n");
             let _ = writeln!(s, "| collective | sizes | avg busbw GB/s | peak busbw GB/s | at | errors |");
