@@ -143,3 +143,24 @@ impl Drop for Watchdog {
         self.0.store(true, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// Devices `0..n`, or `None` (and a note on stderr) when the machine has
+/// fewer: the tests of several devices skip, saying why.
+pub fn devices(n: i32) -> Option<Vec<gpu_sync::Device>> {
+    let count = match gpu_sync::Device::count() {
+        Ok(c) => c,
+        Err(e) => panic!("Device::count: {e}"),
+    };
+    if count < usize::try_from(n).unwrap_or(usize::MAX) {
+        eprintln!("{count} device(s), {n} needed: nothing to test");
+        return None;
+    }
+    Some(
+        (0..n)
+            .map(|i| match gpu_sync::Device::get(i) {
+                Ok(d) => d,
+                Err(e) => panic!("device {i}: {e}"),
+            })
+            .collect(),
+    )
+}

@@ -8,21 +8,11 @@
 //! three-device test when set) each test also asserts the race oracle saw
 //! nothing; on a GPU the same tests check the data.
 
-use gpu_sync::{Device, DeviceBuffer, Error, Stream};
+use gpu_sync::{DeviceBuffer, Error, Stream};
 use kernels::{Kernels, reference};
-use sync_tests::ctx;
+use sync_tests::{ctx, devices};
 
 const SEED: u32 = 0x5EED_0029;
-
-/// Devices `0..n`, or `None` (and a note) when the machine has fewer.
-fn devices(n: i32) -> Option<Vec<Device>> {
-    let count = Device::count().expect("count");
-    if count < n as usize {
-        eprintln!("{count} device(s), {n} needed: nothing to test");
-        return None;
-    }
-    Some((0..n).map(|i| Device::get(i).expect("device")).collect())
-}
 
 #[test]
 fn a_kernel_on_device_1_given_a_device_0_buffer_is_refused_naming_both() {

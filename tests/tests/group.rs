@@ -14,19 +14,9 @@
 use gpu_sync::cuda_sys::result::memory::memset_d32_async;
 use gpu_sync::{Device, DeviceBuffer, Error, ForeignGroup, ForeignUses, Stream};
 use kernels::Kernels;
-use sync_tests::{Watchdog, ctx};
+use sync_tests::{Watchdog, ctx, devices};
 
 const N: usize = 1 << 14;
-
-/// Devices `0..n`, or `None` (and a note) when the machine has fewer.
-fn devices(n: i32) -> Option<Vec<Device>> {
-    let count = Device::count().expect("count");
-    if count < n as usize {
-        eprintln!("{count} device(s), {n} needed: nothing to test");
-        return None;
-    }
-    Some((0..n).map(|i| Device::get(i).expect("device")).collect())
-}
 
 /// Sets `x` (declared on `uses`) to `v` on `raw`: one `cuMemsetD32Async`.
 ///

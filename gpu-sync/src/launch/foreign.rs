@@ -131,24 +131,34 @@ impl Stream {
     ) -> Result<R> {
         let op =
             Op::new(name, Kind::Async, uses.uses.as_slice()).naming("memory declared for a foreign call");
-        let (r, _) = engine::submit(&self.inner, op, |raw| {
-            // gpu-sync's bookkeeping is locked while `call` runs: every
-            // gpu-sync call inside it refuses before any lock.
-            let _inside = engine::Inside::enter();
-            // A panic may come after `call` queued work: caught here, so the
-            // operation counts as submitted (its uses recorded, its ticket
-            // drawn, the book released in order), then resumed below.
-            // `AssertUnwindSafe`: nothing `call` captured is looked at again
-            // here — its result is either returned or the unwind goes on.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(raw))) {
-                Ok(r) => r.map(Ok),
-                Err(payload) => Ok(Err(payload)),
-            }
-        })?;
-        match r {
-            Ok(r) => Ok(r),
-            Err(payload) => std::panic::resume_unwind(payload),
-        }
+        let (r, _) = engine::submit(&self.inner, op, |raw| inside_caught(|| call(raw)))?;
+        resumed(r)
+    }
+}
+
+/// What a foreign call returned, or the panic it raised.
+type Caught<R> = std::result::Result<R, Box<dyn std::any::Any + Send>>;
+
+/// Runs `call` inside the engine's call as a foreign door does: with
+/// gpu-sync's bookkeeping locked (every gpu-sync call inside refuses before
+/// any lock), and its panic caught — a panic may come after `call` queued
+/// work, so the operation must count as submitted (uses recorded, tickets
+/// drawn, the books released in order) before [`resumed`] goes on with it.
+/// `AssertUnwindSafe`: nothing `call` captured is looked at again here — its
+/// result is either returned or the unwind goes on.
+fn inside_caught<R>(call: impl FnOnce() -> Result<R>) -> Result<Caught<R>> {
+    let _inside = engine::Inside::enter();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(r) => r.map(Ok),
+        Err(payload) => Ok(Err(payload)),
+    }
+}
+
+/// The foreign call's result, or its panic resumed (the books released).
+fn resumed<R>(r: Caught<R>) -> Result<R> {
+    match r {
+        Ok(r) => Ok(r),
+        Err(payload) => std::panic::resume_unwind(payload),
     }
 }
 
@@ -251,18 +261,7 @@ impl<'a> ForeignGroup<'a> {
     ) -> Result<R> {
         let parts: SmallVec<[engine::Part<'_>; 4]> =
             self.parts.iter().map(|(s, u)| engine::Part::new(&s.inner, u.uses.as_slice())).collect();
-        let (r, _) = engine::submit_group(name, &parts, |raws| {
-            let _inside = engine::Inside::enter();
-            // As in `Stream::launch_foreign`: a panic is caught so the
-            // uses are recorded and the books released, then resumed.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(raws))) {
-                Ok(r) => r.map(Ok),
-                Err(payload) => Ok(Err(payload)),
-            }
-        })?;
-        match r {
-            Ok(r) => Ok(r),
-            Err(payload) => std::panic::resume_unwind(payload),
-        }
+        let (r, _) = engine::submit_group(name, &parts, |raws| inside_caught(|| call(raws)))?;
+        resumed(r)
     }
 }
