@@ -14,7 +14,10 @@
 
 use gpu_sync::{Device, DeviceBuffer, HostAllocFlags, PinnedBuffer, Result, Stream};
 
-/// The instrument kernels: see the module docs.
+/// The instrument kernels: see the module docs. A [`crate::Timer`] made
+/// with them checks the clock and gates its samples; `load` (feature
+/// `kernels`) gives the workspace's, as the `overhead` module's example
+/// shows.
 pub trait Instruments: Send + Sync {
     /// Enqueues on `stream` one thread that spins `cycles` SM clocks and
     /// writes `[cycles waited, %globaltimer ns over them]` to `out`.
@@ -48,7 +51,8 @@ pub trait Instruments: Send + Sync {
 /// stream, which then runs nothing queued after it until [`SpinGate::open`]
 /// (or the timeout); after the stream has drained, [`SpinGate::opened`]
 /// says whether the host opened it in time (`false`: the work behind it ran
-/// with host gaps).
+/// with host gaps). A [`crate::Timer`] with instruments makes and uses
+/// one for its gated samples.
 pub struct SpinGate {
     flag: GateFlag,
     out: DeviceBuffer<u64>,
@@ -96,7 +100,8 @@ impl SpinGate {
 }
 
 /// A `u32` in mapped pinned host memory that a gate kernel polls
-/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`).
+/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`); inside a
+/// [`SpinGate`].
 pub struct GateFlag {
     buf: Option<PinnedBuffer<u32>>,
     addr: u64,

@@ -122,7 +122,8 @@ pub const GATE_TIMEOUT_NS: u64 = 2_000_000_000;
 /// Bootstrap resamples of each ratio's confidence interval.
 const RESAMPLES: usize = 1000;
 
-/// How batches are timed (see the module docs).
+/// How batches are timed (see the module docs; [`Overhead`]'s example runs
+/// one).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Method {
     /// Behind a spin gate that holds the GPU while the host submits.
@@ -131,7 +132,7 @@ pub enum Method {
     FreeRunning,
 }
 
-/// What to measure and how.
+/// What to measure and how ([`Overhead`]'s example sets one).
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     /// Batches per variant and repetition (at least 1).
@@ -144,7 +145,8 @@ pub struct Options {
     pub method: Method,
 }
 
-/// What the recorded batches recorded (checked: one record per launch).
+/// What the recorded batches recorded (checked: one record per launch);
+/// [`Overhead::recorded`], read in [`Overhead`]'s example.
 #[derive(Default, Clone, Copy, Debug)]
 pub struct Recorded {
     /// The events recording's counts.
@@ -153,7 +155,7 @@ pub struct Recorded {
     pub cupti: Counts,
 }
 
-/// One backend's counts.
+/// One backend's counts, inside [`Recorded`] (see [`Overhead`]'s example).
 #[derive(Default, Clone, Copy, Debug)]
 pub struct Counts {
     /// Launches of the timed kernel recorded.
@@ -165,10 +167,30 @@ pub struct Counts {
     pub dropped: u64,
 }
 
-/// A ratio of medians with its bootstrap 95 % interval.
+/// A ratio of medians with its bootstrap 95 % interval, one per
+/// repetition in [`Overhead::ratios`] (see [`Overhead`]'s example).
 pub type Ratio = (f64, (f64, f64));
 
 /// What [`run`] measured.
+///
+/// On the simulator, a short free-running comparison (the figures are the
+/// simulator's host cost, not a GPU's):
+/// ```
+/// # gpu_sync::sim::install()?;
+/// # kernels::register_sim_kernels();
+/// use gpu_bench::overhead::{Method, Options, Variant, run};
+/// let device = gpu_sync::Device::get(0)?;
+/// let instruments = gpu_bench::instruments::load(&device)?;
+/// let options = Options { batches: 2, per_batch: 4, repeat: 1, method: Method::FreeRunning };
+/// let o = run(&device, instruments, true, options, &|_| {})?;
+/// assert!(o.ran(Variant::RawLaunch) && o.ran(Variant::TrackedLaunch));
+/// // Host nanoseconds per submission, one per batch of each variant.
+/// assert_eq!(o.samples[Variant::TrackedLaunch.index()].len(), 2);
+/// assert!(o.samples[Variant::TrackedLaunch.index()].iter().all(|&ns| ns > 0.0));
+/// // Every recorded launch was recorded: nothing dropped.
+/// assert_eq!(o.recorded.events.dropped, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Overhead {
     /// How the batches were timed: [`Method::FreeRunning`] also where the

@@ -15,7 +15,8 @@ const GATE_ENTRIES: usize = 2;
 /// How many variants there are.
 pub const VARIANTS: usize = 7;
 
-/// The variants, in the order of their samples (see the module docs).
+/// The variants, in the order of their samples (see the module docs);
+/// [`Overhead`](super::Overhead)'s example reads two of them.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Variant {
     /// `cuLaunchKernel` of `add_f32` through cuda-sys's per-call layer.
