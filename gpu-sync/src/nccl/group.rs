@@ -12,7 +12,7 @@
 
 use super::comm::{Communicator, in_progress_ok};
 use super::types::{NcclType, ReduceOp};
-use crate::engine::{self, Access, Part, Point, Target, Use};
+use crate::engine::{self, Access, Allocation, Part, Point, Target, Use};
 use crate::error::{Error, Result};
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
@@ -21,6 +21,7 @@ use cuda_sys::nccl_bindings::{cudaStream_t, ncclDataType_t, ncclRedOp_t};
 use cuda_sys::{BorrowedStream, CUdeviceptr};
 use smallvec::SmallVec;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// What one collected operation asks NCCL.
 #[derive(Clone, Copy)]
@@ -143,10 +144,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         let (s, r) = (send.view(), recv.view());
         same_len("all_reduce", s.len, r.len)?;
-        let uses = SmallVec::from_slice(&[
-            (Target::Device(s.alloc), Access::Read),
-            (Target::Device(r.alloc), Access::Write),
-        ]);
+        let uses = read_write(s.alloc, r.alloc);
         let call = Call::AllReduce { send: s.ptr(), recv: r.ptr(), count: s.len, op: op.raw() };
         self.push(comm, stream, uses, T::KIND, call, "all_reduce")
     }
@@ -249,10 +247,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         let (s, r) = (send.view(), recv.view());
         same_len("all_gather (recv = size × send)", s.len * comm.size(), r.len)?;
-        let uses = SmallVec::from_slice(&[
-            (Target::Device(s.alloc), Access::Read),
-            (Target::Device(r.alloc), Access::Write),
-        ]);
+        let uses = read_write(s.alloc, r.alloc);
         let call = Call::AllGather { send: s.ptr(), recv: r.ptr(), count: s.len };
         self.push(comm, stream, uses, T::KIND, call, "all_gather")
     }
@@ -273,10 +268,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         let (s, r) = (send.view(), recv.view());
         same_len("reduce_scatter (send = size × recv)", r.len * comm.size(), s.len)?;
-        let uses = SmallVec::from_slice(&[
-            (Target::Device(s.alloc), Access::Read),
-            (Target::Device(r.alloc), Access::Write),
-        ]);
+        let uses = read_write(s.alloc, r.alloc);
         let call = Call::ReduceScatter { send: s.ptr(), recv: r.ptr(), count: r.len, op: op.raw() };
         self.push(comm, stream, uses, T::KIND, call, "reduce_scatter")
     }
@@ -353,6 +345,11 @@ impl<'a> Group<'a> {
         }
         Ok(())
     }
+}
+
+/// The uses of an operation that reads `send` and writes `recv`.
+fn read_write<'a>(send: &'a Arc<Allocation>, recv: &'a Arc<Allocation>) -> SmallVec<[Use<'a>; 2]> {
+    SmallVec::from_slice(&[(Target::Device(send), Access::Read), (Target::Device(recv), Access::Write)])
 }
 
 /// Makes `p`'s NCCL call on `raw` (inside the group).
