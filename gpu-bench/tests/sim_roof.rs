@@ -6,16 +6,24 @@
 use gpu_bench::{Bench, Error, Mode, Settings};
 use gpu_sync::{Device, DeviceBuffer, Stream};
 
-fn setup() -> Stream {
+/// Both tests share the process's one simulated session, whose host clock
+/// every thread moves: a host synchronization in one test between the
+/// other's timing events would land in its simulated interval (as a host
+/// gap does on a GPU). CI saw exactly that (a first call of 43.9 simulated
+/// µs), so the tests run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn setup() -> (std::sync::MutexGuard<'static, ()>, Stream) {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     gpu_sync::sim::install().expect("cuda-sim");
     kernels::register_sim_kernels();
     let device = Device::get(0).expect("device 0");
-    Stream::new(&device).expect("stream")
+    (guard, Stream::new(&device).expect("stream"))
 }
 
 #[test]
 fn a_figure_above_the_simulated_device_is_an_error() {
-    let stream = setup();
+    let (_one, stream) = setup();
     let n = 1usize << 18;
     let x = DeviceBuffer::from_slice(&stream, &vec![1u32; n]).unwrap();
     let mut y = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
@@ -36,7 +44,7 @@ fn a_figure_above_the_simulated_device_is_an_error() {
 
 #[test]
 fn first_call_reads_the_simulated_clock_on_the_simulator() {
-    let stream = setup();
+    let (_one, stream) = setup();
     let n = 1usize << 16;
     let mut y = DeviceBuffer::<u32>::zeroed(&stream, n).unwrap();
     let r = Bench::new("memset")
