@@ -105,7 +105,7 @@ fn every_collective_is_exact_and_ordered_against_kernels_on_other_streams() {
     let root = n - 1;
     nccl::group(|g| {
         for ((c, s), y) in comms.iter().zip(&streams).zip(recv.iter_mut()) {
-            g.broadcast(c, s, y, root)?;
+            g.broadcast_in_place(c, s, y, root)?;
         }
         Ok(())
     })
@@ -183,7 +183,7 @@ fn bad_arguments_are_refused_and_a_failed_collect_issues_nothing() {
     let r = nccl::group(|g| g.all_reduce_in_place(&comms[0], &streams[1], &mut y, ReduceOp::Sum));
     assert!(matches!(r, Err(Error::DeviceMismatch { .. })), "{r:?}");
     // A root that is no rank.
-    let r = nccl::group(|g| g.broadcast(&comms[0], &streams[0], &mut y, devices.len()));
+    let r = nccl::group(|g| g.broadcast_in_place(&comms[0], &streams[0], &mut y, devices.len()));
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     // The closure fails after collecting rank 0's part: nothing is issued
     // (rank 0 alone would wait for ever for the others).
@@ -232,7 +232,7 @@ fn a_rank_that_never_comes_is_a_timeout_not_a_hang() {
         2,
         0,
         &id,
-        CommOptions { timeout: std::time::Duration::from_secs(2) },
+        CommOptions { timeout: std::time::Duration::from_secs(2), ..Default::default() },
     );
     assert!(matches!(r, Err(Error::NcclTimeout { .. })), "{r:?}");
     assert!(start.elapsed() < std::time::Duration::from_secs(30), "returned after {:?}", start.elapsed());

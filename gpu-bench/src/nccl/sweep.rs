@@ -163,7 +163,7 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
             }
             nccl::group(|g| {
                 for (comm, stream, b) in views.iter_mut() {
-                    g.broadcast(comm, stream, b, 0)?;
+                    g.broadcast_in_place(comm, stream, b, 0)?;
                 }
                 Ok(())
             })

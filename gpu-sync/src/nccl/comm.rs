@@ -22,8 +22,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Options of a new communicator.
 ///
 /// ```
-/// let o = gpu_sync::nccl::CommOptions { timeout: std::time::Duration::from_secs(5) };
+/// let o = gpu_sync::nccl::CommOptions { timeout: std::time::Duration::from_secs(5), ..Default::default() };
 /// assert!(o.timeout < gpu_sync::nccl::DEFAULT_TIMEOUT);
+/// assert!(!o.blocking); // non-blocking unless asked
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct CommOptions {
@@ -31,13 +32,32 @@ pub struct CommOptions {
     /// [`Error::NcclTimeout`]: for its ranks to join, for a group's
     /// connection set-up, for its finalize on drop.
     pub timeout: Duration,
+    /// A blocking communicator (`config.blocking = 1`), for the
+    /// communicators of one process only ([`Communicator::init_all_with`]).
+    ///
+    /// On a non-blocking communicator (the default) NCCL ends every group
+    /// on a thread it creates for that group, and the caller polls for it:
+    /// a cost of tens of microseconds per group, which small messages feel
+    /// (`docs/guide/collectives.md`, "Blocking or not"). A blocking one
+    /// enqueues inside `ncclGroupEnd`, which may then wait on the host for
+    /// every rank of the clique to take part (its connections are made on
+    /// first use, its launches meet at a barrier): so gpu-sync takes this
+    /// only where every rank lives in this process, and refuses a group
+    /// that does not hold the same collectives for every rank of each
+    /// blocking clique and a matching receive for every send — the groups
+    /// that could wait forever. Other processes' ranks could be late or
+    /// never come: [`Communicator::init_rank`] refuses it.
+    pub blocking: bool,
 }
 
 impl Default for CommOptions {
     fn default() -> Self {
-        CommOptions { timeout: DEFAULT_TIMEOUT }
+        CommOptions { timeout: DEFAULT_TIMEOUT, blocking: false }
     }
 }
+
+/// A source of process-unique clique numbers (0: none).
+static CLIQUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The id every rank of one communicator is made with (`ncclGetUniqueId`
 /// on one rank, its 128 bytes sent to the others by the caller's own
@@ -94,7 +114,8 @@ impl std::fmt::Debug for UniqueId {
 /// every other use and freed after the collective is done on the GPU, with
 /// no `record_stream` and no host wait.
 ///
-/// Non-blocking (`config.blocking = 0`): no NCCL call waits for another
+/// Non-blocking (`config.blocking = 0`) unless [`CommOptions::blocking`]
+/// asks otherwise: no NCCL call waits for another
 /// rank while gpu-sync holds its bookkeeping; where NCCL must wait (ranks
 /// joining, a first collective's connections, the finalize on drop), the
 /// communicator polls its state up to [`CommOptions::timeout`], then aborts
@@ -122,6 +143,12 @@ pub(super) struct CommInner {
     pub(super) rank: usize,
     pub(super) size: usize,
     pub(super) timeout: Duration,
+    /// A blocking communicator ([`CommOptions::blocking`]).
+    pub(super) blocking: bool,
+    /// The clique this rank belongs to, when every rank of it is in this
+    /// process (made by [`Communicator::init_all_with`] or split from
+    /// such): a process-unique number; 0 otherwise.
+    pub(super) clique: u64,
     /// Set once aborted: every later call refuses.
     pub(super) aborted: AtomicBool,
     /// The points of its last operations (one per stream, by the stream's
@@ -145,7 +172,7 @@ impl RawComm {
 impl Communicator {
     /// One communicator per device of `devices`, rank `i` on `devices[i]`,
     /// all driven from this process (each rank's
-    /// `ncclCommInitRankConfig`, non-blocking, inside one NCCL group),
+    /// `ncclCommInitRankConfig`, inside one NCCL group),
     /// with [`CommOptions::default`].
     ///
     /// # Errors
@@ -176,11 +203,16 @@ impl Communicator {
         let nccl = table()?;
         let id = nc::get_unique_id(nccl)?;
         let n = devices.len();
+        let clique = CLIQUES.fetch_add(1, Ordering::Relaxed);
         let mut raws: Vec<ncclComm_t> = vec![std::ptr::null_mut(); n];
         nc::group_start(nccl)?;
         let mut first: Option<Error> = None;
         for (rank, d) in devices.iter().enumerate() {
-            if let Err(e) = d.inner.bind().and_then(|()| init_rank_raw(nccl, &mut raws[rank], n, id, rank)) {
+            let made = d
+                .inner
+                .bind()
+                .and_then(|()| init_rank_raw(nccl, &mut raws[rank], n, id, rank, options.blocking));
+            if let Err(e) = made {
                 first = Some(e);
                 break;
             }
@@ -192,7 +224,7 @@ impl Communicator {
             .zip(devices)
             .enumerate()
             .filter(|(_, (r, _))| !r.is_null())
-            .map(|(rank, (r, d))| Communicator::wrap(nccl, *r, d, rank, n, options))
+            .map(|(rank, (r, d))| Communicator::wrap(nccl, *r, d, rank, n, options, clique))
             .collect();
         if let Some(e) = first {
             return Err(e);
@@ -212,7 +244,9 @@ impl Communicator {
     /// non-blocking), waiting up to the timeout for every rank to join.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `rank >= size`; [`Error::NcclLoad`];
+    /// [`Error::InvalidArgument`] for `rank >= size` or
+    /// [`CommOptions::blocking`] (a rank of another process could keep a
+    /// blocking group waiting forever); [`Error::NcclLoad`];
     /// NCCL's error; [`Error::NcclTimeout`].
     pub fn init_rank(
         device: &Device,
@@ -226,15 +260,22 @@ impl Communicator {
                 "Communicator::init_rank: rank {rank} of a communicator of {size} ranks"
             )));
         }
+        if options.blocking {
+            return Err(Error::InvalidArgument(
+                "Communicator::init_rank: a blocking communicator is only made for ranks all in this process \
+                 (Communicator::init_all_with): a group on it could wait forever for a rank of another process"
+                    .into(),
+            ));
+        }
         crate::ffi::refuse("ncclCommInitRankConfig")?;
         let nccl = table()?;
         device.inner.bind()?;
         let mut raw: ncclComm_t = std::ptr::null_mut();
-        init_rank_raw(nccl, &mut raw, size, id.0, rank)?;
+        init_rank_raw(nccl, &mut raw, size, id.0, rank, false)?;
         if raw.is_null() {
             return Err(Error::Internal("ncclCommInitRankConfig returned no communicator".into()));
         }
-        let c = Communicator::wrap(nccl, raw, device, rank, size, options);
+        let c = Communicator::wrap(nccl, raw, device, rank, size, options, 0);
         c.inner.wait_ready("Communicator::init_rank")?;
         Ok(c)
     }
@@ -273,6 +314,154 @@ impl Communicator {
         Communicator::init_rank(&device, size, rank, &UniqueId::new()?, options)
     }
 
+    /// Splits every communicator of one clique driven by this process
+    /// (`parents`: every rank of it, as [`Communicator::init_all`] gave
+    /// them) into sub-cliques by colour (`ncclCommSplit` for each rank,
+    /// inside one NCCL group): rank `i` joins the sub-clique of
+    /// `colors[i]`, or none for `None`; ranks keep their order. The new
+    /// communicators have their parents' options.
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_sync::{Device, nccl::Communicator};
+    /// let devices = Device::all()?;
+    /// let comms = Communicator::init_all(&devices)?;
+    /// // Even and odd ranks, two sub-cliques.
+    /// let colors: Vec<Option<u32>> = (0..comms.len()).map(|r| Some(r as u32 % 2)).collect();
+    /// let subs = Communicator::split_all(&comms, &colors)?;
+    /// let first = subs[0].as_ref().expect("rank 0 has a colour");
+    /// assert_eq!((first.rank(), first.size()), (0, comms.len().div_ceil(2)));
+    /// # Ok::<(), gpu_sync::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `parents` are every rank of one
+    /// clique of this process, in rank order, with a colour each (at most
+    /// `i32::MAX`); NCCL's error; [`Error::NcclTimeout`].
+    pub fn split_all(parents: &[Communicator], colors: &[Option<u32>]) -> Result<Vec<Option<Communicator>>> {
+        const WHAT: &str = "Communicator::split_all";
+        let Some(p0) = parents.first() else {
+            return Err(Error::InvalidArgument(format!("{WHAT}: no communicator given")));
+        };
+        let whole = p0.inner.clique != 0
+            && parents.len() == p0.size()
+            && parents.iter().enumerate().all(|(i, p)| p.inner.clique == p0.inner.clique && p.rank() == i);
+        if !whole {
+            return Err(Error::InvalidArgument(format!(
+                "{WHAT}: give every rank of one clique made by Communicator::init_all, in rank order \
+                 (a rank of another process splits with Communicator::split)"
+            )));
+        }
+        if colors.len() != parents.len() {
+            return Err(Error::LengthMismatch { op: WHAT, src: parents.len(), dst: colors.len() });
+        }
+        let raw_colors = colors.iter().map(|c| color_raw(WHAT, *c)).collect::<Result<Vec<i32>>>()?;
+        for p in parents {
+            p.inner.usable(WHAT)?;
+        }
+        crate::ffi::refuse("ncclCommSplit")?;
+        let nccl = p0.inner.nccl;
+        let mut raws: Vec<ncclComm_t> = vec![std::ptr::null_mut(); parents.len()];
+        nc::group_start(nccl)?;
+        let mut first: Option<Error> = None;
+        for (i, p) in parents.iter().enumerate() {
+            let made =
+                p.inner.device.inner.bind().and_then(|()| split_raw(&p.inner, raw_colors[i], &mut raws[i]));
+            if let Err(e) = made {
+                first = Some(e);
+                break;
+            }
+        }
+        // The group is ended on every path.
+        let ended = in_progress_ok(nc::group_end(nccl));
+        // One new clique number per colour.
+        let mut cliques: Vec<(u32, u64)> = Vec::new();
+        let mut out = Vec::with_capacity(parents.len());
+        for ((p, raw), color) in parents.iter().zip(&raws).zip(colors) {
+            let made = match (raw.is_null(), color) {
+                (false, Some(c)) => {
+                    let clique = match cliques.iter().find(|(k, _)| k == c) {
+                        Some((_, id)) => *id,
+                        None => {
+                            let id = CLIQUES.fetch_add(1, Ordering::Relaxed);
+                            cliques.push((*c, id));
+                            id
+                        }
+                    };
+                    Some(Communicator::adopt(&p.inner, *raw, clique))
+                }
+                _ => None,
+            };
+            out.push(made);
+        }
+        if let Some(e) = first {
+            return Err(e);
+        }
+        ended?;
+        for c in out.iter_mut().flatten() {
+            c.finish(WHAT)?;
+        }
+        Ok(out)
+    }
+
+    /// This rank's part of splitting its communicator into sub-cliques by
+    /// colour (`ncclCommSplit`), for one process per rank: every rank of
+    /// the communicator calls it, each in its own process, and joins the
+    /// sub-clique of `color` (`None`: none, and `Ok(None)` is returned);
+    /// ranks are ordered by `key`, then by their rank here. The new
+    /// communicator has this one's options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a rank of a clique driven by this
+    /// process (use [`Communicator::split_all`], which splits every rank
+    /// at once) or a colour above `i32::MAX`; NCCL's error;
+    /// [`Error::NcclTimeout`] when the other ranks do not come in time.
+    pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
+        const WHAT: &str = "Communicator::split";
+        if self.inner.clique != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{WHAT}: rank {} belongs to a clique driven by this process; split every rank at once \
+                 with Communicator::split_all",
+                self.rank()
+            )));
+        }
+        let raw_color = color_raw(WHAT, color)?;
+        self.inner.usable(WHAT)?;
+        crate::ffi::refuse("ncclCommSplit")?;
+        self.inner.device.inner.bind()?;
+        let mut raw: ncclComm_t = std::ptr::null_mut();
+        in_progress_ok(split_raw_keyed(&self.inner, raw_color, key, &mut raw))?;
+        if raw.is_null() || color.is_none() {
+            return Ok(None);
+        }
+        let mut c = Communicator::adopt(&self.inner, raw, 0);
+        c.finish(WHAT)?;
+        Ok(Some(c))
+    }
+
+    /// A communicator NCCL made from `parent` (a split), before its rank
+    /// and size are known ([`Communicator::finish`] reads them).
+    fn adopt(parent: &CommInner, raw: ncclComm_t, clique: u64) -> Communicator {
+        let options = CommOptions { timeout: parent.timeout, blocking: parent.blocking };
+        Communicator::wrap(parent.nccl, raw, &parent.device, 0, 0, options, clique)
+    }
+
+    /// Waits for a split communicator to be ready, then reads its rank and
+    /// size from NCCL (`ncclCommUserRank`, `ncclCommCount`).
+    fn finish(&mut self, what: &'static str) -> Result<()> {
+        self.inner.wait_ready(what)?;
+        let (nccl, raw) = (self.inner.nccl, self.inner.raw.get());
+        // SAFETY: a live communicator, ready (waited above).
+        let (rank, size) = unsafe { (nc::comm_user_rank(nccl, raw)?, nc::comm_count(nccl, raw)?) };
+        let inner = Arc::get_mut(&mut self.inner)
+            .ok_or_else(|| Error::Internal("a new communicator is shared before it is ready".into()))?;
+        inner.rank =
+            usize::try_from(rank).map_err(|_| Error::Internal(format!("ncclCommUserRank gave {rank}")))?;
+        inner.size =
+            usize::try_from(size).map_err(|_| Error::Internal(format!("ncclCommCount gave {size}")))?;
+        Ok(())
+    }
+
     fn wrap(
         nccl: &'static Nccl,
         raw: ncclComm_t,
@@ -280,6 +469,7 @@ impl Communicator {
         rank: usize,
         size: usize,
         options: CommOptions,
+        clique: u64,
     ) -> Communicator {
         Communicator {
             inner: Arc::new(CommInner {
@@ -289,6 +479,8 @@ impl Communicator {
                 rank,
                 size,
                 timeout: options.timeout,
+                blocking: options.blocking,
+                clique,
                 aborted: AtomicBool::new(false),
                 last: Mutex::new(Vec::new()),
             }),
@@ -323,7 +515,7 @@ impl std::fmt::Debug for Communicator {
     }
 }
 
-/// `ncclCommInitRankConfig` with `blocking = 0`; `ncclInProgress` is
+/// `ncclCommInitRankConfig` with `blocking` as asked; `ncclInProgress` is
 /// success here (the caller polls).
 fn init_rank_raw(
     nccl: &Nccl,
@@ -331,12 +523,47 @@ fn init_rank_raw(
     size: usize,
     id: ncclUniqueId,
     rank: usize,
+    blocking: bool,
 ) -> Result<()> {
     let mut config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
+    config.blocking = i32::from(blocking);
     // SAFETY: the caller bound the rank's device's context on this thread;
     // `config` starts from the initializer and holds no strings.
     in_progress_ok(unsafe { nc::comm_init_rank_config(nccl, raw, size, id, rank, &mut config) })
+}
+
+/// A colour as NCCL takes it (`NCCL_SPLIT_NOCOLOR` for `None`).
+fn color_raw(what: &'static str, color: Option<u32>) -> Result<i32> {
+    match color {
+        None => Ok(cuda_sys::nccl_bindings::NCCL_SPLIT_NOCOLOR),
+        Some(c) => i32::try_from(c).map_err(|_| {
+            Error::InvalidArgument(format!("{what}: colour {c} is above NCCL's largest, {}", i32::MAX))
+        }),
+    }
+}
+
+/// `ncclCommSplit` of `parent` by `color`, keyed by the parent's rank
+/// (ranks keep their order), with the parent's blocking mode.
+fn split_raw(parent: &CommInner, color: i32, raw: &mut ncclComm_t) -> Result<()> {
+    let key = i32::try_from(parent.rank)
+        .map_err(|_| Error::InvalidArgument(format!("rank {} is out of range", parent.rank)))?;
+    in_progress_ok(split_raw_keyed(parent, color, key, raw))
+}
+
+/// `ncclCommSplit` of `parent` by `color` and `key`, with the parent's
+/// blocking mode; the caller bound the parent's device.
+fn split_raw_keyed(
+    parent: &CommInner,
+    color: i32,
+    key: i32,
+    raw: &mut ncclComm_t,
+) -> std::result::Result<(), NcclError> {
+    let mut config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = i32::from(parent.blocking);
+    // SAFETY: a live parent (borrowed by the caller, not aborted: checked
+    // by `usable`); `config` starts from the initializer and holds no
+    // strings; `raw` is a valid out-pointer.
+    unsafe { nc::comm_split(parent.nccl, parent.raw.get(), color, key, raw, &mut config) }
 }
 
 /// `Ok` for success and for `ncclInProgress`.
@@ -443,6 +670,8 @@ impl Drop for CommInner {
                 rank: self.rank,
                 size: self.size,
                 timeout: self.timeout,
+                blocking: self.blocking,
+                clique: self.clique,
                 aborted: AtomicBool::new(false),
                 last: Mutex::new(last),
             };

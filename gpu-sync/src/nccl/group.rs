@@ -26,13 +26,72 @@ use std::sync::Arc;
 /// What one collected operation asks NCCL.
 #[derive(Clone, Copy)]
 enum Call {
-    AllReduce { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t },
-    Broadcast { send: CUdeviceptr, recv: CUdeviceptr, count: usize, root: usize },
-    Reduce { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t, root: usize },
-    AllGather { send: CUdeviceptr, recv: CUdeviceptr, count: usize },
-    ReduceScatter { send: CUdeviceptr, recv: CUdeviceptr, count: usize, op: ncclRedOp_t },
-    Send { buf: CUdeviceptr, count: usize, peer: usize },
-    Recv { buf: CUdeviceptr, count: usize, peer: usize },
+    AllReduce {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        op: ncclRedOp_t,
+    },
+    Broadcast {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        root: usize,
+    },
+    Reduce {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        op: ncclRedOp_t,
+        root: usize,
+    },
+    AllGather {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+    },
+    ReduceScatter {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        op: ncclRedOp_t,
+    },
+    Send {
+        buf: CUdeviceptr,
+        count: usize,
+        peer: usize,
+    },
+    Recv {
+        buf: CUdeviceptr,
+        count: usize,
+        peer: usize,
+    },
+    /// Grouped sends and receives of `block` elements with every rank.
+    AllToAll {
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        block: usize,
+        block_bytes: usize,
+        size: usize,
+    },
+}
+
+impl Call {
+    /// What every rank of a clique must give alike for this collective
+    /// (kind, count, element kind, operation, root); `None` for a send or
+    /// a receive, which pair instead.
+    fn collective(&self, ty: ncclDataType_t) -> Option<(u8, usize, u32, u32, usize)> {
+        let t = ty.0;
+        Some(match *self {
+            Call::AllReduce { count, op, .. } => (0, count, t, op.0, 0),
+            Call::Broadcast { count, root, .. } => (1, count, t, 0, root),
+            Call::Reduce { count, op, root, .. } => (2, count, t, op.0, root),
+            Call::AllGather { count, .. } => (3, count, t, 0, 0),
+            Call::ReduceScatter { count, op, .. } => (4, count, t, op.0, 0),
+            Call::AllToAll { block, .. } => (5, block, t, 0, 0),
+            Call::Send { .. } | Call::Recv { .. } => return None,
+        })
+    }
 }
 
 /// One collected operation.
@@ -166,25 +225,70 @@ impl<'a> Group<'a> {
         self.push(comm, stream, uses, T::KIND, call, "all_reduce_in_place")
     }
 
-    /// Broadcast: every rank's `buf` becomes rank `root`'s `buf`
+    /// Broadcast, in place: every rank's `buf` becomes rank `root`'s `buf`
     /// (`ncclBroadcast`, in place).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a root that is no rank; as
     /// [`Group::all_reduce`].
-    pub fn broadcast<T: NcclType>(
+    pub fn broadcast_in_place<T: NcclType>(
         &mut self,
         comm: &'a Communicator,
         stream: &'a Stream,
         buf: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
         root: usize,
     ) -> Result<()> {
-        rank_in("broadcast", comm, root)?;
+        rank_in("broadcast_in_place", comm, root)?;
         let b = buf.view();
         // The root's buffer counts as written too: in place, NCCL may still
         // copy it onto itself.
         let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
         let call = Call::Broadcast { send: b.ptr(), recv: b.ptr(), count: b.len, root };
+        self.push(comm, stream, uses, T::KIND, call, "broadcast_in_place")
+    }
+
+    /// Broadcast: every rank's `recv` becomes rank `root`'s `send`
+    /// (`ncclBroadcast`, out of place); `send` is given on the root only
+    /// (`None` elsewhere), of `recv`'s length.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a root that is no rank, a root
+    /// without `send` or another rank with one; [`Error::LengthMismatch`];
+    /// as [`Group::all_reduce`].
+    pub fn broadcast<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: Option<&'a (impl AsDeviceSlice<T> + ?Sized)>,
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        root: usize,
+    ) -> Result<()> {
+        rank_in("broadcast", comm, root)?;
+        let r = recv.view();
+        let mut uses: SmallVec<[Use<'a>; 2]> = SmallVec::new();
+        let send_ptr = match (send, comm.rank() == root) {
+            (Some(s), true) => {
+                let s = s.view();
+                same_len("broadcast", s.len, r.len)?;
+                uses.push((Target::Device(s.alloc), Access::Read));
+                s.ptr()
+            }
+            // NCCL reads `sendbuff` on the root only.
+            (None, false) => r.ptr(),
+            (Some(_), false) => {
+                return Err(Error::InvalidArgument(format!(
+                    "broadcast: rank {} is not the root ({root}) and sends nothing: give None",
+                    comm.rank()
+                )));
+            }
+            (None, true) => {
+                return Err(Error::InvalidArgument(format!(
+                    "broadcast: the root (rank {root}) needs a send buffer (or use broadcast_in_place)"
+                )));
+            }
+        };
+        uses.push((Target::Device(r.alloc), Access::Write));
+        let call = Call::Broadcast { send: send_ptr, recv: r.ptr(), count: r.len, root };
         self.push(comm, stream, uses, T::KIND, call, "broadcast")
     }
 
@@ -309,10 +413,112 @@ impl<'a> Group<'a> {
         self.push(comm, stream, uses, T::KIND, Call::Recv { buf: b.ptr(), count: b.len, peer }, "recv")
     }
 
+    /// All-to-all: block `j` of every rank `i`'s `send` becomes block `i`
+    /// of rank `j`'s `recv` (grouped `ncclSend`/`ncclRecv` with every rank,
+    /// itself included: NCCL has no all-to-all call). `send` and `recv`
+    /// are `size` blocks long; every rank gives the same block length.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless both lengths are the same multiple
+    /// of the number of ranks; as [`Group::all_reduce`].
+    pub fn all_to_all<T: NcclType>(
+        &mut self,
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+    ) -> Result<()> {
+        let (s, r) = (send.view(), recv.view());
+        let size = comm.size();
+        same_len("all_to_all", s.len, r.len)?;
+        if s.len % size != 0 {
+            return Err(Error::LengthMismatch {
+                op: "all_to_all (a whole block per rank)",
+                src: s.len,
+                dst: s.len / size * size,
+            });
+        }
+        let uses = read_write(s.alloc, r.alloc);
+        let block = s.len / size;
+        let call = Call::AllToAll {
+            send: s.ptr(),
+            recv: r.ptr(),
+            block,
+            block_bytes: block * std::mem::size_of::<T>(),
+            size,
+        };
+        self.push(comm, stream, uses, T::KIND, call, "all_to_all")
+    }
+
+    /// Refuses a group of blocking communicators that could wait forever
+    /// (see [`super::CommOptions::blocking`]): for each blocking clique,
+    /// every rank must take part with the same collectives, in the same
+    /// order, and every send must meet a receive of the same count and
+    /// element kind on its peer. Returns whether the group is blocking.
+    fn check_blocking(&self) -> Result<bool> {
+        use std::collections::BTreeMap;
+        let Some(first) = self.ops.first() else { return Ok(false) };
+        let blocking = first.comm.inner.blocking;
+        if self.ops.iter().any(|p| p.comm.inner.blocking != blocking) {
+            return Err(Error::InvalidArgument(
+                "an NCCL group holds blocking and non-blocking communicators (NCCL refuses to mix them)"
+                    .into(),
+            ));
+        }
+        if !blocking {
+            return Ok(false);
+        }
+        type Collective = (u8, usize, u32, u32, usize);
+        // (clique, from, to) → the sends' and the receives' (count, kind).
+        type Pairs = BTreeMap<(u64, usize, usize), [Vec<(usize, u32)>; 2]>;
+        let mut ranks: BTreeMap<u64, Vec<Option<Vec<Collective>>>> = BTreeMap::new();
+        let mut pairs = Pairs::new();
+        for p in &self.ops {
+            let (c, r) = (p.comm.inner.clique, p.comm.rank());
+            let seen = ranks.entry(c).or_insert_with(|| vec![None; p.comm.size()]);
+            let mine = seen[r].get_or_insert_with(Vec::new);
+            match p.call {
+                Call::Send { count, peer, .. } => {
+                    pairs.entry((c, r, peer)).or_default()[0].push((count, p.ty.0))
+                }
+                Call::Recv { count, peer, .. } => {
+                    pairs.entry((c, peer, r)).or_default()[1].push((count, p.ty.0))
+                }
+                call => mine.extend(call.collective(p.ty)),
+            }
+        }
+        for seen in ranks.values() {
+            let n = seen.len();
+            if let Some(r) = seen.iter().position(Option::is_none) {
+                return Err(Error::InvalidArgument(format!(
+                    "an NCCL group on blocking communicators has no operation for rank {r} of its {n}: \
+                     NCCL would wait for it on the host; give every rank's part in one group \
+                     (or use non-blocking communicators)"
+                )));
+            }
+            let first = seen[0].as_deref().unwrap_or_default();
+            if let Some(r) = seen.iter().position(|s| s.as_deref().unwrap_or_default() != first) {
+                return Err(Error::InvalidArgument(format!(
+                    "an NCCL group on blocking communicators gives rank {r} other collectives (kinds, \
+                     counts, element kinds, operations or roots, in order) than rank 0: NCCL would wait \
+                     for them on the host"
+                )));
+            }
+        }
+        if let Some(((_, from, to), _)) = pairs.iter().find(|(_, [s, r])| s != r) {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators sends from rank {from} to rank {to} what rank {to} \
+                 does not receive (counts and element kinds, in order): NCCL would wait for it on the host"
+            )));
+        }
+        Ok(true)
+    }
+
     /// Issues the collected operations (see the module docs).
     fn issue(self) -> Result<()> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         let nccl = first.comm.inner.nccl;
+        let blocking = self.check_blocking()?;
         let parts: SmallVec<[Part<'_>; 4]> =
             self.ops.iter().map(|p| Part::new(&p.stream.inner, p.uses.as_slice())).collect();
         let ((), tickets) = engine::submit_group("nccl group", &parts, |raws| {
@@ -331,9 +537,10 @@ impl<'a> Group<'a> {
                 return Err(e);
             }
             ended?;
+            // Blocking: `ncclGroupEnd` returned once the work was enqueued.
             // Non-blocking: the work is enqueued once every communicator
             // reports success (the first use connects the ranks).
-            for (i, p) in self.ops.iter().enumerate() {
+            for (i, p) in self.ops.iter().enumerate().filter(|_| !blocking) {
                 if !self.ops[..i].iter().any(|q| std::ptr::eq(q.comm, p.comm)) {
                     p.comm.inner.wait_ready("an NCCL group")?;
                 }
@@ -389,6 +596,16 @@ fn issue_one(p: &Pending<'_>, raw: BorrowedStream<'_>) -> Result<()> {
                 nc::send(nccl, cptr(buf), count, ty, rank(peer)?, comm, stream)
             }
             Call::Recv { buf, count, peer } => nc::recv(nccl, ptr(buf), count, ty, rank(peer)?, comm, stream),
+            Call::AllToAll { send, recv, block, block_bytes, size } => {
+                // Block `j` of `send` to rank `j`, block `j` of `recv` from
+                // it: each within its buffer, `size` blocks long.
+                for j in 0..size {
+                    let off = (j * block_bytes) as CUdeviceptr;
+                    in_progress_ok(nc::send(nccl, cptr(send + off), block, ty, rank(j)?, comm, stream))?;
+                    in_progress_ok(nc::recv(nccl, ptr(recv + off), block, ty, rank(j)?, comm, stream))?;
+                }
+                Ok(())
+            }
         }
     };
     in_progress_ok(r)
