@@ -405,6 +405,10 @@ pub struct NcclArgs {
     /// output (a test of the check: the rows must count them).
     #[arg(long, hide = true, default_value_t = 0, value_parser = crate::bounds::plant)]
     pub plant_wrong: usize,
+    /// Blocking communicators (nccl-tests' default): no NCCL thread per
+    /// group; gpu-sync's default is non-blocking.
+    #[arg(long)]
+    pub blocking: bool,
 }
 
 /// `--collectives`.

@@ -7,6 +7,10 @@ use gpu_bench::nccl::{Collective, Dtype, NcclOptions, run};
 use gpu_sync::Device;
 
 fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
+    sweep_with(dtype, plant_wrong, false)
+}
+
+fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nccl::NcclReport {
     gpu_sync::sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     assert!(devices.len() >= 2, "the simulator's default is two devices");
@@ -19,6 +23,7 @@ fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
         iters: 3,
         check_iters: 2,
         plant_wrong,
+        blocking,
         ..NcclOptions::default()
     };
     let mut steps = 0;
@@ -69,4 +74,13 @@ fn a_planted_wrong_reference_is_counted() {
         assert_eq!(x.wrong, Some(2 * blocks * per), "{} {} B", x.collective, x.bytes);
         assert!(x.error.as_deref().is_some_and(|e| e.contains("wrong elements")));
     }
+}
+
+#[test]
+fn blocking_communicators_sweep_exactly_and_say_so() {
+    let r = sweep_with(Dtype::F32, 0, true);
+    assert!(r.blocking);
+    assert!(r.to_markdown().contains("- communicators: blocking"));
+    assert!(r.rows.iter().all(|x| x.wrong == Some(0) && x.error.is_none()), "{:?}", r.failed_rows().next());
+    assert!(!sweep(Dtype::F32, 0).blocking, "non-blocking unless asked");
 }

@@ -174,6 +174,10 @@ pub struct NcclOptions {
     /// For testing the check: this many elements of rank 0's reference are
     /// altered, in every checked output, so the rows must count them.
     pub plant_wrong: usize,
+    /// Blocking communicators ([`gpu_sync::nccl::CommOptions::blocking`]);
+    /// nccl-tests' default, and without NCCL's thread per group that a
+    /// non-blocking communicator (gpu-sync's default) costs.
+    pub blocking: bool,
 }
 
 impl Default for NcclOptions {
@@ -191,6 +195,7 @@ impl Default for NcclOptions {
             check_iters: 1,
             peer_peak_gbs: None,
             plant_wrong: 0,
+            blocking: false,
         }
     }
 }
@@ -295,6 +300,9 @@ pub struct NcclReport {
     pub check_iters: usize,
     /// The one-way peer peak rows were held to, GB/s.
     pub peer_peak_gbs: Option<f64>,
+    /// Whether the communicators were blocking ([`NcclOptions::blocking`]).
+    #[serde(default)]
+    pub blocking: bool,
     /// The run captured in a CUDA graph: its state.
     pub graph: String,
     /// The algorithm and protocol NCCL chose per size.
@@ -384,6 +392,7 @@ pub fn run(
         iters: opts.iters,
         check_iters: opts.check_iters,
         peer_peak_gbs: opts.peer_peak_gbs,
+        blocking: opts.blocking,
         graph: "not supported yet: gpu_sync::nccl::group refuses a capturing stream (Error::Capturing)"
             .into(),
         algorithm: "not reported".into(),

@@ -46,6 +46,8 @@ impl NcclReport {
         if let Some(p) = self.peer_peak_gbs {
             let _ = writeln!(s, "- rows above the measured one-way peer peak, {p:.1} GB/s, are errors");
         }
+        let mode = if self.blocking { "blocking" } else { "non-blocking" };
+        let _ = writeln!(s, "- communicators: {mode}");
         let _ = writeln!(s, "- captured in a CUDA graph: {}", self.graph);
         let _ = writeln!(s, "- algorithm and protocol: {}", self.algorithm);
         let _ = writeln!(s, "\nGB/s = 10^9 B/s; busbw as nccl-tests defines it (its PERFORMANCE notes).\n");

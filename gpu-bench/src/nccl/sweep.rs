@@ -34,8 +34,10 @@ pub(super) fn run<T: Element>(
     let elt = std::mem::size_of::<T>();
     let max_count = (opts.max_bytes / elt).max(1);
     let m = modulus::<T>(n);
-    progress(&format!("nccl: {n} communicators (ncclCommInitRankConfig, one group)"));
-    let comms = Communicator::init_all(devices)?;
+    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
+    progress(&format!("nccl: {n} {mode} communicators (ncclCommInitRankConfig, one group)"));
+    let options = gpu_sync::nccl::CommOptions { blocking: opts.blocking, ..Default::default() };
+    let comms = Communicator::init_all_with(devices, options)?;
     let mut ranks = Vec::with_capacity(n);
     for (r, (comm, d)) in comms.into_iter().zip(devices).enumerate() {
         progress(&format!("nccl: rank {r}: {} B of buffers and its input", 3 * max_count * elt));
