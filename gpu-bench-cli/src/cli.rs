@@ -409,6 +409,11 @@ pub struct NcclArgs {
     /// group; gpu-sync's default is non-blocking.
     #[arg(long)]
     pub blocking: bool,
+    /// Instead of the sweep: the host cost and GPU time of one all-reduce
+    /// group, gpu-sync's tracked one against the same written on NCCL's C
+    /// API, interleaved batches of --iters at each size (f32, sum).
+    #[arg(long, conflicts_with_all = ["collectives", "dtype", "peers", "peer_peak", "min_busbw", "plant_wrong"])]
+    pub host_cost: bool,
 }
 
 /// `--collectives`.

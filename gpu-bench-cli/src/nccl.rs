@@ -157,6 +157,9 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
     for d in &devices {
         crate::args::fits(&format!("nccl --max-bytes {max}"), d, 2 * max, 3 * max)?;
     }
+    if args.host_cost {
+        return host_cost(ctx, &devices, &opts, format, out);
+    }
     let report = gpu_bench::nccl::run(&devices, &opts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Io(e.to_string()))? + "\n";
@@ -183,6 +186,54 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
             }
             return Ok(crate::EXIT_REGRESSION);
         }
+    }
+    Ok(0)
+}
+
+/// `--host-cost`: the tracked all-reduce against its raw twin
+/// (`gpu_bench::nccl::host_cost`), a table on stdout (and host-cost.md,
+/// host-cost.json in `out`).
+fn host_cost(
+    ctx: &Ctx,
+    devices: &[Device],
+    opts: &NcclOptions,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
+    use gpu_bench::nccl::{HostCostOptions, host_cost};
+    let sizes: Vec<usize> = opts.sizes().into_iter().map(|b| b.div_ceil(4) * 4).collect();
+    let hopts = HostCostOptions { sizes, blocking: opts.blocking, iters: opts.iters, batches: 11 };
+    let rows = host_cost(devices, &hopts, &mut |m| ctx.progress.step(m))?;
+    ctx.progress.finish();
+    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
+    let mut md = format!(
+        "# NCCL all-reduce: host cost and GPU time, tracked against raw ({} ranks, one process, {mode} \
+         communicators{})\n\nMedians of 11 interleaved batches of {} iterations.\n\n\
+         | bytes | raw host µs | tracked host µs | added µs | raw GPU µs | tracked GPU µs |\n|---|---|---|---|---|---|\n",
+        devices.len(),
+        if ctx.sim { ", simulated" } else { "" },
+        opts.iters
+    );
+    for r in &rows {
+        md += &format!(
+            "| {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} |\n",
+            r.bytes,
+            r.raw_host_us,
+            r.ours_host_us,
+            r.host_added_us(),
+            r.raw_gpu_us,
+            r.ours_gpu_us
+        );
+    }
+    let json = serde_json::to_string_pretty(&rows).map_err(|e| Failure::Io(e.to_string()))? + "\n";
+    match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| Failure::Io(format!("{}: {e}", dir.display())))?;
+            write_text(&dir.join("host-cost.md"), &md).map_err(Failure::Io)?;
+            write_text(&dir.join("host-cost.json"), &json).map_err(Failure::Io)?;
+            print!("{md}");
+        }
+        None => print!("{}", if matches!(format, Format::Json) { &json } else { &md }),
     }
     Ok(0)
 }

@@ -10,7 +10,17 @@ fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
     sweep_with(dtype, plant_wrong, false)
 }
 
+/// The tests share the process's one simulated session, whose host clock
+/// every thread moves (a host synchronization of one test lands inside
+/// another's simulated intervals): they run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nccl::NcclReport {
+    let _one = one_at_a_time();
     gpu_sync::sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     assert!(devices.len() >= 2, "the simulator's default is two devices");
@@ -83,4 +93,26 @@ fn blocking_communicators_sweep_exactly_and_say_so() {
     assert!(r.to_markdown().contains("- communicators: blocking"));
     assert!(r.rows.iter().all(|x| x.wrong == Some(0) && x.error.is_none()), "{:?}", r.failed_rows().next());
     assert!(!sweep(Dtype::F32, 0).blocking, "non-blocking unless asked");
+}
+
+#[test]
+fn the_host_cost_twin_runs_raw_and_tracked_alike() {
+    use gpu_bench::nccl::{HostCostOptions, host_cost};
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    for blocking in [false, true] {
+        let opts = HostCostOptions { sizes: vec![64, 4096], blocking, iters: 4, batches: 3 };
+        let rows = host_cost(&devices[..2], &opts, &mut |_| {}).expect("host cost");
+        assert_eq!(rows.iter().map(|r| r.bytes).collect::<Vec<_>>(), [64, 4096]);
+        for r in &rows {
+            assert!(r.raw_host_us > 0.0 && r.ours_host_us > 0.0, "{r:?}");
+            // The same collective on the same simulated device: the same
+            // simulated time, raw or tracked.
+            assert!((r.raw_gpu_us / r.ours_gpu_us - 1.0).abs() < 0.05, "{r:?}");
+        }
+    }
+    let bad = HostCostOptions { sizes: vec![6], blocking: false, iters: 1, batches: 1 };
+    let e = host_cost(&devices[..2], &bad, &mut |_| {}).expect_err("6 B is no whole f32 count");
+    assert!(e.to_string().contains("6 B"), "{e}");
 }

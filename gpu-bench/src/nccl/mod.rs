@@ -45,10 +45,12 @@
 mod element;
 mod render;
 mod sweep;
+mod twin;
 
 pub use render::size_name;
 
 pub use element::Dtype;
+pub use twin::{HostCostOptions, HostCostRow, host_cost};
 
 use gpu_sync::Device;
 use serde::{Deserialize, Serialize};
