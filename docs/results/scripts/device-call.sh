@@ -27,6 +27,12 @@
 #              16 x 64, $DDP_STEPS steps), then PyTorch's peer on the same buckets under torchrun,
 #              one process per GPU (ddp-overlap-torch.py: matmul and elementwise compute, works
 #              waited at the end and one bucket behind) (issue 30 item 6)
+#   testsel    only the bundle's test binaries named in $TEST_BINS (names under tests/), ignored
+#              GPU tests included, each within $TEST_TIMEOUT (120 s)
+#   ncclsmall  the small-message question (issue 30): `gpu-bench nccl` all-reduce 8 B-32 KiB and
+#              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
+#              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
+#              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
 set -u
 # Multicast stays off everywhere (../shared/GPU.md): the nccl stage runs
 # NCCL (gpu-bench refuses to without NCCL_NVLS_ENABLE=0), and every other
@@ -152,6 +158,55 @@ for v in r["variants"]:
           v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20,
           v["operand_bytes"] / 2**20, v["wrong"]))
 PY
+      ;;
+    testsel)
+      for b in ${TEST_BINS:-}; do
+        t=$B/tests/$b
+        [ -x "$t" ] || { say "test $b: not in the bundle"; continue; }
+        GPU_SYNC_DRIVER=cuda RUST_BACKTRACE=1 timeout "${TEST_TIMEOUT:-120}" "$t" --include-ignored --test-threads=1 \
+          >"$logs/test-$b.log" 2>&1
+        say "test $b: exit $?; $(grep -E '^test result' "$logs/test-$b.log" | tail -1)"
+      done
+      ;;
+    ncclsmall)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      nt=/tmp/nccl-tests
+      nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")
+      (
+        mkdir -p /tmp/nccl-home/lib && ln -sf "$nccl/lib/libnccl.so.2" /tmp/nccl-home/lib/libnccl.so &&
+          ln -sfn "$nccl/include" /tmp/nccl-home/include &&
+          make -C target/peers/nccl-tests/src -j"$(nproc)" BUILDDIR="$nt" NCCL_HOME=/tmp/nccl-home \
+            NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" os.build "$nt/all_reduce_perf"
+      ) >"$logs/nccl-tests-build.log" 2>&1 &
+      bpid=$!
+      for m in non-blocking blocking; do
+        flag=""; [ $m = blocking ] && flag=--blocking
+        timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+          $flag --out "$logs/nccl-small-$m" >"$logs/nccl-small-$m.log" 2>&1
+        say "gpu-bench nccl all-reduce 8 B-32 KiB, $m: exit $? in $((SECONDS - t0)) s"
+        grep -E '^\| [0-9]' "$logs/nccl-small-$m/report.md" | awk -F'|' '{printf "  %s B %s us;", $2, $4}' | tee -a "$summary"
+        echo | tee -a "$summary"
+        timeout 150 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters 50 $flag \
+          --out "$logs/host-cost-$m" >"$logs/host-cost-$m.log" 2>&1
+        say "gpu-bench nccl --host-cost, $m: exit $? in $((SECONDS - t0)) s"
+        grep -E '^\| [0-9]' "$logs/host-cost-$m/host-cost.md" | tee -a "$summary"
+      done
+      wait $bpid
+      say "nccl-tests all_reduce_perf build: exit $? in $((SECONDS - t0)) s"
+      if [ -x "$nt/all_reduce_perf" ]; then
+        for b in 0 1; do
+          for g in "" "-G 10"; do
+            NCCL_COMM_BLOCKING=$b LD_LIBRARY_PATH="$nccl/lib:${LD_LIBRARY_PATH:-}" timeout 120 \
+              "$nt/all_reduce_perf" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 $g >"$logs/nccl-tests-small-b$b${g:+-graph}.log" 2>&1
+            say "nccl-tests all_reduce_perf -b 8 -e 32K -g $ngpu ${g} NCCL_COMM_BLOCKING=$b: exit $?"
+            grep -E '^ +[0-9]+ ' "$logs/nccl-tests-small-b$b${g:+-graph}.log" | awk '{printf "  %s B %s us;", $1, $6}' | tee -a "$summary"
+            echo | tee -a "$summary"
+          done
+        done
+      else
+        tail -5 "$logs/nccl-tests-build.log" | tee -a "$summary"
+      fi
       ;;
     *) say "unknown stage $stage" ;;
   esac
