@@ -254,7 +254,14 @@
 //! be recorded inside it. On non-blocking communicators the call polls
 //! `ncclCommGetAsyncError` until NCCL reports the work enqueued (bounded by
 //! the communicator's timeout, then aborted), so each stream's ticket is
-//! drawn after its work is enqueued.
+//! drawn after its work is enqueued. Blocking communicators (an opt-in,
+//! for cliques whose every rank is in this process) enqueue inside
+//! `ncclGroupEnd`, which may wait on the host for the clique's other ranks
+//! — under the books, an exception to point 5 that is only sound because
+//! every rank it can wait for is in the same call: `Group::check_blocking`
+//! refuses, before any lock, a group missing a rank of a blocking clique,
+//! giving its ranks different collectives, or sending what the peer does
+//! not receive; nothing NCCL waits for then needs another thread.
 //!
 //! Without an `unsafe impl`: [`crate::Graph`] is `Send` but **not** `Sync`
 //! (its `OwnedGraph` is not: calls on a graph must be serialized — even
