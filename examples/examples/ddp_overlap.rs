@@ -36,8 +36,8 @@
 //!
 //! One process per GPU: `--spawn N` (this program re-executed once per rank
 //! by `nccl::spawn_local`), or under a launcher (`RANK` and `WORLD_SIZE`
-//! set: `NCCL_COMM_ID=$MASTER_ADDR:$((MASTER_PORT + 1)) torchrun
-//! --standalone --nproc-per-node N --no-python ddp_overlap`). Each rank runs
+//! set: `NCCL_COMM_ID=127.0.0.1:29501 torchrun --nproc-per-node N
+//! --master-port 29500 --no-python ddp_overlap`). Each rank runs
 //! its own device's part of the same step — the same kernels, buckets and
 //! events — with a communicator from `Communicator::from_env`; every timed
 //! sample is then the maximum over the ranks of each rank's longest span
