@@ -9,7 +9,8 @@
 //! proved here is everything up to NCCL's rendezvous: the environment each
 //! rank gets, failures and hangs reported by rank (never a hang of the
 //! parent), `from_env`'s errors, and a one-rank communicator joined from
-//! the spawned environment.
+//! the spawned environment (on the simulator in CI, on a GPU where there
+//! is one).
 
 use gpu_sync::nccl::{self, CommOptions, Communicator, RankEnv, SpawnError, SpawnOptions, SpawnRole};
 use std::collections::BTreeSet;
@@ -105,7 +106,8 @@ fn rank_main(scenario: &str) -> TestResult {
             Err("slept a minute: nobody killed this rank".into())
         }
         "comm" => {
-            gpu_sync::sim::install().map_err(|e| e.to_string())?;
+            // The simulator without a GPU (CI); a GPU and its NCCL where there is one.
+            gpu_sync::select_driver().map_err(|e| e.to_string())?;
             let c = Communicator::from_env(CommOptions { timeout: Duration::from_secs(20) })
                 .map_err(|e| e.to_string())?;
             if (c.rank(), c.size(), c.device().ordinal()) != (env.rank, env.world_size, env.local_rank as i32)
