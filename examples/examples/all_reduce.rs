@@ -8,16 +8,46 @@
 //! once the GPU is done with it. On a machine with one GPU there is no one
 //! to reduce with, and the example says so.
 //!
+//! One process per GPU: `--spawn N` (`nccl::spawn_local` re-runs this
+//! program as N ranks), or under torchrun (`NCCL_COMM_ID=127.0.0.1:29501
+//! torchrun --nproc-per-node N --no-python all_reduce`): each rank makes
+//! its own gradient and issues its own part of the all-reduce
+//! (`Communicator::all_reduce`), with a communicator from
+//! `Communicator::from_env`; not on the simulator, whose NCCL lives in one
+//! process.
+//!
 //! On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
-use gpu_sync::nccl::{self, Communicator, ReduceOp};
+use gpu_sync::nccl::{self, CommOptions, Communicator, ReduceOp, SpawnOptions, SpawnRole};
 use gpu_sync::{Device, DeviceBuffer, Stream};
 use kernels::Kernels;
 
 const N: usize = 1 << 16;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> BoxResult<()> {
+    main_with(std::env::args().skip(1).collect())
+}
+
+/// One process for every GPU; with `--spawn N`, or as a rank a launcher
+/// started (`RANK` set), one process per GPU.
+fn main_with(args: Vec<String>) -> BoxResult<()> {
+    let spawn = match &args[..] {
+        [] => None,
+        [flag, n] if flag == "--spawn" => {
+            Some(n.parse::<usize>().map_err(|e| format!("--spawn {n:?}: {e}"))?)
+        }
+        _ => return Err(format!("unexpected arguments {args:?} (only --spawn N)").into()),
+    };
+    let per_process = std::env::var_os("RANK").is_some() || spawn.is_some();
     if gpu_sync::select_driver()?.is_sim() {
+        if per_process {
+            return Err(
+                "one process per GPU needs GPUs: cuda-sim cannot join the ranks of different processes"
+                    .into(),
+            );
+        }
         kernels::register_sim_kernels();
     }
     if std::env::var("NCCL_NVLS_ENABLE").is_ok_and(|v| v != "0") {
@@ -26,6 +56,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .into(),
         );
     }
+    if !per_process {
+        return one_process();
+    }
+    match nccl::spawn_local(spawn.unwrap_or(1), &SpawnOptions::default())? {
+        SpawnRole::Parent => Ok(()),
+        SpawnRole::Rank(_) => one_rank(),
+    }
+}
+
+/// This process's rank: its gradient, its part of the all-reduce, its check.
+fn one_rank() -> BoxResult<()> {
+    let comm = Communicator::from_env(CommOptions::default())?;
+    let device = comm.device();
+    let (compute, comm_stream, k) = (Stream::new(device)?, Stream::new(device)?, Kernels::load(device)?);
+    let x = DeviceBuffer::from_slice(&compute, &vec![1.0f32; N])?;
+    let mut grad = DeviceBuffer::alloc(&compute, N)?;
+    k.scale(&compute, &x, &mut grad, (comm.rank() + 1) as f32)?;
+    let mut sum = DeviceBuffer::<f32>::alloc(&comm_stream, N)?;
+    comm.all_reduce(&comm_stream, &grad, &mut sum, ReduceOp::Sum)?;
+    drop(grad);
+    let n = comm.size() as f32;
+    let want = 0.5 * n * (n + 1.0) / 2.0;
+    let mut half = DeviceBuffer::alloc(&compute, N)?;
+    k.scale(&compute, &sum, &mut half, 0.5)?;
+    let wrong = compute.to_vec(&half)?.iter().filter(|&&v| v != want).count();
+    println!(
+        "rank {} of {}: all-reduce of {N} floats: {wrong} wrong (each element {want})",
+        comm.rank(),
+        comm.size()
+    );
+    if wrong > 0 {
+        return Err(format!("rank {}: {wrong} elements differ from {want}", comm.rank()).into());
+    }
+    Ok(())
+}
+
+/// Every GPU from this process.
+fn one_process() -> BoxResult<()> {
     let devices = Device::all()?;
     if devices.len() < 2 {
         println!("one GPU in this machine: nothing to all-reduce with");
@@ -78,5 +146,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 #[test]
 fn runs_on_the_simulator() {
     // CI has no GPU: `select_driver` picks the simulator (two devices).
-    main().expect("the example failed");
+    main_with(Vec::new()).expect("the example failed");
+}
+
+#[test]
+fn one_process_per_gpu_is_refused_on_the_simulator() {
+    // Refused before any rank starts (a rank would re-run this test binary).
+    let e = main_with(vec!["--spawn".into(), "2".into()]).expect_err("--spawn ran on the simulator");
+    assert!(e.to_string().contains("cuda-sim cannot join"), "{e}");
+    assert!(main_with(vec!["--spawn".into()]).is_err(), "--spawn without a number accepted");
 }

@@ -1,6 +1,7 @@
-//! A DDP-style step, one process driving every GPU: gradient buckets
-//! all-reduced on a communication stream while the next bucket's compute
-//! runs — with no event, no wait and no `record_stream` in the step.
+//! A DDP-style step, one process driving every GPU, or one process per GPU:
+//! gradient buckets all-reduced on a communication stream while the next
+//! bucket's compute runs — with no event, no wait and no `record_stream` in
+//! the step.
 //!
 //! Per GPU a compute stream and a communication stream. Bucket `i` is
 //! allocated on the compute stream and produced there by `passes` launches
@@ -32,7 +33,20 @@
 //! (a fixed number of passes skips the calibration). Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
-use gpu_sync::nccl::{self, Communicator, ReduceOp};
+//!
+//! One process per GPU: `--spawn N` (this program re-executed once per rank
+//! by `nccl::spawn_local`), or under a launcher (`RANK` and `WORLD_SIZE`
+//! set: `NCCL_COMM_ID=127.0.0.1:29501 torchrun --nproc-per-node N
+//! --master-port 29500 --no-python ddp_overlap`). Each rank runs
+//! its own device's part of the same step — the same kernels, buckets and
+//! events — with a communicator from `Communicator::from_env`; every timed
+//! sample is then the maximum over the ranks of each rank's longest span
+//! (an NCCL all-reduce of f64s), exactly what one process takes over its
+//! devices, before the medians: C, M, the step and both ratios are computed
+//! the same way in both modes. Rank 0 prints the report. cuda-sim cannot
+//! join ranks of different processes, so on the simulator this mode is an
+//! error beyond one rank (one rank runs, which is how CI tests this path).
+use gpu_sync::nccl::{self, CommOptions, Communicator, ReduceOp, SpawnOptions, SpawnRole};
 use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
 use kernels::Kernels;
 use std::time::Duration;
@@ -189,7 +203,7 @@ fn run_buckets(
     phase: Phase,
     check: bool,
 ) -> BoxResult<(Duration, StepOutcome)> {
-    let n = ranks.len();
+    let (n, world) = (ranks.len(), ranks[0].comm.size());
     let mut out = StepOutcome::default();
     let mut freed: Vec<Vec<u64>> = vec![Vec::new(); n];
     let span = Span::begin(ranks, false)?;
@@ -202,7 +216,7 @@ fn run_buckets(
                 out.reused += 1;
             }
             for _ in 0..passes {
-                rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(r, i))?;
+                rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(rank.comm.rank(), i))?;
             }
             cur.push(b);
         }
@@ -216,7 +230,7 @@ fn run_buckets(
         }
         if check {
             for (rank, b) in ranks.iter().zip(&cur) {
-                out.wrong += count_wrong(&rank.comm_stream, b, expected(phase, n, rank, i))?;
+                out.wrong += count_wrong(&rank.comm_stream, b, expected(phase, world, rank, i))?;
             }
         }
         // Bucket i − 1's all-reduce was issued one bucket ago: its free waits
@@ -229,9 +243,9 @@ fn run_buckets(
     }
     let t = span.end(ranks, true, phase == Phase::Step)?;
     if let Some(last) = prev {
-        for ((r, rank), b) in ranks.iter().enumerate().zip(&last) {
+        for (rank, b) in ranks.iter().zip(&last) {
             let s = if phase == Phase::Step { &rank.comm_stream } else { &rank.compute };
-            out.wrong += count_wrong(s, b, expected(phase, n, &ranks[r], cfg.buckets - 1))?;
+            out.wrong += count_wrong(s, b, expected(phase, world, rank, cfg.buckets - 1))?;
         }
     }
     Ok((t, out))
@@ -275,9 +289,40 @@ fn run_comm(ranks: &[Rank], cfg: &Config) -> BoxResult<Duration> {
     span.end(ranks, false, true)
 }
 
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// Where the ranks run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Every GPU driven from this process.
+    OneProcess,
+    /// This process is one rank (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `NCCL_COMM_ID`).
+    PerProcess,
+}
+
+/// `v`, element by element, reduced with `op` over every process: in one
+/// process `v` itself (its spans are already the longest over every
+/// device, its counts the sums); one per process, an NCCL all-reduce of
+/// f64s over the ranks (every rank gets the result).
+fn across(ranks: &[Rank], mode: Mode, op: ReduceOp, v: Vec<f64>) -> BoxResult<Vec<f64>> {
+    if mode == Mode::OneProcess {
+        return Ok(v);
+    }
+    let r = &ranks[0];
+    let mut b = DeviceBuffer::from_slice(&r.comm_stream, &v)?;
+    r.comm.all_reduce_in_place(&r.comm_stream, &mut b, op)?;
+    Ok(r.comm_stream.to_vec(&b)?)
+}
+
+/// The median of per-rank samples, once each sample is the longest over
+/// every process's ranks.
+fn median(ranks: &[Rank], mode: Mode, v: &[Duration]) -> BoxResult<Duration> {
+    let mut s = across(ranks, mode, ReduceOp::Max, v.iter().map(Duration::as_secs_f64).collect())?;
+    s.sort_by(f64::total_cmp);
+    Ok(Duration::from_secs_f64(s[s.len() / 2]))
+}
+
+/// A count summed over every process.
+fn total(ranks: &[Rank], mode: Mode, v: usize) -> BoxResult<usize> {
+    Ok(across(ranks, mode, ReduceOp::Sum, vec![v as f64])?[0] as usize)
 }
 
 fn ms(d: Duration) -> String {
@@ -291,8 +336,12 @@ fn mib(b: u64) -> String {
 /// Runs the example with `cfg`; an error if any reduced value is wrong, or
 /// if more than two buckets were ever live on a device (each is freed one
 /// bucket after its all-reduce is issued, whatever the number of buckets).
-fn run(cfg: Config) -> BoxResult<()> {
+fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
     if gpu_sync::select_driver()?.is_sim() {
+        let world = nccl::RankEnv::from_env()?.map_or(1, |r| r.world_size);
+        if mode == Mode::PerProcess && world > 1 {
+            return Err(SIM_PER_PROCESS.into());
+        }
         kernels::register_sim_kernels();
     }
     if std::env::var("NCCL_NVLS_ENABLE").is_ok_and(|v| v != "0") {
@@ -301,12 +350,21 @@ fn run(cfg: Config) -> BoxResult<()> {
                 .into(),
         );
     }
-    let devices = Device::all()?;
-    if devices.len() < 2 {
-        println!("one GPU in this machine: nothing to all-reduce with");
-        return Ok(());
-    }
-    let comms = Communicator::init_all(&devices)?;
+    let (devices, comms) = match mode {
+        Mode::OneProcess => {
+            let devices = Device::all()?;
+            if devices.len() < 2 {
+                println!("one GPU in this machine: nothing to all-reduce with");
+                return Ok(());
+            }
+            let comms = Communicator::init_all(&devices)?;
+            (devices, comms)
+        }
+        Mode::PerProcess => {
+            let comm = Communicator::from_env(CommOptions::default())?;
+            (vec![comm.device().clone()], vec![comm])
+        }
+    };
     let mut ranks = Vec::new();
     for (device, comm) in devices.iter().zip(comms) {
         let compute = Stream::new(device)?;
@@ -320,7 +378,7 @@ fn run(cfg: Config) -> BoxResult<()> {
             compute,
         });
     }
-    let n = ranks.len();
+    let n = ranks[0].comm.size();
     let sync = |ranks: &[Rank]| -> BoxResult<()> {
         for r in ranks {
             r.compute.synchronize()?;
@@ -335,22 +393,23 @@ fn run(cfg: Config) -> BoxResult<()> {
     sync(&ranks)?;
 
     // Calibration: M first, then one pass's compute, then the passes that
-    // bring C to M.
-    let m0 = median(&mut (0..3).map(|_| run_comm(&ranks, &cfg)).collect::<BoxResult<Vec<_>>>()?);
+    // bring C to M (the same on every rank: the samples are reduced first).
+    let m0s = (0..3).map(|_| run_comm(&ranks, &cfg)).collect::<BoxResult<Vec<_>>>()?;
+    let m0 = median(&ranks, mode, &m0s)?;
     let mut c1s = Vec::new();
     for _ in 0..3 {
         let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false)?;
         c1s.push(t);
         wrong += o.wrong;
     }
-    let c1 = median(&mut c1s);
+    let c1 = median(&ranks, mode, &c1s)?;
     let passes = cfg.passes.unwrap_or_else(|| {
         let r = m0.as_secs_f64() / c1.as_secs_f64().max(1e-9);
         (r.round() as usize).max(1)
     });
 
     let (mut cs, mut msv, mut steps) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut peak_alloc, mut peak_reserved, mut reused) = (0u64, None::<u64>, 0usize);
+    let (mut peak_alloc, mut peak_reserved, mut reused) = (0u64, None::<u64>, Vec::new());
     for _ in 0..cfg.steps {
         msv.push(run_comm(&ranks, &cfg)?);
         sync(&ranks)?;
@@ -365,7 +424,7 @@ fn run(cfg: Config) -> BoxResult<()> {
         let (t, o) = run_buckets(&ranks, &cfg, passes, Phase::Step, false)?;
         steps.push(t);
         wrong += o.wrong;
-        reused = reused.max(o.reused);
+        reused.push(o.reused as f64);
         for r in &ranks {
             let s = r.device.memory_stats()?;
             peak_alloc = peak_alloc.max(s.peak_allocated);
@@ -374,17 +433,78 @@ fn run(cfg: Config) -> BoxResult<()> {
             }
         }
     }
-    let (c, m, step) = (median(&mut cs), median(&mut msv), median(&mut steps));
+    let (c, m, step) =
+        (median(&ranks, mode, &cs)?, median(&ranks, mode, &msv)?, median(&ranks, mode, &steps)?);
+    // Counts summed, peaks the highest, over every process (no pool: -1).
+    let wrong = total(&ranks, mode, wrong)?;
+    let reused = across(&ranks, mode, ReduceOp::Sum, reused)?.into_iter().fold(0.0, f64::max) as usize;
+    let peaks = vec![peak_alloc as f64, peak_reserved.map_or(-1.0, |p| p as f64)];
+    let peaks = across(&ranks, mode, ReduceOp::Max, peaks)?;
+    let (peak_alloc, peak_reserved) = (peaks[0] as u64, (peaks[1] >= 0.0).then_some(peaks[1] as u64));
+    let bb = cfg.bucket_bytes as u64;
+    let ones = bb; // the constant input of `scale`, one bucket's size
+    let peak_buckets = peak_alloc.saturating_sub(ones) as f64 / bb as f64;
+
+    if ranks[0].comm.rank() == 0 {
+        report(&Report {
+            cfg,
+            n,
+            mode,
+            passes,
+            m0,
+            c1,
+            c,
+            m,
+            step,
+            peak_alloc,
+            peak_reserved,
+            reused,
+            wrong,
+        });
+    }
+    if wrong > 0 {
+        return Err(format!("{wrong} reduced elements differ from the exact sums").into());
+    }
+    if peak_buckets > 2.0 {
+        return Err(format!(
+            "{peak_buckets:.2} buckets live at the peak: a bucket's memory was held too long"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// What rank 0 prints.
+struct Report {
+    cfg: Config,
+    n: usize,
+    mode: Mode,
+    passes: usize,
+    m0: Duration,
+    c1: Duration,
+    c: Duration,
+    m: Duration,
+    step: Duration,
+    peak_alloc: u64,
+    peak_reserved: Option<u64>,
+    reused: usize,
+    wrong: usize,
+}
+
+fn report(r: &Report) {
+    let Report { cfg, n, mode, passes, m0, c1, c, m, step, peak_alloc, peak_reserved, reused, wrong } = *r;
     let (cf, mf, sf) = (c.as_secs_f64(), m.as_secs_f64(), step.as_secs_f64());
     let ideal = cf.max(mf) / sf;
     let hidden = (cf + mf - sf) / cf.min(mf);
     let ratio = cf / mf;
     let bb = cfg.bucket_bytes as u64;
-    let ones = bb; // the constant input of `scale`, one bucket's size
-    let peak_buckets = peak_alloc.saturating_sub(ones) as f64 / bb as f64;
-
+    let peak_buckets = peak_alloc.saturating_sub(bb) as f64 / bb as f64; // less `scale`'s input
+    let procs = match mode {
+        Mode::OneProcess => "one process",
+        Mode::PerProcess => "one process per GPU",
+    };
     println!(
-        "DDP overlap: {n} GPUs, {} buckets x {}, {} steps (median), {passes} scale passes per bucket",
+        "DDP overlap: {n} GPUs ({procs}), {} buckets x {}, {} steps (median), {passes} scale passes per bucket",
         cfg.buckets,
         mib(bb),
         cfg.steps
@@ -412,21 +532,45 @@ fn run(cfg: Config) -> BoxResult<()> {
         format!("{reused} of {}", (cfg.buckets - 2) * n)
     );
     println!("  {:<34} {:>12}", "wrong elements", wrong);
-    if wrong > 0 {
-        return Err(format!("{wrong} reduced elements differ from the exact sums").into());
+}
+
+/// Why one process per GPU cannot run on cuda-sim.
+const SIM_PER_PROCESS: &str = "one process per GPU needs GPUs: cuda-sim cannot join the ranks of different \
+    processes (GPU_SYNC_DRIVER=sim, or no GPU found); run without --spawn and outside torchrun";
+
+/// `--spawn N` taken out of `args`.
+fn take_spawn(args: &mut Vec<String>) -> BoxResult<Option<usize>> {
+    let Some(i) = args.iter().position(|a| a == "--spawn") else { return Ok(None) };
+    let v = args.get(i + 1).ok_or("--spawn needs a number of processes")?;
+    let n: usize = v.parse().map_err(|e| format!("--spawn={v:?}: {e}"))?;
+    if n == 0 {
+        return Err("--spawn 0: need at least one process".into());
     }
-    if peak_buckets > 2.0 {
-        return Err(format!(
-            "{peak_buckets:.2} buckets live at the peak: a bucket's memory was held too long"
-        )
-        .into());
+    args.drain(i..i + 2);
+    Ok(Some(n))
+}
+
+/// The example with the command line `args`: one process for every GPU;
+/// with `--spawn N` this program re-run as N ranks; as one rank when a
+/// launcher set `RANK` (the ranks `--spawn` starts, or torchrun's).
+fn main_with(mut args: Vec<String>) -> BoxResult<()> {
+    let spawn = take_spawn(&mut args)?;
+    let cfg = Config::from(Config::GPU, &args)?;
+    if std::env::var_os("RANK").is_some() {
+        return run(cfg, Mode::PerProcess);
     }
-    Ok(())
+    let Some(n) = spawn else { return run(cfg, Mode::OneProcess) };
+    if n > 1 && gpu_sync::select_driver()?.is_sim() {
+        return Err(SIM_PER_PROCESS.into());
+    }
+    match nccl::spawn_local(n, &SpawnOptions::default())? {
+        SpawnRole::Parent => Ok(()),
+        SpawnRole::Rank(_) => run(cfg, Mode::PerProcess),
+    }
 }
 
 fn main() -> BoxResult<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    run(Config::from(Config::GPU, &args)?)
+    main_with(std::env::args().skip(1).collect())
 }
 
 #[test]
@@ -435,5 +579,43 @@ fn runs_on_the_simulator() {
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
     let small = Config { buckets: 4, bucket_bytes: 64 << 10, steps: 3, passes: None };
-    run(Config::from(small, &[]).expect("the configuration")).expect("the example failed");
+    run(Config::from(small, &[]).expect("the configuration"), Mode::OneProcess).expect("the example failed");
+}
+
+#[test]
+fn one_process_per_gpu_is_refused_on_the_simulator() {
+    // The simulator's NCCL lives in one process: `--spawn 2` says so before
+    // starting any rank. On a GPU it would start two ranks of this test
+    // binary: nothing to prove there.
+    if !gpu_sync::select_driver().expect("a driver").is_sim() || std::env::var_os("RANK").is_some() {
+        return;
+    }
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let e = main_with(args(&["--spawn", "2", "--buckets", "2"])).expect_err("--spawn ran on the simulator");
+    assert!(e.to_string().contains("cuda-sim cannot join"), "{e}");
+    for bad in [&["--spawn"][..], &["--spawn", "0"], &["--spawn", "two"]] {
+        assert!(main_with(args(bad)).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn one_rank_per_process() {
+    // The per-process path end to end with one rank (all cuda-sim can join):
+    // this test re-runs itself alone through `spawn_local`; the rank takes
+    // its communicator from the environment and reduces its figures with
+    // NCCL. The parent fails if the rank fails (a wrong element, a peak
+    // over two buckets, any error).
+    let small = Config { buckets: 3, bucket_bytes: 64 << 10, steps: 2, passes: None };
+    let opts = SpawnOptions {
+        timeout: Duration::from_secs(300),
+        args: Some(["--exact", "one_rank_per_process", "--nocapture"].map(Into::into).to_vec()),
+        env: Vec::new(),
+    };
+    match nccl::spawn_local(1, &opts).expect("the rank failed") {
+        SpawnRole::Parent => {}
+        SpawnRole::Rank(r) => {
+            assert_eq!((r.rank, r.world_size), (0, 1));
+            run(small, Mode::PerProcess).expect("the rank's step failed");
+        }
+    }
 }

@@ -123,6 +123,8 @@ pub const HANDOFF_HOPS: Range = Range::whole(2, gpu_bench::p2p::MAX_HANDOFF_HOPS
 pub const NCCL_BYTES: Range = Range::whole(1, 16 << 30, "B");
 /// The factor between `nccl`'s sizes: 2 to 1024.
 pub const FACTOR: Range = Range::whole(2, 1024, "");
+/// Ranks of `nccl --procs`: 2 (a collective needs two) to 1024.
+pub const PROCS: Range = Range::whole(2, 1024, "");
 /// Timed iterations per size: 1 to 100,000.
 pub const ITERS: Range = Range::whole(1, 100_000, "");
 /// Warmup or checked iterations per size: 0 to 100,000.
@@ -164,6 +166,7 @@ pub const RANGES: &[(&str, Range)] = &[
     ("min-busbw", GBPS),
     ("peer-peak", GBPS),
     ("plant-wrong", PLANT),
+    ("procs", PROCS),
 ];
 
 /// The range of the numeric flag `--long`.
@@ -278,6 +281,14 @@ pub fn nccl_bytes(s: &str) -> Result<usize, String> {
 /// The refusal, naming the bound.
 pub fn factor(s: &str) -> Result<usize, String> {
     FACTOR.usize(s)
+}
+
+/// Ranks of `nccl --procs` ([`PROCS`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn procs(s: &str) -> Result<usize, String> {
+    PROCS.usize(s)
 }
 
 /// Timed iterations ([`ITERS`]).

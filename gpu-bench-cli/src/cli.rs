@@ -414,6 +414,15 @@ pub struct NcclArgs {
     /// API, interleaved batches of --iters at each size (f32, sum).
     #[arg(long, conflicts_with_all = ["collectives", "dtype", "peers", "peer_peak", "min_busbw", "plant_wrong"])]
     pub host_cost: bool,
+    /// One process per GPU: this command re-run as N ranks on this machine
+    /// (`--procs` alone: one per device), rank i on device i, each with a
+    /// communicator from its environment (RANK, WORLD_SIZE, LOCAL_RANK,
+    /// NCCL_COMM_ID); under `torchrun --no-python` (RANK set) the
+    /// launcher's ranks, N ignored. Per size the ranks' spans and wrong
+    /// elements are reduced over the ranks by NCCL; rank 0 writes the
+    /// report. Not on the simulator (its NCCL joins no other process).
+    #[arg(long, value_name = "N", num_args = 0..=1, conflicts_with = "devices", value_parser = crate::bounds::procs)]
+    pub procs: Option<Option<usize>>,
 }
 
 /// `--collectives`.

@@ -26,6 +26,9 @@ pub enum Failure {
     Bench(gpu_bench::Error),
     /// Writing the output.
     Io(String),
+    /// A rank of `nccl --procs` failed, was killed or outlived its time
+    /// (the error names it).
+    Ranks(gpu_sync::nccl::SpawnError),
 }
 
 impl Failure {
@@ -35,7 +38,7 @@ impl Failure {
             Failure::NoDriver(_) => crate::EXIT_NO_DRIVER,
             Failure::Usage(_) => crate::EXIT_USAGE,
             Failure::Check(_) => crate::EXIT_CHECK,
-            Failure::Gpu(_) | Failure::Bench(_) | Failure::Io(_) => crate::EXIT_ERROR,
+            Failure::Gpu(_) | Failure::Bench(_) | Failure::Io(_) | Failure::Ranks(_) => crate::EXIT_ERROR,
         }
     }
 }
@@ -53,6 +56,7 @@ impl std::fmt::Display for Failure {
             Failure::Gpu(e) => write!(f, "{e}"),
             Failure::Bench(e) => write!(f, "{e}"),
             Failure::Io(m) => write!(f, "{m}"),
+            Failure::Ranks(e) => write!(f, "{e}"),
         }
     }
 }

@@ -176,7 +176,12 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     };
     let settings = cli.settings.apply(base.with_env().map_err(Failure::Usage)?);
     settings.validate().map_err(Failure::Usage)?;
-    let ctx = Ctx::open(choice, cli.device, settings, cli.quick)?;
+    // A rank of `nccl --procs` opens its own device only (LOCAL_RANK).
+    let device = match &cli.command {
+        Command::Nccl(a) if a.procs.is_some() => nccl::rank_device().unwrap_or(cli.device),
+        _ => cli.device,
+    };
+    let ctx = Ctx::open(choice, device, settings, cli.quick)?;
     let report = match cli.command {
         Command::Info => {
             let r = ctx.report("Device")?;

@@ -1,6 +1,9 @@
 //! `gpu-bench nccl`: NCCL collectives over every GPU from one process, as
-//! nccl-tests runs them. The method is `gpu_bench::nccl`; this file checks
-//! the environment and the inputs, reads the peer peak, and writes.
+//! nccl-tests runs them, or one process per GPU (`--procs`: ranks spawned
+//! here by `gpu_sync::nccl::spawn_local`, or started by `torchrun
+//! --no-python`). The method is `gpu_bench::nccl`; this file checks the
+//! environment and the inputs, reads the peer peak, starts the ranks, and
+//! writes.
 
 use crate::common::{Ctx, Failure};
 use gpu_bench::nccl::{Collective, Dtype, NcclOptions};
@@ -8,7 +11,9 @@ use gpu_bench::p2p::P2pReport;
 use gpu_bench::render::{Format, write_text};
 use gpu_bench_cli::cli::{CollectiveArg, DtypeArg};
 use gpu_sync::Device;
+use gpu_sync::nccl::{CommOptions, Communicator, RankEnv, SpawnError, SpawnOptions, SpawnRole};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `gpu-bench nccl`'s flags.
 pub use gpu_bench_cli::cli::NcclArgs as Args;
@@ -149,6 +154,16 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
             opts.min_bytes, opts.max_bytes
         )));
     }
+    if let Some(procs) = args.procs {
+        return run_procs(ctx, args, procs, &opts, format, out);
+    }
+    if std::env::var_os("RANK").is_some() {
+        return Err(Failure::Usage(
+            "RANK is set (a launcher started this process): add --procs for one rank per process, \
+             or unset RANK to drive every device from this one"
+                .into(),
+        ));
+    }
     let devices = devices(&args.devices)?;
     multicast_off(std::env::var("NCCL_NVLS_ENABLE").ok())?;
     // Per device: the input, the output and all-to-all's blocks at the
@@ -162,6 +177,97 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
     }
     let report = gpu_bench::nccl::run(&devices, &opts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
+    write_and_judge(&report, args, format, out)
+}
+
+/// How long the parent of `--procs` waits for its ranks before killing
+/// them: a backstop (each rank's NCCL waits are bounded by its
+/// communicator's timeout).
+const PROCS_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// This process's device when it is a rank of `--procs` (`LOCAL_RANK`).
+pub fn rank_device() -> Option<i32> {
+    RankEnv::from_env().ok().flatten().and_then(|r| i32::try_from(r.local_rank).ok())
+}
+
+/// `--procs`: in the parent, spawns `procs` ranks (default one per device)
+/// and returns rank 0's exit status when it is one of the documented
+/// ones; in a rank, runs its part with a communicator from the environment,
+/// rank 0 writing the report.
+///
+/// # Errors
+/// [`Failure::Usage`] on the simulator, for too many ranks or with
+/// multicast on (before any rank starts); [`Failure::Ranks`] naming the
+/// rank that failed or hung; in a rank, as [`run`].
+fn run_procs(
+    ctx: &Ctx,
+    args: &Args,
+    procs: Option<usize>,
+    opts: &NcclOptions,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
+    if ctx.sim {
+        return Err(Failure::Usage(
+            "--procs: cuda-sim's NCCL joins no other process; on the simulator run without --procs \
+             (one process, every device)"
+                .into(),
+        ));
+    }
+    multicast_off(std::env::var("NCCL_NVLS_ENABLE").ok())?;
+    let n = match RankEnv::from_env().map_err(|e| Failure::Usage(e.to_string()))? {
+        // A rank already: spawn_local spawns nothing, the launcher's size counts.
+        Some(r) => r.world_size,
+        None => {
+            let present = Device::count()?;
+            let n = procs.unwrap_or(present);
+            if n < 2 || n > present {
+                return Err(Failure::Usage(format!(
+                    "--procs {n}: {present} devices present; one rank per device, at least two"
+                )));
+            }
+            n
+        }
+    };
+    let spawned =
+        gpu_sync::nccl::spawn_local(n, &SpawnOptions { timeout: PROCS_TIMEOUT, ..SpawnOptions::default() });
+    match spawned {
+        Ok(SpawnRole::Parent) => Ok(0),
+        Ok(SpawnRole::Rank(me)) => {
+            let comm = Communicator::from_env(CommOptions::default())?;
+            let max = opts.max_bytes as u64;
+            crate::args::fits(&format!("nccl --max-bytes {max}"), comm.device(), 2 * max, 3 * max)?;
+            let report = if me.rank == 0 {
+                let r = gpu_bench::nccl::run_rank(comm, opts, &mut |m| ctx.progress.step(m))?;
+                ctx.progress.finish();
+                r
+            } else {
+                gpu_bench::nccl::run_rank(comm, opts, &mut |_| {})?
+            };
+            // Every rank holds the same reduced rows; rank 0 speaks for them.
+            if me.rank == 0 { write_and_judge(&report, args, format, out) } else { Ok(0) }
+        }
+        // Rank 0 already printed why: its documented status is the command's.
+        Err(SpawnError::RankFailed { rank: 0, status, .. })
+            if status.code().is_some_and(|c| (1..=crate::EXIT_ERROR).contains(&c)) =>
+        {
+            Ok(status.code().unwrap_or(crate::EXIT_ERROR))
+        }
+        Err(e) => Err(Failure::Ranks(e)),
+    }
+}
+
+/// Writes `report` (stdout in `format`; with `out`, the files) and returns
+/// the exit status.
+///
+/// # Errors
+/// [`Failure::Check`] after writing, when a row is an error; writing.
+fn write_and_judge(
+    report: &gpu_bench::nccl::NcclReport,
+    args: &Args,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Io(e.to_string()))? + "\n";
     crate::emit(format, out, &report.to_markdown(), &json, &report.to_csv())?;
     if let Some(dir) = out {

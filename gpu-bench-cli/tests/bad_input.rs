@@ -72,6 +72,12 @@ fn each_bad_value_is_a_usage_error_naming_the_problem() {
         (&["--device", "5", "info"], "--device 5: there are 2 devices"),
         (&["--device", "-1", "info"], "-1 is below 0"),
         (&["--out", "/proc/gpu-bench-cannot-write", "info"], "cannot write there"),
+        (&["nccl", "--procs", "1"], "1 is below 2"),
+        (&["nccl", "--procs", "x"], "--procs"),
+        (&["nccl", "--procs", "2", "--devices", "0,1"], "cannot be used with"),
+        // One process per GPU needs a real NCCL: refused before any rank starts.
+        (&["nccl", "--procs", "2"], "cuda-sim's NCCL joins no other process"),
+        (&["nccl", "--procs"], "cuda-sim's NCCL joins no other process"),
     ];
     for (args, want) in cases {
         let mut all = vec!["--driver", "sim"];
@@ -80,6 +86,21 @@ fn each_bad_value_is_a_usage_error_naming_the_problem() {
         assert_eq!(code, Some(2), "{all:?}: exit {code:?}\n{err}");
         assert!(err.contains(want), "{all:?}: the message should say {want:?}:\n{err}");
     }
+}
+
+#[test]
+fn nccl_under_a_launcher_needs_procs() {
+    // With RANK set, every process of a launcher would drive every device:
+    // refused, naming --procs.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .args(["--driver", "sim", "nccl"])
+        .env("RANK", "0")
+        .env("NCCL_NVLS_ENABLE", "0")
+        .output()
+        .expect("gpu-bench runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("RANK is set") && err.contains("--procs"), "{err}");
 }
 
 #[test]

@@ -151,3 +151,36 @@ fn bad_device_lists_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--min-bytes 1048576 is above --max-bytes"));
 }
+
+#[test]
+#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
+fn one_process_per_gpu_on_gpus() {
+    // `--procs 2` spawns two ranks of this command; rank 0 writes the rows,
+    // reduced over both ranks, exact, with the note naming the mode.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .env_remove("RUST_LOG")
+        .env("NCCL_NVLS_ENABLE", "0")
+        .args([
+            "--driver",
+            "cuda",
+            "--format",
+            "json",
+            "nccl",
+            "--procs",
+            "2",
+            "--max-bytes",
+            "1M",
+            "--factor",
+            "16",
+        ])
+        .output()
+        .expect("gpu-bench runs");
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(r.notes.iter().any(|n| n.contains("one process per GPU: 2 ranks")), "{:?}", r.notes);
+    assert!(!r.rows.is_empty());
+    for x in &r.rows {
+        assert_eq!(x.wrong, Some(0), "{} {} B", x.collective, x.bytes);
+        assert!(x.error.is_none() && x.time_us > 0.0, "{x:?}");
+    }
+}

@@ -116,3 +116,52 @@ fn the_host_cost_twin_runs_raw_and_tracked_alike() {
     let e = host_cost(&devices[..2], &bad, &mut |_| {}).expect_err("6 B is no whole f32 count");
     assert!(e.to_string().contains("6 B"), "{e}");
 }
+
+#[test]
+fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
+    // One process per GPU, with threads standing in for processes (cuda-sim
+    // joins no other process): each thread runs `run_rank` with its own
+    // rank of one clique, as `gpu-bench nccl --procs` does in each process.
+    // Only rank 0 plants wrong references, so rank 1 sees its rows' counts
+    // only through the reduction; both ranks' rows are the same, and are
+    // what the one-process sweep counts.
+    let one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    let comms = gpu_sync::nccl::Communicator::init_all(&devices[..2]).expect("communicators");
+    let opts = NcclOptions {
+        dtype: Dtype::I32,
+        min_bytes: 8,
+        max_bytes: 64 << 10,
+        factor: 4,
+        warmup_iters: 1,
+        iters: 3,
+        check_iters: 2,
+        plant_wrong: 3,
+        ..NcclOptions::default()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    for comm in comms {
+        let (tx, opts) = (tx.clone(), opts.clone());
+        std::thread::spawn(move || {
+            let rank = comm.rank();
+            let _ = tx.send((rank, gpu_bench::nccl::run_rank(comm, &opts, &mut |_| {})));
+        });
+    }
+    let mut reports = [None, None];
+    for _ in 0..2 {
+        let (rank, r) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("a rank hung");
+        reports[rank] = Some(r.expect("the rank's sweep"));
+    }
+    let [Some(r0), Some(r1)] = reports else { unreachable!("two ranks answered") };
+    drop(one); // `sweep` takes it again
+    let whole = sweep(Dtype::I32, 3);
+    assert_eq!(r0.rows, r1.rows, "every rank gets the reduced rows");
+    assert_eq!(r0.rows.len(), whole.rows.len());
+    for (x, w) in r0.rows.iter().zip(&whole.rows) {
+        assert_eq!((x.collective, x.bytes, x.count, x.wrong), (w.collective, w.bytes, w.count, w.wrong));
+        assert!(x.time_us > 0.0 && (0.0..=100.0).contains(&x.spread_pct));
+    }
+    assert_eq!(r0.devices.len(), 1, "a rank names its own device");
+    assert!(r0.notes.iter().any(|n| n.contains("one process per GPU: 2 ranks")), "{:?}", r0.notes);
+}

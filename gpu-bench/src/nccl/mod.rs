@@ -8,7 +8,14 @@
 //! # Method
 //! - **One process, every GPU**: one communicator per device
 //!   ([`gpu_sync::nccl::Communicator::init_all`]) and one stream each; an
-//!   iteration is one NCCL group holding every rank's part.
+//!   iteration is one NCCL group holding every rank's part ([`run`]).
+//! - **One process per GPU** ([`run_rank`]; `gpu-bench nccl --procs`):
+//!   each rank runs the same sweep on its own device with a communicator
+//!   from its environment ([`gpu_sync::nccl::Communicator::from_env`]),
+//!   an iteration is its own part; per size, each rank's longest and
+//!   shortest span and its wrong elements are reduced over the ranks by an
+//!   NCCL all-reduce (max, min, sum), so the rows are computed as one
+//!   process computes them over its devices.
 //! - **Time**: `warmup_iters` iterations, then per device an event recorded
 //!   on its stream before and after `iters` iterations. Events of two
 //!   devices cannot be subtracted: each device's span is taken alone, the
@@ -347,14 +354,57 @@ pub fn run(
     opts: &NcclOptions,
     progress: &mut dyn FnMut(&str),
 ) -> crate::Result<NcclReport> {
+    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
+    progress(&format!("nccl: {} {mode} communicators (ncclCommInitRankConfig, one group)", devices.len()));
+    let options = gpu_sync::nccl::CommOptions { blocking: opts.blocking, ..Default::default() };
+    let comms = gpu_sync::nccl::Communicator::init_all_with(devices, options)?;
+    sweep_report(comms, opts, progress)
+}
+
+/// Runs this process's rank of the sweep, one process per GPU: every rank
+/// of `comm`'s clique calls it with the same `opts` (the same collectives
+/// in the same order). Every rank gets the same rows, reduced over the
+/// ranks; `devices` and `ordinals` name this rank's device only.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_bench::nccl::{Collective, NcclOptions, run_rank};
+/// use gpu_sync::{Device, nccl::Communicator};
+/// // One rank is a clique of one (cuda-sim joins no other process).
+/// let comm = Communicator::init_all(&[Device::get(0)?])?.remove(0);
+/// let opts = NcclOptions { collectives: vec![Collective::AllReduce], max_bytes: 64, ..NcclOptions::default() };
+/// let report = run_rank(comm, &opts, &mut |_| {})?;
+/// assert!(report.rows.iter().all(|r| r.wrong == Some(0)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`run`].
+pub fn run_rank(
+    comm: gpu_sync::nccl::Communicator,
+    opts: &NcclOptions,
+    progress: &mut dyn FnMut(&str),
+) -> crate::Result<NcclReport> {
+    sweep_report(vec![comm], opts, progress)
+}
+
+/// The sweep over `comms` (this process's ranks) and its report.
+fn sweep_report(
+    comms: Vec<gpu_sync::nccl::Communicator>,
+    opts: &NcclOptions,
+    progress: &mut dyn FnMut(&str),
+) -> crate::Result<NcclReport> {
+    let n = comms.first().map_or(0, gpu_sync::nccl::Communicator::size);
+    let per_process = comms.len() < n;
+    let devices: Vec<Device> = comms.iter().map(|c| c.device().clone()).collect();
     let rows = match opts.dtype {
-        Dtype::F32 => sweep::run::<f32>(devices, opts, progress)?,
-        Dtype::F64 => sweep::run::<f64>(devices, opts, progress)?,
-        Dtype::F16 => sweep::run::<half::f16>(devices, opts, progress)?,
-        Dtype::Bf16 => sweep::run::<half::bf16>(devices, opts, progress)?,
-        Dtype::I32 => sweep::run::<i32>(devices, opts, progress)?,
-        Dtype::I64 => sweep::run::<i64>(devices, opts, progress)?,
-        Dtype::U8 => sweep::run::<u8>(devices, opts, progress)?,
+        Dtype::F32 => sweep::run::<f32>(comms, opts, progress)?,
+        Dtype::F64 => sweep::run::<f64>(comms, opts, progress)?,
+        Dtype::F16 => sweep::run::<half::f16>(comms, opts, progress)?,
+        Dtype::Bf16 => sweep::run::<half::bf16>(comms, opts, progress)?,
+        Dtype::I32 => sweep::run::<i32>(comms, opts, progress)?,
+        Dtype::I64 => sweep::run::<i64>(comms, opts, progress)?,
+        Dtype::U8 => sweep::run::<u8>(comms, opts, progress)?,
     };
     let simulated = gpu_sync::cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
     let nccl = nccl_in_use();
@@ -364,6 +414,13 @@ pub fn run(
             .to_owned(),
         "out of place (broadcast in place); nccl-tests also reports an in-place pass, not run here".to_owned(),
     ];
+    if per_process {
+        notes.push(format!(
+            "one process per GPU: {n} ranks, each its own part; per size, the longest span and the shortest \
+             are the max and min over the ranks, #wrong their sum (NCCL all-reduces); devices and ordinals \
+             are this rank's"
+        ));
+    }
     if simulated {
         notes.push("simulated: every time comes from cuda-sim's model of NCCL, not a GPU".into());
     }
@@ -371,11 +428,7 @@ pub fn run(
         .collectives
         .iter()
         .filter_map(|c| {
-            let n = opts
-                .sizes()
-                .iter()
-                .filter(|&&b| c.shape(b, opts.dtype.size(), devices.len()).is_none())
-                .count();
+            let n = opts.sizes().iter().filter(|&&b| c.shape(b, opts.dtype.size(), n).is_none()).count();
             (n > 0).then(|| format!("{c}: {n} sizes below one 16-byte block per rank"))
         })
         .collect();

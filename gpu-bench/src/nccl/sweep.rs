@@ -1,11 +1,15 @@
 //! The sweep of one element kind: communicators, streams and buffers per
-//! rank; each collective issued over every rank in one group; timed by
-//! events per device; checked against the CPU reference.
+//! rank; each collective issued over this process's ranks in one group
+//! (every rank, or its own one per process); timed by events per device;
+//! checked against the CPU reference. With one process per GPU every
+//! rank's longest and shortest span and its wrong elements are reduced over
+//! the ranks by NCCL, so each row is what one process over every device
+//! would report.
 
 use super::element::{Element, input, modulus};
 use super::{Collective, NcclOptions, Row};
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
-use gpu_sync::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
+use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
 
 /// One rank: its communicator, stream, events and buffers (allocated once
 /// at the largest size; each size uses their first elements).
@@ -24,24 +28,22 @@ struct Rank<T: Element> {
     blocks: Vec<DeviceBuffer<T>>,
 }
 
-/// Runs every collective of `opts` at every size over `devices`.
+/// Runs every collective of `opts` at every size over `comms`: every rank
+/// of one clique, or (one process per GPU) this process's own.
 pub(super) fn run<T: Element>(
-    devices: &[Device],
+    comms: Vec<Communicator>,
     opts: &NcclOptions,
     progress: &mut dyn FnMut(&str),
 ) -> crate::Result<Vec<Row>> {
-    let n = devices.len();
+    let n = comms.first().map_or(0, Communicator::size);
     let elt = std::mem::size_of::<T>();
     let max_count = (opts.max_bytes / elt).max(1);
     let m = modulus::<T>(n);
-    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
-    progress(&format!("nccl: {n} {mode} communicators (ncclCommInitRankConfig, one group)"));
-    let options = gpu_sync::nccl::CommOptions { blocking: opts.blocking, ..Default::default() };
-    let comms = Communicator::init_all_with(devices, options)?;
-    let mut ranks = Vec::with_capacity(n);
-    for (r, (comm, d)) in comms.into_iter().zip(devices).enumerate() {
+    let mut ranks = Vec::with_capacity(comms.len());
+    for comm in comms {
+        let (r, d) = (comm.rank(), comm.device().clone());
         progress(&format!("nccl: rank {r}: {} B of buffers and its input", 3 * max_count * elt));
-        let stream = Stream::new(d)?;
+        let stream = Stream::new(&d)?;
         let pattern: Vec<T> = (0..max_count).map(|i| T::whole(input(r, i, m))).collect();
         let mut send = DeviceBuffer::alloc(&stream, max_count)?;
         stream.upload_pageable(&pattern, &mut send)?;
@@ -52,13 +54,15 @@ pub(super) fn run<T: Element>(
         ranks.push(Rank {
             comm,
             stream,
-            start: TimingEvent::new(d)?,
-            end: TimingEvent::new(d)?,
+            start: TimingEvent::new(&d)?,
+            end: TimingEvent::new(&d)?,
             send,
             recv,
             blocks,
         });
     }
+    // One process per GPU: this process holds fewer ranks than the clique.
+    let others = ranks.len() < n;
     let sizes = opts.sizes();
     let steps = opts.collectives.len() * sizes.len();
     let mut rows = Vec::new();
@@ -84,9 +88,9 @@ pub(super) fn run<T: Element>(
                 r.end.synchronize()?;
                 spans.push(r.start.elapsed(&r.end)?.as_secs_f64());
             }
-            let longest = spans.iter().copied().fold(0.0, f64::max);
-            let shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
-            let wrong = if opts.check_iters == 0 {
+            let mut longest = spans.iter().copied().fold(0.0, f64::max);
+            let mut shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
+            let mut wrong = if opts.check_iters == 0 {
                 None
             } else {
                 let mut w = 0;
@@ -95,6 +99,13 @@ pub(super) fn run<T: Element>(
                 }
                 Some(w)
             };
+            if others {
+                let v = across(&ranks[0], ReduceOp::Max, &[longest, -shortest])?;
+                (longest, shortest) = (v[0], -v[1]);
+                if let Some(w) = wrong.as_mut() {
+                    *w = across(&ranks[0], ReduceOp::Sum, &[*w as f64])?[0] as u64;
+                }
+            }
             let secs = longest / opts.iters.max(1) as f64;
             let algbw = if secs > 0.0 { shape.bytes as f64 / secs / 1e9 } else { 0.0 };
             let busbw = algbw * c.bus_factor(n);
@@ -124,10 +135,24 @@ pub(super) fn run<T: Element>(
     Ok(rows)
 }
 
-/// Issues one iteration of `c` with count `p` per call: every rank's part
-/// in one group.
+/// `v` reduced element-wise with `op` over every rank of `rank`'s clique
+/// (an NCCL all-reduce of f64s on its stream): one process per GPU.
+fn across<T: Element>(rank: &Rank<T>, op: ReduceOp, v: &[f64]) -> gpu_sync::Result<Vec<f64>> {
+    let mut b = DeviceBuffer::from_slice(&rank.stream, v)?;
+    rank.comm.all_reduce_in_place(&rank.stream, &mut b, op)?;
+    rank.stream.to_vec(&b)
+}
+
+/// The number of ranks of the clique `ranks` belong to (this process may
+/// hold only some).
+fn world<T: Element>(ranks: &[Rank<T>]) -> usize {
+    ranks.first().map_or(0, |r| r.comm.size())
+}
+
+/// Issues one iteration of `c` with count `p` per call: this process's
+/// ranks' parts in one group.
 fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync::Result<()> {
-    let n = ranks.len();
+    let n = world(ranks);
     match c {
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::SendRecv => {
             let (sl, rl) = match c {
@@ -159,8 +184,8 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
         }
         Collective::Broadcast => {
             let mut views: Vec<(&Communicator, &Stream, DeviceSliceMut<'_, T>)> = Vec::with_capacity(n);
-            for (r, Rank { comm, stream, send, recv, .. }) in ranks.iter_mut().enumerate() {
-                let buf = if r == 0 { send } else { recv };
+            for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
+                let buf = if comm.rank() == 0 { send } else { recv };
                 views.push((comm, stream, buf.slice_mut(..p)?));
             }
             nccl::group(|g| {
@@ -193,7 +218,7 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
 
 /// One checked iteration: every output cleared (every byte `0xFF`), `c`
 /// issued, each output read back and compared with the reference. Returns
-/// the wrong elements over every rank.
+/// the wrong elements over this process's ranks.
 fn check<T: Element>(
     c: Collective,
     ranks: &mut [Rank<T>],
@@ -201,9 +226,10 @@ fn check<T: Element>(
     m: u64,
     plant: usize,
 ) -> crate::Result<u64> {
-    let n = ranks.len();
-    for (r, rank) in ranks.iter_mut().enumerate() {
-        let Rank { stream, recv, blocks, .. } = rank;
+    let n = world(ranks);
+    for rank in ranks.iter_mut() {
+        let Rank { comm, stream, recv, blocks, .. } = rank;
+        let r = comm.rank();
         match c {
             Collective::AllToAll => {
                 for b in blocks.iter_mut() {
@@ -216,7 +242,8 @@ fn check<T: Element>(
     }
     issue(c, ranks, p)?;
     let mut wrong = 0;
-    for (r, rank) in ranks.iter().enumerate() {
+    for rank in ranks.iter() {
+        let r = rank.comm.rank();
         let plant = if r == 0 { plant } else { 0 };
         match c {
             Collective::AllToAll => {

@@ -284,7 +284,9 @@ impl Communicator {
     /// `WORLD_SIZE` and `LOCAL_RANK` as `torchrun` sets them (device
     /// `LOCAL_RANK`) — joined through NCCL's own rendezvous, which needs
     /// `NCCL_COMM_ID=host:port` set in every process (e.g. to
-    /// `$MASTER_ADDR:<a free port>`).
+    /// `$MASTER_ADDR:$((MASTER_PORT + 1))` under torchrun, whose store holds
+    /// `MASTER_PORT`; never derived: its absence is an error that names the
+    /// value to use). [`crate::nccl::spawn_local`] sets all four.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming a missing or malformed variable;
@@ -302,11 +304,16 @@ impl Communicator {
         };
         let (rank, size, local) = (var("RANK")?, var("WORLD_SIZE")?, var("LOCAL_RANK")?);
         if std::env::var_os("NCCL_COMM_ID").is_none() {
-            return Err(Error::InvalidArgument(
-                "Communicator::from_env: NCCL_COMM_ID is not set: NCCL's rendezvous needs it in every process \
-                 (e.g. NCCL_COMM_ID=$MASTER_ADDR:29600)"
-                    .into(),
-            ));
+            // Never derived (see `nccl::spawn`): torchrun's store holds
+            // MASTER_PORT, and a library cannot set a variable for NCCL safely.
+            let example = match (std::env::var("MASTER_ADDR"), var("MASTER_PORT")) {
+                (Ok(addr), Ok(port)) => format!("{addr}:{}", port + 1),
+                _ => "$MASTER_ADDR:$((MASTER_PORT + 1))".into(),
+            };
+            return Err(Error::InvalidArgument(format!(
+                "Communicator::from_env: NCCL_COMM_ID is not set: NCCL's rendezvous needs it, the same in every \
+                 process, on a port other than torchrun's MASTER_PORT (e.g. NCCL_COMM_ID={example})"
+            )));
         }
         let device = Device::get(i32::try_from(local).map_err(|_| {
             Error::InvalidArgument(format!("Communicator::from_env: LOCAL_RANK={local} is out of range"))

@@ -13,6 +13,9 @@
 //!   one process ([`Communicator::init_all`]), or one per process from a
 //!   [`UniqueId`] ([`Communicator::init_rank`], [`Communicator::from_env`]
 //!   under `torchrun`); dropping it never hangs.
+//! - [`spawn_local`]: one process per GPU without a launcher — this program
+//!   re-executed once per rank with torchrun's variables and an
+//!   `NCCL_COMM_ID`, failures and timeouts reported by rank.
 //! - [`group`]: the operations of one NCCL group, collected in a closure
 //!   ([`Group`]) and issued as **one** engine operation over their streams
 //!   (`engine::submit_group`): the streams wait for their buffers' earlier
@@ -34,10 +37,12 @@
 
 mod comm;
 mod group;
+mod spawn;
 mod types;
 
 pub use comm::{CommOptions, Communicator, DEFAULT_TIMEOUT, UniqueId};
 pub use group::{Group, group};
+pub use spawn::{DEFAULT_SPAWN_TIMEOUT, RankEnv, SpawnError, SpawnOptions, SpawnRole, spawn_local};
 pub use types::{Fp8E4M3, Fp8E5M2, NcclType, ReduceOp};
 
 use crate::error::{Error, Result};
