@@ -141,6 +141,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
         check_iters: args.check_iters.unwrap_or(1),
         peer_peak_gbs: peak,
         plant_wrong: args.plant_wrong,
+        graph_launches: args.graph.unwrap_or(0),
     };
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(

@@ -1,11 +1,15 @@
 //! The sweep of one element kind: communicators, streams and buffers per
-//! rank; each collective issued over every rank in one group; timed by
-//! events per device; checked against the CPU reference.
+//! rank; each collective issued over every rank in one group — eagerly, or
+//! the timed iterations captured into one graph per device and the graphs
+//! launched; timed by events per device; checked against the CPU
+//! reference.
 
 use super::element::{Element, input, modulus};
-use super::{Collective, NcclOptions, Row};
+use super::{Collective, Launch, NcclOptions, Row};
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
-use gpu_sync::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
+use gpu_sync::{
+    Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, GraphExec, Stream, TimingEvent, capture_each,
+};
 
 /// One rank: its communicator, stream, events and buffers (allocated once
 /// at the largest size; each size uses their first elements).
@@ -68,11 +72,24 @@ pub(super) fn run<T: Element>(
             for _ in 0..opts.warmup_iters {
                 issue(c, &mut ranks, p)?;
             }
+            // With graphs: the timed iterations captured into one graph per
+            // device (nothing runs), launched `graph_launches` times.
+            let execs =
+                if opts.graph_launches > 0 { Some(capture(c, &mut ranks, p, opts.iters)?) } else { None };
             for r in &ranks {
                 r.start.record(&r.stream)?;
             }
-            for _ in 0..opts.iters {
-                issue(c, &mut ranks, p)?;
+            match &execs {
+                None => {
+                    for _ in 0..opts.iters {
+                        issue(c, &mut ranks, p)?;
+                    }
+                }
+                Some(execs) => {
+                    for _ in 0..opts.graph_launches {
+                        launch_all(execs, &ranks)?;
+                    }
+                }
             }
             for r in &ranks {
                 r.end.record(&r.stream)?;
@@ -89,11 +106,18 @@ pub(super) fn run<T: Element>(
             } else {
                 let mut w = 0;
                 for _ in 0..opts.check_iters {
-                    w += check(c, &mut ranks, p, m, opts.plant_wrong)?;
+                    // The graphs, launched once, checked as one iteration:
+                    // every iteration they hold writes the same outputs.
+                    let mut once = |ranks: &mut [Rank<T>]| match &execs {
+                        None => issue(c, ranks, p),
+                        Some(execs) => launch_all(execs, ranks),
+                    };
+                    w += check(c, &mut ranks, p, m, opts.plant_wrong, &mut once)?;
                 }
                 Some(w)
             };
-            let secs = longest / opts.iters.max(1) as f64;
+            let timed = opts.iters.max(1) * if execs.is_some() { opts.graph_launches } else { 1 };
+            let secs = longest / timed as f64;
             let algbw = if secs > 0.0 { shape.bytes as f64 / secs / 1e9 } else { 0.0 };
             let busbw = algbw * c.bus_factor(n);
             let mut errors = Vec::new();
@@ -108,6 +132,7 @@ pub(super) fn run<T: Element>(
             }
             rows.push(Row {
                 collective: c,
+                launch: if execs.is_some() { Launch::Graph } else { Launch::Eager },
                 bytes: shape.bytes,
                 count: p,
                 time_us: secs * 1e6,
@@ -120,6 +145,33 @@ pub(super) fn run<T: Element>(
         }
     }
     Ok(rows)
+}
+
+/// Captures `iters` iterations of `c` with count `p` on every rank's
+/// stream, one graph per device, and instantiates them (nccl-tests' `-G`).
+fn capture<T: Element>(
+    c: Collective,
+    ranks: &mut [Rank<T>],
+    p: usize,
+    iters: usize,
+) -> gpu_sync::Result<Vec<GraphExec>> {
+    let streams: Vec<Stream> = ranks.iter().map(|r| r.stream.clone()).collect();
+    let graphs = capture_each(&streams, || {
+        for _ in 0..iters {
+            issue(c, ranks, p)?;
+        }
+        Ok(())
+    })?;
+    graphs.iter().map(|g| g.instantiate()).collect()
+}
+
+/// Launches every rank's graph on its stream (the collectives finish once
+/// every rank's graph is launched).
+fn launch_all<T: Element>(execs: &[GraphExec], ranks: &[Rank<T>]) -> gpu_sync::Result<()> {
+    for (e, r) in execs.iter().zip(ranks) {
+        e.launch(&r.stream)?;
+    }
+    Ok(())
 }
 
 /// Issues one iteration of `c` with count `p` per call: every rank's part
@@ -190,14 +242,16 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
 }
 
 /// One checked iteration: every output cleared (every byte `0xFF`), `c`
-/// issued, each output read back and compared with the reference. Returns
-/// the wrong elements over every rank.
+/// run by `once` (issued, or the graphs launched), each output read back
+/// and compared with the reference. Returns the wrong elements over every
+/// rank.
 fn check<T: Element>(
     c: Collective,
     ranks: &mut [Rank<T>],
     p: usize,
     m: u64,
     plant: usize,
+    once: &mut dyn FnMut(&mut [Rank<T>]) -> gpu_sync::Result<()>,
 ) -> crate::Result<u64> {
     let n = ranks.len();
     for (r, rank) in ranks.iter_mut().enumerate() {
@@ -212,7 +266,7 @@ fn check<T: Element>(
             _ => stream.fill_bytes(&mut recv.slice_mut(..out_len(c, n, p))?, 0xFF)?,
         }
     }
-    issue(c, ranks, p)?;
+    once(ranks)?;
     let mut wrong = 0;
     for (r, rank) in ranks.iter().enumerate() {
         let plant = if r == 0 { plant } else { 0 };
