@@ -82,8 +82,10 @@ impl Stream {
     /// mode … `cuStreamEndCapture`). Nothing runs during the capture; replay
     /// it with [`Graph::instantiate`] and [`GraphExec::launch`].
     ///
-    /// Inside `f`, device-side operations (launches, device copies, fills)
-    /// are captured; host-visible ones return [`Error::Capturing`]. Whatever
+    /// Inside `f`, device-side operations (launches, device copies, fills,
+    /// an [`nccl::group`](crate::nccl::group) whose streams all capture: see
+    /// [`capture_each`]) are captured; host-visible ones return
+    /// [`Error::Capturing`]. Whatever
     /// `f` returns, the capture is ended and the stream usable again.
     ///
     /// # Errors

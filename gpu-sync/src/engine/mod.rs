@@ -337,25 +337,13 @@ fn group_routed<R>(
             }
         })
         .collect();
-    let hooked = |raws: &[BorrowedStream<'_>]| {
+    let mut call = Some(|raws: &[BorrowedStream<'_>]| {
         if hooks.iter().all(Option::is_none) { call(raws) } else { Hooked::around_group(&hooks, raws, call) }
-    };
-    let mut call = Some(hooked);
+    });
     if capturable && parts.iter().any(|p| p.stream.capture_hint()) {
-        let captured = flavor::group_captured::run(op_name, parts, &mut {
-            // Tells the hooks the call is captured, before it runs.
-            let hooks = &hooks;
-            let call = &mut call;
-            Some(move |raws: &[BorrowedStream<'_>]| {
-                for h in hooks.iter().flatten() {
-                    h.captured.set(true);
-                }
-                let f =
-                    call.take().ok_or_else(|| crate::Error::Internal("a group ran its call twice".into()))?;
-                f(raws)
-            })
-        })?;
-        if let Some(r) = captured {
+        // The hooks learn that the call is captured, before it runs.
+        let joined = || hooks.iter().flatten().for_each(|h| h.captured.set(true));
+        if let Some(r) = flavor::group_captured::run(op_name, parts, &mut call, joined)? {
             return Ok((r, Tickets::new()));
         }
     }

@@ -27,13 +27,14 @@ use smallvec::SmallVec;
 use std::sync::{Arc, MutexGuard};
 
 /// The refusal of a group over capturing and non-capturing streams.
-pub(in crate::engine) const MIXED: &str = "an operation over several streams some of which capture a graph and \
+const MIXED: &str = "an operation over several streams some of which capture a graph and \
      some not (every stream of an NCCL group must capture, each in its own capture, or none)";
 
-/// Runs `call` inside the captures of `parts`' streams when they capture:
-/// `Ok(None)` when none of them does (nothing was run: the caller takes the
-/// eager group flavor, which refuses under the books a capture begun
-/// meanwhile), `Ok(Some(r))` when they all did and `call` was captured.
+/// Runs `call` inside the captures of `parts`' streams when they capture
+/// (`joined` called just before it): `Ok(None)` when none of them does
+/// (`call` is left in place: the caller takes the eager group flavor, which
+/// refuses under the books a capture begun meanwhile), `Ok(Some(r))` when
+/// they all did and `call` was captured.
 ///
 /// # Errors
 /// [`Error::Capturing`] when some streams capture and others do not; the
@@ -43,6 +44,7 @@ pub(in crate::engine) fn run<R>(
     op_name: &'static str,
     parts: &[Part<'_>],
     call: &mut Option<impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>>,
+    joined: impl FnOnce(),
 ) -> Result<Option<R>> {
     refuse_shared_writes(op_name, parts)?;
     loop {
@@ -80,6 +82,7 @@ pub(in crate::engine) fn run<R>(
         parts[0].stream.device.inner.bind()?;
         let raws: SmallVec<[BorrowedStream<'_>; 4]> = parts.iter().map(|p| p.stream.raw()).collect();
         let f = call.take().ok_or_else(|| Error::Internal("the captured group ran its call twice".into()))?;
+        joined();
         let r = f(&raws);
         for ((p, c), list) in parts.iter().zip(&caps).zip(&lists) {
             let g = &mut gates[of(c)];
