@@ -5,7 +5,9 @@
 //! streams, and a wait on an event recorded in the capture pulls the waiting
 //! stream into it (a fork) until it is joined back. A launch of an
 //! instantiated graph is one operation on its stream that runs the nodes in
-//! a random topological order.
+//! a random topological order (a graph holding collectives: one such
+//! operation per run of nodes between them, and a collective part for
+//! each, see `nccl::replay`).
 
 use crate::clock::VClock;
 use crate::ops::Work;
@@ -318,7 +320,7 @@ fn finish_times(nodes: &[Node]) -> Vec<u64> {
 }
 
 /// Longest path through the nodes (their simulated durations).
-fn critical_path(nodes: &[Node]) -> u64 {
+pub(crate) fn critical_path(nodes: &[Node]) -> u64 {
     finish_times(nodes).into_iter().max().unwrap_or(0)
 }
 
@@ -344,7 +346,8 @@ pub(crate) fn instantiate(st: &mut State, caller: &Caller, graph: u64, flags: u6
 }
 
 /// `cuGraphLaunch`: one operation on the stream, ordered after the
-/// previous launch of the same exec.
+/// previous launch of the same exec; a graph holding captured collectives
+/// is queued as several (see `nccl::replay`).
 pub(crate) fn launch(st: &mut State, exec: u64, sid: u64) -> Res {
     let e = st.execs.get(&exec).ok_or(INVALID_HANDLE)?;
     let body = e.body.clone();
@@ -357,28 +360,50 @@ pub(crate) fn launch(st: &mut State, exec: u64, sid: u64) -> Res {
         waits.ready_at = end;
     }
     refuse_in_capture(st, sid)?;
-    let op = stream::enqueue(st, sid, Work::Graph(body.clone()), waits)?;
-    let last = st.ops.get(&op).map(|o| (op, o.stamp.clock.clone(), o.end));
-    // Event-record nodes record their event at this launch, timestamped at
-    // the node's finish inside the graph; the record completes with the
-    // launch (the simulator runs a graph as one operation).
-    if let Some((_, clock, end)) = last.clone() {
-        let start = end.saturating_sub(body.duration);
-        let finish = finish_times(&body.nodes);
-        for (i, n) in body.nodes.iter().enumerate() {
-            if let (Work::EventRecord(ev), Some(f)) = (&n.work, finish.get(i))
-                && let Some(e) = st.events.get_mut(ev)
-            {
-                e.rec =
-                    Some(crate::event::EventRec { op, clock: clock.clone(), time: start.saturating_add(*f) });
-                e.captured = None;
-            }
+    let op = if crate::nccl::has_collectives(&body) {
+        crate::nccl::check_replay(st, &body)?;
+        let mut waits = Some(waits);
+        let mut last = None;
+        for step in crate::nccl::steps(&body) {
+            let w = waits.take().unwrap_or_default();
+            last = Some(match step {
+                crate::nccl::Step::Nodes(b) => {
+                    let op = stream::enqueue(st, sid, Work::Graph(b.clone()), w)?;
+                    record_events(st, op, &b);
+                    op
+                }
+                crate::nccl::Step::Part(p) => crate::nccl::enqueue_replayed(st, sid, &p, w)?,
+            });
         }
-    }
+        last
+    } else {
+        let op = stream::enqueue(st, sid, Work::Graph(body.clone()), waits)?;
+        record_events(st, op, &body);
+        Some(op)
+    };
+    let last = op.and_then(|op| st.ops.get(&op).map(|o| (op, o.stamp.clock.clone(), o.end)));
     if let Some(e) = st.execs.get_mut(&exec) {
         e.last = last;
     }
     Ok(())
+}
+
+/// Event-record nodes of `body`, launched as operation `op`, record their
+/// event at this launch, timestamped at the node's finish inside the graph;
+/// the record completes with the launch (the simulator runs a graph as one
+/// operation).
+fn record_events(st: &mut State, op: u64, body: &GraphBody) {
+    let Some((clock, end)) = st.ops.get(&op).map(|o| (o.stamp.clock.clone(), o.end)) else { return };
+    let start = end.saturating_sub(body.duration);
+    let finish = finish_times(&body.nodes);
+    for (i, n) in body.nodes.iter().enumerate() {
+        if let (Work::EventRecord(ev), Some(f)) = (&n.work, finish.get(i))
+            && let Some(e) = st.events.get_mut(ev)
+        {
+            e.rec = Some(crate::event::EventRec { op, clock: clock.clone(), time: start.saturating_add(*f) });
+            e.captured = None;
+        }
+    }
 }
 
 /// A random topological order of the body's nodes.

@@ -129,6 +129,8 @@ pub const PROCS: Range = Range::whole(2, 1024, "");
 pub const ITERS: Range = Range::whole(1, 100_000, "");
 /// Warmup or checked iterations per size: 0 to 100,000.
 pub const ITERS0: Range = Range::whole(0, 100_000, "");
+/// Launches of each size's graphs (`nccl --graph`): 0 (eager) to 10,000.
+pub const GRAPH_LAUNCHES: Range = Range::whole(0, 10_000, "");
 /// A bandwidth in GB/s above 0 (at most 10^6: no link is near it).
 pub const GBPS: Range = Range { whole: false, lo: 0.0, lo_open: true, hi: 1e6, unit: "GB/s" };
 /// Elements of a reference altered for a test of the check: 0 to 10^9.
@@ -163,6 +165,7 @@ pub const RANGES: &[(&str, Range)] = &[
     ("warmup-iters", ITERS0),
     ("iters", ITERS),
     ("check-iters", ITERS0),
+    ("graph", GRAPH_LAUNCHES),
     ("min-busbw", GBPS),
     ("peer-peak", GBPS),
     ("plant-wrong", PLANT),
@@ -305,6 +308,14 @@ pub fn iters(s: &str) -> Result<usize, String> {
 /// The refusal, naming the bound.
 pub fn iters0(s: &str) -> Result<usize, String> {
     ITERS0.usize(s)
+}
+
+/// Launches of each size's graphs ([`GRAPH_LAUNCHES`]).
+///
+/// # Errors
+/// The refusal, naming the bound.
+pub fn graph_launches(s: &str) -> Result<usize, String> {
+    GRAPH_LAUNCHES.usize(s)
 }
 
 /// A bandwidth in GB/s ([`GBPS`]).

@@ -401,6 +401,11 @@ pub struct NcclArgs {
     /// access is the peer peak (as --peer-peak).
     #[arg(long, value_name = "FILE")]
     pub peers: Option<PathBuf>,
+    /// Capture the timed iterations of each size into one CUDA graph per
+    /// device and time this many launches of every rank's graph (nccl-tests'
+    /// `-G`), 0 to 10000; default 0, eager.
+    #[arg(long, value_name = "LAUNCHES", value_parser = crate::bounds::graph_launches)]
+    pub graph: Option<usize>,
     /// Alter this many elements of rank 0's reference in every checked
     /// output (a test of the check: the rows must count them).
     #[arg(long, hide = true, default_value_t = 0, value_parser = crate::bounds::plant)]

@@ -147,6 +147,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
         peer_peak_gbs: peak,
         plant_wrong: args.plant_wrong,
         blocking: args.blocking,
+        graph_launches: args.graph.unwrap_or(0),
     };
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(

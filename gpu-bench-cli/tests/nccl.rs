@@ -1,11 +1,12 @@
 //! `gpu-bench nccl` on two and four simulated devices and cuda-sim's
 //! simulated NCCL: every collective at every size checked with 0 wrong
-//! elements, the rows well-formed in JSON and CSV, the four outputs
+//! elements (eager, and captured in graphs with --graph), the rows
+//! well-formed in JSON and CSV with their launch mode, the four outputs
 //! written; a planted wrong reference and a busbw above the peer peak are
 //! errors (exit 4, the rows written and flagged); --min-busbw exits 1;
 //! NCCL_NVLS_ENABLE other than 0 is refused before anything runs (exit 2).
 
-use gpu_bench::nccl::{Collective, NcclReport};
+use gpu_bench::nccl::{Collective, Launch, NcclReport};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -42,13 +43,20 @@ fn report(out: &Output) -> NcclReport {
         .unwrap_or_else(|e| panic!("JSON on stdout ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
-fn check(devices: u32) {
-    let (out, dir) = nccl(devices, &format!("ok{devices}"), Some("0"), &["--check-iters", "2"]);
+/// The sweep over `devices`, eager or (`graph`) captured in graphs
+/// launched twice (`--graph 2`).
+fn check(devices: u32, graph: bool) {
+    let flags: &[&str] =
+        if graph { &["--check-iters", "2", "--graph", "2"] } else { &["--check-iters", "2"] };
+    let (out, dir) = nccl(devices, &format!("ok{devices}{graph}"), Some("0"), flags);
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     let r = report(&out);
     let n = devices as usize;
     assert!(r.simulated && r.devices.len() == n && r.ordinals == (0..n as i32).collect::<Vec<_>>());
-    assert_eq!(r.graph.split(':').next(), Some("not supported yet"));
+    let (state, launch) =
+        if graph { ("measured", Launch::Graph) } else { ("not measured in this run (eager", Launch::Eager) };
+    assert!(r.graph.starts_with(state), "{}", r.graph);
+    assert!(r.rows.iter().all(|x| x.launch == launch));
     for c in Collective::ALL {
         let rows: Vec<_> = r.rows.iter().filter(|x| x.collective == c).collect();
         // 8 B to 256 KiB by 4: 9 sizes, fewer where a rank's block rounds
@@ -74,12 +82,17 @@ fn check(devices: u32) {
 
 #[test]
 fn every_collective_on_two_simulated_devices() {
-    check(2);
+    check(2, false);
+}
+
+#[test]
+fn every_collective_captured_in_graphs_on_two_simulated_devices() {
+    check(2, true);
 }
 
 #[test]
 fn every_collective_on_four_simulated_devices() {
-    check(4);
+    check(4, true);
 }
 
 #[test]

@@ -1,22 +1,22 @@
 //! `gpu_bench::nccl` on the simulator's two devices and its simulated
 //! NCCL: every collective's outputs are exact (0 wrong elements) for
-//! integer and float kinds, the rows are well-formed, and a reference
-//! planted wrong is counted element by element.
+//! integer and float kinds, the rows are well-formed, a reference
+//! planted wrong is counted element by element, and the sweep captured in
+//! graphs (`graph_launches`) is exact and timed as the eager one.
 
-use gpu_bench::nccl::{Collective, Dtype, NcclOptions, run};
+use gpu_bench::nccl::{Collective, Dtype, Launch, NcclOptions, run};
 use gpu_sync::Device;
+
+/// The tests of this file run one at a time: a host synchronization of
+/// one moves the simulated host clock they share, which would stretch
+/// another's eager spans while they are being timed.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
     sweep_with(dtype, plant_wrong, false)
-}
-
-/// The tests share the process's one simulated session, whose host clock
-/// every thread moves (a host synchronization of one test lands inside
-/// another's simulated intervals): they run one at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nccl::NcclReport {
@@ -164,4 +164,46 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     }
     assert_eq!(r0.devices.len(), 1, "a rank names its own device");
     assert!(r0.notes.iter().any(|n| n.contains("one process per GPU: 2 ranks")), "{:?}", r0.notes);
+}
+
+#[test]
+fn a_captured_sweep_is_exact_and_timed_on_the_simulated_clock() {
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    let opts = |graph_launches| NcclOptions {
+        dtype: Dtype::I32,
+        min_bytes: 1 << 10,
+        max_bytes: 64 << 10,
+        factor: 8,
+        warmup_iters: 1,
+        iters: 3,
+        check_iters: 1,
+        graph_launches,
+        ..NcclOptions::default()
+    };
+    let eager = run(&devices[..2], &opts(0), &mut |_| {}).expect("the eager sweep");
+    let graph = run(&devices[..2], &opts(2), &mut |_| {}).expect("the captured sweep");
+    assert!(graph.simulated && graph.graph.starts_with("measured"), "{}", graph.graph);
+    assert_eq!(graph.rows.len(), eager.rows.len());
+    for (g, e) in graph.rows.iter().zip(&eager.rows) {
+        assert_eq!((g.launch, e.launch), (Launch::Graph, Launch::Eager));
+        assert_eq!(g.wrong, Some(0), "{} {} B: {:?}", g.collective, g.bytes, g.error);
+        assert!(g.error.is_none());
+        // The simulated clock times a collective by the link model alone,
+        // however it was issued: a graph's iteration takes what an eager one
+        // does (iterations × launches divided out).
+        assert!(g.time_us > 0.0);
+        assert!(
+            (g.time_us / e.time_us - 1.0).abs() < 0.01,
+            "{} {} B: graph {} µs, eager {} µs",
+            g.collective,
+            g.bytes,
+            g.time_us,
+            e.time_us
+        );
+    }
+    let csv = graph.to_csv();
+    assert!(csv.lines().skip(1).all(|l| l.split(',').nth(1) == Some("graph")), "{csv}");
+    assert!(graph.to_markdown().contains("## all_reduce, graph (simulated)"));
 }

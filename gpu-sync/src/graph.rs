@@ -82,8 +82,10 @@ impl Stream {
     /// mode … `cuStreamEndCapture`). Nothing runs during the capture; replay
     /// it with [`Graph::instantiate`] and [`GraphExec::launch`].
     ///
-    /// Inside `f`, device-side operations (launches, device copies, fills)
-    /// are captured; host-visible ones return [`Error::Capturing`]. Whatever
+    /// Inside `f`, device-side operations (launches, device copies, fills,
+    /// an [`nccl::group`](crate::nccl::group) whose streams all capture: see
+    /// [`capture_each`]) are captured; host-visible ones return
+    /// [`Error::Capturing`]. Whatever
     /// `f` returns, the capture is ended and the stream usable again.
     ///
     /// # Errors
@@ -115,6 +117,66 @@ impl Stream {
             _not_sync: PhantomData,
         })
     }
+}
+
+/// Captures the work `f` submits on each stream of `streams` into a graph
+/// of its own, returned in the streams' order: nested [`Stream::capture`]s,
+/// the first stream's outermost. The shape a collective captures in — one
+/// graph per device, each holding its rank's part (an
+/// [`nccl::group`](crate::nccl::group) over every stream); launch every
+/// rank's graph for the collective to finish.
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::nccl::{self, Communicator, ReduceOp};
+/// use gpu_sync::{Device, DeviceBuffer, Stream, capture_each};
+/// let devices = Device::all()?;
+/// let comms = Communicator::init_all(&devices)?;
+/// let streams: Vec<Stream> = devices.iter().map(Stream::new).collect::<Result<_, _>>()?;
+/// let mut bufs: Vec<DeviceBuffer<f32>> =
+///     streams.iter().map(|s| DeviceBuffer::from_slice(s, &[1.0; 4])).collect::<Result<_, _>>()?;
+/// let graphs = capture_each(&streams, || {
+///     nccl::group(|g| {
+///         for ((c, s), b) in comms.iter().zip(&streams).zip(bufs.iter_mut()) {
+///             g.all_reduce_in_place(c, s, b, ReduceOp::Sum)?;
+///         }
+///         Ok(())
+///     })
+/// })?;
+/// let execs = graphs.iter().map(|g| g.instantiate()).collect::<Result<Vec<_>, _>>()?;
+/// for (e, s) in execs.iter().zip(&streams) {
+///     e.launch(s)?; // every rank's graph
+/// }
+/// let n = devices.len() as f32;
+/// assert_eq!(streams[0].to_vec(&bufs[0])?, [n; 4]);
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`Stream::capture`], for any of the streams; `f`'s error.
+pub fn capture_each(streams: &[Stream], f: impl FnOnce() -> Result<()>) -> Result<Vec<Graph>> {
+    let mut f = Some(f);
+    let mut graphs = Vec::with_capacity(streams.len());
+    nest(
+        streams,
+        &mut || match f.take() {
+            Some(f) => f(),
+            None => Err(Error::Internal("capture_each ran its body twice".into())),
+        },
+        &mut graphs,
+    )?;
+    // Pushed innermost first.
+    graphs.reverse();
+    Ok(graphs)
+}
+
+/// [`capture_each`]: `body` inside the captures of `streams`, each graph
+/// pushed to `out` as its capture ends.
+fn nest(streams: &[Stream], body: &mut dyn FnMut() -> Result<()>, out: &mut Vec<Graph>) -> Result<()> {
+    let Some((first, rest)) = streams.split_first() else { return body() };
+    let graph = first.capture(|_| nest(rest, body, out))?;
+    out.push(graph);
+    Ok(())
 }
 
 /// A captured graph (`CUgraph`). It keeps every buffer it touches, and the

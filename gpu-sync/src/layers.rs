@@ -371,6 +371,9 @@ const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
     // submit one (`ForeignGroup::launch`): data the facade's
     // `submit_group` takes, no lock or ticket behind them.
     ("flavor/group.rs", "fn", "new"),
+    // What a graph capturing a part keeps alive (an NCCL group's
+    // communicator): data too, handed to the capture's keep list.
+    ("flavor/group.rs", "fn", "keeping"),
     ("flavor/group.rs", "struct", "Part"),
     ("flavor/group.rs", "type", "Tickets"),
     ("release.rs", "fn", "close"),

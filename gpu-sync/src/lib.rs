@@ -115,7 +115,7 @@ pub use device::{Device, P2PAttributes};
 pub use engine::{Access, NotCovered, Pending, Polled};
 pub use error::{Error, Result};
 pub use event::{AsEvent, RecordTarget, SyncEvent, TimingEvent};
-pub use graph::{Capture, Graph, GraphExec};
+pub use graph::{Capture, Graph, GraphExec, capture_each};
 pub use launch::config::{Dim3, LaunchConfig};
 pub use launch::foreign::{ForeignGroup, ForeignUses};
 pub use launch::kernel::{Kernel, RawKernel};

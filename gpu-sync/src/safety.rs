@@ -123,7 +123,10 @@
 //!    past it only to store the launch's point, taking nothing; modelled
 //!    in `capture_gate::funnel`, loom); an event's
 //!    record lock before a book (`Stream::wait`, `SyncEvent::record`);
-//!    books in ordinal order.
+//!    books in ordinal order. An NCCL group on capturing streams
+//!    (`flavor::group_captured`) is the one holder of several capture
+//!    locks: taken in the order of the captures' addresses, all found open
+//!    before its call, so no capture ends under it.
 //! 8. **The context is the device's.** Every driver call that needs a
 //!    context binds its device's primary context first
 //!    (`DeviceInner::bind`: in the engine before a submission's waits and

@@ -120,10 +120,37 @@ unsafe extern "C" fn ncclGroupEnd() -> ncclResult_t {
     if nonblocking { ncclResult_t::ncclInProgress } else { OK }
 }
 
-/// Queues `items` of communicator `comm` as one part on stream `sid`.
-fn queue(st: &mut State, comm: u64, sid: u64, mut items: Vec<Item>) -> Result<(), ncclResult_t> {
+/// Queues `items` of communicator `comm` as one part on stream `sid`; on a
+/// capturing stream, adds it to the capture as a node instead (its
+/// instances are drawn at each launch of the graph: `replay::launch`).
+fn queue(st: &mut State, comm: u64, sid: u64, items: Vec<Item>) -> Result<(), ncclResult_t> {
     let Some(c) = st.nccl.comms.get(&comm) else {
         return Err(fail(ncclResult_t::ncclInvalidArgument, "the communicator was destroyed in the group"));
+    };
+    let (rank, nranks, device) = (c.rank, c.nranks, c.device);
+    if crate::graph::capture_of(st, sid).is_some() {
+        let duration = coll::part_ns(&items, nranks);
+        let part = Arc::new(Part { comm, rank, nranks, device, items, duration });
+        return crate::graph::add_node(st, sid, Work::Nccl(part)).map_err(|e| {
+            fail(ncclResult_t::ncclUnhandledCudaError, &format!("capturing the collective failed: {e:?}"))
+        });
+    }
+    enqueue_part(st, comm, sid, items, Waits::default()).map(drop)
+}
+
+/// Draws the instances of `items` of communicator `comm` (the next
+/// collective, send or receive of each), queues them as one part on stream
+/// `sid` after `waits`, and aligns the times of the instances it completes;
+/// returns the operation.
+pub(super) fn enqueue_part(
+    st: &mut State,
+    comm: u64,
+    sid: u64,
+    mut items: Vec<Item>,
+    waits: Waits,
+) -> Result<u64, ncclResult_t> {
+    let Some(c) = st.nccl.comms.get(&comm) else {
+        return Err(fail(ncclResult_t::ncclInvalidArgument, "the communicator was destroyed"));
     };
     let (rank, nranks, device) = (c.rank, c.nranks, c.device);
     let mut ids = st.nccl.next;
@@ -133,7 +160,7 @@ fn queue(st: &mut State, comm: u64, sid: u64, mut items: Vec<Item>) -> Result<()
     st.nccl.next = ids;
     let duration = coll::part_ns(&items, nranks);
     let part = Arc::new(Part { comm, rank, nranks, device, items, duration });
-    let op = stream::enqueue(st, sid, Work::Nccl(part.clone()), Waits::default()).map_err(|e| {
+    let op = stream::enqueue(st, sid, Work::Nccl(part.clone()), waits).map_err(|e| {
         fail(ncclResult_t::ncclUnhandledCudaError, &format!("queuing on the stream failed: {e:?}"))
     })?;
     for (idx, it) in part.items.iter().enumerate() {
@@ -148,7 +175,7 @@ fn queue(st: &mut State, comm: u64, sid: u64, mut items: Vec<Item>) -> Result<()
             coll::align_times(st, it.instance);
         }
     }
-    Ok(())
+    Ok(op)
 }
 
 /// Checks one operation's arguments and issues it (or keeps it for the
@@ -213,12 +240,6 @@ fn operation(
         return fail(
             ncclResult_t::ncclInvalidArgument,
             &format!("{what}: the stream is on device {}, the communicator on {device}", s.device),
-        );
-    }
-    if s.capture.is_some() {
-        return fail(
-            ncclResult_t::ncclInvalidUsage,
-            &format!("{what}: capturing a collective is not simulated"),
         );
     }
     let count = count as u64;

@@ -62,8 +62,24 @@
 //!   the one door (`state::enter`): from a host function or a kernel's CPU
 //!   version it returns `ncclInvalidUsage`.
 //!
+//! - **Capture**: a collective issued on a capturing stream (a group's
+//!   part included) becomes a node of that stream's capture; nothing runs
+//!   and no rank is paired then. Each launch of the instantiated graph
+//!   queues the part as the next collective of its communicator's rank, so
+//!   the ranks pair up at replay across the graphs of the devices (one
+//!   graph per device, as with NCCL: every rank's graph must be launched
+//!   for the collective to finish), with exact results and the oracle
+//!   seeing the accesses at the launch. A rank's graph launched alone waits
+//!   like any part whose peers never come: a host wait gives
+//!   `CUDA_ERROR_LAUNCH_TIMEOUT` after [`PEER_TIMEOUT`] with a report. A
+//!   launch after a captured communicator was destroyed, finalized or
+//!   failed is refused (`CUDA_ERROR_ILLEGAL_STATE`).
+//!
 //! # Limits
-//! - Collectives on a capturing stream are refused (`ncclInvalidUsage`).
+//! - A graph holding collectives is replayed in capture order: the nodes
+//!   between two collectives run as one graph operation, each collective
+//!   after them, so branches of a forked capture are ordered around the
+//!   collectives (the oracle sees that order, not the graph's edges).
 //! - A collective does not order its ranks' streams with each other for the
 //!   oracle (each rank's later work is not taken to follow the other
 //!   ranks' earlier work), so relying on a collective as a cross-stream
@@ -83,8 +99,10 @@ mod coll;
 mod comm;
 mod issue;
 mod reduce;
+mod replay;
 
 pub(crate) use coll::{Part, Stall, execute, ready, stall};
+pub(crate) use replay::{Step, check as check_replay, enqueue as enqueue_replayed, has_collectives, steps};
 
 use crate::state::{self, State};
 use cuda_sys::nccl::Nccl;

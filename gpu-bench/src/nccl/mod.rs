@@ -41,10 +41,16 @@
 //! - **A bound from the hardware**: with `peer_peak_gbs` (the copy
 //!   engine's measured one-way peer bandwidth, `gpu-bench p2p`), a row
 //!   whose busbw exceeds it carries an error instead of being a result.
-//! - Not measured (said in the report): the run captured in a CUDA graph
-//!   (gpu-sync refuses a group on a capturing stream today,
-//!   `Error::Capturing`), and the algorithm and protocol NCCL chose (not
-//!   reported).
+//! - **Captured** ([`NcclOptions::graph_launches`], nccl-tests' `-G`):
+//!   after the warmup, the `iters` iterations of a size are captured into
+//!   one graph per device ([`gpu_sync::capture_each`], each graph holding
+//!   its rank's part of every iteration), and the timed loop launches every
+//!   rank's graph `graph_launches` times between the same events; the time
+//!   per iteration is the longest span over `iters × graph_launches`. The
+//!   checked iterations launch the graphs once each (every iteration they
+//!   hold writes the same outputs). Rows say which ([`Launch`]).
+//! - Not measured (said in the report): the algorithm and protocol NCCL
+//!   chose (not reported).
 //!
 //! [`run`] is the method; [`NcclReport`] renders it (markdown, CSV, JSON
 //! through serde, an SVG of busbw against size).
@@ -157,6 +163,28 @@ pub struct Shape {
     pub bytes: u64,
 }
 
+/// How a row's timed iterations were issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Launch {
+    /// Each iteration one NCCL group, issued from the host.
+    #[default]
+    Eager,
+    /// The iterations captured into one CUDA graph per device, the graphs
+    /// launched ([`NcclOptions::graph_launches`]).
+    Graph,
+}
+
+impl Launch {
+    /// Its name in the report (`eager`, `graph`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Launch::Eager => "eager",
+            Launch::Graph => "graph",
+        }
+    }
+}
+
 /// What to measure; [`NcclReport`]'s example passes one to [`run`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcclOptions {
@@ -187,6 +215,10 @@ pub struct NcclOptions {
     /// nccl-tests' default, and without NCCL's thread per group that a
     /// non-blocking communicator (gpu-sync's default) costs.
     pub blocking: bool,
+    /// 0: eager. Else the `iters` timed iterations of a size are captured
+    /// into one CUDA graph per device and the graphs launched this many
+    /// times (nccl-tests' `-G`; see the module docs).
+    pub graph_launches: usize,
 }
 
 impl Default for NcclOptions {
@@ -205,6 +237,7 @@ impl Default for NcclOptions {
             peer_peak_gbs: None,
             plant_wrong: 0,
             blocking: false,
+            graph_launches: 0,
         }
     }
 }
@@ -231,6 +264,10 @@ impl NcclOptions {
 pub struct Row {
     /// The collective.
     pub collective: Collective,
+    /// How its timed iterations were issued (absent in older reports:
+    /// eager).
+    #[serde(default)]
+    pub launch: Launch,
     /// S: the bytes nccl-tests reports for this size.
     pub bytes: u64,
     /// The count per NCCL call.
@@ -448,8 +485,16 @@ fn sweep_report(
         check_iters: opts.check_iters,
         peer_peak_gbs: opts.peer_peak_gbs,
         blocking: opts.blocking,
-        graph: "not supported yet: gpu_sync::nccl::group refuses a capturing stream (Error::Capturing)"
-            .into(),
+        graph: match opts.graph_launches {
+            0 => "not measured in this run (eager; graph_launches, gpu-bench nccl --graph N, captures the timed \
+                  iterations into one graph per device)"
+                .into(),
+            n => format!(
+                "measured: the {} timed iterations of each size captured into one graph per device, every rank's \
+                 graph launched {n} times; time = longest span / ({} × {n})",
+                opts.iters, opts.iters
+            ),
+        },
         algorithm: "not reported".into(),
         rows,
         summaries,

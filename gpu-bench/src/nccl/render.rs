@@ -25,8 +25,9 @@ fn sig4(v: f64) -> String {
 }
 
 impl NcclReport {
-    /// A header, one table per collective (size, count, time, spread,
-    /// algbw, busbw, #wrong, error: 8 columns), the summary and the notes.
+    /// A header, one table per collective headed by its launch mode
+    /// (size, count, time, spread, algbw, busbw, #wrong, error: 8
+    /// columns), the summary and the notes.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let sim = if self.simulated { " (simulated)" } else { "" };
@@ -73,7 +74,9 @@ impl NcclReport {
             if rows.is_empty() {
                 continue;
             }
-            let _ = writeln!(s, "\n## {c}{sim}\n");
+            // One launch mode per run: said in the heading (tables keep to 8
+            // columns), and per row in the CSV and JSON.
+            let _ = writeln!(s, "\n## {c}, {}{sim}\n", rows[0].launch.name());
             let _ = writeln!(
                 s,
                 "| size | count | time µs | spread % | algbw GB/s | busbw GB/s | #wrong | error |"
@@ -106,15 +109,23 @@ impl NcclReport {
 
     /// One row per collective and size.
     pub fn to_csv(&self) -> String {
-        let mut s =
-            String::from("collective,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,wrong,error\n");
+        let mut s = String::from(
+            "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,wrong,error\n",
+        );
         for r in &self.rows {
             let wrong = r.wrong.map_or(String::new(), |w| w.to_string());
             let err = r.error.as_deref().unwrap_or("").replace(['"', ','], ";");
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{wrong},\"{err}\"",
-                r.collective, r.bytes, r.count, r.time_us, r.spread_pct, r.algbw_gbs, r.busbw_gbs
+                "{},{},{},{},{},{},{},{},{wrong},\"{err}\"",
+                r.collective,
+                r.launch.name(),
+                r.bytes,
+                r.count,
+                r.time_us,
+                r.spread_pct,
+                r.algbw_gbs,
+                r.busbw_gbs
             );
         }
         s

@@ -1,15 +1,16 @@
 //! The sweep of one element kind: communicators, streams and buffers per
 //! rank; each collective issued over this process's ranks in one group
-//! (every rank, or its own one per process); timed by events per device;
-//! checked against the CPU reference. With one process per GPU every
-//! rank's longest and shortest span and its wrong elements are reduced over
-//! the ranks by NCCL, so each row is what one process over every device
-//! would report.
+//! (every rank, or its own one per process) — eagerly, or the timed
+//! iterations captured into one graph per device and the graphs launched;
+//! timed by events per device; checked against the CPU reference. With one
+//! process per GPU every rank's longest and shortest span and its wrong
+//! elements are reduced over the ranks by NCCL, so each row is what one
+//! process over every device would report.
 
 use super::element::{Element, input, modulus};
-use super::{Collective, NcclOptions, Row};
+use super::{Collective, Launch, NcclOptions, Row};
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
-use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
+use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, GraphExec, Stream, TimingEvent, capture_each};
 
 /// One rank: its communicator, stream, events and buffers (allocated once
 /// at the largest size; each size uses their first elements).
@@ -74,11 +75,24 @@ pub(super) fn run<T: Element>(
             for _ in 0..opts.warmup_iters {
                 issue(c, &mut ranks, p)?;
             }
+            // With graphs: the timed iterations captured into one graph per
+            // device (nothing runs), launched `graph_launches` times.
+            let execs =
+                if opts.graph_launches > 0 { Some(capture(c, &mut ranks, p, opts.iters)?) } else { None };
             for r in &ranks {
                 r.start.record(&r.stream)?;
             }
-            for _ in 0..opts.iters {
-                issue(c, &mut ranks, p)?;
+            match &execs {
+                None => {
+                    for _ in 0..opts.iters {
+                        issue(c, &mut ranks, p)?;
+                    }
+                }
+                Some(execs) => {
+                    for _ in 0..opts.graph_launches {
+                        launch_all(execs, &ranks)?;
+                    }
+                }
             }
             for r in &ranks {
                 r.end.record(&r.stream)?;
@@ -95,7 +109,13 @@ pub(super) fn run<T: Element>(
             } else {
                 let mut w = 0;
                 for _ in 0..opts.check_iters {
-                    w += check(c, &mut ranks, p, m, opts.plant_wrong)?;
+                    // The graphs, launched once, checked as one iteration:
+                    // every iteration they hold writes the same outputs.
+                    let mut once = |ranks: &mut [Rank<T>]| match &execs {
+                        None => issue(c, ranks, p),
+                        Some(execs) => launch_all(execs, ranks),
+                    };
+                    w += check(c, &mut ranks, p, m, opts.plant_wrong, &mut once)?;
                 }
                 Some(w)
             };
@@ -106,7 +126,8 @@ pub(super) fn run<T: Element>(
                     *w = across(&ranks[0], ReduceOp::Sum, &[*w as f64])?[0] as u64;
                 }
             }
-            let secs = longest / opts.iters.max(1) as f64;
+            let timed = opts.iters.max(1) * if execs.is_some() { opts.graph_launches } else { 1 };
+            let secs = longest / timed as f64;
             let algbw = if secs > 0.0 { shape.bytes as f64 / secs / 1e9 } else { 0.0 };
             let busbw = algbw * c.bus_factor(n);
             let mut errors = Vec::new();
@@ -121,6 +142,7 @@ pub(super) fn run<T: Element>(
             }
             rows.push(Row {
                 collective: c,
+                launch: if execs.is_some() { Launch::Graph } else { Launch::Eager },
                 bytes: shape.bytes,
                 count: p,
                 time_us: secs * 1e6,
@@ -147,6 +169,33 @@ fn across<T: Element>(rank: &Rank<T>, op: ReduceOp, v: &[f64]) -> gpu_sync::Resu
 /// hold only some).
 fn world<T: Element>(ranks: &[Rank<T>]) -> usize {
     ranks.first().map_or(0, |r| r.comm.size())
+}
+
+/// Captures `iters` iterations of `c` with count `p` on every rank's
+/// stream, one graph per device, and instantiates them (nccl-tests' `-G`).
+fn capture<T: Element>(
+    c: Collective,
+    ranks: &mut [Rank<T>],
+    p: usize,
+    iters: usize,
+) -> gpu_sync::Result<Vec<GraphExec>> {
+    let streams: Vec<Stream> = ranks.iter().map(|r| r.stream.clone()).collect();
+    let graphs = capture_each(&streams, || {
+        for _ in 0..iters {
+            issue(c, ranks, p)?;
+        }
+        Ok(())
+    })?;
+    graphs.iter().map(|g| g.instantiate()).collect()
+}
+
+/// Launches every rank's graph on its stream (the collectives finish once
+/// every rank's graph is launched).
+fn launch_all<T: Element>(execs: &[GraphExec], ranks: &[Rank<T>]) -> gpu_sync::Result<()> {
+    for (e, r) in execs.iter().zip(ranks) {
+        e.launch(&r.stream)?;
+    }
+    Ok(())
 }
 
 /// Issues one iteration of `c` with count `p` per call: this process's
@@ -217,14 +266,16 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
 }
 
 /// One checked iteration: every output cleared (every byte `0xFF`), `c`
-/// issued, each output read back and compared with the reference. Returns
-/// the wrong elements over this process's ranks.
+/// run by `once` (issued, or the graphs launched), each output read back
+/// and compared with the reference. Returns the wrong elements over this
+/// process's ranks.
 fn check<T: Element>(
     c: Collective,
     ranks: &mut [Rank<T>],
     p: usize,
     m: u64,
     plant: usize,
+    once: &mut dyn FnMut(&mut [Rank<T>]) -> gpu_sync::Result<()>,
 ) -> crate::Result<u64> {
     let n = world(ranks);
     for rank in ranks.iter_mut() {
@@ -240,7 +291,7 @@ fn check<T: Element>(
             _ => stream.fill_bytes(&mut recv.slice_mut(..out_len(c, n, p))?, 0xFF)?,
         }
     }
-    issue(c, ranks, p)?;
+    once(ranks)?;
     let mut wrong = 0;
     for rank in ranks.iter() {
         let r = rank.comm.rank();

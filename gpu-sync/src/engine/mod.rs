@@ -279,9 +279,9 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
 /// its part's conflicting uses, runs `call`, then draws a ticket per stream
 /// and records each part's uses at it. The guards come first, as in
 /// [`submit`]: refusal inside a host function, the deferred work drained;
-/// a capturing stream is refused ([`crate::Error::Capturing`]: a group does
-/// not join a capture). Returns `call`'s result and the tickets, one per
-/// part.
+/// a capturing stream is refused ([`crate::Error::Capturing`]: this group
+/// does not join a capture; see [`submit_group_capturable`]). Returns
+/// `call`'s result and the tickets, one per part.
 ///
 /// Recording: each recorded part gets its events (or CUPTI correlation)
 /// around the one call, in the parts' order, closed in reverse.
@@ -293,6 +293,36 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
 pub(crate) fn submit_group<R>(
     op_name: &'static str,
     parts: &[Part<'_>],
+    call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+) -> Result<(R, Tickets)> {
+    group_routed(op_name, parts, false, call)
+}
+
+/// [`submit_group`] for work a graph can hold on every stream (an NCCL
+/// group): when every stream of `parts` captures (each in its own capture,
+/// or several in one), the call joins the captures
+/// (`flavor::group_captured`) and no ticket is drawn (the tickets are
+/// empty: nothing runs until the graphs are launched); when none does, as
+/// [`submit_group`].
+///
+/// # Errors
+/// As [`submit_group`]; [`crate::Error::Capturing`] when some streams
+/// capture and others do not; the refusals of the captured flavor.
+pub(crate) fn submit_group_capturable<R>(
+    op_name: &'static str,
+    parts: &[Part<'_>],
+    call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
+) -> Result<(R, Tickets)> {
+    group_routed(op_name, parts, true, call)
+}
+
+/// [`submit_group`] and [`submit_group_capturable`]: the guards, the
+/// recording hooks, then the captured group flavor (when `capturable` and a
+/// stream captures) or the group flavor.
+fn group_routed<R>(
+    op_name: &'static str,
+    parts: &[Part<'_>],
+    capturable: bool,
     call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
 ) -> Result<(R, Tickets)> {
     crate::ffi::refuse(op_name)?;
@@ -307,10 +337,18 @@ pub(crate) fn submit_group<R>(
             }
         })
         .collect();
-    if hooks.iter().all(Option::is_none) {
-        return flavor::group::run(op_name, parts, call);
+    let mut call = Some(|raws: &[BorrowedStream<'_>]| {
+        if hooks.iter().all(Option::is_none) { call(raws) } else { Hooked::around_group(&hooks, raws, call) }
+    });
+    if capturable && parts.iter().any(|p| p.stream.capture_hint()) {
+        // The hooks learn that the call is captured, before it runs.
+        let joined = || hooks.iter().flatten().for_each(|h| h.captured.set(true));
+        if let Some(r) = flavor::group_captured::run(op_name, parts, &mut call, joined)? {
+            return Ok((r, Tickets::new()));
+        }
     }
-    flavor::group::run(op_name, parts, |raws| Hooked::around_group(&hooks, raws, call))
+    let f = call.take().ok_or_else(|| crate::Error::Internal("a group ran its call twice".into()))?;
+    flavor::group::run(op_name, parts, f)
 }
 
 /// The device rule, asked by every flavor before it locks a book for an
@@ -472,12 +510,14 @@ impl Hooked<'_> {
         let opened: smallvec::SmallVec<[_; 4]> = hooks
             .iter()
             .zip(raws)
-            .filter_map(|(h, raw)| h.as_ref().map(|h| (h, *raw, h.sink.before(h.stream, *raw, false))))
+            .filter_map(|(h, raw)| {
+                h.as_ref().map(|h| (h, *raw, h.sink.before(h.stream, *raw, h.captured.get())))
+            })
             .collect();
         let r = call(raws);
         for (h, raw, f) in opened.into_iter().rev() {
             let desc = default_desc(h.name, h.kind);
-            h.sink.after(f, h.stream, raw, desc, false, r.is_ok());
+            h.sink.after(f, h.stream, raw, desc, h.captured.get(), r.is_ok());
         }
         r
     }

@@ -241,8 +241,12 @@ impl<'a> ForeignGroup<'a> {
     /// is declared for two streams and written by either (their work is
     /// concurrent: nothing orders it); [`crate::Error::DeviceMismatch`] for
     /// declared memory a stream's device does not reach;
-    /// [`crate::Error::Capturing`] when a stream captures (a group is not
-    /// captured); `call`'s error; a driver error of the waits.
+    /// [`crate::Error::Capturing`] when a stream captures (a foreign group
+    /// is not captured, unlike an [`nccl::group`](crate::nccl::group): its
+    /// call is arbitrary code, and nothing promises that what it enqueues
+    /// on several streams is work the captures can hold — it may order its
+    /// streams with events of its own, merging or invalidating them);
+    /// `call`'s error; a driver error of the waits.
     ///
     /// # Safety
     /// The promises of [`Stream::launch_foreign`], for each part: its work

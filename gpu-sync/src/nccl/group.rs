@@ -9,6 +9,15 @@
 //! are recorded. No user code runs between `ncclGroupStart` and
 //! `ncclGroupEnd`, so the group is ended on every path, error and panic
 //! included, and an event can never be recorded inside it.
+//!
+//! On capturing streams ([`crate::Stream::capture`]) the group is captured
+//! like other work (`engine::submit_group_capturable`): every stream of the
+//! group must capture — each in its own capture, one graph per device is
+//! the usual shape — or none; a group mixing them is refused
+//! ([`Error::Capturing`]). Each graph then holds its rank's part and keeps
+//! its communicator alive; launching it runs the collective, which finishes
+//! once every rank's graph has been launched (launch them all, as one
+//! process driving every rank: a rank's graph alone waits for its peers).
 
 use super::comm::{Communicator, in_progress_ok};
 use super::types::{NcclType, ReduceOp};
@@ -147,7 +156,9 @@ pub struct Group<'a> {
 /// # Errors
 /// `collect`'s error; [`Error::InvalidArgument`] when one buffer is
 /// written by one operation and used by another of the group (they run
-/// concurrently); [`Error::Capturing`] on a capturing stream; NCCL's error
+/// concurrently); [`Error::Capturing`] when some of the streams capture a
+/// graph and others do not (all capturing: the group is captured, see the
+/// module docs); NCCL's error
 /// (the work NCCL may have enqueued is tracked all the same);
 /// [`Error::NcclTimeout`] when NCCL did not finish enqueuing in time (the
 /// communicators involved are aborted).
@@ -519,9 +530,13 @@ impl<'a> Group<'a> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         let nccl = first.comm.inner.nccl;
         let blocking = self.check_blocking()?;
-        let parts: SmallVec<[Part<'_>; 4]> =
-            self.ops.iter().map(|p| Part::new(&p.stream.inner, p.uses.as_slice())).collect();
-        let ((), tickets) = engine::submit_group("nccl group", &parts, |raws| {
+        // On capturing streams, each graph keeps its parts' communicators.
+        let parts: SmallVec<[Part<'_>; 4]> = self
+            .ops
+            .iter()
+            .map(|p| Part::new(&p.stream.inner, p.uses.as_slice()).keeping(p.comm.inner.clone()))
+            .collect();
+        let ((), tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
             // Refused before any lock by the engine inside host functions;
             // here every NCCL call is made under the books, one group.
             nc::group_start(nccl)?;

@@ -176,6 +176,29 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     inner: &mut CaptureInner,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<R> {
+    let list = before(s, (op_name, uses, reach), cap, inner)?;
+    let r = op(s.raw())?;
+    after(s, &list, keep, reach, inner);
+    Ok(r)
+}
+
+/// The device allocations of a captured operation, and how it uses them.
+pub(in crate::engine) type CapturedUses = Vec<(Arc<Allocation>, Access)>;
+
+/// The first half of [`run_captured`], before the operation's driver call:
+/// the refusals (the device rule; a copy the driver would stage through
+/// host memory; host memory), then `s` made to wait (graph edges) for the
+/// capture's conflicting operations on its other streams. Returns the
+/// operation's device allocations for [`after`].
+///
+/// # Errors
+/// [`Error::DeviceMismatch`]; [`Error::Capturing`]; a driver error.
+pub(in crate::engine) fn before<U: Uses + ?Sized>(
+    s: &Arc<Timeline>,
+    (op_name, uses, reach): (&'static str, &U, Reach),
+    cap: &CaptureState,
+    inner: &mut CaptureInner,
+) -> Result<CapturedUses> {
     // The device rule, before anything is captured.
     crate::engine::devices(s, uses, reach)?;
     // A copy between devices that the stream's device does not reach both
@@ -211,9 +234,21 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
         let Some(from) = cap.stream(sid) else { continue };
         cap.edge(inner, &from, s.raw(), device)?;
     }
-    let r = op(s.raw())?;
+    Ok(list)
+}
+
+/// The second half of [`run_captured`], after the driver call: the
+/// operation's uses (`list`, from [`before`]) recorded in the capture at
+/// its next sequence number, and what it keeps alive kept by the graph.
+pub(in crate::engine) fn after(
+    s: &Timeline,
+    list: &CapturedUses,
+    keep: Option<&KeepAlive>,
+    reach: Reach,
+    inner: &mut CaptureInner,
+) {
     if let Reach::Every(_) = reach {
-        for (alloc, _) in &list {
+        for (alloc, _) in list {
             if !alloc.device().same(&s.device) {
                 inner.peer_touched.entry(alloc.res.id).or_insert_with(|| alloc.clone());
             }
@@ -221,7 +256,7 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     }
     inner.seq += 1;
     let seq = inner.seq;
-    for (alloc, a) in &list {
+    for (alloc, a) in list {
         let lt = inner.local.entry(alloc.res.id).or_default();
         lt.record(s.id, seq, *a, || Captured { stream: s.id, seq });
         let entry = inner.accesses.entry(alloc.res.id).or_insert_with(|| (alloc.clone(), *a));
@@ -234,7 +269,6 @@ pub(in crate::engine) fn run_captured<R, U: Uses + ?Sized>(
     {
         inner.keep.push(m.clone());
     }
-    Ok(r)
 }
 
 /// `Stream::wait_stream` when either stream is capturing: allowed only

@@ -17,6 +17,7 @@
 //! work wait for a marker that completes at once.
 
 use super::across::{deps_in, record_in};
+use super::captured::KeepAlive;
 use crate::engine::timeline::Timeline;
 use crate::engine::timeline::book::{self, BookList, Step, book_in};
 use crate::engine::timeline::conflicts::Access;
@@ -31,13 +32,21 @@ use std::sync::Arc;
 pub(crate) struct Part<'a> {
     pub(in crate::engine) stream: &'a Arc<Timeline>,
     pub(in crate::engine) uses: &'a [Use<'a>],
+    /// What a graph capturing this part keeps alive (a communicator).
+    pub(in crate::engine) keep: Option<KeepAlive>,
 }
 
 impl<'a> Part<'a> {
     /// The work of a group operation on `stream`, touching `uses` (each
     /// buffer reached from the stream's device: the engine checks).
     pub(crate) fn new(stream: &'a Arc<Timeline>, uses: &'a [Use<'a>]) -> Part<'a> {
-        Part { stream, uses }
+        Part { stream, uses, keep: None }
+    }
+
+    /// The same part, whose work a graph that captures it must keep `keep`
+    /// alive for (its communicator: each replay runs the collective).
+    pub(crate) fn keeping(self, keep: KeepAlive) -> Part<'a> {
+        Part { keep: Some(keep), ..self }
     }
 }
 
@@ -123,7 +132,7 @@ pub(in crate::engine) fn run<R>(
 /// [`Error::InvalidArgument`] when one allocation is used by two parts and
 /// written by either: their work is concurrent, so the engine could neither
 /// order it nor keep both writes (a tracker keeps a resource's last write).
-fn refuse_shared_writes(op_name: &'static str, parts: &[Part<'_>]) -> Result<()> {
+pub(in crate::engine) fn refuse_shared_writes(op_name: &'static str, parts: &[Part<'_>]) -> Result<()> {
     let mut seen: SmallVec<[(u64, usize, Access); 16]> = SmallVec::new();
     for (i, p) in parts.iter().enumerate() {
         for (t, a) in Uses::iter(p.uses) {

@@ -7,6 +7,9 @@
 //! - [`group`]: one operation over several streams (of one device or
 //!   several), whose one call enqueues on all of them: every book involved,
 //!   a ticket per stream drawn after the call;
+//! - [`group_captured`]: the same while every one of its streams captures
+//!   (an NCCL group on each rank's capturing stream): every capture's gate
+//!   held, the call joins them all;
 //! - [`blocking`]: a driver call that blocks the host (a pageable copy),
 //!   made on the idle stream holding no book across the driver call;
 //! - [`captured`]: inside a graph capture, the same rules over the
@@ -23,3 +26,4 @@ pub(in crate::engine) mod blocking;
 pub(in crate::engine) mod captured;
 pub(in crate::engine) mod eager;
 pub(in crate::engine) mod group;
+pub(in crate::engine) mod group_captured;
