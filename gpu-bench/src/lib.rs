@@ -55,6 +55,7 @@ pub mod error;
 pub mod info;
 pub mod instruments;
 mod method;
+mod multi;
 pub mod nccl;
 #[cfg(feature = "kernels")]
 pub mod overhead;
@@ -64,6 +65,7 @@ pub mod record;
 pub mod render;
 pub mod roofline;
 pub mod settings;
+pub mod spans;
 pub mod stats;
 pub mod stop;
 pub mod timer;

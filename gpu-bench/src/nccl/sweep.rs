@@ -4,16 +4,15 @@
 
 use super::element::{Element, input, modulus};
 use super::{Collective, NcclOptions, Row};
+use crate::spans::DeviceSpans;
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
-use gpu_sync::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream, TimingEvent};
+use gpu_sync::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream};
 
-/// One rank: its communicator, stream, events and buffers (allocated once
-/// at the largest size; each size uses their first elements).
+/// One rank: its communicator, stream and buffers (allocated once at the
+/// largest size; each size uses their first elements).
 struct Rank<T: Element> {
     comm: Communicator,
     stream: Stream,
-    start: TimingEvent,
-    end: TimingEvent,
     /// The rank's input pattern (and broadcast's root buffer).
     send: DeviceBuffer<T>,
     /// The output of every collective but all-to-all.
@@ -47,16 +46,9 @@ pub(super) fn run<T: Element>(
         let recv = DeviceBuffer::alloc(&stream, max_count)?;
         let blocks =
             (0..n).map(|_| DeviceBuffer::alloc(&stream, (max_count / n).max(1))).collect::<Result<_, _>>()?;
-        ranks.push(Rank {
-            comm,
-            stream,
-            start: TimingEvent::new(d)?,
-            end: TimingEvent::new(d)?,
-            send,
-            recv,
-            blocks,
-        });
+        ranks.push(Rank { comm, stream, send, recv, blocks });
     }
+    let spans = DeviceSpans::new(ranks.iter().map(|r| &r.stream))?;
     let sizes = opts.sizes();
     let steps = opts.collectives.len() * sizes.len();
     let mut rows = Vec::new();
@@ -68,22 +60,13 @@ pub(super) fn run<T: Element>(
             for _ in 0..opts.warmup_iters {
                 issue(c, &mut ranks, p)?;
             }
-            for r in &ranks {
-                r.start.record(&r.stream)?;
-            }
+            spans.start_all(ranks.iter().map(|r| &r.stream))?;
             for _ in 0..opts.iters {
                 issue(c, &mut ranks, p)?;
             }
-            for r in &ranks {
-                r.end.record(&r.stream)?;
-            }
-            let mut spans = Vec::with_capacity(n);
-            for r in &ranks {
-                r.end.synchronize()?;
-                spans.push(r.start.elapsed(&r.end)?.as_secs_f64());
-            }
-            let longest = spans.iter().copied().fold(0.0, f64::max);
-            let shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
+            spans.end_all(ranks.iter().map(|r| &r.stream))?;
+            let reading = spans.read()?;
+            let longest = reading.longest();
             let wrong = if opts.check_iters == 0 {
                 None
             } else {
@@ -111,7 +94,7 @@ pub(super) fn run<T: Element>(
                 bytes: shape.bytes,
                 count: p,
                 time_us: secs * 1e6,
-                spread_pct: if longest > 0.0 { (longest - shortest) / longest * 100.0 } else { 0.0 },
+                spread_pct: reading.spread() * 100.0,
                 algbw_gbs: algbw,
                 busbw_gbs: busbw,
                 wrong,
