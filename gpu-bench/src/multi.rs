@@ -4,6 +4,7 @@
 
 use crate::bench::Bench;
 use crate::clock::multi::{Kind, MultiRuns};
+use crate::clock::multi_cupti::MultiKernelRuns;
 use crate::error::{Error as BenchError, Result as BenchResult};
 use crate::record::{Counter, Mode, ModeResult, Record, Unit, Warning};
 use crate::spans::SpanReading;
@@ -31,7 +32,11 @@ impl Bench {
     /// sample, outside the events) and batch (needs instruments, loaded for
     /// the first stream's device: its spin gate holds the first timing
     /// stream and every other waits for it, so the runs of all devices are
-    /// released at once). First-call, graph and kernel are refused
+    /// released at once) and kernel (CUPTI's records of every stream, on
+    /// CUPTI's one clock: a run is its first start to its last end over all
+    /// devices, each run starting on every device once all have finished
+    /// the last one; the devices' clock skew is not measured). First-call
+    /// and graph are refused
     /// ([`BenchError::Unavailable`], or a warning with
     /// [`Bench::best_effort`]). With one stream this is [`Bench::run`],
     /// every mode included.
@@ -96,48 +101,12 @@ impl Bench {
             for t in std::iter::once(&*lead).chain(others.iter()) {
                 t.stream.wait_stream(&t.caller)?;
             }
-            let kind = match mode {
-                Mode::Hot => Kind::Hot,
-                Mode::Cold => Kind::Cold(0),
-                Mode::Batch if lead.instruments.is_some() => {
-                    // Samples of about PIPELINE_AHEAD_S of work, as batch
-                    // mode on one stream.
-                    let est = MultiRuns::new(lead, others, &mut *f, Kind::Hot).one(lead)?;
-                    let fit = if est > 0.0 { (PIPELINE_AHEAD_S / est).ceil() as usize } else { usize::MAX };
-                    Kind::Batch(self.settings_ref().batch_runs.max(1).min(fit.max(1)))
-                }
-                Mode::Batch => {
-                    self.unavailable(
-                        rec,
-                        mode,
-                        "no instruments loaded (the spin gate, on the first stream's \
-                        device): Bench::instruments(gpu_bench::instruments::load(..))"
-                            .into(),
-                    )?;
-                    continue;
-                }
-                Mode::FirstCall | Mode::Graph | Mode::Kernel => {
-                    let why = match mode {
-                        Mode::FirstCall => "first-call mode times one stream's first run (Bench::run)",
-                        Mode::Graph => {
-                            "a graph is captured from one stream; several streams' work is not captured together"
-                        }
-                        _ => {
-                            "kernel mode over several streams is not implemented: CUPTI's records are read per stream (Bench::run)"
-                        }
-                    };
-                    self.unavailable(rec, mode, format!("{why}; run_streams times hot, cold and batch"))?;
-                    continue;
-                }
-            };
             lead.last_warmup.clear();
-            let runs_per_sample = match kind {
-                Kind::Batch(n) => n,
-                _ => 1,
+            let sampled = match mode {
+                Mode::Kernel => self.kernel_streams(lead, others, rec, f)?,
+                _ => self.events_streams(lead, others, rec, f, mode)?,
             };
-            let mut runs = MultiRuns::new(lead, others, &mut *f, kind);
-            let mut r = self.sample(lead, mode, runs_per_sample, &mut runs)?;
-            let (side, timeouts) = (std::mem::take(&mut runs.side), runs.gate_timeouts);
+            let Some((mut r, side, timeouts)) = sampled else { continue };
             add_spans(rec, &mut r, &side, &names);
             if timeouts > 0 {
                 rec.warnings.push(Warning {
@@ -158,7 +127,82 @@ impl Bench {
         crate::bench::derive(rec);
         Ok(())
     }
+
+    /// Hot, cold or batch over several timers: the result, every sample's
+    /// spans and the batch samples whose gate timed out; `None` when the
+    /// mode cannot run (and the bench is best-effort).
+    fn events_streams(
+        &self,
+        lead: &mut Timer,
+        others: &mut [Timer],
+        rec: &mut Record,
+        f: &mut dyn FnMut(&[Stream]) -> Result<()>,
+        mode: Mode,
+    ) -> BenchResult<Option<Sampled>> {
+        let kind = match mode {
+            Mode::Hot => Kind::Hot,
+            Mode::Cold => Kind::Cold(0),
+            Mode::Batch if lead.instruments.is_some() => {
+                // Samples of about PIPELINE_AHEAD_S of work, as batch mode
+                // on one stream.
+                let est = MultiRuns::new(lead, others, &mut *f, Kind::Hot).one(lead)?;
+                let fit = if est > 0.0 { (PIPELINE_AHEAD_S / est).ceil() as usize } else { usize::MAX };
+                Kind::Batch(self.settings_ref().batch_runs.max(1).min(fit.max(1)))
+            }
+            Mode::Batch => {
+                let why = "no instruments loaded (the spin gate, on the first stream's device): \
+                           Bench::instruments(gpu_bench::instruments::load(..))";
+                self.unavailable(rec, mode, why.into())?;
+                return Ok(None);
+            }
+            Mode::FirstCall | Mode::Graph | Mode::Kernel => {
+                let why = match mode {
+                    Mode::FirstCall => "first-call mode times one stream's first run (Bench::run)",
+                    _ => {
+                        "a graph is captured from one stream; several streams' work is not captured together"
+                    }
+                };
+                self.unavailable(rec, mode, format!("{why}; run_streams times hot, cold, batch and kernel"))?;
+                return Ok(None);
+            }
+        };
+        let runs_per_sample = match kind {
+            Kind::Batch(n) => n,
+            _ => 1,
+        };
+        let mut runs = MultiRuns::new(lead, others, &mut *f, kind);
+        let r = self.sample(lead, mode, runs_per_sample, &mut runs)?;
+        Ok(Some((r, std::mem::take(&mut runs.side), runs.gate_timeouts)))
+    }
+
+    /// Kernel mode over several timers: CUPTI's records of every timing
+    /// stream ([`crate::clock::multi_cupti`]); `None` when CUPTI cannot be
+    /// used here (and the bench is best-effort).
+    fn kernel_streams(
+        &self,
+        lead: &mut Timer,
+        others: &mut [Timer],
+        rec: &mut Record,
+        f: &mut dyn FnMut(&[Stream]) -> Result<()>,
+    ) -> BenchResult<Option<Sampled>> {
+        let runs = lead.kernel_clock().and_then(|()| MultiKernelRuns::new(lead, others, &mut *f));
+        let mut runs = match runs {
+            Ok(runs) => runs,
+            Err(why) => {
+                lead.kernel_clock = None;
+                self.unavailable(rec, Mode::Kernel, why)?;
+                return Ok(None);
+            }
+        };
+        let r = self.sample(lead, Mode::Kernel, 1, &mut runs);
+        // CUPTI records only while kernel mode samples.
+        lead.kernel_clock = None;
+        Ok(Some((r?, std::mem::take(&mut runs.side), 0)))
+    }
 }
+
+/// A mode's result, its samples' spans and its gate timeouts.
+type Sampled = (ModeResult, Vec<SpanReading>, usize);
 
 /// Each stream's median span (mode counters named `names`) and the median
 /// spread (a record counter `<mode> device spread`) of the sampled readings.

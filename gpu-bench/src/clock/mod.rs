@@ -13,6 +13,9 @@
 //! - [`multi`]: one start/end pair per stream around each run over several
 //!   streams and devices ([`crate::spans`]), the sample the longest span
 //!   (hot, cold, batch of [`crate::Bench::run_streams`]);
+//! - [`multi_cupti`]: CUPTI's records of every stream, a run's first start
+//!   to its last end over all devices (kernel of
+//!   [`crate::Bench::run_streams`]);
 //! - [`host`] (public, `gpu_bench::host`): the host clock, for what events
 //!   cannot see.
 
@@ -21,6 +24,7 @@ pub(crate) mod each;
 pub(crate) mod events;
 pub mod host;
 pub(crate) mod multi;
+pub(crate) mod multi_cupti;
 
 use crate::error::Result;
 use crate::timer::Timer;
