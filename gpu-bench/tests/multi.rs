@@ -204,3 +204,72 @@ fn modes_it_cannot_time_over_several_devices_are_refused_by_name() {
     assert!(r.warnings.iter().any(|w| w.rule == Rule::Unavailable && w.mode == Some(Mode::Graph)));
     assert!(matches!(Bench::new("x").run_streams(&[], |_| Ok(())), Err(Error::Settings(_))));
 }
+
+/// The profiler's Chrome trace of four devices (one profiler each, the
+/// traces merged): a process per device named "GPU n (name)", the host as
+/// another, and an arrow for each marked cross-device wait, from the
+/// waited-for device's span to the waiting device's next one.
+#[test]
+fn the_trace_has_a_process_per_device_and_arrows_for_cross_device_waits() {
+    use gpu_bench::profile::{Backend, DEVICE_PID, HOST_PID, Profiler, wait_across};
+    let _one = one_at_a_time();
+    let mut g = gpus(4);
+    let mut profilers: Vec<Profiler> =
+        g.iter().map(|g| Profiler::new(&g.device).backend(Backend::Events)).collect();
+    for p in &mut profilers {
+        p.start().unwrap();
+    }
+    // A chain 0 → 1 → 2 → 3: each device spins after the previous one.
+    for i in 0..4 {
+        if i > 0 {
+            let (a, b) = g.split_at_mut(i);
+            wait_across(&b[0].stream, &a[i - 1].stream).unwrap();
+        }
+        let Gpu { stream, k, out, .. } = &mut g[i];
+        k.spin(stream, 10 * CYCLES_PER_US, out).unwrap();
+    }
+    // An unmarked wait draws nothing.
+    g[0].stream.wait_stream(&g[3].stream).unwrap();
+    let mut traces = profilers.iter_mut().map(|p| p.finish().unwrap().unwrap());
+    let mut trace = traces.next().unwrap();
+    traces.for_each(|t| trace.merge(t));
+    assert_eq!(trace.devices.iter().map(|d| d.device).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(trace.waits.len(), 3);
+    let v = trace.chrome_value();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let process = |pid: u64| {
+        ev.iter()
+            .find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == pid)
+            .map(|e| e["args"]["name"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(process(HOST_PID).as_deref(), Some("host"));
+    for d in 0..4u64 {
+        let name = process(DEVICE_PID + d).unwrap();
+        let want = format!("GPU {d} ({})", g[d as usize].device.name().unwrap());
+        assert_eq!(name, want);
+        // Every span of a device is in its process.
+        assert!(ev.iter().filter(|e| e["ph"] == "X" && e["pid"] == DEVICE_PID + d).count() >= 1);
+    }
+    let flows: Vec<&serde_json::Value> = ev.iter().filter(|e| e["cat"] == "wait").collect();
+    assert_eq!(flows.len(), 6, "{flows:?}");
+    for d in 0..3u64 {
+        let s = flows.iter().find(|e| e["ph"] == "s" && e["pid"] == DEVICE_PID + d).unwrap();
+        let f = flows.iter().find(|e| e["ph"] == "f" && e["id"] == s["id"]).unwrap();
+        assert_eq!(f["pid"], DEVICE_PID + d + 1);
+        // Its two ends are device d's spin and device d + 1's (their times
+        // are each device's own events mapped to the host clock: on the
+        // simulator the devices' clocks are not tied to the host's, so the
+        // arrow's direction in time is not asserted).
+        let span = |e: &serde_json::Value| {
+            ev.iter()
+                .find(|x| {
+                    x["ph"] == "X"
+                        && x["pid"] == e["pid"]
+                        && x["tid"] == e["tid"]
+                        && x["name"] == "spin_cycles"
+                })
+                .is_some()
+        };
+        assert!(span(s) && span(f));
+    }
+}
