@@ -35,7 +35,11 @@ impl Bench {
     /// released at once) and kernel (CUPTI's records of every stream, on
     /// CUPTI's one clock: a run is its first start to its last end over all
     /// devices, each run starting on every device once all have finished
-    /// the last one; the devices' clock skew is not measured). First-call
+    /// the last one; the mode counter `cross-device order slack` is the
+    /// smallest gap between a device's start and the end, on another
+    /// device, of work it waited for: below 0 the devices' timestamps
+    /// disagree, and a [`Rule::Clock`](crate::Rule::Clock) warning says by
+    /// how much; the skew itself is not measured). First-call
     /// and graph are refused
     /// ([`BenchError::Unavailable`], or a warning with
     /// [`Bench::best_effort`]). With one stream this is [`Bench::run`],
@@ -197,7 +201,22 @@ impl Bench {
         let r = self.sample(lead, Mode::Kernel, 1, &mut runs);
         // CUPTI records only while kernel mode samples.
         lead.kernel_clock = None;
-        Ok(Some((r?, std::mem::take(&mut runs.side), 0)))
+        let mut r = r?;
+        if let Some(ns) = runs.order_slack_ns {
+            r.counters.push(Counter::new("cross-device order slack", ns as f64 * 1e-9, Unit::Seconds));
+            if ns < 0 {
+                rec.warnings.push(Warning {
+                    rule: Rule::Clock,
+                    mode: Some(Mode::Kernel),
+                    message: format!(
+                        "CUPTI's timestamps put a device's start {} before the end of work it waited for on \
+                         another device: the devices' clocks disagree by at least that much",
+                        crate::record::format_value(-ns as f64 * 1e-9, Unit::Seconds)
+                    ),
+                });
+            }
+        }
+        Ok(Some((r, std::mem::take(&mut runs.side), 0)))
     }
 }
 

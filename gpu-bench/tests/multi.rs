@@ -158,6 +158,11 @@ fn two_devices_kernel_mode_spans_both_devices_on_cuptis_clock() {
     assert!((counter(k, "span of stream 1 (GPU 1)") - 30e-6).abs() < 1e-9);
     assert!((r.counter("kernel device spread").unwrap().value - 0.6).abs() < 1e-6);
     assert!(r.counter("hot over kernel").is_some_and(|c| c.value.abs() < 1e-9));
+    // Device 0 (12 µs) starts each run as device 1 (30 µs) ends the last:
+    // the barrier's gap on the simulator's one clock is 0.
+    let slack = counter(k, "cross-device order slack");
+    assert!(slack.abs() < 1e-9, "{slack}");
+    assert!(r.warnings.iter().all(|w| w.rule != Rule::Clock), "{:?}", r.warnings);
 }
 
 #[test]

@@ -9,9 +9,15 @@
 //! all devices once all have finished the last one.
 //!
 //! One clock for all devices is CUPTI's claim: on a GPU machine the
-//! devices' timestamps are each device's clock normalized by CUPTI, and
-//! their cross-device skew is not measured here (on the simulator there is
-//! one simulated clock, and no skew).
+//! devices' timestamps are each device's clock normalized by CUPTI. The
+//! barrier gives a check of it: each device's first start in a run cannot
+//! precede the other devices' last end in the run before, so the smallest
+//! such difference ([`order_slack`], the mode counter `cross-device order
+//! slack`) is at least 0 on one clock, and a negative value is a skew of at
+//! least its size. A positive slack is the barrier's latency plus any skew
+//! in that direction: it does not bound the skew from the other side, and
+//! the skew itself is not measured (no GPU run has validated it yet; on the
+//! simulator every device's time is the simulated one).
 
 use super::Clock;
 use crate::error::{Error as BenchError, Result as BenchResult};
@@ -37,6 +43,27 @@ pub(crate) struct MultiKernelRuns<'f> {
     pub(crate) side: Vec<SpanReading>,
     depth: usize,
     left: usize,
+    /// The smallest cross-device order slack seen, ns ([`order_slack`]).
+    pub(crate) order_slack_ns: Option<i64>,
+}
+
+/// The smallest, over devices, of a device's first start in a run minus
+/// the latest end of the other devices in the run before (`prev`, `now`:
+/// each stream's first start and last end, `None` for a stream without
+/// operations). Each device waited for those ends (the barrier), so on one
+/// clock the slack is at least 0 (the wait's latency); a negative slack is
+/// a disagreement of CUPTI's timestamps across devices of at least its
+/// size. `None` with fewer than two streams with operations.
+pub(crate) fn order_slack(prev: &[Option<(u64, u64)>], now: &[Option<(u64, u64)>]) -> Option<i64> {
+    now.iter()
+        .enumerate()
+        .filter_map(|(i, b)| {
+            let (start, _) = (*b)?;
+            let others_end =
+                prev.iter().enumerate().filter(|(j, _)| *j != i).filter_map(|(_, b)| b.map(|b| b.1)).max()?;
+            Some(start as i64 - others_end as i64)
+        })
+        .min()
 }
 
 impl<'f> MultiKernelRuns<'f> {
@@ -66,6 +93,7 @@ impl<'f> MultiKernelRuns<'f> {
             side: Vec::new(),
             depth: 1,
             left: 0,
+            order_slack_ns: None,
         })
     }
 
@@ -109,6 +137,7 @@ impl<'f> MultiKernelRuns<'f> {
                  the same number on each stream ({k:?} in the first round), at least one in all"
             )));
         }
+        let mut prev: Option<Vec<Option<(u64, u64)>>> = None;
         for run in 0..n {
             let chunks: Vec<&[ActivityRecord]> =
                 per_stream.iter().zip(&k).map(|(recs, &k)| &recs[run * k..(run + 1) * k]).collect();
@@ -121,6 +150,10 @@ impl<'f> MultiKernelRuns<'f> {
             let end = each.iter().flatten().map(|b| b.1).max().unwrap_or(start);
             let spans_s =
                 each.iter().map(|b| b.map_or(0.0, |(s, e)| e.saturating_sub(s) as f64 * 1e-9)).collect();
+            if let Some(p) = &prev {
+                self.order_slack_ns = order_slack(p, &each).into_iter().chain(self.order_slack_ns).min();
+            }
+            prev = Some(each);
             self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, SpanReading { spans_s }));
         }
         self.left = self.left.saturating_sub(n);
@@ -162,5 +195,23 @@ impl Clock for MultiKernelRuns<'_> {
 
     fn clear_side(&mut self) {
         self.side.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::order_slack;
+
+    #[test]
+    fn order_slack_is_each_devices_start_after_the_others_previous_end() {
+        // Run 1 ended at 130 (device 0) and 150 (device 1); run 2 starts at
+        // 152 on device 0 (2 after device 1's end) and 151 on device 1 (21
+        // after device 0's end).
+        let prev = [Some((100, 130)), Some((100, 150))];
+        assert_eq!(order_slack(&prev, &[Some((152, 160)), Some((151, 170))]), Some(2));
+        // Device 0 starting before device 1's end: clocks disagree by 5.
+        assert_eq!(order_slack(&prev, &[Some((145, 160)), Some((151, 170))]), Some(-5));
+        // A stream without operations adds no constraint.
+        assert_eq!(order_slack(&[Some((100, 130)), None], &[Some((152, 160)), None]), None);
     }
 }
