@@ -38,7 +38,7 @@ impl Bench {
     /// the last one; the mode counter `cross-device order slack` is the
     /// smallest gap between a device's start and the end, on another
     /// device, of work it waited for: below 0 the devices' timestamps
-    /// disagree, and a [`Rule::Clock`](crate::Rule::Clock) warning says by
+    /// disagree, and a [`Rule::Clock`] warning says by
     /// how much; the skew itself is not measured). First-call
     /// and graph are refused
     /// ([`BenchError::Unavailable`], or a warning with
