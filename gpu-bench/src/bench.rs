@@ -98,8 +98,8 @@ pub struct Bench {
     bytes: Option<u64>,
     flops: Option<u64>,
     settings: Settings,
-    modes: Vec<Mode>,
-    instruments: Option<Arc<dyn Instruments>>,
+    pub(crate) modes: Vec<Mode>,
+    pub(crate) instruments: Option<Arc<dyn Instruments>>,
     best_effort: bool,
 }
 
@@ -198,6 +198,14 @@ impl Bench {
         first: Option<&mut FirstCall<'_>>,
         mut f: impl FnMut(&Stream) -> Result<()>,
     ) -> BenchResult<Record> {
+        let mut rec = self.new_record()?;
+        self.measure_into(timer, &mut rec, first, &mut f)?;
+        Ok(rec)
+    }
+
+    /// An empty record of this bench (name, parameters, declared bytes and
+    /// FLOPs), once the settings are checked.
+    pub(crate) fn new_record(&self) -> BenchResult<Record> {
         self.settings.validate().map_err(BenchError::Settings)?;
         let mut rec = Record::new(
             self.name.clone(),
@@ -205,7 +213,6 @@ impl Bench {
         );
         rec.bytes_per_run = self.bytes;
         rec.flops_per_run = self.flops;
-        self.measure_into(timer, &mut rec, first, &mut f)?;
         Ok(rec)
     }
 
@@ -254,22 +261,33 @@ impl Bench {
             };
             timer.last_warmup.clear();
             let result = method.measure(self, timer, rec, first.as_deref_mut(), f)?;
-            if let Some(r) = &result {
-                check_simulated_roof(timer, rec, r)?;
-            }
             if let Some(r) = result {
-                // The record's warm-up curve: the first sampled mode's.
-                let warm = std::mem::take(&mut timer.last_warmup);
-                if rec.warmup.is_none() {
-                    rec.warmup = WarmupCurve::new(r.mode, warm, &r.summary);
-                }
-                self.warn(rec, &r, timer);
-                rec.modes.push(r);
+                self.keep(timer, rec, r, 1.0)?;
             }
         }
         rec.modes.sort_by_key(|m| m.mode);
         timer.caller.wait_stream(&timer.stream)?;
         derive(rec);
+        Ok(())
+    }
+
+    /// Adds a mode's result to `rec`: the simulated roof's check (over
+    /// `devices` devices' bandwidth), the record's warm-up curve (the first
+    /// sampled mode's) and the mode's warnings.
+    pub(crate) fn keep(
+        &self,
+        timer: &mut Timer,
+        rec: &mut Record,
+        r: ModeResult,
+        devices: f64,
+    ) -> BenchResult<()> {
+        check_simulated_roof(timer, rec, &r, devices)?;
+        let warm = std::mem::take(&mut timer.last_warmup);
+        if rec.warmup.is_none() {
+            rec.warmup = WarmupCurve::new(r.mode, warm, &r.summary);
+        }
+        self.warn(rec, &r, timer);
+        rec.modes.push(r);
         Ok(())
     }
 
@@ -511,11 +529,12 @@ pub(crate) fn simulated() -> bool {
 
 /// On the simulator, refuses a mode whose bandwidth beats the simulated
 /// device's memory bandwidth (its memory clock × bus width, as
-/// [`crate::device_info`] computes it): see
+/// [`crate::device_info`] computes it, times `devices` for work spread over
+/// several of them): see
 /// [`BenchError::AboveSimulatedRoof`]. On a GPU it checks nothing (a
 /// figure above the datasheet is a wrong declaration too, but the timer's
 /// own noise can cross it).
-fn check_simulated_roof(timer: &Timer, rec: &Record, r: &ModeResult) -> BenchResult<()> {
+fn check_simulated_roof(timer: &Timer, rec: &Record, r: &ModeResult, devices: f64) -> BenchResult<()> {
     use gpu_sync::cuda_sys::CUdevice_attribute as A;
     let Some(bw) = r.counters.iter().find(|c| c.unit == Unit::BytesPerSecond) else {
         return Ok(());
@@ -526,7 +545,7 @@ fn check_simulated_roof(timer: &Timer, rec: &Record, r: &ModeResult) -> BenchRes
     let device = timer.stream.device();
     let mem_khz = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?);
     let bus = f64::from(device.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?);
-    let roof = 2.0 * mem_khz * 1e3 * bus / 8.0;
+    let roof = 2.0 * mem_khz * 1e3 * bus / 8.0 * devices;
     // Durations are whole simulated nanoseconds rounded up: at the roof a
     // rate reads at most the roof, up to the division's last bit.
     if bw.value > roof * (1.0 + 1e-9) {
@@ -545,7 +564,7 @@ fn check_simulated_roof(timer: &Timer, rec: &Record, r: &ModeResult) -> BenchRes
 /// is, by more than three standard errors of the two medians, is not
 /// printed as a number: its value is NaN (rendered "—") and a
 /// [`Rule::Consistency`] warning says why.
-fn derive(rec: &mut Record) {
+pub(crate) fn derive(rec: &mut Record) {
     let pairs = [
         ("launch overhead", Mode::Hot, Mode::Batch, true),
         ("cache effect", Mode::Cold, Mode::Hot, true),

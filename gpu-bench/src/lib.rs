@@ -20,6 +20,8 @@
 //! - [`info`]: the device facts every report carries;
 //! - [`instruments`]: the clock probe and spin gate the engine uses (the
 //!   `kernels` feature provides them);
+//! - [`spans`]: one event pair per stream, read as per-device spans (the
+//!   longest, the spread), for work over several devices;
 //! - `overhead` (with the `kernels` feature): the launch-overhead method,
 //!   raw driver launches and handoffs against gpu-sync's, interleaved batch
 //!   by batch, gated or free-running.
@@ -44,6 +46,63 @@
 //! A kernel of your own is the same: load it with
 //! `gpu_sync::Module::load` and launch it inside the closure.
 //!
+//! # Timing several devices
+//! [`Bench::run_streams`] times a closure given one timing stream per
+//! stream you pass (on one device or several). What each time source can
+//! tell there:
+//! - **events** (hot, cold, batch): a start and an end event on every
+//!   stream around each run, each stamped by its own device. Events of two
+//!   devices cannot be subtracted (`cuEventElapsedTime` refuses events of
+//!   two contexts), so a run's time is the *longest per-device span* —
+//!   each stream's own start to its own end — and the record carries every
+//!   stream's median span (mode counters `span of stream i (GPU d)`) and
+//!   the spread, (longest − shortest) / longest (record counter `<mode>
+//!   device spread`, in the counters table, CSV and JSON). The spans cannot
+//!   tell when one device started relative to another, and a device that
+//!   waits for another inside the run counts the wait in its span. Runs
+//!   are back to back on each device: a device's span is its period, so a
+//!   device that waits each run for another's longer work reads that
+//!   work's time. With instruments (loaded for the first stream's device),
+//!   every round is released at once by the first device's spin gate, the
+//!   other timing streams waiting for it on the device.
+//! - **CUPTI** (kernel): CUPTI's records of every timing stream, on
+//!   CUPTI's one clock: a run is its first start to its last end over all
+//!   devices, each run starting on every device once all finished the last
+//!   one. Whether the devices' timestamps agree is checked, not measured:
+//!   the counter `cross-device order slack` is negative (with a warning)
+//!   only when a device seems to start before work it waited for ended.
+//! - First-call and graph mode are refused over several streams
+//!   ([`Error::Unavailable`]); one stream is exactly [`Bench::run`].
+//!
+//! In the profiler ([`profile`]), run one [`profile::Profiler`] per device
+//! and [`profile::Trace::merge`] their traces: the Chrome trace shows each
+//! device as a process "GPU n (name)" and the host as another; waits made
+//! through [`profile::wait_across`] are drawn as arrows between devices
+//! (gpu-sync's recording does not say what a wait waits for). With the
+//! events backend each device is aligned to the host clock on its own
+//! (within its [`profile::ClockAlignment`]), so cross-device order in the
+//! picture is as good as those alignments.
+//!
+//! ```
+//! use gpu_bench::{Bench, Mode, Settings};
+//! use gpu_sync::{Device, DeviceBuffer, Stream};
+//! # gpu_sync::sim::install().unwrap();
+//! let s0 = Stream::new(&Device::get(0)?)?;
+//! let s1 = Stream::new(&Device::get(1)?)?;
+//! let mut a = DeviceBuffer::<f32>::zeroed(&s0, 1 << 20)?;
+//! let mut b = DeviceBuffer::<f32>::zeroed(&s1, 1 << 20)?;
+//! let record = Bench::new("fill on two GPUs")
+//!     .modes(&[Mode::Hot, Mode::Kernel])
+//!     .settings(Settings::quick())
+//!     .best_effort(true) // kernel mode needs CUPTI
+//!     .run_streams(&[&s0, &s1], |s| {
+//!         s[0].fill_u32(&mut a, 1)?;
+//!         s[1].fill_u32(&mut b, 2)
+//!     })?;
+//! assert!(record.counter("hot device spread").is_some());
+//! # Ok::<(), gpu_bench::Error>(())
+//! ```
+//!
 //! The `gpu-bench` command-line tool (crate `gpu-bench-cli`) runs the
 //! workspace's benchmarks on this engine.
 #![deny(unsafe_code)]
@@ -55,6 +114,7 @@ pub mod error;
 pub mod info;
 pub mod instruments;
 mod method;
+mod multi;
 pub mod nccl;
 #[cfg(feature = "kernels")]
 pub mod overhead;
@@ -64,6 +124,7 @@ pub mod record;
 pub mod render;
 pub mod roofline;
 pub mod settings;
+pub mod spans;
 pub mod stats;
 pub mod stop;
 pub mod timer;

@@ -3,7 +3,9 @@
 //! spin agree with the event modes within 1 %, and under a tool that owns
 //! the profiling interface (compute-sanitizer, Nsight Compute) kernel mode
 //! is unavailable with a reason that says so, never a crash or a hang; and
-//! the roofline's bulk pipelines launch at the shared-memory edges.
+//! the roofline's bulk pipelines launch at the shared-memory edges; with
+//! two GPUs, Bench::run_streams takes the longer device's span and CUPTI's
+//! two devices' timestamps keep the barrier's order.
 
 #![cfg(feature = "kernels")]
 
@@ -84,5 +86,62 @@ fn bulk_pipelines_at_the_shared_memory_edges_launch_on_the_gpu() {
         let bulk = kernels::ReadVariant::Bulk { stages, chunk_kib: kib };
         probes.read_tuned(&stream, grid, bulk, &src, n, &mut sum).expect("read_bulk");
         assert_eq!(stream.to_vec(&sum).expect("sum")[0], want, "read_bulk {stages} x {kib} KiB");
+    }
+}
+
+/// Two GPUs (skipped with fewer): a 1 ms spin on GPU 0 and a 0.5 ms spin on
+/// GPU 1 per run. Hot and batch read GPU 0's span (within 1 %) with a
+/// spread near 50 %; kernel mode's first start to last end over both
+/// devices agrees with it within 1 %, and CUPTI's timestamps of the two
+/// devices never put a start before the end of work it waited for (the
+/// cross-device order slack is not negative). Prints the slack: an upper
+/// bound of GPU 1's clock ahead of GPU 0's, plus the barrier's latency.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn several_devices_take_the_longest_span_and_cuptis_clocks_agree() {
+    match gpu_sync::select_driver() {
+        Ok(d) if !d.is_sim() => {}
+        _ => return, // the simulator's version is tests/multi.rs
+    }
+    if Device::all().map_or(0, |d| d.len()) < 2 {
+        return;
+    }
+    let dev: Vec<Device> = (0..2).map(|i| Device::get(i).expect("device")).collect();
+    let streams: Vec<Stream> = dev.iter().map(|d| Stream::new(d).expect("stream")).collect();
+    let k: Vec<kernels::Kernels> = dev.iter().map(|d| kernels::Kernels::load(d).expect("kernels")).collect();
+    let mut out: Vec<DeviceBuffer<u64>> =
+        streams.iter().map(|s| DeviceBuffer::<u64>::zeroed(s, 1).expect("out")).collect();
+    let inst = gpu_bench::instruments::load(&dev[0]).expect("instruments");
+    let mhz = f64::from(
+        dev[0].attribute(gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap(),
+    ) / 1e3;
+    let cycles = [(1e-3 * mhz * 1e6) as u64, (0.5e-3 * mhz * 1e6) as u64];
+    let r = Bench::new("spins on two GPUs")
+        .modes(&[Mode::Hot, Mode::Batch, Mode::Kernel])
+        .settings(Settings::quick())
+        .instruments(inst)
+        .best_effort(true)
+        .run_streams(&streams.iter().collect::<Vec<_>>(), |s| {
+            for (i, s) in s.iter().enumerate() {
+                k[i].spin(s, cycles[i], &mut out[i])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let span0 = |m: Mode| {
+        r.mode(m).unwrap().counters.iter().find(|c| c.name == "span of stream 0 (GPU 0)").unwrap().value
+    };
+    for m in [Mode::Hot, Mode::Batch] {
+        let t = r.mode(m).unwrap().median();
+        assert!((t / span0(m) - 1.0).abs() < 0.01, "{}: {t} vs GPU 0's span {}", m.name(), span0(m));
+        let spread = r.counter(&format!("{} device spread", m.name())).unwrap().value;
+        assert!((spread - 0.5).abs() < 0.05, "{}: spread {spread}", m.name());
+    }
+    if let Some(kernel) = r.mode(Mode::Kernel) {
+        let hot = r.mode(Mode::Hot).unwrap().median();
+        assert!((kernel.median() / hot - 1.0).abs() < 0.01, "kernel {} vs hot {hot}", kernel.median());
+        let slack = kernel.counters.iter().find(|c| c.name == "cross-device order slack").unwrap().value;
+        println!("cross-device order slack {:.3} µs", slack * 1e6);
+        assert!(slack >= 0.0, "CUPTI's clocks disagree across devices by at least {} s", -slack);
     }
 }

@@ -10,6 +10,12 @@
 //!   (batch behind the gate);
 //! - [`cupti`]: the GPU's own start and end of each run's operations, from
 //!   CUPTI's activity records (kernel);
+//! - [`multi`]: one start/end pair per stream around each run over several
+//!   streams and devices ([`crate::spans`]), the sample the longest span
+//!   (hot, cold, batch of [`crate::Bench::run_streams`]);
+//! - [`multi_cupti`]: CUPTI's records of every stream, a run's first start
+//!   to its last end over all devices (kernel of
+//!   [`crate::Bench::run_streams`]);
 //! - [`host`] (public, `gpu_bench::host`): the host clock, for what events
 //!   cannot see.
 
@@ -17,6 +23,8 @@ pub(crate) mod cupti;
 pub(crate) mod each;
 pub(crate) mod events;
 pub mod host;
+pub(crate) mod multi;
+pub(crate) mod multi_cupti;
 
 use crate::error::Result;
 use crate::timer::Timer;

@@ -9,16 +9,15 @@
 
 use super::element::{Element, input, modulus};
 use super::{Collective, Launch, NcclOptions, Row};
+use crate::spans::DeviceSpans;
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
-use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, GraphExec, Stream, TimingEvent, capture_each};
+use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, GraphExec, Stream, capture_each};
 
-/// One rank: its communicator, stream, events and buffers (allocated once
-/// at the largest size; each size uses their first elements).
+/// One rank: its communicator, stream and buffers (allocated once at the
+/// largest size; each size uses their first elements).
 struct Rank<T: Element> {
     comm: Communicator,
     stream: Stream,
-    start: TimingEvent,
-    end: TimingEvent,
     /// The rank's input pattern (and broadcast's root buffer).
     send: DeviceBuffer<T>,
     /// The output of every collective but all-to-all.
@@ -52,16 +51,9 @@ pub(super) fn run<T: Element>(
         let recv = DeviceBuffer::alloc(&stream, max_count)?;
         let blocks =
             (0..n).map(|_| DeviceBuffer::alloc(&stream, (max_count / n).max(1))).collect::<Result<_, _>>()?;
-        ranks.push(Rank {
-            comm,
-            stream,
-            start: TimingEvent::new(&d)?,
-            end: TimingEvent::new(&d)?,
-            send,
-            recv,
-            blocks,
-        });
+        ranks.push(Rank { comm, stream, send, recv, blocks });
     }
+    let spans = DeviceSpans::new(ranks.iter().map(|r| &r.stream))?;
     // One process per GPU: this process holds fewer ranks than the clique.
     let others = ranks.len() < n;
     let sizes = opts.sizes();
@@ -79,9 +71,7 @@ pub(super) fn run<T: Element>(
             // device (nothing runs), launched `graph_launches` times.
             let execs =
                 if opts.graph_launches > 0 { Some(capture(c, &mut ranks, p, opts.iters)?) } else { None };
-            for r in &ranks {
-                r.start.record(&r.stream)?;
-            }
+            spans.start_all(ranks.iter().map(|r| &r.stream))?;
             match &execs {
                 None => {
                     for _ in 0..opts.iters {
@@ -94,16 +84,10 @@ pub(super) fn run<T: Element>(
                     }
                 }
             }
-            for r in &ranks {
-                r.end.record(&r.stream)?;
-            }
-            let mut spans = Vec::with_capacity(n);
-            for r in &ranks {
-                r.end.synchronize()?;
-                spans.push(r.start.elapsed(&r.end)?.as_secs_f64());
-            }
-            let mut longest = spans.iter().copied().fold(0.0, f64::max);
-            let mut shortest = spans.iter().copied().fold(f64::INFINITY, f64::min);
+            spans.end_all(ranks.iter().map(|r| &r.stream))?;
+            let reading = spans.read()?;
+            let mut longest = reading.longest();
+            let mut shortest = reading.shortest();
             let mut wrong = if opts.check_iters == 0 {
                 None
             } else {

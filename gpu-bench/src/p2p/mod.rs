@@ -35,7 +35,8 @@ mod with_kernels;
 
 pub use nvml::Link;
 
-use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
+use crate::spans::DeviceSpans;
+use gpu_sync::{Device, DeviceBuffer, Stream};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -203,21 +204,9 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// One timed span on a stream: two events around `work`.
-struct Span {
-    start: TimingEvent,
-    end: TimingEvent,
-}
-
-impl Span {
-    fn new(device: &Device) -> gpu_sync::Result<Span> {
-        Ok(Span { start: TimingEvent::new(device)?, end: TimingEvent::new(device)? })
-    }
-
-    fn ms(&self) -> gpu_sync::Result<f64> {
-        self.end.synchronize()?;
-        Ok(self.start.elapsed(&self.end)?.as_secs_f64() * 1e3)
-    }
+/// The longest of `spans`' streams' spans (waiting for their ends), ms.
+fn longest_ms(spans: &DeviceSpans) -> gpu_sync::Result<f64> {
+    Ok(spans.read()?.longest() * 1e3)
 }
 
 /// The buffers and streams of one ordered pair.
@@ -253,23 +242,19 @@ impl<'a> Pair<'a> {
     /// Median ms of `Stream::copy` a→b on `b`'s stream (the destination's,
     /// as PyTorch's `copy_` does), one way or with b→a at once on `a`'s.
     fn copy_ms(&mut self, repeats: usize, both: bool) -> gpu_sync::Result<f64> {
-        let (sa_span, sb_span) = (Span::new(self.a)?, Span::new(self.b)?);
+        // Both ways: one span per device's stream, the longer one counts.
+        let streams = if both { vec![&self.sb, &self.sa] } else { vec![&self.sb] };
+        let spans = DeviceSpans::new(streams.iter().copied())?;
         let mut runs = Vec::with_capacity(repeats);
         for i in 0..=repeats {
-            sb_span.start.record(&self.sb)?;
-            if both {
-                sa_span.start.record(&self.sa)?;
-            }
+            spans.start_all(streams.iter().copied())?;
             self.sb.copy(&self.a_src, &mut self.b_dst)?;
-            sb_span.end.record(&self.sb)?;
+            spans.end(0, &self.sb)?;
             if both {
                 self.sa.copy(&self.b_src, &mut self.a_dst)?;
-                sa_span.end.record(&self.sa)?;
+                spans.end(1, &self.sa)?;
             }
-            let mut ms = sb_span.ms()?;
-            if both {
-                ms = ms.max(sa_span.ms()?);
-            }
+            let ms = longest_ms(&spans)?;
             if i > 0 {
                 runs.push(ms); // the first is a warmup
             }
@@ -282,14 +267,14 @@ impl<'a> Pair<'a> {
     #[cfg(feature = "kernels")]
     fn sm_ms(&mut self, twins: &twin::Twins, repeats: usize) -> gpu_sync::Result<f64> {
         let push = twins.device() == self.a;
-        let (stream, dev) = if push { (&self.sa, self.a) } else { (&self.sb, self.b) };
-        let span = Span::new(dev)?;
+        let stream = if push { &self.sa } else { &self.sb };
+        let span = DeviceSpans::new([stream])?;
         let mut runs = Vec::with_capacity(repeats);
         for i in 0..=repeats {
-            span.start.record(stream)?;
+            span.start(0, stream)?;
             twins.copy(stream, &self.a_src, &mut self.b_dst)?;
-            span.end.record(stream)?;
-            let ms = span.ms()?;
+            span.end(0, stream)?;
+            let ms = longest_ms(&span)?;
             if i > 0 {
                 runs.push(ms);
             }
@@ -299,19 +284,19 @@ impl<'a> Pair<'a> {
 
     /// (device µs, host round-trip µs) of a 4-byte copy a→b on `b`'s stream.
     fn latency_us(&mut self, repeats: usize) -> gpu_sync::Result<(f64, f64)> {
-        let span = Span::new(self.b)?;
+        let span = DeviceSpans::new([&self.sb])?;
         let src = self.a_src.slice(0..1)?;
         let mut dst = self.b_dst.slice_mut(0..1)?;
         let (mut dev, mut host) = (Vec::with_capacity(repeats), Vec::with_capacity(repeats));
         for i in 0..=repeats {
             let t = Instant::now();
-            span.start.record(&self.sb)?;
+            span.start(0, &self.sb)?;
             self.sb.copy(&src, &mut dst)?;
-            span.end.record(&self.sb)?;
+            span.end(0, &self.sb)?;
             self.sb.synchronize()?;
             let h = t.elapsed().as_secs_f64() * 1e6;
             if i > 0 {
-                dev.push(span.ms()? * 1e3);
+                dev.push(longest_ms(&span)? * 1e3);
                 host.push(h);
             }
         }

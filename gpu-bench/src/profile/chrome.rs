@@ -3,13 +3,19 @@
 //! - process "host" (pid [`HOST_PID`]): one thread track per host thread
 //!   with its ranges and host operations as complete (`ph: "X"`) slices,
 //!   nested by time;
-//! - process "device N" (pid [`DEVICE_PID`] + N): one thread track per
+//! - process "GPU N (name)" (pid [`DEVICE_PID`] + N; "GPU N" where the
+//!   trace has no name for it), one per device: one thread track per
 //!   stream, named "stream N (priority P)", with its device spans as slices
 //!   and a counter track "device memory" (`ph: "C"`, allocated and reserved
 //!   bytes);
 //! - a flow arrow (`ph: "s"` at the host operation, `ph: "f"` with
 //!   `bp: "e"` at the device span) from each host operation to every
-//!   device span it enqueued (several for a graph replay).
+//!   device span it enqueued (several for a graph replay);
+//! - a flow arrow (category "wait") for each marked stream wait
+//!   ([`Trace::waits`], [`super::wait_across`]): from the end of the last
+//!   span of the waited-for stream whose operation was submitted before the
+//!   wait, to the start of the first span of the waiting stream submitted
+//!   after it (across devices when the two streams are on two).
 //!
 //! Times are microseconds (ns precision) from the trace's first event; the
 //! absolute start, the source, the clock alignments, dropped counts and
@@ -73,11 +79,16 @@ pub fn chrome_value(trace: &Trace) -> Value {
         trace.streams.iter().map(|s| s.device).chain(trace.memory.iter().map(|m| m.device)).collect();
     devices.sort_unstable();
     devices.dedup();
+    devices.extend(trace.devices.iter().map(|d| d.device));
+    devices.sort_unstable();
+    devices.dedup();
     for d in &devices {
         let pid = device_pid(*d);
-        meta.push(
-            json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": format!("device {d}")}}),
-        );
+        let name = match trace.devices.iter().find(|x| x.device == *d) {
+            Some(x) => format!("GPU {d} ({})", x.name),
+            None => format!("GPU {d}"),
+        };
+        meta.push(json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}}));
         meta.push(
             json!({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": 1 + d}}),
         );
@@ -154,6 +165,25 @@ pub fn chrome_value(trace: &Trace) -> Value {
             ));
         }
     }
+    for (i, (from, to)) in wait_arrows(trace).into_iter().enumerate() {
+        let id = WAIT_FLOW + i as u64;
+        timed.push((
+            from.end_ns,
+            i64::MAX - 1,
+            json!({
+                "ph": "s", "cat": "wait", "name": "wait", "id": id, "pid": device_pid(from.device),
+                "tid": from.stream, "ts": us(from.end_ns, origin),
+            }),
+        ));
+        timed.push((
+            to.start_ns,
+            i64::MAX,
+            json!({
+                "ph": "f", "bp": "e", "cat": "wait", "name": "wait", "id": id, "pid": device_pid(to.device),
+                "tid": to.stream, "ts": us(to.start_ns, origin),
+            }),
+        ));
+    }
     for m in &trace.memory {
         timed.push((
             m.t_ns,
@@ -180,6 +210,35 @@ pub fn chrome_value(trace: &Trace) -> Value {
             "notes": trace.notes,
         },
     })
+}
+
+/// Flow ids of wait arrows start here (launch arrows count from 1).
+const WAIT_FLOW: u64 = 1 << 40;
+
+/// The two spans each marked wait joins (see the module docs), where the
+/// trace has both.
+fn wait_arrows(trace: &Trace) -> Vec<(&DeviceSpan, &DeviceSpan)> {
+    let submitted = |s: &DeviceSpan| s.op.and_then(|id| trace.op(id)).map(|o| o.host_start_ns);
+    trace
+        .waits
+        .iter()
+        .filter_map(|w| {
+            let on = |(device, stream): (i32, u64)| {
+                trace.spans.iter().filter(move |s| s.device == device && s.stream == stream)
+            };
+            let from = on(w.source)
+                .filter_map(|s| Some((submitted(s)?, s)))
+                .filter(|(t, _)| *t <= w.t_ns)
+                .max_by_key(|(t, s)| (*t, s.end_ns))?
+                .1;
+            let to = on(w.waiter)
+                .filter_map(|s| Some((submitted(s)?, s)))
+                .filter(|(t, _)| *t >= w.t_ns)
+                .min_by_key(|(t, s)| (*t, s.start_ns))?
+                .1;
+            Some((from, to))
+        })
+        .collect()
 }
 
 /// The trace as Chrome trace-event JSON text (see the module docs).

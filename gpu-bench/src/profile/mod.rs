@@ -34,6 +34,7 @@ mod schedule;
 mod svg;
 mod table;
 mod trace;
+mod waits;
 
 pub use chrome::{DEVICE_PID, HOST_PID};
 pub use cupti::{Alignment, ClockMap};
@@ -48,6 +49,8 @@ pub use trace::{
     ClockAlignment, CopyDir, DeviceSpan, Dropped, FOREIGN_STREAM, HostMem, MemorySample, OpKind, OpRecord,
     RangeRecord, Source, StreamTrack, ThreadTrack, Trace,
 };
+pub use trace::{DeviceTrack, StreamWait};
+pub use waits::wait_across;
 
 impl Trace {
     /// The trace as Chrome trace-event JSON (see the `chrome` module docs):

@@ -77,6 +77,9 @@ pub struct Profiler<'cb> {
     step: u64,
     notes: Vec<String>,
     started: bool,
+    /// Counts this profiler as running (for [`super::wait_across`]) from
+    /// its start to its finish.
+    active: Option<super::waits::Active>,
 }
 
 impl std::fmt::Debug for Profiler<'_> {
@@ -105,6 +108,7 @@ impl<'cb> Profiler<'cb> {
             step: 0,
             notes: Vec::new(),
             started: false,
+            active: None,
         }
     }
 
@@ -180,6 +184,7 @@ impl<'cb> Profiler<'cb> {
             },
         });
         self.started = true;
+        self.active = Some(super::waits::Active::new());
         let a = self.action(0);
         if a.records() {
             self.begin()?;
@@ -273,6 +278,10 @@ impl<'cb> Profiler<'cb> {
             }
         }
         trace.notes.extend(self.notes.iter().cloned());
+        let ord = device.ordinal();
+        let name = device.name().unwrap_or_else(|e| format!("name unknown: {e}"));
+        trace.devices.push(super::trace::DeviceTrack { device: ord, name });
+        trace.waits = super::waits::take(ord, run.since_ns, now);
         if self.schedule.is_some() {
             trace.steps = Some((run.first_step, last_step));
         }
@@ -323,6 +332,7 @@ impl<'cb> Profiler<'cb> {
         let a = self.action(self.step);
         let out =
             if matches!(a, Action::Record | Action::RecordAndSave) { self.collect(self.step)? } else { None };
+        self.active = None;
         if let Some(run) = self.run.take() {
             run.recorder.stop()?;
         }

@@ -196,6 +196,44 @@ pub struct Trace {
     pub steps: Option<(u64, u64)>,
     /// What the reader should know (a backend that fell back, and why).
     pub notes: Vec<String>,
+    /// The devices profiled, with their names (absent in traces written
+    /// before it was added).
+    #[serde(default)]
+    pub devices: Vec<DeviceTrack>,
+    /// Stream waits the program marked with
+    /// [`wait_across`](crate::profile::wait_across): one stream waiting,
+    /// device-side, for another's work, drawn as flow arrows (absent in
+    /// traces written before it was added).
+    #[serde(default)]
+    pub waits: Vec<StreamWait>,
+}
+
+/// A profiled device.
+///
+/// Part of a [`Trace`]; [`Trace::merge`]'s example reads them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceTrack {
+    /// Device ordinal.
+    pub device: i32,
+    /// The driver's name of the device (`cuDeviceGetName`).
+    pub name: String,
+}
+
+/// One stream waiting, device-side, for all work submitted so far on
+/// another (gpu-sync's `Stream::wait_stream`), as
+/// [`wait_across`](crate::profile::wait_across) marked it. gpu-sync's own
+/// recording names a wait operation (`OpKind::Wait`) but not what it waits
+/// for, so only marked waits are known.
+///
+/// Part of a [`Trace`]; [`Trace::merge`]'s example reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamWait {
+    /// Host time of the wait's submission, ns.
+    pub t_ns: u64,
+    /// The device and stream id of the stream whose work is waited for.
+    pub source: (i32, u64),
+    /// The device and stream id of the stream that waits.
+    pub waiter: (i32, u64),
 }
 
 impl Trace {
@@ -213,7 +251,84 @@ impl Trace {
             clocks: Vec::new(),
             steps: None,
             notes: Vec::new(),
+            devices: Vec::new(),
+            waits: Vec::new(),
         }
+    }
+
+    /// Adds `other`'s threads, streams, ranges, operations, spans, memory
+    /// samples, clocks, notes, devices and waits to this trace (the traces
+    /// of one stretch of a program recorded by one [`Profiler`] per device,
+    /// all on the host clock), then normalizes it. Dropped counts add up;
+    /// the steps and the source stay this trace's.
+    ///
+    /// [`Profiler`]: crate::profile::Profiler
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_bench::profile::{Backend, Profiler, wait_across};
+    /// use gpu_sync::{Device, DeviceBuffer, Stream};
+    /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    /// let (s0, s1) = (Stream::new(&d0)?, Stream::new(&d1)?);
+    /// let mut a = DeviceBuffer::<u32>::zeroed(&s0, 1 << 16)?;
+    /// let mut b = DeviceBuffer::<u32>::zeroed(&s1, 1 << 16)?;
+    /// let mut p0 = Profiler::new(&d0).backend(Backend::Events);
+    /// let mut p1 = Profiler::new(&d1).backend(Backend::Events);
+    /// p0.start()?;
+    /// p1.start()?;
+    /// s0.fill_u32(&mut a, 1)?;
+    /// wait_across(&s1, &s0)?; // device 1 waits for device 0's fill
+    /// s1.fill_u32(&mut b, 2)?;
+    /// let mut trace = p0.finish()?.unwrap();
+    /// trace.merge(p1.finish()?.unwrap());
+    /// assert_eq!(trace.devices.len(), 2);
+    /// assert_eq!(trace.waits.len(), 1);
+    /// let json = trace.chrome_json(); // a process per device, an arrow 0 → 1
+    /// assert!(json.contains("\"cat\":\"wait\""));
+    /// # Ok::<(), gpu_bench::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: Trace) {
+        for t in other.threads {
+            if !self.threads.iter().any(|x| x.id == t.id) {
+                self.threads.push(t);
+            }
+        }
+        for s in other.streams {
+            if !self.streams.iter().any(|x| x.stream == s.stream) {
+                self.streams.push(s);
+            }
+        }
+        for r in other.ranges {
+            if !self.ranges.iter().any(|x| x.id == r.id) {
+                self.ranges.push(r);
+            }
+        }
+        for o in other.ops {
+            if !self.ops.iter().any(|x| x.id == o.id) {
+                self.ops.push(o);
+            }
+        }
+        self.spans.extend(other.spans);
+        self.memory.extend(other.memory);
+        self.dropped.recorder += other.dropped.recorder;
+        self.dropped.cupti += other.dropped.cupti;
+        self.clocks.extend(other.clocks);
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        for d in other.devices {
+            if !self.devices.iter().any(|x| x.device == d.device) {
+                self.devices.push(d);
+            }
+        }
+        for w in other.waits {
+            if !self.waits.contains(&w) {
+                self.waits.push(w);
+            }
+        }
+        self.normalize();
     }
 
     /// The earliest and latest time of anything in the trace, ns; `None`
@@ -281,6 +396,8 @@ impl Trace {
         self.ops.sort_by_key(|o| (o.host_start_ns, o.id));
         self.spans.sort_by_key(|s| (s.start_ns, s.end_ns, s.op));
         self.memory.sort_by_key(|m| m.t_ns);
+        self.devices.sort_by_key(|d| d.device);
+        self.waits.sort_by_key(|w| w.t_ns);
     }
 
     /// The part of the trace that starts inside `[start_ns, end_ns]`: ranges,
@@ -294,6 +411,7 @@ impl Trace {
         t.ops.retain(|o| inside(o.host_start_ns));
         t.spans.retain(|s| inside(s.start_ns));
         t.memory.retain(|m| inside(m.t_ns));
+        t.waits.retain(|w| inside(w.t_ns));
         t
     }
 
