@@ -10,10 +10,12 @@
 //! then one `nccl::group` all-reduces bucket `i` of every GPU in place on
 //! the communication streams. gpu-sync makes each all-reduce wait, on the
 //! GPU, for the kernels that wrote its bucket, while bucket `i + 1`'s
-//! compute runs. Bucket `i − 1` is dropped once bucket `i` is issued: its
-//! free is queued on the compute stream behind a device-side wait for its
-//! all-reduce, so bucket `i + 1`'s allocation reuses its memory with no host
-//! call, and the ledger's peak stays at two buckets whatever `B`.
+//! compute runs. Bucket `i − 1` is dropped once bucket `i`'s compute is
+//! issued, before bucket `i`'s all-reduce: its free is queued on the
+//! communication stream (its latest use) right behind its own all-reduce,
+//! so bucket `i + 1`'s allocation reuses its memory with no host call,
+//! waiting on the GPU for that all-reduce only, and the ledger's peak stays
+//! at two buckets whatever `B`.
 //!
 //! Timed with events on every GPU (the longest device span counts), the
 //! median over `steps` repetitions of: C, compute alone (every bucket's
@@ -30,7 +32,12 @@
 //!
 //! Sizes: `--buckets B --bucket-mib X --steps S [--passes P]`, or the
 //! environment `DDP_BUCKETS`, `DDP_BUCKET_MIB`, `DDP_STEPS`, `DDP_PASSES`
-//! (a fixed number of passes skips the calibration). Defaults 16 × 64 MiB,
+//! (a fixed number of passes skips the calibration). `--fma N`
+//! (`DDP_FMA`): compute-bound passes instead, each the kernels crate's
+//! `intensity_f32` with N FMAs per float into a scratch buffer, then one
+//! `scale` writing the bucket — compute that leaves memory bandwidth to
+//! NCCL, as matrix products do. `--blocking 1` (`DDP_BLOCKING`): blocking
+//! communicators (one process only). Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
@@ -61,11 +68,18 @@ struct Config {
     steps: usize,
     /// `scale` launches per bucket; `None`: calibrated so that C ≈ M.
     passes: Option<usize>,
+    /// Compute-bound passes instead: each pass is the kernels crate's
+    /// `intensity_f32` with this many FMAs per float, into a scratch
+    /// buffer, and one `scale` then writes the bucket (`--fma N`).
+    fma: Option<u32>,
+    /// Blocking communicators (one process only; `--blocking 1`).
+    blocking: bool,
 }
 
 impl Config {
     /// The GPU-sized defaults: 16 buckets of 64 MiB, 7 steps.
-    const GPU: Config = Config { buckets: 16, bucket_bytes: 64 << 20, steps: 7, passes: None };
+    const GPU: Config =
+        Config { buckets: 16, bucket_bytes: 64 << 20, steps: 7, passes: None, fma: None, blocking: false };
 
     /// `base`, overridden by the environment, then by `args` (flags).
     fn from(base: Config, args: &[String]) -> BoxResult<Config> {
@@ -80,16 +94,18 @@ impl Config {
                 }
                 "steps" => c.steps = v.parse().map_err(|e| bad(&e))?,
                 "passes" => c.passes = Some(v.parse().map_err(|e| bad(&e))?),
+                "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
+                "blocking" => c.blocking = v != "0",
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking)"
                     )
                     .into());
                 }
             }
             Ok(())
         };
-        for key in ["buckets", "bucket-mib", "steps", "passes"] {
+        for key in ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking"] {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
                 set(key, &v)?;
@@ -122,6 +138,8 @@ struct Rank {
     comm_stream: Stream,
     kernels: Kernels,
     ones: DeviceBuffer<f32>,
+    /// With `--fma`: the compute-bound kernels and their output.
+    fma: Option<(kernels::RooflineKernels, kernels::Grid, std::cell::RefCell<DeviceBuffer<f32>>)>,
 }
 
 /// The value rank `r` writes into bucket `i`: small integers, so every sum
@@ -215,10 +233,38 @@ fn run_buckets(
             if freed[r].contains(&b.as_raw()) {
                 out.reused += 1;
             }
-            for _ in 0..passes {
-                rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(rank.comm.rank(), i))?;
+            match (&rank.fma, cfg.fma) {
+                (Some((roof, grid, scratch)), Some(fmas)) => {
+                    // Compute-bound passes into the scratch buffer (the
+                    // stream orders them before the bucket's write).
+                    let mut scratch = scratch.borrow_mut();
+                    for _ in 0..passes {
+                        roof.intensity(&rank.compute, *grid, &rank.ones, &mut *scratch, fmas)?;
+                    }
+                    rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(rank.comm.rank(), i))?;
+                }
+                _ => {
+                    for _ in 0..passes {
+                        rank.kernels.scale(
+                            &rank.compute,
+                            &rank.ones,
+                            &mut b,
+                            grad_value(rank.comm.rank(), i),
+                        )?;
+                    }
+                }
             }
             cur.push(b);
+        }
+        // Bucket i − 1 is dropped before bucket i's all-reduce is issued:
+        // its free goes on the communication stream (its latest use) right
+        // behind its own all-reduce. Dropped after bucket i's, it would wait
+        // for that one too, and bucket i + 1's allocation, which may take its
+        // memory, with it: compute i + 1 behind all-reduce i, no overlap.
+        if let Some(p) = prev.take() {
+            for (r, b) in p.into_iter().enumerate() {
+                freed[r].push(b.as_raw());
+            }
         }
         if phase == Phase::Step {
             nccl::group(|g| {
@@ -233,13 +279,7 @@ fn run_buckets(
                 out.wrong += count_wrong(&rank.comm_stream, b, expected(phase, world, rank, i))?;
             }
         }
-        // Bucket i − 1's all-reduce was issued one bucket ago: its free waits
-        // for it on the GPU, and bucket i + 1's allocation may take its memory.
-        if let Some(p) = prev.replace(cur) {
-            for (r, b) in p.into_iter().enumerate() {
-                freed[r].push(b.as_raw());
-            }
-        }
+        prev = Some(cur);
     }
     let t = span.end(ranks, true, phase == Phase::Step)?;
     if let Some(last) = prev {
@@ -357,10 +397,18 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
                 println!("one GPU in this machine: nothing to all-reduce with");
                 return Ok(());
             }
-            let comms = Communicator::init_all(&devices)?;
+            let comms = Communicator::init_all_with(
+                &devices,
+                CommOptions { blocking: cfg.blocking, ..CommOptions::default() },
+            )?;
             (devices, comms)
         }
         Mode::PerProcess => {
+            if cfg.blocking {
+                return Err(
+                    "--blocking 1: blocking communicators are for one process driving every GPU".into()
+                );
+            }
             let comm = Communicator::from_env(CommOptions::default())?;
             (vec![comm.device().clone()], vec![comm])
         }
@@ -369,12 +417,24 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
     for (device, comm) in devices.iter().zip(comms) {
         let compute = Stream::new(device)?;
         let ones = DeviceBuffer::from_slice(&compute, &vec![1.0f32; cfg.elems()])?;
+        let fma = match cfg.fma {
+            None => None,
+            Some(_) => {
+                let sms = device.attribute(
+                    gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                )?;
+                let grid = kernels::Grid { blocks: 4 * sms.max(1) as u32, threads: 256 };
+                let scratch = DeviceBuffer::<f32>::alloc(&compute, cfg.elems())?;
+                Some((kernels::RooflineKernels::load(device)?, grid, std::cell::RefCell::new(scratch)))
+            }
+        };
         ranks.push(Rank {
             device: device.clone(),
             comm,
             comm_stream: Stream::new(device)?,
             kernels: Kernels::load(device)?,
             ones,
+            fma,
             compute,
         });
     }
@@ -442,7 +502,9 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
     let peaks = across(&ranks, mode, ReduceOp::Max, peaks)?;
     let (peak_alloc, peak_reserved) = (peaks[0] as u64, (peaks[1] >= 0.0).then_some(peaks[1] as u64));
     let bb = cfg.bucket_bytes as u64;
-    let ones = bb; // the constant input of `scale`, one bucket's size
+    // The constant input of `scale` (and with --fma its scratch output),
+    // one bucket's size each.
+    let ones = bb * if cfg.fma.is_some() { 2 } else { 1 };
     let peak_buckets = peak_alloc.saturating_sub(ones) as f64 / bb as f64;
 
     if ranks[0].comm.rank() == 0 {
@@ -498,13 +560,20 @@ fn report(r: &Report) {
     let hidden = (cf + mf - sf) / cf.min(mf);
     let ratio = cf / mf;
     let bb = cfg.bucket_bytes as u64;
-    let peak_buckets = peak_alloc.saturating_sub(bb) as f64 / bb as f64; // less `scale`'s input
+    // Less `scale`'s input (and --fma's scratch).
+    let fixed = bb * if cfg.fma.is_some() { 2 } else { 1 };
+    let peak_buckets = peak_alloc.saturating_sub(fixed) as f64 / bb as f64;
     let procs = match mode {
         Mode::OneProcess => "one process",
         Mode::PerProcess => "one process per GPU",
     };
+    let kind = match cfg.fma {
+        Some(f) => format!("{passes} compute-bound passes (intensity_f32, {f} FMAs per float) and one scale"),
+        None => format!("{passes} scale passes"),
+    };
+    let comms = if cfg.blocking { "blocking" } else { "non-blocking" };
     println!(
-        "DDP overlap: {n} GPUs ({procs}), {} buckets x {}, {} steps (median), {passes} scale passes per bucket",
+        "DDP overlap: {n} GPUs ({procs}, {comms} communicators), {} buckets x {}, {} steps (median), {kind} per bucket",
         cfg.buckets,
         mib(bb),
         cfg.steps
@@ -578,8 +647,21 @@ fn runs_on_the_simulator() {
     // CI has no GPU: `select_driver` picks the simulator (two devices);
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
-    let small = Config { buckets: 4, bucket_bytes: 64 << 10, steps: 3, passes: None };
+    let small =
+        Config { buckets: 4, bucket_bytes: 64 << 10, steps: 3, passes: None, fma: None, blocking: false };
     run(Config::from(small, &[]).expect("the configuration"), Mode::OneProcess).expect("the example failed");
+}
+
+#[test]
+fn compute_bound_passes_on_blocking_communicators() {
+    // `--fma` and `--blocking 1`: the same exact sums and the same peak of
+    // two buckets (the scratch buffer counted apart).
+    let small =
+        Config { buckets: 4, bucket_bytes: 64 << 10, steps: 2, passes: None, fma: None, blocking: false };
+    let mut c = Config::from(small, &[]).expect("the configuration");
+    c.fma = Some(c.fma.unwrap_or(16));
+    c.blocking = true;
+    run(c, Mode::OneProcess).expect("the example failed");
 }
 
 #[test]
@@ -605,7 +687,8 @@ fn one_rank_per_process() {
     // its communicator from the environment and reduces its figures with
     // NCCL. The parent fails if the rank fails (a wrong element, a peak
     // over two buckets, any error).
-    let small = Config { buckets: 3, bucket_bytes: 64 << 10, steps: 2, passes: None };
+    let small =
+        Config { buckets: 3, bucket_bytes: 64 << 10, steps: 2, passes: None, fma: None, blocking: false };
     let opts = SpawnOptions {
         timeout: Duration::from_secs(300),
         args: Some(["--exact", "one_rank_per_process", "--nocapture"].map(Into::into).to_vec()),
