@@ -642,8 +642,14 @@ fn main() -> BoxResult<()> {
     main_with(std::env::args().skip(1).collect())
 }
 
+/// The in-process tests share the devices' memory statistics (the peak the
+/// example checks) and the simulated clock: they run one at a time.
+#[cfg(test)]
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn runs_on_the_simulator() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // CI has no GPU: `select_driver` picks the simulator (two devices);
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
@@ -654,6 +660,7 @@ fn runs_on_the_simulator() {
 
 #[test]
 fn compute_bound_passes_on_blocking_communicators() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // `--fma` and `--blocking 1`: the same exact sums and the same peak of
     // two buckets (the scratch buffer counted apart).
     let small =
