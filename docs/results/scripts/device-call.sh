@@ -27,6 +27,9 @@
 #              16 x 64, $DDP_STEPS steps), then PyTorch's peer on the same buckets under torchrun,
 #              one process per GPU (ddp-overlap-torch.py: matmul and elementwise compute, works
 #              waited at the end and one bucket behind) (issue 30 item 6)
+#   ddpx       ddp_overlap (one process, every GPU, $DDP_BUCKETS x $DDP_BUCKET_MIB MiB) three ways:
+#              scale passes on non-blocking communicators, the same on blocking ones, and
+#              compute-bound passes (DDP_FMA=${DDP_FMA:-256} FMAs per float) on blocking ones
 #   testsel    only the bundle's test binaries named in $TEST_BINS (names under tests/), ignored
 #              GPU tests included, each within $TEST_TIMEOUT (120 s)
 #   ncclsmall  the small-message question (issue 30): `gpu-bench nccl` all-reduce 8 B-32 KiB and
@@ -158,6 +161,19 @@ for v in r["variants"]:
           v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20,
           v["operand_bytes"] / 2**20, v["wrong"]))
 PY
+      ;;
+    ddpx)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      db=${DDP_BUCKETS:-16} dm=${DDP_BUCKET_MIB:-64} ds=${DDP_STEPS:-7}
+      for v in "scale 0 0" "scale 1 0" "fma 1 ${DDP_FMA:-256}"; do
+        set -- $v
+        GPU_SYNC_DRIVER=cuda DDP_BUCKETS=$db DDP_BUCKET_MIB=$dm DDP_STEPS=$ds DDP_BLOCKING=$2 DDP_FMA=$3 \
+          timeout "${DDP_TIMEOUT:-120}" $B/tests/gpu-sync-examples--ddp_overlap --exact runs_on_the_simulator \
+          --nocapture >"$logs/ddp-$1-b$2.log" 2>&1
+        say "ddp_overlap ($ngpu GPUs, $1, blocking $2, fma $3): exit $? in $((SECONDS - t0)) s"
+        grep -E '^(DDP|  )' "$logs/ddp-$1-b$2.log" | tee -a "$summary"
+      done
       ;;
     testsel)
       for b in ${TEST_BINS:-}; do
