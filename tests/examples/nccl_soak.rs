@@ -86,18 +86,24 @@ struct Shared {
     totals: Totals,
     /// The longest buffer, elements.
     max: usize,
+    /// Only rounds of this kind (0 collective, 1 copy, 2 kernel): `SOAK_ONLY`.
+    only: Option<usize>,
 }
 
 /// One thread's rounds until `stop`.
 fn worker(id: usize, sh: &Shared) -> Result<(), Error> {
-    let Shared { devices, comms, kernels, ones, stop, totals, max } = sh;
+    let Shared { devices, comms, kernels, ones, stop, totals, max, .. } = sh;
     let max = *max;
     let streams: Vec<Stream> = devices.iter().map(Stream::new).collect::<Result<_, _>>()?;
     let n = devices.len();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (id as u64 + 1));
     while !stop.load(Ordering::Relaxed) {
         let len = 4 * (1 + rng.below(max / 4));
-        let wrong = match rng.below(3) {
+        let kind = match sh.only {
+            Some(k) => k,
+            None => rng.below(3),
+        };
+        let wrong = match kind {
             0 => {
                 // Rank r holds r + 1 + k (small integers: every sum is exact).
                 let k = rng.below(100) as f32;
@@ -189,6 +195,7 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
         stop: AtomicBool::new(false),
         totals: Totals::default(),
         max,
+        only: std::env::var("SOAK_ONLY").ok().and_then(|v| v.parse().ok()).filter(|&k: &usize| k < 3),
     };
     let (devices, stop, totals) = (&sh.devices, &sh.stop, &sh.totals);
     let start = Instant::now();
@@ -207,8 +214,10 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
             let (now, rounds) = (Instant::now(), totals.rounds.load(Ordering::Relaxed));
             let rate = (rounds - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
             let rss = rss_mib();
+            let held =
+                session.as_ref().map(|s| format!("  simulator: {:?}", s.footprint())).unwrap_or_default();
             println!(
-                "{:>7.1} s  {rounds:>9} rounds  {rate:>9.0}/s  RSS {rss:.1} MiB",
+                "{:>7.1} s  {rounds:>9} rounds  {rate:>9.0}/s  RSS {rss:.1} MiB{held}",
                 start.elapsed().as_secs_f64()
             );
             if rss_early.is_none() && start.elapsed().as_secs_f64() >= seconds / 5.0 {
