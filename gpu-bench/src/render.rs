@@ -77,8 +77,9 @@ fn noise(c: &Counter) -> String {
 
 /// The timing table of `records`: one row per (record, mode). The `stop`
 /// column says which rule ended sampling and the wall time sampling took
-/// after warmup (`converged in 0.61 s`). Modes are timed by events: on the
-/// simulator (`simulated`) the median and IQR headers say `simulated`.
+/// after warmup (`converged in 0.61 s`), by the host's clock. Modes are
+/// timed by events: on the simulator (`simulated`) the median, IQR and
+/// throughput headers say `simulated`.
 pub fn records_markdown(records: &[Record], simulated: bool) -> String {
     let mut rows = Vec::new();
     for r in records {
@@ -113,8 +114,14 @@ pub fn records_markdown(records: &[Record], simulated: bool) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let (median, iqr) = if simulated { ("median (simulated)", "IQR (simulated)") } else { ("median", "IQR") };
-    table(&["benchmark", "mode", median, "noise", iqr, "samples", "throughput", "stop"], &rows)
+    let (median, iqr, throughput) = if simulated {
+        ("median (simulated)", "IQR (simulated)", "throughput (simulated)")
+    } else {
+        ("median", "IQR", "throughput")
+    };
+    // The sampling time in `stop` is the host's (std::time::Instant), on
+    // the simulator too.
+    table(&["benchmark", "mode", median, "noise", iqr, "samples", throughput, "stop (host clock)"], &rows)
 }
 
 /// The counters of the records timed by `clock`, one table. Its value
