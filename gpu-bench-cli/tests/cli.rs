@@ -52,7 +52,8 @@ fn every_subcommand_runs_on_the_simulator() {
         assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().starts_with("# "));
         let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
         assert!(
-            csv.starts_with("benchmark,params,mode,counter,value,unit,noise\n") && csv.lines().count() > 1
+            csv.starts_with("benchmark,params,mode,counter,value,unit,noise,clock\n")
+                && csv.lines().count() > 1
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if simulated {
         println!("(no GPU driver: SIMULATED times from cuda-sim)\n");
     }
-    println!("{}", render::records_markdown(&records));
+    println!("{}", render::records_markdown(&records, simulated));
     println!("{}", Compare::new(&records, "n", Mode::Hot).to_markdown());
     Ok(())
 }

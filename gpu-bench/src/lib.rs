@@ -40,7 +40,8 @@
 //!     .modes(&[Mode::Cold, Mode::Hot])
 //!     .settings(Settings::quick())
 //!     .run(&stream, |s| s.copy(&src, &mut dst))?;
-//! println!("{}", render::records_markdown(&[record]));
+//! let simulated = gpu_bench::device_info(&device)?.simulated; // headers say so
+//! println!("{}", render::records_markdown(&[record], simulated));
 //! # Ok::<(), gpu_bench::Error>(())
 //! ```
 //! A kernel of your own is the same: load it with
@@ -136,6 +137,6 @@ pub use compare::{Compare, Verdict};
 pub use error::{Error, Result};
 pub use info::{ClockCheck, DeviceInfo, PcieLink, Resolution, device_info};
 pub use instruments::{GateFlag, Instruments, SpinGate};
-pub use record::{Counter, Mode, ModeResult, Record, Report, Unit, Warning};
+pub use record::{Counter, Mode, ModeResult, Record, Report, TimedBy, Unit, Warning};
 pub use settings::Settings;
 pub use stop::{Rule, StopReason};

@@ -248,6 +248,47 @@ impl ModeResult {
     }
 }
 
+/// The clock that timed a record's figures. Figures of different clocks
+/// never share a column: the renderers put a [`TimedBy::Host`] record's
+/// counters in a table of their own, labelled with its clock.
+///
+/// ```
+/// use gpu_bench::{Record, TimedBy};
+/// let r = Record::new("stream synchronize (idle)", &[]).timed_by(TimedBy::Host);
+/// assert_eq!(r.timed_by, TimedBy::Host);
+/// assert_eq!(Record::new("read", &[]).timed_by, TimedBy::Events); // the engine's modes
+/// assert_eq!(TimedBy::Host.label(true), "host clock");
+/// assert_eq!(TimedBy::Events.label(true), "simulated");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimedBy {
+    /// CUDA events, the device's clock: the engine's modes and what is
+    /// computed from them. On the simulator, simulated time.
+    #[default]
+    Events,
+    /// The host's clock (`std::time::Instant`): real CPU time, on the
+    /// simulator too (the software driver's own cost, not simulated).
+    Host,
+}
+
+impl TimedBy {
+    /// Whether this is [`TimedBy::Events`] (the JSON leaves that out).
+    pub fn is_events(&self) -> bool {
+        *self == TimedBy::Events
+    }
+
+    /// The clock's name for a column header: `simulated` for events on the
+    /// simulator, `device events` on a GPU, `host clock` for the host.
+    pub fn label(self, simulated: bool) -> &'static str {
+        match (self, simulated) {
+            (TimedBy::Events, true) => "simulated",
+            (TimedBy::Events, false) => "device events",
+            (TimedBy::Host, _) => "host clock",
+        }
+    }
+}
+
 /// The result of one benchmark: a name, its parameters (the key), the modes
 /// it ran in, counters derived across modes, warnings.
 ///
@@ -277,6 +318,11 @@ pub struct Record {
     /// version 2 and for a record of first-call mode only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<WarmupCurve>,
+    /// The clock that timed the record's figures; absent in the JSON for
+    /// [`TimedBy::Events`] (and in reports written before it existed, all
+    /// of whose records were rendered as events).
+    #[serde(default, skip_serializing_if = "TimedBy::is_events")]
+    pub timed_by: TimedBy,
 }
 
 impl Record {
@@ -291,7 +337,14 @@ impl Record {
             counters: Vec::new(),
             warnings: Vec::new(),
             warmup: None,
+            timed_by: TimedBy::Events,
         }
+    }
+
+    /// The same record, marked as timed by `clock`.
+    pub fn timed_by(mut self, clock: TimedBy) -> Record {
+        self.timed_by = clock;
+        self
     }
 
     /// The key: name and parameters (`read{size=1 GiB}`).

@@ -3,7 +3,7 @@
 //! JSON (everything, with the schema version). Renderers only format:
 //! every number comes from the records.
 
-use crate::record::{Counter, Record, Report, Unit, format_value};
+use crate::record::{Counter, Record, Report, TimedBy, Unit, format_value};
 use std::path::Path;
 
 /// An output format (`--format`).
@@ -77,8 +77,10 @@ fn noise(c: &Counter) -> String {
 
 /// The timing table of `records`: one row per (record, mode). The `stop`
 /// column says which rule ended sampling and the wall time sampling took
-/// after warmup (`converged in 0.61 s`).
-pub fn records_markdown(records: &[Record]) -> String {
+/// after warmup (`converged in 0.61 s`), by the host's clock. Modes are
+/// timed by events: on the simulator (`simulated`) the median, IQR and
+/// throughput headers say `simulated`.
+pub fn records_markdown(records: &[Record], simulated: bool) -> String {
     let mut rows = Vec::new();
     for r in records {
         for m in &r.modes {
@@ -112,18 +114,35 @@ pub fn records_markdown(records: &[Record]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    table(&["benchmark", "mode", "median", "noise", "IQR", "samples", "throughput", "stop"], &rows)
+    let (median, iqr, throughput) = if simulated {
+        ("median (simulated)", "IQR (simulated)", "throughput (simulated)")
+    } else {
+        ("median", "IQR", "throughput")
+    };
+    // The sampling time in `stop` is the host's (std::time::Instant), on
+    // the simulator too.
+    table(&["benchmark", "mode", median, "noise", iqr, "samples", throughput, "stop (host clock)"], &rows)
 }
 
-fn counters_markdown(records: &[Record]) -> String {
+/// The counters of the records timed by `clock`, one table. Its value
+/// header names the clock wherever a reader could take it for another:
+/// always for the host clock, and for events on the simulator or when the
+/// report also has host-clock figures.
+fn counters_markdown(records: &[Record], clock: TimedBy, simulated: bool, mixed: bool) -> String {
     let rows: Vec<Vec<String>> = records
         .iter()
+        .filter(|r| r.timed_by == clock)
         .flat_map(|r| r.counters.iter().map(move |c| vec![r.key(), c.name.clone(), c.display(), noise(c)]))
         .collect();
     if rows.is_empty() {
         return String::new();
     }
-    table(&["benchmark", "counter", "value", "noise"], &rows)
+    let value = if clock == TimedBy::Host || simulated || mixed {
+        format!("value ({})", clock.label(simulated))
+    } else {
+        "value".to_owned()
+    };
+    table(&["benchmark", "counter", &value, "noise"], &rows)
 }
 
 /// The header lines: device, driver, clock, resolution, date, command.
@@ -131,7 +150,14 @@ pub fn header(report: &Report) -> String {
     let d = &report.device;
     let mut s = format!("# {}\n\n", report.title);
     if report.simulated {
-        s.push_str("**SIMULATED TIMES** — the software driver cuda-sim ran this; no GPU was measured.\n\n");
+        s.push_str("**SIMULATED TIMES** — the software driver cuda-sim ran this; no GPU was measured.");
+        if report.records.iter().any(|r| r.timed_by == TimedBy::Host) {
+            s.push_str(
+                " Every figure is simulated except those of the host-clock table, which are real CPU \
+                 times of the software driver: the two do not compare.",
+            );
+        }
+        s.push_str("\n\n");
     }
     s.push_str(&format!("{} · CUDA {} · {}", d.name, d.driver_cuda_version, report.date));
     match &report.clock {
@@ -174,15 +200,18 @@ pub fn warmup_markdown(records: &[Record]) -> String {
 /// The whole report as markdown.
 pub fn markdown(report: &Report) -> String {
     let mut s = header(report);
-    let t = records_markdown(&report.records);
+    let t = records_markdown(&report.records, report.simulated);
     if !t.is_empty() {
         s.push_str(&t);
         s.push('\n');
     }
-    let c = counters_markdown(&report.records);
-    if !c.is_empty() {
-        s.push_str(&c);
-        s.push('\n');
+    let mixed = report.records.iter().any(|r| r.timed_by == TimedBy::Host);
+    for clock in [TimedBy::Events, TimedBy::Host] {
+        let c = counters_markdown(&report.records, clock, report.simulated, mixed);
+        if !c.is_empty() {
+            s.push_str(&c);
+            s.push('\n');
+        }
     }
     let w = warmup_markdown(&report.records);
     if !w.is_empty() {
@@ -206,25 +235,28 @@ fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
 }
 
-/// The report as CSV: `benchmark,params,mode,counter,value,unit,noise`, one
-/// row per counter (a mode's median, quartiles, sample count and
-/// throughput; a record's own counters with an empty mode).
+/// The report as CSV: `benchmark,params,mode,counter,value,unit,noise,clock`,
+/// one row per counter (a mode's median, quartiles, sample count and
+/// throughput; a record's own counters with an empty mode); `clock` names
+/// the clock of the row's value ([`TimedBy::label`]: `simulated`, `device
+/// events` or `host clock`).
 pub fn csv(report: &Report) -> String {
-    let mut s = String::from("benchmark,params,mode,counter,value,unit,noise\n");
+    let mut s = String::from("benchmark,params,mode,counter,value,unit,noise,clock\n");
     let unit = |u: Unit| {
         serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
     };
     let mut row = |r: &Record, mode: &str, name: &str, value: f64, u: &str, noise: Option<f64>| {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{}\n",
             csv_field(&r.name),
             csv_field(&params.join(";")),
             mode,
             csv_field(name),
             value,
             u,
-            noise.map_or(String::new(), |n| n.to_string())
+            noise.map_or(String::new(), |n| n.to_string()),
+            r.timed_by.label(report.simulated)
         ));
     };
     for r in &report.records {

@@ -174,7 +174,8 @@ pub struct PairResult {
 pub struct P2pReport {
     /// Device names by ordinal.
     pub devices: Vec<String>,
-    /// Whether the simulator ran it (every figure is then simulated).
+    /// Whether the simulator ran it (every figure timed by events is then
+    /// simulated; the host-clock figures are real CPU time).
     pub simulated: bool,
     /// Bytes per bandwidth copy.
     pub bytes: usize,
@@ -374,7 +375,12 @@ pub fn run(devices: &[Device], opts: P2pOptions) -> crate::Result<P2pReport> {
             .to_owned(),
     ];
     if simulated {
-        notes.push("simulated: every figure comes from cuda-sim's device model, not a GPU".into());
+        notes.push(
+            "simulated: every figure timed by events comes from cuda-sim's device model, not a GPU; the \
+             host-time table's figures are real CPU times of the software driver, not simulated: the two \
+             do not compare"
+                .into(),
+        );
     }
     let links = nvml::links(devices);
     if let Err(why) = &links {

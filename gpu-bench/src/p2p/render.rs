@@ -1,29 +1,30 @@
 //! The p2p report as markdown, CSV and a heat-map SVG.
 
 use super::{Figure, P2pReport, PairResult};
+use crate::record::TimedBy;
 use std::fmt::Write as _;
 
-/// The columns of the pair table: header, unit, accessor.
-type Column = (&'static str, fn(&PairResult) -> &Figure);
+/// The columns of the CSV: header, clock, accessor.
+type Column = (&'static str, TimedBy, fn(&PairResult) -> &Figure);
 
 const COLUMNS: [Column; 17] = [
-    ("copy off (staged) GB/s", |p| &p.copy_off_gbs),
-    ("copy off both ways GB/s", |p| &p.copy_both_off_gbs),
-    ("copy on GB/s", |p| &p.copy_on_gbs),
-    ("copy on both ways GB/s", |p| &p.copy_both_on_gbs),
-    ("raw cuMemcpyPeerAsync on GB/s", |p| &p.raw_on_gbs),
-    ("raw both ways GB/s", |p| &p.raw_both_on_gbs),
-    ("SM push GB/s", |p| &p.sm_push_gbs),
-    ("SM push raw GB/s", |p| &p.sm_push_raw_gbs),
-    ("SM pull GB/s", |p| &p.sm_pull_gbs),
-    ("SM pull raw GB/s", |p| &p.sm_pull_raw_gbs),
-    ("4 B latency on, GPU µs", |p| &p.latency_gpu_on_us),
-    ("4 B latency off, GPU µs", |p| &p.latency_gpu_off_us),
-    ("4 B round trip on, host µs", |p| &p.latency_host_on_us),
-    ("handoff GPU µs/hop", |p| &p.handoff_gpu_us),
-    ("handoff raw GPU µs/hop", |p| &p.handoff_raw_gpu_us),
-    ("handoff host µs/hop", |p| &p.handoff_host_us),
-    ("handoff raw host µs/hop", |p| &p.handoff_raw_host_us),
+    ("copy off (staged) GB/s", TimedBy::Events, |p| &p.copy_off_gbs),
+    ("copy off both ways GB/s", TimedBy::Events, |p| &p.copy_both_off_gbs),
+    ("copy on GB/s", TimedBy::Events, |p| &p.copy_on_gbs),
+    ("copy on both ways GB/s", TimedBy::Events, |p| &p.copy_both_on_gbs),
+    ("raw cuMemcpyPeerAsync on GB/s", TimedBy::Events, |p| &p.raw_on_gbs),
+    ("raw both ways GB/s", TimedBy::Events, |p| &p.raw_both_on_gbs),
+    ("SM push GB/s", TimedBy::Events, |p| &p.sm_push_gbs),
+    ("SM push raw GB/s", TimedBy::Events, |p| &p.sm_push_raw_gbs),
+    ("SM pull GB/s", TimedBy::Events, |p| &p.sm_pull_gbs),
+    ("SM pull raw GB/s", TimedBy::Events, |p| &p.sm_pull_raw_gbs),
+    ("4 B latency on, GPU µs", TimedBy::Events, |p| &p.latency_gpu_on_us),
+    ("4 B latency off, GPU µs", TimedBy::Events, |p| &p.latency_gpu_off_us),
+    ("4 B round trip on, host µs", TimedBy::Host, |p| &p.latency_host_on_us),
+    ("handoff GPU µs/hop", TimedBy::Events, |p| &p.handoff_gpu_us),
+    ("handoff raw GPU µs/hop", TimedBy::Events, |p| &p.handoff_raw_gpu_us),
+    ("handoff host µs/hop", TimedBy::Host, |p| &p.handoff_host_us),
+    ("handoff raw host µs/hop", TimedBy::Host, |p| &p.handoff_raw_host_us),
 ];
 
 /// A cell of a pair table: a figure, or one computed from two.
@@ -36,10 +37,12 @@ enum Cell {
     Diff(fn(&PairResult) -> &Figure, fn(&PairResult) -> &Figure),
 }
 
-/// A pair table: its title, the headers of the columns naming the pair,
-/// those cells, and the figures' columns.
+/// A pair table: its title, the clock of every figure in it (one clock a
+/// table: figures of two clocks never share one), the headers of the
+/// columns naming the pair, those cells, and the figures' columns.
 struct Table {
     title: &'static str,
+    clock: TimedBy,
     lead: &'static [&'static str],
     pair: fn(&PairResult) -> String,
     columns: &'static [(&'static str, Cell)],
@@ -50,8 +53,9 @@ fn one_way(p: &PairResult) -> String {
 }
 
 /// The pair tables, each at most eight columns.
-const TABLES: [Table; 5] = [
+const TABLES: [Table; 6] = [
     Table {
+        clock: TimedBy::Events,
         title: "Copy-engine bandwidth, gpu-sync `Stream::copy` (GB/s)",
         lead: &["pair", "link", "peer", "rank"],
         pair: |p| {
@@ -71,6 +75,7 @@ const TABLES: [Table; 5] = [
         ],
     },
     Table {
+        clock: TimedBy::Events,
         title: "Peer access on: gpu-sync against a raw `cuMemcpyPeerAsync` loop (GB/s)",
         lead: &["pair"],
         pair: one_way,
@@ -84,6 +89,7 @@ const TABLES: [Table; 5] = [
         ],
     },
     Table {
+        clock: TimedBy::Events,
         title: "SM copy kernel (`copy_u32x4`) across the link: gpu-sync's launch against the same function by `cuLaunchKernel` (GB/s)",
         lead: &["pair"],
         pair: one_way,
@@ -97,26 +103,36 @@ const TABLES: [Table; 5] = [
         ],
     },
     Table {
-        title: "4-byte latency (µs)",
+        clock: TimedBy::Events,
+        title: "4-byte latency, GPU time by events (µs)",
         lead: &["pair"],
         pair: one_way,
         columns: &[
-            ("GPU, access on", Cell::Fig(|p| &p.latency_gpu_on_us)),
-            ("GPU, access off", Cell::Fig(|p| &p.latency_gpu_off_us)),
-            ("host round trip, on", Cell::Fig(|p| &p.latency_host_on_us)),
+            ("access on", Cell::Fig(|p| &p.latency_gpu_on_us)),
+            ("access off", Cell::Fig(|p| &p.latency_gpu_off_us)),
         ],
     },
     Table {
-        title: "Cross-device handoff, gpu-sync's automatic waits against raw events and waits (µs per hop)",
+        clock: TimedBy::Events,
+        title: "Cross-device handoff, gpu-sync's automatic waits against raw events and waits, GPU time by events (µs per hop)",
         lead: &["chain"],
         pair: |p| format!("{} → {} → {}", p.src, p.dst, p.src),
         columns: &[
-            ("GPU ours", Cell::Fig(|p| &p.handoff_gpu_us)),
-            ("GPU raw", Cell::Fig(|p| &p.handoff_raw_gpu_us)),
-            ("GPU ours − raw", Cell::Diff(|p| &p.handoff_gpu_us, |p| &p.handoff_raw_gpu_us)),
-            ("host ours", Cell::Fig(|p| &p.handoff_host_us)),
-            ("host raw", Cell::Fig(|p| &p.handoff_raw_host_us)),
-            ("host ours / raw", Cell::Ratio(|p| &p.handoff_host_us, |p| &p.handoff_raw_host_us)),
+            ("ours", Cell::Fig(|p| &p.handoff_gpu_us)),
+            ("raw", Cell::Fig(|p| &p.handoff_raw_gpu_us)),
+            ("ours − raw", Cell::Diff(|p| &p.handoff_gpu_us, |p| &p.handoff_raw_gpu_us)),
+        ],
+    },
+    Table {
+        clock: TimedBy::Host,
+        title: "Host time: the 4-byte copy's round trip (a copy and a stream synchronize, access on) and the handoff chains' submission (µs)",
+        lead: &["pair"],
+        pair: one_way,
+        columns: &[
+            ("4 B round trip", Cell::Fig(|p| &p.latency_host_on_us)),
+            ("handoff ours, per hop", Cell::Fig(|p| &p.handoff_host_us)),
+            ("handoff raw, per hop", Cell::Fig(|p| &p.handoff_raw_host_us)),
+            ("handoff ours / raw", Cell::Ratio(|p| &p.handoff_host_us, |p| &p.handoff_raw_host_us)),
         ],
     },
 ];
@@ -181,13 +197,20 @@ impl P2pReport {
             s.push('\n');
         }
         for t in &TABLES {
-            let _ = writeln!(s, "\n## {}{sim}\n", t.title);
+            let clock = match t.clock {
+                TimedBy::Events => sim.to_owned(),
+                TimedBy::Host if self.simulated => {
+                    " (host clock: real CPU time of the software driver, not simulated)".to_owned()
+                }
+                TimedBy::Host => " (host clock)".to_owned(),
+            };
+            let _ = writeln!(s, "\n## {}{clock}\n", t.title);
             if t.lead == ["chain"] {
                 let _ = writeln!(
                     s,
                     "{} hops a chain (`bump_u32` on 64 words, the buffer on the first device), queued \
-                     behind a spin gate, timed by events on the first device; host: the hops' \
-                     submission.\n",
+                     behind a spin gate, timed by events on the first device; the host's time to \
+                     submit the hops is in the host-time table.\n",
                     self.handoff_hops
                 );
             }
@@ -217,16 +240,19 @@ impl P2pReport {
         s
     }
 
-    /// One row per pair and figure: `src,dst,link,figure,value,missing`.
+    /// One row per pair and figure: `src,dst,link,figure,value,missing,clock`,
+    /// where `clock` names the figure's clock (`simulated`, `device events`
+    /// or `host clock`, as [`TimedBy::label`]).
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("src,dst,link,figure,value,missing\n");
+        let mut s = String::from("src,dst,link,figure,value,missing,clock\n");
         for p in &self.pairs {
-            for (h, get) in COLUMNS {
+            for (h, clock, get) in COLUMNS {
                 let (v, why) = match get(p) {
                     Figure::Value(v) => (v.to_string(), String::new()),
                     Figure::Missing(w) => (String::new(), w.replace(['"', ','], ";")),
                 };
-                let _ = writeln!(s, "{},{},{},\"{h}\",{v},\"{why}\"", p.src, p.dst, p.link);
+                let clock = clock.label(self.simulated);
+                let _ = writeln!(s, "{},{},{},\"{h}\",{v},\"{why}\",{clock}", p.src, p.dst, p.link);
             }
         }
         s
@@ -285,5 +311,77 @@ impl P2pReport {
     /// The pair `src → dst`.
     pub fn pair(&self, src: i32, dst: i32) -> Option<&PairResult> {
         self.pairs.iter().find(|p| p.src == src && p.dst == dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A simulated two-device report whose host-clock figures are 777 µs
+    /// and every event figure 5.
+    fn simulated() -> P2pReport {
+        let fig = |name: &str| if name.contains("host") { 777.0 } else { 5.0 };
+        let names = [
+            "copy_off_gbs",
+            "copy_both_off_gbs",
+            "copy_on_gbs",
+            "copy_both_on_gbs",
+            "raw_on_gbs",
+            "raw_both_on_gbs",
+            "sm_push_gbs",
+            "sm_push_raw_gbs",
+            "sm_pull_gbs",
+            "sm_pull_raw_gbs",
+            "latency_gpu_on_us",
+            "latency_gpu_off_us",
+            "latency_host_on_us",
+            "handoff_gpu_us",
+            "handoff_raw_gpu_us",
+            "handoff_host_us",
+            "handoff_raw_host_us",
+        ];
+        let figures: Vec<String> =
+            names.iter().map(|n| format!("\"{n}\": {{\"value\": {}}}", fig(n))).collect();
+        let json = format!(
+            r#"{{"devices": ["a", "b"], "simulated": true, "bytes": 16, "repeats": 1, "handoff_hops": 2,
+            "notes": [], "pairs": [{{"src": 0, "dst": 1, "link": "unknown", "can_access_peer": true,
+            "performance_rank": null, {}}}]}}"#,
+            figures.join(", ")
+        );
+        serde_json::from_str(&json).expect("a p2p report")
+    }
+
+    #[test]
+    fn host_time_never_shares_a_table_with_simulated_figures() {
+        let md = simulated().to_markdown();
+        let mut host_sections = 0;
+        for section in md.split("\n## ").skip(1) {
+            let title = section.lines().next().unwrap_or("");
+            if section.contains("777.0") {
+                host_sections += 1;
+                assert!(title.contains("host clock") && title.contains("not simulated"), "{section}");
+                assert!(!section.contains("5.00"), "a simulated figure beside host time:\n{section}");
+            } else {
+                assert!(title.ends_with("(simulated)"), "{section}");
+                assert!(!section.lines().any(|l| l.starts_with('|') && l.contains("host")), "{section}");
+            }
+        }
+        assert_eq!(host_sections, 1, "{md}");
+    }
+
+    #[test]
+    fn every_csv_row_names_its_clock() {
+        let csv = simulated().to_csv();
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("src,dst,link,figure,value,missing,clock"));
+        let mut rows = 0;
+        for line in lines {
+            let clock = line.rsplit(',').next().unwrap_or("");
+            let want = if line.contains(",777,") { "host clock" } else { "simulated" };
+            assert_eq!(clock, want, "{line}");
+            rows += 1;
+        }
+        assert_eq!(rows, COLUMNS.len());
     }
 }
