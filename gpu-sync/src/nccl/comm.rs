@@ -56,6 +56,48 @@ impl Default for CommOptions {
     }
 }
 
+/// Where NCCL writes the handles of new communicators. A non-blocking
+/// init or split stores the handle when its job ends, on NCCL's own
+/// thread, after the call that took the pointer has returned (`*newcomm`
+/// assigned at the end of `ncclCommInitRankFunc`; a split sets it there
+/// only). So the slots live on the heap, are read atomically, and are
+/// freed only once every job is known to have ended ([`Slots::free`]);
+/// a path that cannot know (an error before the jobs ended) leaks them —
+/// a few words — rather than let NCCL write into freed memory.
+struct Slots(&'static [std::sync::atomic::AtomicPtr<cuda_sys::nccl_bindings::ncclComm>]);
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        let v: Vec<_> = (0..n).map(|_| std::sync::atomic::AtomicPtr::new(std::ptr::null_mut())).collect();
+        Slots(Box::leak(v.into_boxed_slice()))
+    }
+
+    /// Slot `i` as the out-pointer of one NCCL call.
+    fn out(&mut self, i: usize) -> &mut ncclComm_t {
+        // SAFETY: the slot is live heap memory (leaked until `free`) of
+        // `ncclComm_t`'s layout (`AtomicPtr<T>` is a `*mut T`); the `&mut`
+        // is used only for the one call it is passed to, while no other
+        // reference to the slot is used (reads go through `get`, after the
+        // call); NCCL's later store is atomic, as `get`'s load is.
+        unsafe { &mut *self.0[i].as_ptr() }
+    }
+
+    /// Slot `i`'s handle now (null if NCCL has not stored one).
+    fn get(&self, i: usize) -> ncclComm_t {
+        self.0[i].load(Ordering::Acquire)
+    }
+
+    /// Frees the slots: only once no NCCL job can still store into them.
+    fn free(self) {
+        let p = self.0 as *const [std::sync::atomic::AtomicPtr<cuda_sys::nccl_bindings::ncclComm>]
+            as *mut [std::sync::atomic::AtomicPtr<cuda_sys::nccl_bindings::ncclComm>];
+        // SAFETY: `p` came from `Box::leak` in `new` and is freed once
+        // (`self` is consumed); the caller knows every job that held a
+        // slot has ended, so nothing writes into it again.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
 /// A source of process-unique clique numbers (0: none).
 static CLIQUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -204,14 +246,14 @@ impl Communicator {
         let id = nc::get_unique_id(nccl)?;
         let n = devices.len();
         let clique = CLIQUES.fetch_add(1, Ordering::Relaxed);
-        let mut raws: Vec<ncclComm_t> = vec![std::ptr::null_mut(); n];
+        let mut slots = Slots::new(n);
         nc::group_start(nccl)?;
         let mut first: Option<Error> = None;
         for (rank, d) in devices.iter().enumerate() {
             let made = d
                 .inner
                 .bind()
-                .and_then(|()| init_rank_raw(nccl, &mut raws[rank], n, id, rank, options.blocking));
+                .and_then(|()| init_rank_raw(nccl, slots.out(rank), n, id, rank, options.blocking));
             if let Err(e) = made {
                 first = Some(e);
                 break;
@@ -219,12 +261,12 @@ impl Communicator {
         }
         // The group is ended on every path.
         let ended = in_progress_ok(nc::group_end(nccl));
-        let comms: Vec<Communicator> = raws
+        // An init sets its handle at once (and again when its job ends).
+        let comms: Vec<Communicator> = devices
             .iter()
-            .zip(devices)
             .enumerate()
-            .filter(|(_, (r, _))| !r.is_null())
-            .map(|(rank, (r, d))| Communicator::wrap(nccl, *r, d, rank, n, options, clique))
+            .filter(|(rank, _)| !slots.get(*rank).is_null())
+            .map(|(rank, d)| Communicator::wrap(nccl, slots.get(rank), d, rank, n, options, clique))
             .collect();
         if let Some(e) = first {
             return Err(e);
@@ -236,6 +278,8 @@ impl Communicator {
         for c in &comms {
             c.inner.wait_ready("Communicator::init_all")?;
         }
+        // Every rank's job has ended: nothing stores into the slots again.
+        slots.free();
         Ok(comms)
     }
 
@@ -270,13 +314,15 @@ impl Communicator {
         crate::ffi::refuse("ncclCommInitRankConfig")?;
         let nccl = table()?;
         device.inner.bind()?;
-        let mut raw: ncclComm_t = std::ptr::null_mut();
-        init_rank_raw(nccl, &mut raw, size, id.0, rank, false)?;
+        let mut slots = Slots::new(1);
+        init_rank_raw(nccl, slots.out(0), size, id.0, rank, false)?;
+        let raw = slots.get(0);
         if raw.is_null() {
             return Err(Error::Internal("ncclCommInitRankConfig returned no communicator".into()));
         }
         let c = Communicator::wrap(nccl, raw, device, rank, size, options, 0);
         c.inner.wait_ready("Communicator::init_rank")?;
+        slots.free();
         Ok(c)
     }
 
@@ -368,12 +414,12 @@ impl Communicator {
         }
         crate::ffi::refuse("ncclCommSplit")?;
         let nccl = p0.inner.nccl;
-        let mut raws: Vec<ncclComm_t> = vec![std::ptr::null_mut(); parents.len()];
+        let mut slots = Slots::new(parents.len());
         nc::group_start(nccl)?;
         let mut first: Option<Error> = None;
         for (i, p) in parents.iter().enumerate() {
             let made =
-                p.inner.device.inner.bind().and_then(|()| split_raw(&p.inner, raw_colors[i], &mut raws[i]));
+                p.inner.device.inner.bind().and_then(|()| split_raw(&p.inner, raw_colors[i], slots.out(i)));
             if let Err(e) = made {
                 first = Some(e);
                 break;
@@ -381,10 +427,20 @@ impl Communicator {
         }
         // The group is ended on every path.
         let ended = in_progress_ok(nc::group_end(nccl));
+        if let Some(e) = first {
+            return Err(e);
+        }
+        ended?;
+        // A split stores the new handles when its jobs end, which the
+        // parents report (their state is in progress until then).
+        for p in parents {
+            p.inner.wait_ready(WHAT)?;
+        }
         // One new clique number per colour.
         let mut cliques: Vec<(u32, u64)> = Vec::new();
         let mut out = Vec::with_capacity(parents.len());
-        for ((p, raw), color) in parents.iter().zip(&raws).zip(colors) {
+        for (i, (p, color)) in parents.iter().zip(colors).enumerate() {
+            let raw = slots.get(i);
             let made = match (raw.is_null(), color) {
                 (false, Some(c)) => {
                     let clique = match cliques.iter().find(|(k, _)| k == c) {
@@ -395,16 +451,13 @@ impl Communicator {
                             id
                         }
                     };
-                    Some(Communicator::adopt(&p.inner, *raw, clique))
+                    Some(Communicator::adopt(&p.inner, raw, clique))
                 }
                 _ => None,
             };
             out.push(made);
         }
-        if let Some(e) = first {
-            return Err(e);
-        }
-        ended?;
+        slots.free();
         for c in out.iter_mut().flatten() {
             c.finish(WHAT)?;
         }
@@ -436,8 +489,13 @@ impl Communicator {
         self.inner.usable(WHAT)?;
         crate::ffi::refuse("ncclCommSplit")?;
         self.inner.device.inner.bind()?;
-        let mut raw: ncclComm_t = std::ptr::null_mut();
-        in_progress_ok(split_raw_keyed(&self.inner, raw_color, key, &mut raw))?;
+        let mut slots = Slots::new(1);
+        in_progress_ok(split_raw_keyed(&self.inner, raw_color, key, slots.out(0)))?;
+        // The handle is stored when the split's job ends, which this
+        // rank's state reports.
+        self.inner.wait_ready(WHAT)?;
+        let raw = slots.get(0);
+        slots.free();
         if raw.is_null() || color.is_none() {
             return Ok(None);
         }
