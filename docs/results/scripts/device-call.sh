@@ -30,6 +30,11 @@
 #   ddpx       ddp_overlap (one process, every GPU, $DDP_BUCKETS x $DDP_BUCKET_MIB MiB) three ways:
 #              scale passes on non-blocking communicators, the same on blocking ones, and
 #              compute-bound passes (DDP_FMA=${DDP_FMA:-256} FMAs per float) on blocking ones
+#   ncclgraph  `gpu-bench nccl` all-reduce 8 B-32 KiB captured (--graph 10), blocking and not
+#   ncclbig    `gpu-bench nccl` all-reduce 16 MiB-1 GiB, non-blocking and blocking, beside nccl-tests
+#              all_reduce_perf -b 16M -e 1G -g N (built in the background)
+#   soak       the nccl_soak example's test for $SOAK_SECONDS (60) s over every GPU
+#   ddptorch   PyTorch's DDP-style peer (ddp-overlap-torch.py, torchrun, one process per GPU)
 #   testsel    only the bundle's test binaries named in $TEST_BINS (names under tests/), ignored
 #              GPU tests included, each within $TEST_TIMEOUT (120 s)
 #   ncclsmall  the small-message question (issue 30): `gpu-bench nccl` all-reduce 8 B-32 KiB and
@@ -160,6 +165,72 @@ for v in r["variants"]:
           v["compute"], v["wait"], v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
           v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20,
           v["operand_bytes"] / 2**20, v["wrong"]))
+PY
+      ;;
+    ncclgraph)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      for m in non-blocking blocking; do
+        flag=""; [ $m = blocking ] && flag=--blocking
+        timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+          --graph 10 $flag --out "$logs/nccl-graph-$m" >"$logs/nccl-graph-$m.log" 2>&1
+        say "gpu-bench nccl all-reduce 8 B-32 KiB --graph 10, $m: exit $? in $((SECONDS - t0)) s"
+        grep -E '^\| [0-9]' "$logs/nccl-graph-$m/report.md" | awk -F'|' '{printf "  %s B %s us;", $2, $4}' | tee -a "$summary"
+        echo | tee -a "$summary"
+      done
+      ;;
+    ncclbig)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      nt=/tmp/nccl-tests
+      nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")
+      if [ ! -x "$nt/all_reduce_perf" ]; then
+        (
+          mkdir -p /tmp/nccl-home/lib && ln -sf "$nccl/lib/libnccl.so.2" /tmp/nccl-home/lib/libnccl.so &&
+            ln -sfn "$nccl/include" /tmp/nccl-home/include &&
+            make -C target/peers/nccl-tests/src -j"$(nproc)" BUILDDIR="$nt" NCCL_HOME=/tmp/nccl-home \
+              NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" os.build "$nt/all_reduce_perf"
+        ) >"$logs/nccl-tests-build.log" 2>&1 &
+      fi
+      for m in non-blocking blocking; do
+        flag=""; [ $m = blocking ] && flag=--blocking
+        timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 16M --max-bytes 1G $flag \
+          --out "$logs/nccl-big-$m" >"$logs/nccl-big-$m.log" 2>&1
+        say "gpu-bench nccl all-reduce 16 MiB-1 GiB, $m: exit $? in $((SECONDS - t0)) s"
+        grep -E '^\| [0-9]' "$logs/nccl-big-$m/report.md" | awk -F'|' '{printf "  %s B %s us %s GB/s;", $2, $4, $7}' | tee -a "$summary"
+        echo | tee -a "$summary"
+      done
+      wait
+      if [ -x "$nt/all_reduce_perf" ]; then
+        LD_LIBRARY_PATH="$nccl/lib:${LD_LIBRARY_PATH:-}" timeout 120 "$nt/all_reduce_perf" -b 16M -e 1G -f 2 -g "$ngpu" \
+          >"$logs/nccl-tests-big.log" 2>&1
+        say "nccl-tests all_reduce_perf -b 16M -e 1G -g $ngpu: exit $?"
+        grep -E '^ +[0-9]+ ' "$logs/nccl-tests-big.log" | awk '{printf "  %s B %s us %s GB/s;", $1, $6, $8}' | tee -a "$summary"
+        echo | tee -a "$summary"
+      fi
+      ;;
+    soak)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      GPU_SYNC_DRIVER=cuda SOAK_SECONDS=${SOAK_SECONDS:-60} timeout $((${SOAK_SECONDS:-60} + 60)) \
+        $B/tests/sync-tests--nccl_soak --exact a_short_soak_loses_nothing --nocapture >"$logs/nccl-soak.log" 2>&1
+      say "nccl_soak (${SOAK_SECONDS:-60} s): exit $? in $((SECONDS - t0)) s"
+      grep -E 'nccl soak|RSS' "$logs/nccl-soak.log" | tail -4 | tee -a "$summary"
+      ;;
+    ddptorch)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      db=${DDP_BUCKETS:-16} dm=${DDP_BUCKET_MIB:-64} ds=${DDP_STEPS:-7}
+      timeout "${DDP_TORCH_TIMEOUT:-200}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+        docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
+        >"$logs/ddp-overlap-torch.json" 2>"$logs/ddp-overlap-torch.err"
+      say "PyTorch DDP-style overlap ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
+      python3 - "$logs/ddp-overlap-torch.json" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for v in r["variants"]:
+    print("  torch %-11s wait %-4s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
+          "max reserved %.1f MiB wrong %d" % (
+          v["compute"], v["wait"], v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
+          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20, v["wrong"]))
 PY
       ;;
     ddpx)
