@@ -15,7 +15,8 @@
 //! resident memory (`VmRSS`). At the end it checks that no element was
 //! wrong, that (on the simulator) the race oracle saw nothing, and — for
 //! runs of 10 s or more — that RSS at the end is within 10 % of RSS after
-//! the first fifth of the run; it exits nonzero otherwise. NVLink multicast stays off: run with
+//! the first fifth of the run (on the simulator: and after its quarantine
+//! of freed blocks stopped growing); it exits nonzero otherwise. NVLink multicast stays off: run with
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
 //! ```text
@@ -88,10 +89,14 @@ struct Shared {
     max: usize,
     /// Only rounds of this kind (0 collective, 1 copy, 2 kernel): `SOAK_ONLY`.
     only: Option<usize>,
+    /// The simulator's session, entered by every thread (so the race
+    /// oracle and the footprint see the threads' work).
+    session: Option<gpu_sync::sim::Session>,
 }
 
 /// One thread's rounds until `stop`.
 fn worker(id: usize, sh: &Shared) -> Result<(), Error> {
+    let _in = sh.session.as_ref().map(|s| s.enter());
     let Shared { devices, comms, kernels, ones, stop, totals, max, .. } = sh;
     let max = *max;
     let streams: Vec<Stream> = devices.iter().map(Stream::new).collect::<Result<_, _>>()?;
@@ -196,7 +201,9 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
         totals: Totals::default(),
         max,
         only: std::env::var("SOAK_ONLY").ok().and_then(|v| v.parse().ok()).filter(|&k: &usize| k < 3),
+        session,
     };
+    let session = sh.session.as_ref();
     let (devices, stop, totals) = (&sh.devices, &sh.stop, &sh.totals);
     let start = Instant::now();
     let (mut rss_early, mut samples) = (None, Vec::new());
@@ -209,18 +216,28 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
             .collect();
         let tick = Duration::from_secs_f64((seconds / 12.0).clamp(0.25, 5.0));
         let mut last = (Instant::now(), 0u64);
+        // On the simulator, memory grows until its quarantine of freed
+        // blocks is full (cuda-sim keeps the latest 16,384 to catch a use
+        // after free): the baseline waits for it to stop growing.
+        let mut quarantine = (usize::MAX, false);
         while start.elapsed().as_secs_f64() < seconds && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(tick);
             let (now, rounds) = (Instant::now(), totals.rounds.load(Ordering::Relaxed));
             let rate = (rounds - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
             let rss = rss_mib();
-            let held =
-                session.as_ref().map(|s| format!("  simulator: {:?}", s.footprint())).unwrap_or_default();
+            let footprint = session.map(|s| s.footprint());
+            if let Some(f) = &footprint {
+                quarantine = (f.quarantined, quarantine.1 || f.quarantined == quarantine.0);
+            }
+            let settled = footprint.is_none() || quarantine.1;
+            let held = footprint
+                .map(|f| format!("  simulator: quarantined {}, streams {}", f.quarantined, f.streams))
+                .unwrap_or_default();
             println!(
                 "{:>7.1} s  {rounds:>9} rounds  {rate:>9.0}/s  RSS {rss:.1} MiB{held}",
                 start.elapsed().as_secs_f64()
             );
-            if rss_early.is_none() && start.elapsed().as_secs_f64() >= seconds / 5.0 {
+            if rss_early.is_none() && settled && start.elapsed().as_secs_f64() >= seconds / 5.0 {
                 rss_early = Some(rss);
             }
             samples.push(rss);
