@@ -263,10 +263,17 @@ unsafe extern "C" fn ncclCommSplit(
         {
             form_split(st, done.calls);
         }
+        if h != 0 && !blocking {
+            // Owed: written when the parent next reports its state.
+            st.nccl.owed.push((parent, newcomm as usize, h));
+        }
         h
     };
-    // SAFETY: non-null out-pointer from the caller.
-    unsafe { *newcomm = if h == 0 { std::ptr::null_mut() } else { comm_handle(h) } };
+    if h == 0 || blocking {
+        // SAFETY: non-null out-pointer from the caller, written during the
+        // call (a blocking split has ended when it returns).
+        unsafe { *newcomm = if h == 0 { std::ptr::null_mut() } else { comm_handle(h) } };
+    }
     if h == 0 { OK } else { finish_join(h, blocking, WHAT) }
 }
 
@@ -301,6 +308,8 @@ unsafe extern "C" fn ncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
 /// Removes communicator `c` (destroy or abort): its rank leaves its
 /// clique's table of handles.
 fn remove(st: &mut State, c: u64) {
+    // A split it still owed a handle for ended with it: nothing is written.
+    st.nccl.owed.retain(|o| o.0 != c);
     if let Some(x) = st.nccl.comms.remove(&c)
         && let Some(cl) = st.nccl.cliques.get_mut(&x.clique)
     {
@@ -362,6 +371,18 @@ unsafe extern "C" fn ncclCommGetAsyncError(comm: ncclComm_t, out: *mut ncclResul
         return fail(ncclResult_t::ncclInvalidArgument, "ncclCommGetAsyncError: null pointer");
     }
     let r = with_comm(comm, "ncclCommGetAsyncError", |st, c| {
+        // The handles this communicator's non-blocking splits owe: their
+        // jobs end now, before it reports its state.
+        let (owed, rest): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut st.nccl.owed).into_iter().partition(|o| o.0 == c);
+        st.nccl.owed = rest;
+        for (_, out, h) in owed {
+            // SAFETY: the `newcomm` pointer the caller gave `ncclCommSplit`
+            // on this parent; NCCL's contract lets it be written until the
+            // parent reports the split's job ended, which is this call, so
+            // the caller keeps it valid until then.
+            unsafe { *(out as *mut ncclComm_t) = comm_handle(h) };
+        }
         if pending_parts(st, c) {
             // The device progresses; a deadlock is found as a host wait would.
             let session = crate::session::current();

@@ -177,6 +177,13 @@ pub(crate) struct NcclState {
     pub(crate) keys: HashMap<(u64, coll::Key), u64>,
     /// Ids handed out (unique ids, cliques, instances).
     pub(crate) next: u64,
+    /// The handles non-blocking splits still owe their callers: (parent,
+    /// the caller's `newcomm` pointer as an address, the new handle). As
+    /// NCCL stores `*newcomm` from its own thread when a split's job ends,
+    /// after `ncclCommSplit` returned, these are written when the parent
+    /// next reports its state — a caller that reads its pointer before
+    /// polling the parent reads null, as it could on a GPU.
+    pub(crate) owed: Vec<(u64, usize, u64)>,
 }
 
 thread_local! {
