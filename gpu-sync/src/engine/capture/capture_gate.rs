@@ -31,6 +31,9 @@ use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
+/// A held [`Gate`]: std's guard, or loom's in the model.
+pub(in crate::engine) type GateGuard<'a, T> = MutexGuard<'a, Gated<T>>;
+
 /// The submission lock of one capture, with the data its submissions share.
 pub(in crate::engine) struct Gate<T> {
     state: Mutex<Gated<T>>,
@@ -58,7 +61,7 @@ impl<T> Gate<T> {
 
     /// Locks the gate (a poisoned lock is taken over: the state stays
     /// consistent, every update is one assignment).
-    pub fn lock(&self) -> MutexGuard<'_, Gated<T>> {
+    pub fn lock(&self) -> GateGuard<'_, T> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -20,11 +20,11 @@
 use super::captured::{CaptureInner, CaptureState, after, before, capture_of};
 use super::group::{Part, refuse_shared_writes};
 use crate::engine::Reach;
-use crate::engine::capture::capture_gate::Gated;
+use crate::engine::capture::capture_gate::GateGuard;
 use crate::error::{Error, Result};
 use cuda_sys::BorrowedStream;
 use smallvec::SmallVec;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// The refusal of a group over capturing and non-capturing streams.
 const MIXED: &str = "an operation over several streams some of which capture a graph and \
@@ -65,7 +65,7 @@ pub(in crate::engine) fn run<R>(
             }
         }
         distinct.sort_by_key(|c| Arc::as_ptr(c) as usize);
-        let mut gates: SmallVec<[MutexGuard<'_, Gated<CaptureInner>>; 4]> =
+        let mut gates: SmallVec<[GateGuard<'_, CaptureInner>; 4]> =
             distinct.iter().map(|c| c.inner.lock()).collect();
         if gates.iter().any(|g| g.is_ended()) {
             // A capture ended between the reads above and these locks: its
