@@ -496,6 +496,29 @@ mod tests {
         assert!(DeviceMemory::write(&mut sm, a + 56, &[0; 8]).is_ok());
     }
 
+    #[test]
+    fn a_page_or_more_is_a_mapping_of_its_own_and_behaves_like_a_heap_block() {
+        let mut m = Memory::default();
+        let small = m.allocate(1024, DEVICE_ALIGN, Kind::Device { device: 0, pooled: false }, 1).unwrap();
+        let large = m.allocate(16 << 10, DEVICE_ALIGN, Kind::Device { device: 0, pooled: false }, 1).unwrap();
+        let pinned = m.allocate(8 << 10, PINNED_ALIGN, Kind::Pinned { flags: 0 }, 1).unwrap();
+        let mapped = |base: u64| matches!(m.blocks[&base].storage, Storage::Mapped(_));
+        assert!(!mapped(small));
+        assert_eq!(mapped(large), !cfg!(miri), "16 KiB: a mapping (the heap under Miri)");
+        assert_eq!(mapped(pinned), !cfg!(miri));
+        for (base, align) in [(large, DEVICE_ALIGN), (pinned, PINNED_ALIGN)] {
+            assert_eq!(base % align as u64, 0);
+            let mut last = [0u8; 4];
+            m.read(base, (8 << 10) - 4, &mut last).unwrap();
+            assert_eq!(last, [POISON; 4], "poisoned to its end");
+            m.write(base, 100, &[7, 8, 9]).unwrap();
+            m.read(base, 100, &mut last[..3]).unwrap();
+            assert_eq!(last[..3], [7, 8, 9]);
+        }
+        // Released with its block (the mapping is unmapped on drop).
+        assert!(m.blocks.remove(&large).is_some());
+    }
+
     fn free_record() -> Record {
         let stamp = crate::oracle::Stamp {
             actor: 1,
