@@ -156,7 +156,11 @@ pub struct Group<'a> {
 /// # Errors
 /// `collect`'s error; [`Error::InvalidArgument`] when one buffer is
 /// written by one operation and used by another of the group (they run
-/// concurrently); [`Error::Capturing`] when some of the streams capture a
+/// concurrently), or — on blocking communicators
+/// ([`super::CommOptions::blocking`]) — a group that could wait forever (a
+/// rank of a clique missing, ranks giving different collectives, a send its
+/// peer does not receive alike) or that mixes blocking and non-blocking
+/// communicators; [`Error::Capturing`] when some of the streams capture a
 /// graph and others do not (all capturing: the group is captured, see the
 /// module docs); NCCL's error
 /// (the work NCCL may have enqueued is tracked all the same);
