@@ -53,18 +53,18 @@ use std::sync::Arc;
 /// the driver error of a wait or of `op`.
 fn run_idle<R, U: Uses + ?Sized>(
     s: &Arc<Timeline>,
+    _blocking: &std::sync::MutexGuard<'_, ()>,
     op_name: &'static str,
     uses: &U,
     op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
 ) -> Result<(R, u64)> {
-    crate::ffi::refuse(op_name)?;
     if s.capture_hint() {
         return Err(Error::Capturing { op: op_name });
     }
     let mut list = books_of(s, uses);
     let dev = &s.device.inner;
-    // Lock order: `blocking`, then books; held across the driver call.
-    let _blocking = s.lock_blocking();
+    // Lock order: `blocking` (the caller holds it, across the driver call
+    // and the wait after it), then books.
     loop {
         crate::engine::capture::host_fn::drain();
         // Unlocked: the stream's queue, then the uses on other streams.
@@ -145,8 +145,16 @@ pub(in crate::engine) fn run<R, U: Uses + ?Sized>(
 ) -> Result<(R, u64)> {
     // The device rule, before any lock.
     crate::engine::devices(s, uses, reach)?;
-    let (r, ticket) = run_idle(s, op_name, uses, op)?;
+    crate::ffi::refuse(op_name)?;
+    // Held until the transfer is known complete: the wait after the call
+    // synchronizes the stream, and a capture begun on it meanwhile (by
+    // another thread) would make the driver refuse that wait and
+    // invalidate the capture (seen in `capture_race`'s staged-copy test:
+    // 1 run in about 100).
+    let blocking = s.lock_blocking();
+    let (r, ticket) = run_idle(s, &blocking, op_name, uses, op)?;
     wait_for_borrowed(s, ticket)?;
+    drop(blocking);
     Ok((r, ticket))
 }
 
