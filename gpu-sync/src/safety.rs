@@ -86,7 +86,11 @@
 //!    (`flavor::blocking::only_borrowed`: no graph holds it) — **releases the book**
 //!    and makes the call holding only the stream's `blocking` lock (which
 //!    keeps a capture from beginning under it; taken by nothing inside a
-//!    host function), then relocks to draw the ticket and record the uses.
+//!    host function), then relocks to draw the ticket and record the uses;
+//!    the `blocking` lock stays held until the transfer is known complete
+//!    (the stream synchronize after the call must not meet a capture begun
+//!    meanwhile on another thread: the driver would refuse it and
+//!    invalidate that capture).
 //!    Its doc argues the gap: the ticket is drawn after the call as always;
 //!    no other handle can submit a conflicting use of the memory (the
 //!    caller borrows it; a graph, which could be replayed meanwhile, keeps
