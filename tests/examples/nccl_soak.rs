@@ -41,18 +41,6 @@ fn max_len(sim: bool) -> usize {
 /// warm-up (pools, the simulator's tables), not a plateau.
 const RSS_CHECKED_FROM_S: f64 = 10.0;
 
-/// The resident set of this process, in MiB.
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kib| kib / 1024.0)
-}
-
 /// A small deterministic generator (xorshift64*), one per thread.
 struct Rng(u64);
 
@@ -224,7 +212,7 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
             std::thread::sleep(tick);
             let (now, rounds) = (Instant::now(), totals.rounds.load(Ordering::Relaxed));
             let rate = (rounds - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
-            let rss = rss_mib();
+            let rss = sync_tests::rss_mib();
             let footprint = session.map(|s| s.footprint());
             if let Some(f) = &footprint {
                 quarantine = (f.quarantined, quarantine.1 || f.quarantined == quarantine.0);
@@ -251,7 +239,7 @@ fn soak(seconds: f64, threads: usize) -> Result<(), Error> {
     });
     result?;
     let (rounds, wrong) = (totals.rounds.load(Ordering::Relaxed), totals.wrong.load(Ordering::Relaxed));
-    let rss_end = rss_mib();
+    let rss_end = sync_tests::rss_mib();
     let early = rss_early.or(samples.first().copied()).unwrap_or(rss_end);
     let growth = (rss_end - early) / early;
     println!(

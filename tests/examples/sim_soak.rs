@@ -26,18 +26,6 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 /// Words per buffer (a multiple of 4 for `copy_u32x4`).
 const WORDS: usize = 1024;
 
-/// The resident set of this process, in MiB.
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kib| kib / 1024.0)
-}
-
 /// `--minutes M` (a positive number, fractions allowed) and `--threads N`.
 fn args() -> Result<(f64, usize), Error> {
     let (mut minutes, mut threads) = (10.0, 4);
@@ -222,7 +210,7 @@ fn main() -> Result<(), Error> {
             std::thread::sleep(Duration::from_secs(10).min(total.saturating_sub(t0.elapsed())));
             let n = counts.ops.load(Ordering::Relaxed);
             let f = session.footprint();
-            let (t, rss) = (t0.elapsed().as_secs_f64(), rss_mib());
+            let (t, rss) = (t0.elapsed().as_secs_f64(), sync_tests::rss_mib());
             samples.push(Sample { t, ops: n, rss });
             println!(
                 "t={t:>6.1} s  ops {n:>10}  rate {:>8.0}/s  streams made {:>8}  rss {rss:>7.1} MiB  | sim: streams {} \
@@ -254,7 +242,10 @@ fn main() -> Result<(), Error> {
     device.synchronize()?;
     let f = session.footprint();
     let (made, n) = (counts.streams.load(Ordering::Relaxed), counts.ops.load(Ordering::Relaxed));
-    println!("done: {n} operations, {made} streams made and dropped, rss {:.1} MiB, {f:?}", rss_mib());
+    println!(
+        "done: {n} operations, {made} streams made and dropped, rss {:.1} MiB, {f:?}",
+        sync_tests::rss_mib()
+    );
     summary(&samples);
     // Every user stream is gone and its state freed: no stream of the
     // session but its default ones, nothing queued, every destroyed stream

@@ -26,17 +26,6 @@ fn env_u64(name: &str, default: u64) -> Result<u64, Error> {
     }
 }
 
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kib| kib / 1024.0)
-}
-
 fn main() -> Result<(), Error> {
     let backend = gpu_sync::select_driver()?;
     if backend.is_sim() {
@@ -114,7 +103,7 @@ fn main() -> Result<(), Error> {
             t0.elapsed().as_secs_f64(),
             n,
             (n - last.0) as f64 / dt,
-            rss_mib()
+            sync_tests::rss_mib()
         );
         last = (n, Instant::now());
     }
@@ -126,6 +115,10 @@ fn main() -> Result<(), Error> {
     if c.iter().any(|&v| v != n) {
         return Err(format!("the counter holds {} after {n} bumps", c[0]).into());
     }
-    println!("done: {} operations, counter {n}, rss {:.1} MiB", ops.load(Ordering::Relaxed), rss_mib());
+    println!(
+        "done: {} operations, counter {n}, rss {:.1} MiB",
+        ops.load(Ordering::Relaxed),
+        sync_tests::rss_mib()
+    );
     Ok(())
 }

@@ -41,6 +41,19 @@ pub fn backend() -> Backend {
     })
 }
 
+/// The resident set of this process (`VmRSS` of `/proc/self/status`), in
+/// MiB; NaN where that file cannot be read. The soaks print it.
+pub fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
 /// Whether the tests run on the simulator.
 pub fn on_sim() -> bool {
     backend() == Backend::Sim
