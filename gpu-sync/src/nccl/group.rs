@@ -281,26 +281,16 @@ impl<'a> Group<'a> {
         rank_in("broadcast", comm, root)?;
         let r = recv.view();
         let mut uses: SmallVec<[Use<'a>; 2]> = SmallVec::new();
-        let send_ptr = match (send, comm.rank() == root) {
-            (Some(s), true) => {
-                let s = s.view();
+        let send =
+            root_only("broadcast", "sends", "a send buffer (or use broadcast_in_place)", comm, root, send)?;
+        // NCCL reads `sendbuff` on the root only.
+        let send_ptr = match send.map(|s| s.view()) {
+            Some(s) => {
                 same_len("broadcast", s.len, r.len)?;
                 uses.push((Target::Device(s.alloc), Access::Read));
                 s.ptr()
             }
-            // NCCL reads `sendbuff` on the root only.
-            (None, false) => r.ptr(),
-            (Some(_), false) => {
-                return Err(Error::InvalidArgument(format!(
-                    "broadcast: rank {} is not the root ({root}) and sends nothing: give None",
-                    comm.rank()
-                )));
-            }
-            (None, true) => {
-                return Err(Error::InvalidArgument(format!(
-                    "broadcast: the root (rank {root}) needs a send buffer (or use broadcast_in_place)"
-                )));
-            }
+            None => r.ptr(),
         };
         uses.push((Target::Device(r.alloc), Access::Write));
         let call = Call::Broadcast { send: send_ptr, recv: r.ptr(), count: r.len, root };
@@ -327,25 +317,14 @@ impl<'a> Group<'a> {
         let s = send.view();
         let mut uses: SmallVec<[Use<'a>; 2]> =
             SmallVec::from_slice(&[(Target::Device(s.alloc), Access::Read)]);
-        let recv_ptr = match (recv, comm.rank() == root) {
-            (Some(r), true) => {
-                let r = r.view();
+        let recv = root_only("reduce", "receives", "a recv buffer", comm, root, recv)?;
+        let recv_ptr = match recv.map(|r| r.view()) {
+            Some(r) => {
                 same_len("reduce", s.len, r.len)?;
                 uses.push((Target::Device(r.alloc), Access::Write));
                 r.ptr()
             }
-            (None, false) => 0,
-            (Some(_), false) => {
-                return Err(Error::InvalidArgument(format!(
-                    "reduce: rank {} is not the root ({root}) and receives nothing: give None",
-                    comm.rank()
-                )));
-            }
-            (None, true) => {
-                return Err(Error::InvalidArgument(format!(
-                    "reduce: the root (rank {root}) needs a recv buffer"
-                )));
-            }
+            None => 0,
         };
         let call = Call::Reduce { send: s.ptr(), recv: recv_ptr, count: s.len, op: op.raw(), root };
         self.push(comm, stream, uses, T::KIND, call, "reduce")
@@ -634,6 +613,27 @@ fn issue_one(p: &Pending<'_>, raw: BorrowedStream<'_>) -> Result<()> {
 /// `dst` the receive side's) unless they agree.
 fn same_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
     if src == dst { Ok(()) } else { Err(Error::LengthMismatch { op, src, dst }) }
+}
+
+/// `buf`, which the root must give and every other rank must not (a root's
+/// own buffer of broadcast or reduce): [`Error::InvalidArgument`] naming
+/// `what`, what the rank `does` with it, and what the root `needs`.
+fn root_only<X>(
+    what: &'static str,
+    does: &str,
+    needs: &str,
+    comm: &Communicator,
+    root: usize,
+    buf: Option<X>,
+) -> Result<Option<X>> {
+    match (buf, comm.rank() == root) {
+        (b @ Some(_), true) | (b @ None, false) => Ok(b),
+        (Some(_), false) => Err(Error::InvalidArgument(format!(
+            "{what}: rank {} is not the root ({root}) and {does} nothing: give None",
+            comm.rank()
+        ))),
+        (None, true) => Err(Error::InvalidArgument(format!("{what}: the root (rank {root}) needs {needs}"))),
+    }
 }
 
 /// [`Error::InvalidArgument`] unless `r` is a rank of `comm`.
