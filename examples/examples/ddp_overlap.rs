@@ -37,7 +37,11 @@
 //! `intensity_f32` with N FMAs per float into a scratch buffer, then one
 //! `scale` writing the bucket — compute that leaves memory bandwidth to
 //! NCCL, as matrix products do. `--blocking 1` (`DDP_BLOCKING`): blocking
-//! communicators (one process only). Defaults 16 × 64 MiB,
+//! communicators (one process only). `--comm-priority high|default`
+//! (`DDP_COMM_PRIORITY`): the communication streams at the device's
+//! greatest stream priority (the default: when a compute block retires, the
+//! GPU schedules the collective's blocks first) or its least, as PyTorch's
+//! default (`ProcessGroupNCCL.Options.is_high_priority_stream`). Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
@@ -74,12 +78,22 @@ struct Config {
     fma: Option<u32>,
     /// Blocking communicators (one process only; `--blocking 1`).
     blocking: bool,
+    /// The communication streams at the device's greatest priority
+    /// (`--comm-priority high`, the default) or its least (`default`).
+    high_priority: bool,
 }
 
 impl Config {
     /// The GPU-sized defaults: 16 buckets of 64 MiB, 7 steps.
-    const GPU: Config =
-        Config { buckets: 16, bucket_bytes: 64 << 20, steps: 7, passes: None, fma: None, blocking: false };
+    const GPU: Config = Config {
+        buckets: 16,
+        bucket_bytes: 64 << 20,
+        steps: 7,
+        passes: None,
+        fma: None,
+        blocking: false,
+        high_priority: true,
+    };
 
     /// `base`, overridden by the environment, then by `args` (flags).
     fn from(base: Config, args: &[String]) -> BoxResult<Config> {
@@ -96,16 +110,23 @@ impl Config {
                 "passes" => c.passes = Some(v.parse().map_err(|e| bad(&e))?),
                 "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
                 "blocking" => c.blocking = v != "0",
+                "comm-priority" => {
+                    c.high_priority = match v {
+                        "high" => true,
+                        "default" => false,
+                        _ => return Err(bad(&"give high or default").into()),
+                    }
+                }
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking, --comm-priority)"
                     )
                     .into());
                 }
             }
             Ok(())
         };
-        for key in ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking"] {
+        for key in ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking", "comm-priority"] {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
                 set(key, &v)?;
@@ -431,7 +452,11 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
         ranks.push(Rank {
             device: device.clone(),
             comm,
-            comm_stream: Stream::new(device)?,
+            comm_stream: if cfg.high_priority {
+                Stream::with_priority(device, device.stream_priority_range().1)?
+            } else {
+                Stream::new(device)?
+            },
             kernels: Kernels::load(device)?,
             ones,
             fma,
@@ -572,8 +597,9 @@ fn report(r: &Report) {
         None => format!("{passes} scale passes"),
     };
     let comms = if cfg.blocking { "blocking" } else { "non-blocking" };
+    let prio = if cfg.high_priority { "high" } else { "default" };
     println!(
-        "DDP overlap: {n} GPUs ({procs}, {comms} communicators), {} buckets x {}, {} steps (median), {kind} per bucket",
+        "DDP overlap: {n} GPUs ({procs}, {comms} communicators, {prio}-priority communication streams), {} buckets x {}, {} steps (median), {kind} per bucket",
         cfg.buckets,
         mib(bb),
         cfg.steps
@@ -653,8 +679,15 @@ fn runs_on_the_simulator() {
     // CI has no GPU: `select_driver` picks the simulator (two devices);
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
-    let small =
-        Config { buckets: 4, bucket_bytes: 64 << 10, steps: 3, passes: None, fma: None, blocking: false };
+    let small = Config {
+        buckets: 4,
+        bucket_bytes: 64 << 10,
+        steps: 3,
+        passes: None,
+        fma: None,
+        blocking: false,
+        high_priority: true,
+    };
     run(Config::from(small, &[]).expect("the configuration"), Mode::OneProcess).expect("the example failed");
 }
 
@@ -663,8 +696,15 @@ fn compute_bound_passes_on_blocking_communicators() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // `--fma` and `--blocking 1`: the same exact sums and the same peak of
     // two buckets (the scratch buffer counted apart).
-    let small =
-        Config { buckets: 4, bucket_bytes: 64 << 10, steps: 2, passes: None, fma: None, blocking: false };
+    let small = Config {
+        buckets: 4,
+        bucket_bytes: 64 << 10,
+        steps: 2,
+        passes: None,
+        fma: None,
+        blocking: false,
+        high_priority: true,
+    };
     let mut c = Config::from(small, &[]).expect("the configuration");
     c.fma = Some(c.fma.unwrap_or(16));
     c.blocking = true;
@@ -685,6 +725,11 @@ fn one_process_per_gpu_is_refused_on_the_simulator() {
     for bad in [&["--spawn"][..], &["--spawn", "0"], &["--spawn", "two"]] {
         assert!(main_with(args(bad)).is_err(), "{bad:?} accepted");
     }
+    // The communication streams' priority: high or default, nothing else.
+    assert!(
+        !Config::from(Config::GPU, &args(&["--comm-priority", "default"])).expect("default").high_priority
+    );
+    assert!(Config::from(Config::GPU, &args(&["--comm-priority", "low"])).is_err(), "low accepted");
 }
 
 #[test]
@@ -694,8 +739,15 @@ fn one_rank_per_process() {
     // its communicator from the environment and reduces its figures with
     // NCCL. The parent fails if the rank fails (a wrong element, a peak
     // over two buckets, any error).
-    let small =
-        Config { buckets: 3, bucket_bytes: 64 << 10, steps: 2, passes: None, fma: None, blocking: false };
+    let small = Config {
+        buckets: 3,
+        bucket_bytes: 64 << 10,
+        steps: 2,
+        passes: None,
+        fma: None,
+        blocking: false,
+        high_priority: true,
+    };
     let opts = SpawnOptions {
         timeout: Duration::from_secs(300),
         args: Some(["--exact", "one_rank_per_process", "--nocapture"].map(Into::into).to_vec()),

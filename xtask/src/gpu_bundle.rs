@@ -3,7 +3,7 @@
 //! driver on a GPU machine (`--include-ignored`), then the compute-sanitizer
 //! passes, then the benchmarks. The bundle is stripped to stay small.
 
-use crate::util::{build_gpu_bench, cargo, root};
+use crate::util::{build_gpu_bench, cargo, root, run as run_cmd};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -31,6 +31,10 @@ const SKIP: &[&str] = &[
     "engine",
 ];
 
+/// Examples the bundle carries as programs in `bin/` (beside their test
+/// binaries): the ones a launcher starts by name.
+const BIN_EXAMPLES: &[&str] = &["all_reduce", "ddp_overlap"];
+
 /// Packages whose tests never touch a GPU (the simulator's own): left out,
 /// they would only spend device time.
 const SKIP_PACKAGES: &[&str] = &["cuda-sim", "xtask"];
@@ -48,6 +52,25 @@ pub fn run() -> Result<()> {
     copy_stripped(&build_gpu_bench()?, &bundle.join("bin/gpu-bench"))?;
     std::fs::copy(root.join("gpu-bench-cli/peer/torch_peer.py"), bundle.join("bin/torch_peer.py"))
         .context("copying the PyTorch peer script")?;
+    // The several-GPU examples as programs of their own (their test
+    // binaries run `main` in-process only): `ddp_overlap --spawn N` re-runs
+    // itself once per rank, and `torchrun --no-python` starts it by name.
+    for example in BIN_EXAMPLES {
+        eprintln!("building the {example} example (release)");
+        run_cmd(Command::new(cargo()).current_dir(&root).args([
+            "build",
+            "--release",
+            "--package",
+            "gpu-sync-examples",
+            "--example",
+            example,
+        ]))
+        .with_context(|| format!("building the {example} example"))?;
+        copy_stripped(
+            &root.join("target/release/examples").join(example),
+            &bundle.join("bin").join(example),
+        )?;
+    }
 
     eprintln!("building the test binaries (release)");
     let out = Command::new(cargo())

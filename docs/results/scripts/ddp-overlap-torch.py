@@ -9,6 +9,7 @@ Run under torchrun, one process per GPU:
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
       python3 -m torch.distributed.run --standalone --nproc-per-node N ddp-overlap-torch.py \
       [--buckets 16] [--bucket-mib 64] [--steps 7] [--compute matmul,elementwise] [--wait end,lag1]
+      [--high-priority-stream]
 
 Per step, B buckets of `bucket-mib` MiB of float32. Bucket i is allocated
 and produced on the current (compute) stream, then all-reduced (sum,
@@ -75,7 +76,7 @@ def grad_value(r, i):
 class Run:
     def __init__(self, a):
         self.a = a
-        self.dev, self.rank, self.n = peer_common.init_distributed()
+        self.dev, self.rank, self.n = peer_common.init_distributed(a.high_priority_stream)
         self.elems = a.bucket_mib * (1 << 20) // 4
 
     def sync(self):
@@ -207,6 +208,11 @@ def main():
     ap.add_argument("--wait", default="end,lag1")
     ap.add_argument("--passes", type=int, default=0, help="elementwise passes per bucket (0: calibrate)")
     ap.add_argument("--matrix", type=int, default=0, help="matmul size n (0: calibrate)")
+    ap.add_argument(
+        "--high-priority-stream",
+        action="store_true",
+        help="NCCL's streams at the device's greatest priority (ProcessGroupNCCL.Options.is_high_priority_stream)",
+    )
     a = ap.parse_args()
     run = Run(a)
     # Warm-up: NCCL's connections, the allocator, the kernels.
@@ -265,6 +271,7 @@ def main():
                     "buckets": a.buckets,
                     "bucket_bytes": run.elems * 4,
                     "steps": a.steps,
+                    "high_priority_stream": a.high_priority_stream,
                     "m_calibration_s": m_cal,
                     "variants": variants,
                 },

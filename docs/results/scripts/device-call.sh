@@ -41,6 +41,15 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
+#              send-recv 16 MiB-1 GiB beside nccl-tests -g N; ours --procs N and torch.distributed
+#              all-reduce at the same sizes (the busbw target's medians)
+#   smallmed   $ROUNDS rounds of all-reduce 8 B-32 KiB: ours eager and --graph 10 (blocking), nccl-tests
+#              eager and -G 10; then --host-cost --blocking
+#   ddpcmp     ddp_overlap (bin/, fma, blocking) and ddp-overlap-torch.py (matmul, wait at the end) on
+#              $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32), communication at high and default priority
+#   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
+#              --procs N (8 B-1 MiB); the all_reduce example
 set -u
 # Multicast stays off everywhere (../shared/GPU.md): the nccl stage runs
 # NCCL (gpu-bench refuses to without NCCL_NVLS_ENABLE=0), and every other
@@ -61,6 +70,33 @@ say() { echo "$*" | tee -a "$summary"; }
 # The logs are packed after every stage, so a call cut short by its time
 # limit still brings back what ran.
 pack() { tar cJf "$o/logs.tar.xz.part" -C "$o" logs && mv "$o/logs.tar.xz.part" "$o/logs.tar.xz"; }
+# nccl-tests (every *_perf), built once per call in the background against
+# the wheel's libnccl (target/peers/build-nccl-tests.sh: carry a copy of
+# ../shared/peers as target/peers); `ntwait` waits for it and says whether
+# it is there. `nt` is its folder, `nccl_lib` the library's.
+nt=/tmp/nccl-tests
+nccl_lib=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])" 2>/dev/null)/lib
+ntpid=""
+ntstart() {
+  [ -n "$ntpid" ] || [ -x "$nt/all_reduce_perf" ] && return 0
+  bash target/peers/build-nccl-tests.sh "$nt" >"$logs/nccl-tests-build.log" 2>&1 &
+  ntpid=$!
+}
+ntwait() {
+  ntstart
+  if [ -n "$ntpid" ]; then
+    wait "$ntpid"
+    say "nccl-tests build: exit $? ($(tail -1 "$logs/nccl-tests-build.log" | cut -c1-80))"
+    ntpid=""
+  fi
+  [ -x "$nt/all_reduce_perf" ]
+}
+# One nccl-tests binary: ntrun NAME LOG ARGS…
+ntrun() {
+  local name=$1 log=$2
+  shift 2
+  LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" timeout 150 "$nt/${name}_perf" "$@" >"$log" 2>&1
+}
 trap 'say "stopped by a signal"; pack; exit 124' TERM INT
 say "machine: $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
 for stage in "$@"; do
@@ -118,21 +154,11 @@ for stage in "$@"; do
       timeout "${NCCL_TIMEOUT:-500}" "$gb" nccl --max-bytes 1G --out "$logs/nccl" >"$logs/nccl.log" 2>&1
       say "gpu-bench nccl ($ngpu GPUs, 8 B-1 GiB, one process): exit $? in $((SECONDS - t0)) s"
       grep -A8 '^## Summary' "$logs/nccl/report.md" | tee -a "$summary"
-      if [ -f target/peers/build-nccl-tests.sh ]; then
-        nt=/tmp/nccl-tests
-        bash target/peers/build-nccl-tests.sh "$nt" >"$logs/nccl-tests-build.log" 2>&1
-        rc=$?
-        say "nccl-tests build: exit $rc in $((SECONDS - t0)) s"
-        nccl_lib=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")/lib
-        if [ $rc -eq 0 ]; then
-          for t in all_reduce all_gather reduce_scatter sendrecv; do
-            LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" timeout 300 "$nt/${t}_perf" -b 8 -e 1G -f 2 -g "$ngpu" \
-              >"$logs/nccl-tests-$t.log" 2>&1
-            say "nccl-tests ${t}_perf -g $ngpu: exit $?; $(grep 'Avg bus bandwidth' "$logs/nccl-tests-$t.log")"
-          done
-        fi
-      else
-        say "nccl-tests: target/peers/build-nccl-tests.sh missing (carry a copy of ../shared/peers as target/peers)"
+      if ntwait; then
+        for t in all_reduce all_gather reduce_scatter sendrecv; do
+          ntrun $t "$logs/nccl-tests-$t.log" -b 8 -e 1G -f 2 -g "$ngpu"
+          say "nccl-tests ${t}_perf -g $ngpu: exit $?; $(grep 'Avg bus bandwidth' "$logs/nccl-tests-$t.log")"
+        done
       fi
       timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
         docs/results/scripts/nccl-torch-allreduce.py --max-bytes 1073741824 \
@@ -181,16 +207,7 @@ PY
     ncclbig)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
-      nt=/tmp/nccl-tests
-      nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")
-      if [ ! -x "$nt/all_reduce_perf" ]; then
-        (
-          mkdir -p /tmp/nccl-home/lib && ln -sf "$nccl/lib/libnccl.so.2" /tmp/nccl-home/lib/libnccl.so &&
-            ln -sfn "$nccl/include" /tmp/nccl-home/include &&
-            make -C target/peers/nccl-tests/src -j"$(nproc)" BUILDDIR="$nt" NCCL_HOME=/tmp/nccl-home \
-              NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" os.build "$nt/all_reduce_perf"
-        ) >"$logs/nccl-tests-build.log" 2>&1 &
-      fi
+      ntstart
       for m in non-blocking blocking; do
         flag=""; [ $m = blocking ] && flag=--blocking
         timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 16M --max-bytes 1G $flag \
@@ -199,10 +216,8 @@ PY
         grep -E '^\| [0-9]' "$logs/nccl-big-$m/report.md" | awk -F'|' '{printf "  %s B %s us %s GB/s;", $2, $4, $7}' | tee -a "$summary"
         echo | tee -a "$summary"
       done
-      wait
-      if [ -x "$nt/all_reduce_perf" ]; then
-        LD_LIBRARY_PATH="$nccl/lib:${LD_LIBRARY_PATH:-}" timeout 120 "$nt/all_reduce_perf" -b 16M -e 1G -f 2 -g "$ngpu" \
-          >"$logs/nccl-tests-big.log" 2>&1
+      if ntwait; then
+        ntrun all_reduce "$logs/nccl-tests-big.log" -b 16M -e 1G -f 2 -g "$ngpu"
         say "nccl-tests all_reduce_perf -b 16M -e 1G -g $ngpu: exit $?"
         grep -E '^ +[0-9]+ ' "$logs/nccl-tests-big.log" | awk '{printf "  %s B %s us %s GB/s;", $1, $6, $8}' | tee -a "$summary"
         echo | tee -a "$summary"
@@ -258,15 +273,7 @@ PY
     ncclsmall)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
-      nt=/tmp/nccl-tests
-      nccl=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])")
-      (
-        mkdir -p /tmp/nccl-home/lib && ln -sf "$nccl/lib/libnccl.so.2" /tmp/nccl-home/lib/libnccl.so &&
-          ln -sfn "$nccl/include" /tmp/nccl-home/include &&
-          make -C target/peers/nccl-tests/src -j"$(nproc)" BUILDDIR="$nt" NCCL_HOME=/tmp/nccl-home \
-            NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" os.build "$nt/all_reduce_perf"
-      ) >"$logs/nccl-tests-build.log" 2>&1 &
-      bpid=$!
+      ntstart
       for m in non-blocking blocking; do
         flag=""; [ $m = blocking ] && flag=--blocking
         timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
@@ -279,21 +286,122 @@ PY
         say "gpu-bench nccl --host-cost, $m: exit $? in $((SECONDS - t0)) s"
         grep -E '^\| [0-9]' "$logs/host-cost-$m/host-cost.md" | tee -a "$summary"
       done
-      wait $bpid
-      say "nccl-tests all_reduce_perf build: exit $? in $((SECONDS - t0)) s"
-      if [ -x "$nt/all_reduce_perf" ]; then
+      if ntwait; then
         for b in 0 1; do
           for g in "" "-G 10"; do
-            NCCL_COMM_BLOCKING=$b LD_LIBRARY_PATH="$nccl/lib:${LD_LIBRARY_PATH:-}" timeout 120 \
-              "$nt/all_reduce_perf" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 $g >"$logs/nccl-tests-small-b$b${g:+-graph}.log" 2>&1
+            NCCL_COMM_BLOCKING=$b ntrun all_reduce "$logs/nccl-tests-small-b$b${g:+-graph}.log" \
+              -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 $g
             say "nccl-tests all_reduce_perf -b 8 -e 32K -g $ngpu ${g} NCCL_COMM_BLOCKING=$b: exit $?"
             grep -E '^ +[0-9]+ ' "$logs/nccl-tests-small-b$b${g:+-graph}.log" | awk '{printf "  %s B %s us;", $1, $6}' | tee -a "$summary"
             echo | tee -a "$summary"
           done
         done
-      else
-        tail -5 "$logs/nccl-tests-build.log" | tee -a "$summary"
       fi
+      ;;
+    ncclmed)
+      # Issue 30's busbw target wants the median of >= 5 runs in the same call:
+      # $ROUNDS rounds, each ours (one process, blocking) over four collectives
+      # 16 MiB-1 GiB and nccl-tests -g N on the same; ours one process per GPU
+      # (--procs N) and torch.distributed (N processes) on all-reduce. Only the
+      # first round checks outputs (--check-iters 0 after it).
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      ntstart
+      for r in $(seq 1 "${ROUNDS:-5}"); do
+        chk=""; [ "$r" -gt 1 ] && chk="--check-iters 0"
+        timeout 200 "$gb" nccl --collectives all-reduce,all-gather,reduce-scatter,send-recv --min-bytes 16M \
+          --max-bytes 1G --blocking $chk --out "$logs/med-ours-$r" >"$logs/med-ours-$r.log" 2>&1
+        say "round $r: ours (one process, blocking): exit $? at $((SECONDS - t0)) s"
+        if ntwait; then
+          for t in all_reduce all_gather reduce_scatter sendrecv; do
+            ntrun $t "$logs/med-nt-$t-$r.log" -b 16M -e 1G -f 2 -g "$ngpu" || say "nccl-tests $t: exit $?"
+          done
+          say "round $r: nccl-tests: at $((SECONDS - t0)) s"
+        fi
+        timeout 200 "$gb" nccl --procs "$ngpu" --collectives all-reduce --min-bytes 16M --max-bytes 1G $chk \
+          --out "$logs/med-procs-$r" >"$logs/med-procs-$r.log" 2>&1
+        say "round $r: ours (--procs $ngpu): exit $? at $((SECONDS - t0)) s"
+        timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+          docs/results/scripts/nccl-torch-allreduce.py --min-bytes 16777216 --max-bytes 1073741824 \
+          >"$logs/med-torch-$r.json" 2>"$logs/med-torch-$r.err"
+        say "round $r: torch.distributed all_reduce: exit $? at $((SECONDS - t0)) s"
+        pack
+      done
+      ;;
+    smallmed)
+      # Small messages, $ROUNDS interleaved rounds: ours (blocking) eager and
+      # captured (--graph 10), nccl-tests eager and -G 10; then the host cost.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      ntstart
+      for r in $(seq 1 "${ROUNDS:-5}"); do
+        timeout 100 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+          --blocking --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 || say "round $r ours: exit $?"
+        timeout 100 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+          --graph 10 --blocking --out "$logs/small-graph-$r" >"$logs/small-graph-$r.log" 2>&1 || say "round $r graph: exit $?"
+        if ntwait; then
+          ntrun all_reduce "$logs/small-nt-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 || say "round $r nccl-tests: exit $?"
+          ntrun all_reduce "$logs/small-ntg-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 -G 10 || say "round $r -G: exit $?"
+        fi
+        say "small round $r: at $((SECONDS - t0)) s"
+      done
+      timeout 150 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters 50 --blocking \
+        --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
+      say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
+      grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
+      ;;
+    ddpcmp)
+      # The DDP-style step, ours and PyTorch's on the same buckets
+      # ($DDP_BUCKETS x $DDP_BUCKET_MIB MiB, default 32 x 32), each with the
+      # communication streams at high and at default priority: ours
+      # compute-bound (fma $DDP_FMA) on blocking communicators, one process;
+      # PyTorch's bf16 matmul, works waited at the end, one process per GPU.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      db=${DDP_BUCKETS:-32} dm=${DDP_BUCKET_MIB:-32} ds=${DDP_STEPS:-7}
+      for prio in high default; do
+        GPU_SYNC_DRIVER=cuda timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap --buckets "$db" --bucket-mib "$dm" \
+          --steps "$ds" --fma "${DDP_FMA:-256}" --blocking 1 --comm-priority $prio >"$logs/ddp-ours-$prio.log" 2>&1
+        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority): exit $? at $((SECONDS - t0)) s"
+        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio.log" | tee -a "$summary"
+        hp=""; [ $prio = high ] && hp=--high-priority-stream
+        timeout "${DDP_TORCH_TIMEOUT:-200}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+          docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
+          --compute matmul --wait end $hp >"$logs/ddp-torch-$prio.json" 2>"$logs/ddp-torch-$prio.err"
+        say "PyTorch DDP-style overlap ($ngpu processes, $prio priority): exit $? at $((SECONDS - t0)) s"
+        python3 - "$logs/ddp-torch-$prio.json" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for v in r["variants"]:
+    print("  torch %-7s n=%s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
+          "max reserved %.1f MiB wrong %d" % (
+          v["compute"], v.get("matrix"), v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
+          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20, v["wrong"]))
+PY
+        pack
+      done
+      ;;
+    procs)
+      # One process per GPU, the three ways in: ddp_overlap --spawn N,
+      # ddp_overlap under torchrun --no-python (NCCL's own rendezvous),
+      # gpu-bench nccl --procs N (every collective, 8 B-1 MiB, checked);
+      # and the all_reduce example, one process.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      small="--buckets 8 --bucket-mib 16 --steps 3"
+      GPU_SYNC_DRIVER=cuda timeout 120 $B/bin/ddp_overlap --spawn "$ngpu" $small >"$logs/procs-spawn.log" 2>&1
+      say "ddp_overlap --spawn $ngpu: exit $? at $((SECONDS - t0)) s"
+      grep -E '^(DDP|  )' "$logs/procs-spawn.log" | tee -a "$summary"
+      GPU_SYNC_DRIVER=cuda NCCL_COMM_ID=127.0.0.1:29511 timeout 120 python3 -m torch.distributed.run \
+        --nproc-per-node "$ngpu" --master-port 29510 --no-python $B/bin/ddp_overlap $small \
+        >"$logs/procs-torchrun.log" 2>&1
+      say "torchrun --no-python ddp_overlap ($ngpu): exit $? at $((SECONDS - t0)) s"
+      grep -E '^(DDP|  )' "$logs/procs-torchrun.log" | tee -a "$summary"
+      timeout 150 "$gb" nccl --procs "$ngpu" --max-bytes 1M --out "$logs/procs-nccl" >"$logs/procs-nccl.log" 2>&1
+      say "gpu-bench nccl --procs $ngpu (8 B-1 MiB): exit $? at $((SECONDS - t0)) s"
+      grep -A8 '^## Summary' "$logs/procs-nccl/report.md" | tee -a "$summary"
+      GPU_SYNC_DRIVER=cuda timeout 60 $B/bin/all_reduce >"$logs/all-reduce.log" 2>&1
+      say "all_reduce example: exit $?; $(grep -m1 '^all-reduce over' "$logs/all-reduce.log")"
       ;;
     *) say "unknown stage $stage" ;;
   esac

@@ -19,14 +19,22 @@ MULTICAST_OFF = {
 os.environ.update(MULTICAST_OFF)
 
 
-def init_distributed():
+def init_distributed(high_priority_stream=False):
     """Under torchrun: selects this process's GPU (LOCAL_RANK) and joins the
-    NCCL process group bound to it. Returns (device, rank, world size)."""
+    NCCL process group bound to it (its NCCL streams at the device's
+    greatest priority when `high_priority_stream`:
+    `ProcessGroupNCCL.Options.is_high_priority_stream`). Returns (device,
+    rank, world size)."""
     import torch
     import torch.distributed as dist
 
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
-    dist.init_process_group("nccl", device_id=dev)
+    if high_priority_stream:
+        opts = dist.ProcessGroupNCCL.Options()
+        opts.is_high_priority_stream = True
+        dist.init_process_group("nccl", device_id=dev, pg_options=opts)
+    else:
+        dist.init_process_group("nccl", device_id=dev)
     return dev, dist.get_rank(), dist.get_world_size()
