@@ -69,9 +69,11 @@
 //! - **CUPTI** (kernel): CUPTI's records of every timing stream, on
 //!   CUPTI's one clock: a run is its first start to its last end over all
 //!   devices, each run starting on every device once all finished the last
-//!   one. Whether the devices' timestamps agree is checked, not measured:
+//!   one. Whether the devices' timestamps agree is checked and bounded:
 //!   the counter `cross-device order slack` is negative (with a warning)
-//!   only when a device seems to start before work it waited for ended.
+//!   only when a device seems to start before work it waited for ended, and
+//!   `device j - device 0 clock, at least` / `at most` bound each device's
+//!   clock against the first from both sides (the barrier's two directions).
 //! - First-call and graph mode are refused over several streams
 //!   ([`Error::Unavailable`]); one stream is exactly [`Bench::run`].
 //!

@@ -38,8 +38,10 @@ impl Bench {
     /// the last one; the mode counter `cross-device order slack` is the
     /// smallest gap between a device's start and the end, on another
     /// device, of work it waited for: below 0 the devices' timestamps
-    /// disagree, and a [`Rule::Clock`] warning says by
-    /// how much; the skew itself is not measured). First-call
+    /// disagree, and a [`Rule::Clock`] warning says by how much; the
+    /// counters `device j - device 0 clock, at least` and `at most` bound
+    /// each other device's clock against the first stream's from both
+    /// sides, by the slacks of the two directions). First-call
     /// and graph are refused
     /// ([`BenchError::Unavailable`], or a warning with
     /// [`Bench::best_effort`]). With one stream this is [`Bench::run`],
@@ -202,7 +204,13 @@ impl Bench {
         // CUPTI records only while kernel mode samples.
         lead.kernel_clock = None;
         let mut r = r?;
-        if let Some(ns) = runs.order_slack_ns {
+        for (j, lo, hi) in runs.slack.skew_vs_first() {
+            let dev = |k: usize| runs.streams.get(k).map_or(-1, |s| s.device().ordinal());
+            let name = format!("device {} - device {} clock", dev(j), dev(0));
+            r.counters.push(Counter::new(format!("{name}, at least"), lo as f64 * 1e-9, Unit::Seconds));
+            r.counters.push(Counter::new(format!("{name}, at most"), hi as f64 * 1e-9, Unit::Seconds));
+        }
+        if let Some(ns) = runs.slack.smallest() {
             r.counters.push(Counter::new("cross-device order slack", ns as f64 * 1e-9, Unit::Seconds));
             if ns < 0 {
                 rec.warnings.push(Warning {

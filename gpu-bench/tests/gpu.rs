@@ -94,8 +94,8 @@ fn bulk_pipelines_at_the_shared_memory_edges_launch_on_the_gpu() {
 /// spread near 50 %; kernel mode's first start to last end over both
 /// devices agrees with it within 1 %, and CUPTI's timestamps of the two
 /// devices never put a start before the end of work it waited for (the
-/// cross-device order slack is not negative). Prints the slack: an upper
-/// bound of GPU 1's clock ahead of GPU 0's, plus the barrier's latency.
+/// cross-device order slack is not negative). Prints the slack and the
+/// two-sided bound of GPU 1's clock against GPU 0's.
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn several_devices_take_the_longest_span_and_cuptis_clocks_agree() {
@@ -143,5 +143,11 @@ fn several_devices_take_the_longest_span_and_cuptis_clocks_agree() {
         let slack = kernel.counters.iter().find(|c| c.name == "cross-device order slack").unwrap().value;
         println!("cross-device order slack {:.3} µs", slack * 1e6);
         assert!(slack >= 0.0, "CUPTI's clocks disagree across devices by at least {} s", -slack);
+        // GPU 1's clock minus GPU 0's, bounded from both sides; the two
+        // directions' latencies are at least 0, so the bound is never empty.
+        let c = |n: &str| kernel.counters.iter().find(|c| c.name == n).unwrap().value;
+        let (lo, hi) = (c("device 1 - device 0 clock, at least"), c("device 1 - device 0 clock, at most"));
+        println!("GPU 1 - GPU 0 clock in [{:.3}, {:.3}] µs", lo * 1e6, hi * 1e6);
+        assert!(lo <= hi, "an empty skew bound [{lo}, {hi}]: CUPTI's timestamps are not on one clock");
     }
 }

@@ -162,6 +162,12 @@ fn two_devices_kernel_mode_spans_both_devices_on_cuptis_clock() {
     // the barrier's gap on the simulator's one clock is 0.
     let slack = counter(k, "cross-device order slack");
     assert!(slack.abs() < 1e-9, "{slack}");
+    // GPU 1's clock minus GPU 0's, bounded both ways by the barrier's two
+    // directions: GPU 1 starts 18 µs after GPU 0 ends (0 → 1), GPU 0 as GPU
+    // 1 ends (1 → 0): [-0, 18 µs], which holds the simulator's 0.
+    let (lo, hi) =
+        (counter(k, "device 1 - device 0 clock, at least"), counter(k, "device 1 - device 0 clock, at most"));
+    assert!(lo.abs() < 1e-9 && (hi - 18e-6).abs() < 1e-9, "[{lo}, {hi}]");
     assert!(r.warnings.iter().all(|w| w.rule != Rule::Clock), "{:?}", r.warnings);
 }
 

@@ -10,14 +10,18 @@
 //!
 //! One clock for all devices is CUPTI's claim: on a GPU machine the
 //! devices' timestamps are each device's clock normalized by CUPTI. The
-//! barrier gives a check of it: each device's first start in a run cannot
-//! precede the other devices' last end in the run before, so the smallest
-//! such difference ([`order_slack`], the mode counter `cross-device order
-//! slack`) is at least 0 on one clock, and a negative value is a skew of at
-//! least its size. A positive slack is the barrier's latency plus any skew
-//! in that direction: it does not bound the skew from the other side, and
-//! the skew itself is not measured (no GPU run has validated it yet; on the
-//! simulator every device's time is the simulated one).
+//! barrier gives a check of it, and a bound on the skew from both sides:
+//! device j's first start in a run cannot precede device i's last end in
+//! the run before, so the smallest such difference over the runs,
+//! `slack(i → j)` ([`PairSlack`]), is the true gap (at least 0: the wait's
+//! latency) plus j's clock minus i's. Hence j's clock minus i's lies in
+//! `[−slack(j → i), slack(i → j)]`: the mode counters `device j − device 0
+//! clock, at least` and `at most`, for every other device j. The smallest
+//! slack overall is the counter `cross-device order slack`: below 0 the
+//! clocks disagree by at least its size. The interval's width is the two
+//! directions' smallest wait latencies, so the bound is as tight as the
+//! barrier is fast (on the simulator every device's time is the simulated
+//! one, and the bounds read 0 or more on both sides).
 
 use super::Clock;
 use crate::error::{Error as BenchError, Result as BenchResult};
@@ -33,7 +37,8 @@ use std::collections::VecDeque;
 /// number of device operations on each stream, at least one in all).
 pub(crate) struct MultiKernelRuns<'f> {
     f: super::multi::MultiWork<'f>,
-    streams: Vec<Stream>,
+    /// The timing streams, the lead's first.
+    pub(crate) streams: Vec<Stream>,
     /// Each timing stream's CUPTI filter and device ordinal.
     filters: Vec<(StreamRecords, u32)>,
     /// Operations per run on each stream, learnt from the first round.
@@ -43,27 +48,60 @@ pub(crate) struct MultiKernelRuns<'f> {
     pub(crate) side: Vec<SpanReading>,
     depth: usize,
     left: usize,
-    /// The smallest cross-device order slack seen, ns ([`order_slack`]).
-    pub(crate) order_slack_ns: Option<i64>,
+    /// The smallest slack seen between each ordered pair of timing
+    /// streams.
+    pub(crate) slack: PairSlack,
 }
 
-/// The smallest, over devices, of a device's first start in a run minus
-/// the latest end of the other devices in the run before (`prev`, `now`:
-/// each stream's first start and last end, `None` for a stream without
-/// operations). Each device waited for those ends (the barrier), so on one
-/// clock the slack is at least 0 (the wait's latency); a negative slack is
-/// a disagreement of CUPTI's timestamps across devices of at least its
-/// size. `None` with fewer than two streams with operations.
-pub(crate) fn order_slack(prev: &[Option<(u64, u64)>], now: &[Option<(u64, u64)>]) -> Option<i64> {
-    now.iter()
-        .enumerate()
-        .filter_map(|(i, b)| {
-            let (start, _) = (*b)?;
-            let others_end =
-                prev.iter().enumerate().filter(|(j, _)| *j != i).filter_map(|(_, b)| b.map(|b| b.1)).max()?;
-            Some(start as i64 - others_end as i64)
-        })
-        .min()
+/// The smallest order slack seen from each timing stream to each other,
+/// ns: `min[i][j]` is the smallest, over the runs, of stream j's first start
+/// in a run minus stream i's last end in the run before (see the module
+/// docs); `None` until both had operations in consecutive runs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PairSlack {
+    min: Vec<Vec<Option<i64>>>,
+}
+
+impl PairSlack {
+    /// Takes one run's bounds (`prev`, `now`: each stream's first start and
+    /// last end, `None` for a stream without operations).
+    pub(crate) fn add(&mut self, prev: &[Option<(u64, u64)>], now: &[Option<(u64, u64)>]) {
+        let n = now.len().max(prev.len());
+        if self.min.len() < n {
+            self.min.resize(n, Vec::new());
+        }
+        for row in &mut self.min {
+            row.resize(n, None);
+        }
+        for (i, p) in prev.iter().enumerate() {
+            let Some((_, end)) = *p else { continue };
+            for (j, b) in now.iter().enumerate().filter(|(j, _)| *j != i) {
+                let Some((start, _)) = *b else { continue };
+                let d = start as i64 - end as i64;
+                let m = &mut self.min[i][j];
+                *m = Some(m.map_or(d, |m| m.min(d)));
+            }
+        }
+    }
+
+    /// The smallest slack over every ordered pair (the order check): below
+    /// 0 the devices' clocks disagree by at least its size.
+    pub(crate) fn smallest(&self) -> Option<i64> {
+        self.min.iter().flatten().flatten().copied().min()
+    }
+
+    /// Stream j's clock minus stream 0's, bounded from both sides:
+    /// `(j, at least, at most)` in ns for every stream j > 0 with slacks
+    /// both ways.
+    pub(crate) fn skew_vs_first(&self) -> Vec<(usize, i64, i64)> {
+        (1..self.min.len())
+            .filter_map(|j| {
+                let to_j = self.min.first()?.get(j).copied().flatten()?;
+                let to_0 = self.min.get(j)?.first().copied().flatten()?;
+                Some((j, -to_0, to_j))
+            })
+            .collect()
+    }
 }
 
 impl<'f> MultiKernelRuns<'f> {
@@ -93,7 +131,7 @@ impl<'f> MultiKernelRuns<'f> {
             side: Vec::new(),
             depth: 1,
             left: 0,
-            order_slack_ns: None,
+            slack: PairSlack::default(),
         })
     }
 
@@ -151,7 +189,7 @@ impl<'f> MultiKernelRuns<'f> {
             let spans_s =
                 each.iter().map(|b| b.map_or(0.0, |(s, e)| e.saturating_sub(s) as f64 * 1e-9)).collect();
             if let Some(p) = &prev {
-                self.order_slack_ns = order_slack(p, &each).into_iter().chain(self.order_slack_ns).min();
+                self.slack.add(p, &each);
             }
             prev = Some(each);
             self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, SpanReading { spans_s }));
@@ -200,7 +238,7 @@ impl Clock for MultiKernelRuns<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::order_slack;
+    use super::PairSlack;
 
     #[test]
     fn order_slack_is_each_devices_start_after_the_others_previous_end() {
@@ -208,10 +246,41 @@ mod tests {
         // 152 on device 0 (2 after device 1's end) and 151 on device 1 (21
         // after device 0's end).
         let prev = [Some((100, 130)), Some((100, 150))];
-        assert_eq!(order_slack(&prev, &[Some((152, 160)), Some((151, 170))]), Some(2));
+        let mut s = PairSlack::default();
+        s.add(&prev, &[Some((152, 160)), Some((151, 170))]);
+        assert_eq!(s.smallest(), Some(2));
+        // Device 1's clock minus device 0's lies in [-2, 21].
+        assert_eq!(s.skew_vs_first(), vec![(1, -2, 21)]);
         // Device 0 starting before device 1's end: clocks disagree by 5.
-        assert_eq!(order_slack(&prev, &[Some((145, 160)), Some((151, 170))]), Some(-5));
+        s.add(&prev, &[Some((145, 160)), Some((151, 170))]);
+        assert_eq!(s.smallest(), Some(-5));
+        assert_eq!(s.skew_vs_first(), vec![(1, 5, 21)]);
         // A stream without operations adds no constraint.
-        assert_eq!(order_slack(&[Some((100, 130)), None], &[Some((152, 160)), None]), None);
+        let mut t = PairSlack::default();
+        t.add(&[Some((100, 130)), None], &[Some((152, 160)), None]);
+        assert_eq!((t.smallest(), t.skew_vs_first()), (None, vec![]));
+    }
+
+    #[test]
+    fn a_known_offset_falls_inside_the_bound() {
+        // Device 1's clock reads 40 ns ahead of device 0's; each barrier
+        // wait takes 10 to 30 ns. Every run's bound must hold +40.
+        let (off, mut s) = (40i64, PairSlack::default());
+        let mut end = [1_000i64, 1_000i64];
+        for k in 0..20i64 {
+            let lat = [10 + k % 3 * 10, 30 - k % 3 * 10];
+            let latest = end[0].max(end[1]);
+            // True starts: after both ends plus the wait's latency.
+            let start = [latest + lat[0], latest + lat[1]];
+            let stop = [start[0] + 500, start[1] + 480];
+            let seen = |t: [i64; 2]| [t[0] as u64, (t[1] + off) as u64];
+            let (pe, ns, ne) = (seen(end), seen(start), seen(stop));
+            s.add(&[Some((0, pe[0])), Some((0, pe[1]))], &[Some((ns[0], ne[0])), Some((ns[1], ne[1]))]);
+            end = stop;
+        }
+        let (j, lo, hi) = s.skew_vs_first()[0];
+        assert_eq!(j, 1);
+        assert!(lo <= off && off <= hi, "[{lo}, {hi}] misses {off}");
+        assert!(hi - lo < 200, "[{lo}, {hi}] too wide for 10-30 ns waits");
     }
 }
