@@ -146,6 +146,13 @@ impl Config {
         Ok(c)
     }
 
+    /// The tests' sizes: `buckets` of 64 KiB, `steps` steps, the rest as
+    /// [`Config::GPU`].
+    #[cfg(test)]
+    fn small(buckets: usize, steps: usize) -> Config {
+        Config { buckets, bucket_bytes: 64 << 10, steps, ..Config::GPU }
+    }
+
     fn elems(&self) -> usize {
         self.bucket_bytes / 4
     }
@@ -679,15 +686,7 @@ fn runs_on_the_simulator() {
     // CI has no GPU: `select_driver` picks the simulator (two devices);
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
-    let small = Config {
-        buckets: 4,
-        bucket_bytes: 64 << 10,
-        steps: 3,
-        passes: None,
-        fma: None,
-        blocking: false,
-        high_priority: true,
-    };
+    let small = Config::small(4, 3);
     run(Config::from(small, &[]).expect("the configuration"), Mode::OneProcess).expect("the example failed");
 }
 
@@ -696,15 +695,7 @@ fn compute_bound_passes_on_blocking_communicators() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // `--fma` and `--blocking 1`: the same exact sums and the same peak of
     // two buckets (the scratch buffer counted apart).
-    let small = Config {
-        buckets: 4,
-        bucket_bytes: 64 << 10,
-        steps: 2,
-        passes: None,
-        fma: None,
-        blocking: false,
-        high_priority: true,
-    };
+    let small = Config::small(4, 2);
     let mut c = Config::from(small, &[]).expect("the configuration");
     c.fma = Some(c.fma.unwrap_or(16));
     c.blocking = true;
@@ -739,15 +730,7 @@ fn one_rank_per_process() {
     // its communicator from the environment and reduces its figures with
     // NCCL. The parent fails if the rank fails (a wrong element, a peak
     // over two buckets, any error).
-    let small = Config {
-        buckets: 3,
-        bucket_bytes: 64 << 10,
-        steps: 2,
-        passes: None,
-        fma: None,
-        blocking: false,
-        high_priority: true,
-    };
+    let small = Config::small(3, 2);
     let opts = SpawnOptions {
         timeout: Duration::from_secs(300),
         args: Some(["--exact", "one_rank_per_process", "--nocapture"].map(Into::into).to_vec()),

@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   testf:B:F  test binary B (under tests/) filtered to F, with its output
 #   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
 #              send-recv 16 MiB-1 GiB beside nccl-tests -g N; ours --procs N and torch.distributed
 #              all-reduce at the same sizes (the busbw target's medians)
@@ -90,6 +91,19 @@ ntwait() {
     ntpid=""
   fi
   [ -x "$nt/all_reduce_perf" ]
+}
+# One line per variant of ddp-overlap-torch.py's JSON, into the summary.
+torch_ddp_summary() {
+  python3 - "$1" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for v in r["variants"]:
+    print("  torch %-11s wait %-4s n=%s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
+          "max reserved %.1f MiB (operands %.1f MiB) wrong %d" % (
+          v["compute"], v["wait"], v.get("matrix", v.get("passes")), v["c_s"] * 1e3, v["m_s"] * 1e3,
+          v["c_over_m"], v["step_s"] * 1e3, v["ideal_over_step"], v["hidden"] * 100,
+          v["max_memory_reserved"] / 2**20, v["operand_bytes"] / 2**20, v["wrong"]))
+PY
 }
 # One nccl-tests binary: ntrun NAME LOG ARGS…
 ntrun() {
@@ -182,16 +196,7 @@ for stage in "$@"; do
         docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
         >"$logs/ddp-overlap-torch.json" 2>"$logs/ddp-overlap-torch.err"
       say "PyTorch DDP-style overlap ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
-      python3 - "$logs/ddp-overlap-torch.json" <<'PY' 2>&1 | tee -a "$summary"
-import json, sys
-r = json.load(open(sys.argv[1]))
-for v in r["variants"]:
-    print("  torch %-11s wait %-4s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
-          "max reserved %.1f MiB (operands %.1f MiB) wrong %d" % (
-          v["compute"], v["wait"], v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
-          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20,
-          v["operand_bytes"] / 2**20, v["wrong"]))
-PY
+      torch_ddp_summary "$logs/ddp-overlap-torch.json"
       ;;
     ncclgraph)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -238,15 +243,7 @@ PY
         docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
         >"$logs/ddp-overlap-torch.json" 2>"$logs/ddp-overlap-torch.err"
       say "PyTorch DDP-style overlap ($ngpu processes, torchrun): exit $? in $((SECONDS - t0)) s"
-      python3 - "$logs/ddp-overlap-torch.json" <<'PY' 2>&1 | tee -a "$summary"
-import json, sys
-r = json.load(open(sys.argv[1]))
-for v in r["variants"]:
-    print("  torch %-11s wait %-4s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
-          "max reserved %.1f MiB wrong %d" % (
-          v["compute"], v["wait"], v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
-          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20, v["wrong"]))
-PY
+      torch_ddp_summary "$logs/ddp-overlap-torch.json"
       ;;
     ddpx)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -297,6 +294,14 @@ PY
           done
         done
       fi
+      ;;
+    testf:*)
+      # One test of one binary: testf:BINARY:FILTER (ignored GPU tests included).
+      spec=${stage#testf:}; b=${spec%%:*}; f=${spec#*:}
+      GPU_SYNC_DRIVER=cuda RUST_BACKTRACE=1 timeout "${TEST_TIMEOUT:-120}" $B/tests/$b "$f" --include-ignored \
+        --test-threads=1 --nocapture >"$logs/test-$b-$f.log" 2>&1
+      say "test $b $f: exit $?; $(grep -E '^test result' "$logs/test-$b-$f.log" | tail -1)"
+      grep -E 'µs|clock' "$logs/test-$b-$f.log" | head -5 | tee -a "$summary"
       ;;
     ncclmed)
       # Issue 30's busbw target wants the median of >= 5 runs in the same call:
@@ -369,15 +374,7 @@ PY
           docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
           --compute matmul --wait end $hp >"$logs/ddp-torch-$prio.json" 2>"$logs/ddp-torch-$prio.err"
         say "PyTorch DDP-style overlap ($ngpu processes, $prio priority): exit $? at $((SECONDS - t0)) s"
-        python3 - "$logs/ddp-torch-$prio.json" <<'PY' 2>&1 | tee -a "$summary"
-import json, sys
-r = json.load(open(sys.argv[1]))
-for v in r["variants"]:
-    print("  torch %-7s n=%s C %.3f ms M %.3f ms C/M %.2f step %.3f ms ideal/step %.3f hidden %.1f %% "
-          "max reserved %.1f MiB wrong %d" % (
-          v["compute"], v.get("matrix"), v["c_s"] * 1e3, v["m_s"] * 1e3, v["c_over_m"], v["step_s"] * 1e3,
-          v["ideal_over_step"], v["hidden"] * 100, v["max_memory_reserved"] / 2**20, v["wrong"]))
-PY
+        torch_ddp_summary "$logs/ddp-torch-$prio.json"
         pack
       done
       ;;
