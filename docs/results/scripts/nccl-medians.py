@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Medians over the rounds of device-call.sh's `ncclmed` and `smallmed`
+stages (issue 30's targets ask for the median of >= 5 runs in one call).
+
+    python3 docs/results/scripts/nccl-medians.py LOGS_DIR > medians.md
+
+LOGS_DIR holds, per round r:
+  ncclmed:  med-ours-r/results.json (gpu-bench nccl, one process, blocking),
+            med-nt-<coll>-r.log (nccl-tests -g N), med-procs-r/results.json
+            (gpu-bench nccl --procs N), med-torch-r.json (torch.distributed)
+  smallmed: small-ours-r/ and small-graph-r/results.json (eager and
+            --graph 10), small-nt-r.log and small-ntg-r.log (nccl-tests
+            eager and -G 10)
+
+Per size: the median over the rounds of each side's busbw (large) or time
+per call (small), and the ratio of the medians; beside it the lowest and
+highest per-round ratio. nccl-tests' out-of-place columns are used (ours is
+out of place too); torch.distributed's all_reduce is in place.
+"""
+
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def rows_of(path):
+    """gpu-bench nccl's rows: {(collective, bytes): row}."""
+    out = {}
+
+    def walk(o):
+        if isinstance(o, dict):
+            if "collective" in o and "bytes" in o and "busbw_gbs" in o:
+                yield o
+            for v in o.values():
+                yield from walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                yield from walk(v)
+
+    with open(path) as f:
+        for r in walk(json.load(f)):
+            out[(r["collective"], int(r["bytes"]))] = r
+    return out
+
+
+def nccl_tests(path):
+    """nccl-tests' rows: {bytes: (time µs, busbw GB/s)}, out of place."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            x = line.split()
+            if len(x) >= 9 and x[0].isdigit():
+                try:
+                    out[int(x[0])] = (float(x[5]), float(x[7]))
+                except ValueError:
+                    pass
+    return out
+
+
+def torch_rows(path):
+    with open(path) as f:
+        return {int(r["bytes"]): r for r in json.load(f).get("rows", [])}
+
+
+def rounds(logs, pattern):
+    """The round numbers r for which pattern % r exists."""
+    found = []
+    for p in glob.glob(os.path.join(logs, pattern.replace("{r}", "*"))):
+        m = re.search(pattern.replace("{r}", r"(\d+)").replace(".", r"\.") + "$", p)
+        if m:
+            found.append(int(m.group(1)))
+    return sorted(set(found))
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def table(title, header, lines):
+    print(f"## {title}\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
+    print()
+
+
+def fmt(x, d=1):
+    return "—" if x != x else f"{x:.{d}f}"
+
+
+def compare(sizes, ours, peer, key, higher_is_better):
+    """Lines: size, ours median, peer median, ratio of medians, per-round
+    ratio range. `ours`, `peer`: per round {bytes: value}."""
+    lines = []
+    for b in sizes:
+        o = [r[b] for r in ours if b in r]
+        p = [r[b] for r in peer if b in r]
+        per = [x / y for x, y in zip((r.get(b) for r in ours), (r.get(b) for r in peer)) if x and y]
+        ratio = med(o) / med(p) if o and p else float("nan")
+        lo, hi = (min(per), max(per)) if per else (float("nan"), float("nan"))
+        lines.append([str(b), fmt(med(o), 2), fmt(med(p), 2), fmt(ratio, 3), f"{fmt(lo, 3)}–{fmt(hi, 3)}", f"{len(o)}/{len(p)}"])
+    return lines
+
+
+def main():
+    logs = sys.argv[1]
+    names = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "send_recv": "sendrecv"}
+    rs = rounds(logs, "med-ours-{r}/results.json")
+    if rs:
+        ours = [rows_of(f"{logs}/med-ours-{r}/results.json") for r in rs]
+        for coll, nt in names.items():
+            o = [{b: row["busbw_gbs"] for (c, b), row in x.items() if c == coll} for x in ours]
+            p = []
+            for r in rs:
+                path = f"{logs}/med-nt-{nt}-{r}.log"
+                p.append({b: v[1] for b, v in nccl_tests(path).items()} if os.path.exists(path) else {})
+            sizes = sorted({b for x in o for b in x})
+            table(
+                f"{coll}: busbw GB/s, ours (one process, blocking) vs nccl-tests -g N, {len(rs)} rounds",
+                ["bytes", "ours (median)", "nccl-tests (median)", "ours / nccl-tests", "per round", "rounds"],
+                compare(sizes, o, p, "busbw", True),
+            )
+    rp = rounds(logs, "med-procs-{r}/results.json")
+    if rp:
+        o = []
+        for r in rp:
+            x = rows_of(f"{logs}/med-procs-{r}/results.json")
+            o.append({b: row["busbw_gbs"] for (c, b), row in x.items() if c == "all_reduce"})
+        p = []
+        for r in rp:
+            path = f"{logs}/med-torch-{r}.json"
+            try:
+                p.append({b: row["busbw_gbs"] for b, row in torch_rows(path).items()})
+            except (OSError, ValueError):
+                p.append({})
+        sizes = sorted({b for x in o for b in x})
+        table(
+            f"all_reduce: busbw GB/s, ours (one process per GPU, --procs) vs torch.distributed, {len(rp)} rounds",
+            ["bytes", "ours (median)", "torch (median)", "ours / torch", "per round", "rounds"],
+            compare(sizes, o, p, "busbw", True),
+        )
+    for kind, ours_pat, nt_pat in (("eager", "small-ours-{r}", "small-nt-{r}.log"), ("graph", "small-graph-{r}", "small-ntg-{r}.log")):
+        rr = rounds(logs, ours_pat + "/results.json")
+        if not rr:
+            continue
+        o = []
+        for r in rr:
+            x = rows_of(f"{logs}/{ours_pat.format(r=r)}/results.json")
+            o.append({b: row["time_us"] for (c, b), row in x.items() if c == "all_reduce"})
+        p = []
+        for r in rr:
+            path = f"{logs}/{nt_pat.format(r=r)}"
+            p.append({b: v[0] for b, v in nccl_tests(path).items()} if os.path.exists(path) else {})
+        sizes = sorted({b for x in o for b in x})
+        peer = "nccl-tests" if kind == "eager" else "nccl-tests -G 10"
+        table(
+            f"all_reduce 8 B–32 KiB, {kind}: µs per call, ours (blocking) vs {peer}, {len(rr)} rounds (lower is better)",
+            ["bytes", "ours (median)", f"{peer} (median)", "ours / peer", "per round", "rounds"],
+            compare(sizes, o, p, "time", False),
+        )
+
+
+if __name__ == "__main__":
+    main()
