@@ -371,7 +371,8 @@ pub struct NcclReport {
     pub blocking: bool,
     /// The run captured in a CUDA graph: its state.
     pub graph: String,
-    /// The algorithm and protocol NCCL chose per size.
+    /// Where the rows' algorithms and protocols came from (NCCL's tuning
+    /// log), or why they have none.
     pub algorithm: String,
     /// Every row, by collective then size.
     pub rows: Vec<Row>,
