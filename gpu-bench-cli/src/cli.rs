@@ -419,6 +419,13 @@ pub struct NcclArgs {
     /// API, interleaved batches of --iters at each size (f32, sum).
     #[arg(long, conflicts_with_all = ["collectives", "dtype", "peers", "peer_peak", "min_busbw", "plant_wrong"])]
     pub host_cost: bool,
+    /// Leave NCCL's tuning log off: the rows name no algorithm ("—").
+    /// Without it, unless NCCL_DEBUG is already set, NCCL_DEBUG=INFO,
+    /// NCCL_DEBUG_SUBSYS=TUNING and NCCL_DEBUG_FILE (a temporary file) are
+    /// set before NCCL loads, and each row names the algorithm and protocol
+    /// NCCL's rank 0 logged for its calls (one line written per call).
+    #[arg(long)]
+    pub no_algorithms: bool,
     /// One process per GPU: this command re-run as N ranks on this machine
     /// (`--procs` alone: one per device), rank i on device i, each with a
     /// communicator from its environment (RANK, WORLD_SIZE, LOCAL_RANK,

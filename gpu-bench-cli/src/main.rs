@@ -138,7 +138,17 @@ fn compare(
     Ok(if c.regressed() { EXIT_REGRESSION } else { 0 })
 }
 
+/// Runs `cli`'s command. Called by `main` before any thread exists (clap
+/// and env_logger start none): `nccl` sets NCCL's variables here, before
+/// anything loads CUDA or NCCL.
 fn run(cli: Cli) -> Result<i32, Failure> {
+    let tuning = match &cli.command {
+        // SAFETY: main calls run from its own thread before anything has
+        // started another (argument parsing and the logger start none; the
+        // driver, its threads and NCCL load below).
+        Command::Nccl(a) => Some(unsafe { nccl::tuning_env(a) }),
+        _ => None,
+    };
     let format = match cli.format {
         FormatArg::Md => Format::Md,
         FormatArg::Json => Format::Json,
@@ -195,7 +205,10 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Roofline(args) => return roofline::run(&ctx, &args, cli.out.as_ref()),
         Command::Timeline(args) => return timeline::run(&ctx, &args, cli.out.as_ref()),
         Command::P2p(args) => return p2p::run(&ctx, &args, format, cli.out.as_ref()),
-        Command::Nccl(args) => return nccl::run(&ctx, &args, format, cli.out.as_ref()),
+        Command::Nccl(args) => {
+            let tuning = tuning.unwrap_or(nccl::Tuning::Off("not the nccl command".into()));
+            return nccl::run(&ctx, &args, &tuning, format, cli.out.as_ref());
+        }
         Command::Overhead { batches, per_batch, repeat, free_running } => overhead::run(
             &ctx,
             overhead::Options {

@@ -2,8 +2,8 @@
 //! nccl-tests runs them, or one process per GPU (`--procs`: ranks spawned
 //! here by `gpu_sync::nccl::spawn_local`, or started by `torchrun
 //! --no-python`). The method is `gpu_bench::nccl`; this file checks the
-//! environment and the inputs, reads the peer peak, starts the ranks, and
-//! writes.
+//! environment and the inputs, turns NCCL's tuning log on ([`tuning_env`]),
+//! reads the peer peak, starts the ranks, and writes.
 
 use crate::common::{Ctx, Failure};
 use gpu_bench::nccl::{Collective, Dtype, NcclOptions};
@@ -17,6 +17,90 @@ use std::time::Duration;
 
 /// `gpu-bench nccl`'s flags.
 pub use gpu_bench_cli::cli::NcclArgs as Args;
+
+/// Set by the `gpu-bench nccl` that turned NCCL's tuning log on, to its
+/// `NCCL_DEBUG_FILE`: the ranks it spawns inherit both and know the log
+/// is ours, not the user's.
+const TUNING_ENV: &str = "GPU_BENCH_NCCL_TUNING_LOG";
+
+/// NCCL's tuning log for this run: where NCCL writes it, or why not.
+#[derive(Debug)]
+pub enum Tuning {
+    /// The variables are set (here, or by the `gpu-bench` that spawned
+    /// this rank): NCCL writes `pattern` (`NCCL_DEBUG_FILE`).
+    Log {
+        /// `NCCL_DEBUG_FILE`, `%h` and `%p` unexpanded.
+        pattern: PathBuf,
+        /// The directory this process made for it, removed when dropped;
+        /// `None` in a rank (its parent owns it).
+        _owned: Option<TuningDir>,
+    },
+    /// Not read, and why.
+    Off(String),
+}
+
+impl Tuning {
+    /// The log's pattern, when on.
+    fn pattern(&self) -> Option<PathBuf> {
+        match self {
+            Tuning::Log { pattern, .. } => Some(pattern.clone()),
+            Tuning::Off(_) => None,
+        }
+    }
+}
+
+/// A temporary directory, removed (with what NCCL wrote there) on drop.
+#[derive(Debug)]
+pub struct TuningDir(PathBuf);
+
+impl Drop for TuningDir {
+    fn drop(&mut self) {
+        // Best effort: a directory left in the temporary folder harms nothing.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Turns NCCL's tuning log on for `gpu-bench nccl`, before anything loads
+/// NCCL (it reads its variables once): `NCCL_DEBUG=INFO`,
+/// `NCCL_DEBUG_SUBSYS=TUNING` and `NCCL_DEBUG_FILE` in a new temporary
+/// directory (`nccl-tuning.%h.%p`: each process its own file; NCCL's rank
+/// 0 writes the lines). Nothing is set with `--no-algorithms` or
+/// `--host-cost` (no rows), nor when the user set `NCCL_DEBUG` (their log
+/// is left as they asked; the rows then name nothing). A rank spawned by
+/// a `gpu-bench` that set them inherits them ([`TUNING_ENV`]).
+///
+/// # Safety
+/// Sets environment variables: the caller guarantees no other thread of
+/// the process exists yet (none can read the environment meanwhile).
+pub unsafe fn tuning_env(args: &Args) -> Tuning {
+    if args.no_algorithms {
+        return Tuning::Off("--no-algorithms".into());
+    }
+    if args.host_cost {
+        return Tuning::Off("--host-cost names no algorithm".into());
+    }
+    let var = |k: &str| std::env::var_os(k);
+    if let Some(p) = var(TUNING_ENV).filter(|p| var("NCCL_DEBUG_FILE").as_ref() == Some(p)) {
+        return Tuning::Log { pattern: PathBuf::from(p), _owned: None };
+    }
+    if var("NCCL_DEBUG").is_some() {
+        return Tuning::Off("NCCL_DEBUG is set by the user: NCCL's log is left as they set it".into());
+    }
+    let dir = std::env::temp_dir().join(format!("gpu-bench-nccl-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return Tuning::Off(format!("{}: {e}", dir.display()));
+    }
+    let pattern = dir.join("nccl-tuning.%h.%p");
+    // SAFETY: the caller guarantees this process has no other thread yet,
+    // so nothing reads or writes the environment while it changes.
+    unsafe {
+        std::env::set_var("NCCL_DEBUG", "INFO");
+        std::env::set_var("NCCL_DEBUG_SUBSYS", "TUNING");
+        std::env::set_var("NCCL_DEBUG_FILE", &pattern);
+        std::env::set_var(TUNING_ENV, &pattern);
+    }
+    Tuning::Log { pattern, _owned: Some(TuningDir(dir)) }
+}
 
 /// The switches that keep NVLink multicast off, as the user must export
 /// them.
@@ -125,7 +209,13 @@ fn devices(list: &[i32]) -> Result<Vec<Device>, Failure> {
 /// [`Failure::Usage`] for bad inputs or `NCCL_NVLS_ENABLE` not 0 (before
 /// anything runs); [`Failure::Check`] after writing, when a row has wrong
 /// elements or a busbw above the peer peak; a driver or NCCL error.
-pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Result<i32, Failure> {
+pub fn run(
+    ctx: &Ctx,
+    args: &Args,
+    tuning: &Tuning,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
     let peak = match &args.peers {
         Some(p) => Some(peer_peak(p)?),
         None => args.peer_peak,
@@ -148,6 +238,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
         plant_wrong: args.plant_wrong,
         blocking: args.blocking,
         graph_launches: args.graph.unwrap_or(0),
+        tuning_log: tuning.pattern(),
     };
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(
@@ -156,7 +247,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
         )));
     }
     if let Some(procs) = args.procs {
-        return run_procs(ctx, args, procs, &opts, format, out);
+        return run_procs(ctx, args, procs, &opts, tuning, format, out);
     }
     if std::env::var_os("RANK").is_some() {
         return Err(Failure::Usage(
@@ -178,7 +269,7 @@ pub fn run(ctx: &Ctx, args: &Args, format: Format, out: Option<&PathBuf>) -> Res
     }
     let report = gpu_bench::nccl::run(&devices, &opts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
-    write_and_judge(&report, args, format, out)
+    write_and_judge(report, args, tuning, format, out)
 }
 
 /// How long the parent of `--procs` waits for its ranks before killing
@@ -205,6 +296,7 @@ fn run_procs(
     args: &Args,
     procs: Option<usize>,
     opts: &NcclOptions,
+    tuning: &Tuning,
     format: Format,
     out: Option<&PathBuf>,
 ) -> Result<i32, Failure> {
@@ -246,7 +338,7 @@ fn run_procs(
                 gpu_bench::nccl::run_rank(comm, opts, &mut |_| {})?
             };
             // Every rank holds the same reduced rows; rank 0 speaks for them.
-            if me.rank == 0 { write_and_judge(&report, args, format, out) } else { Ok(0) }
+            if me.rank == 0 { write_and_judge(report, args, tuning, format, out) } else { Ok(0) }
         }
         // Rank 0 already printed why: its documented status is the command's.
         Err(SpawnError::RankFailed { rank: 0, status, .. })
@@ -258,17 +350,43 @@ fn run_procs(
     }
 }
 
-/// Writes `report` (stdout in `format`; with `out`, the files) and returns
-/// the exit status.
+/// Writes `report` (stdout in `format`; with `out`, the files, and NCCL's
+/// tuning log of this process as nccl-tuning.log) and returns the exit
+/// status. The report says why no row names an algorithm when the log was
+/// off, and that writing it costs a line per call when on.
 ///
 /// # Errors
 /// [`Failure::Check`] after writing, when a row is an error; writing.
 fn write_and_judge(
-    report: &gpu_bench::nccl::NcclReport,
+    mut report: gpu_bench::nccl::NcclReport,
     args: &Args,
+    tuning: &Tuning,
     format: Format,
     out: Option<&PathBuf>,
 ) -> Result<i32, Failure> {
+    match tuning {
+        Tuning::Off(why) => report.algorithm = format!("not read: {why}"),
+        Tuning::Log { pattern, .. } => {
+            report.notes.push(
+                "NCCL's tuning log on (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING): its rank 0 writes a line per \
+                 call, on the host, while timed; --no-algorithms times without it"
+                    .into(),
+            );
+            // Kept beside the report where it can be; a log that cannot be
+            // copied fails nothing (the rows already say what it held).
+            if let (Some(dir), Some(log)) = (out, gpu_bench::nccl::algo::resolve(pattern)) {
+                let to = dir.join("nccl-tuning.log");
+                if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::copy(&log, &to)) {
+                    report.notes.push(format!(
+                        "NCCL's tuning log not kept: {} to {}: {e}",
+                        log.display(),
+                        to.display()
+                    ));
+                }
+            }
+        }
+    }
+    let report = &report;
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Io(e.to_string()))? + "\n";
     crate::emit(format, out, &report.to_markdown(), &json, &report.to_csv())?;
     if let Some(dir) = out {

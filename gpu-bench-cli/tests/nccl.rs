@@ -4,17 +4,36 @@
 //! well-formed in JSON and CSV with their launch mode, the four outputs
 //! written; a planted wrong reference and a busbw above the peer peak are
 //! errors (exit 4, the rows written and flagged); --min-busbw exits 1;
-//! NCCL_NVLS_ENABLE other than 0 is refused before anything runs (exit 2).
+//! NCCL_NVLS_ENABLE other than 0 is refused before anything runs (exit 2);
+//! every table has its algo column, "—" where NCCL's tuning log says
+//! nothing (cuda-sim writes none; a log that is missing, unreadable or
+//! without a tuning line never fails the run; NCCL_DEBUG set by the user or
+//! --no-algorithms leave it off, the report saying why).
 
 use gpu_bench::nccl::{Collective, Launch, NcclReport};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn nccl(devices: u32, name: &str, nvls: Option<&str>, extra: &[&str]) -> (Output, PathBuf) {
+    nccl_env(devices, name, nvls, &[], extra)
+}
+
+/// As [`nccl`], with `envs` set (NCCL's log variables unset otherwise).
+fn nccl_env(
+    devices: u32,
+    name: &str,
+    nvls: Option<&str>,
+    envs: &[(&str, &str)],
+    extra: &[&str],
+) -> (Output, PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-bench-nccl-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
     c.env_remove("RUST_LOG").env_remove("NCCL_NVLS_ENABLE").env("CUDA_SIM_DEVICES", devices.to_string());
+    for v in ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "GPU_BENCH_NCCL_TUNING_LOG"] {
+        c.env_remove(v);
+    }
+    c.envs(envs.iter().copied());
     if let Some(v) = nvls {
         c.env("NCCL_NVLS_ENABLE", v);
     }
@@ -73,8 +92,20 @@ fn check(devices: u32, graph: bool) {
     }
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
     assert_eq!(csv.lines().count(), 1 + r.rows.len(), "a row per collective and size");
+    assert!(csv.starts_with(
+        "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,algo,wrong,error\n"
+    ));
     let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
     assert!(md.lines().filter(|l| l.starts_with('|')).all(|l| l.matches('|').count() <= 9), "<= 8 columns");
+    // The simulator's NCCL writes no tuning log: every row's algo is "—".
+    assert!(r.rows.iter().all(|x| x.algorithm.is_none()));
+    let heads = md.lines().filter(|l| l.starts_with("| size |")).count();
+    assert_eq!(heads, 6, "a table per collective");
+    assert_eq!(md.matches("| busbw GB/s | algo | #wrong, error |").count(), heads);
+    let algo_cells = md.lines().filter(|l| l.starts_with("| ") && l.split('|').nth(7) == Some(" — ")).count();
+    assert_eq!(algo_cells, r.rows.len(), "every row's algo is —");
+    assert!(r.algorithm.starts_with("not reported: NCCL wrote no tuning log"), "{}", r.algorithm);
+    assert!(r.notes.iter().any(|n| n.starts_with("NCCL's tuning log on")), "{:?}", r.notes);
     let svg = std::fs::read_to_string(dir.join("busbw.svg")).expect("svg");
     assert_eq!(svg.matches("<polyline").count(), 6, "a line per collective");
     let _ = std::fs::remove_dir_all(&dir);
@@ -169,9 +200,13 @@ fn bad_device_lists_are_usage_errors() {
 #[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
 fn one_process_per_gpu_on_gpus() {
     // `--procs 2` spawns two ranks of this command; rank 0 writes the rows,
-    // reduced over both ranks, exact, with the note naming the mode.
+    // reduced over both ranks, exact, with the note naming the mode, and
+    // names the algorithm NCCL's rank 0 logged for every collective that
+    // has one.
     let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
         .env_remove("RUST_LOG")
+        .env_remove("NCCL_DEBUG")
+        .env_remove("GPU_BENCH_NCCL_TUNING_LOG")
         .env("NCCL_NVLS_ENABLE", "0")
         .args([
             "--driver",
@@ -195,5 +230,78 @@ fn one_process_per_gpu_on_gpus() {
     for x in &r.rows {
         assert_eq!(x.wrong, Some(0), "{} {} B", x.collective, x.bytes);
         assert!(x.error.is_none() && x.time_us > 0.0, "{x:?}");
+        let p2p = matches!(x.collective, Collective::SendRecv | Collective::AllToAll);
+        assert_eq!(x.algorithm.is_none(), p2p, "{x:?}");
     }
+    assert!(r.algorithm.starts_with("NCCL's tuning log (rank 0)"), "{}", r.algorithm);
+}
+
+/// NCCL's log variables as a `gpu-bench nccl` parent passes them to its
+/// ranks, pointing at `log`.
+fn inherited(log: &std::path::Path) -> [(&'static str, String); 4] {
+    let p = log.display().to_string();
+    [
+        ("NCCL_DEBUG", "INFO".into()),
+        ("NCCL_DEBUG_SUBSYS", "TUNING".into()),
+        ("NCCL_DEBUG_FILE", p.clone()),
+        ("GPU_BENCH_NCCL_TUNING_LOG", p),
+    ]
+}
+
+#[test]
+fn a_tuning_log_without_tuning_lines_or_unreadable_leaves_dashes_and_succeeds() {
+    let base = std::env::temp_dir().join(format!("gpu-bench-nccl-{}-logs", std::process::id()));
+    std::fs::create_dir_all(&base).expect("temp dir");
+    // Garbage, invalid UTF-8 and NCCL lines of other kinds: nothing to name.
+    let garbage = base.join("garbage.log");
+    std::fs::write(
+        &garbage,
+        b"\xff\xfe not a line\nh:1:1 [0] NCCL INFO Channel 00/02 : 0 1\nAllReduce: x Bytes\n",
+    )
+    .expect("write");
+    let env = inherited(&garbage);
+    let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (out, dir) = nccl_env(2, "garbage", Some("0"), &envs, &["--collectives", "all-reduce,sendrecv"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(!r.rows.is_empty() && r.rows.iter().all(|x| x.algorithm.is_none()));
+    assert!(r.algorithm.starts_with("not reported: no tuning line in"), "{}", r.algorithm);
+    let copied = std::fs::read(dir.join("nccl-tuning.log")).expect("the log kept beside the report");
+    assert_eq!(copied, std::fs::read(&garbage).expect("log"));
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
+    assert!(md.contains("| — | 0 |"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A log that cannot be read: the name (`%h` standing for any host)
+    // finds a directory.
+    std::fs::create_dir_all(base.join("sub").join("hostdir")).expect("dir");
+    let env = inherited(&base.join("sub").join("%hdir"));
+    let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (out, dir) = nccl_env(2, "unreadable", Some("0"), &envs, &["--collectives", "all-reduce"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(!r.rows.is_empty() && r.rows.iter().all(|x| x.algorithm.is_none()));
+    assert!(r.algorithm.starts_with("not read: ") && r.algorithm.contains("hostdir"), "{}", r.algorithm);
+    assert!(r.notes.iter().any(|n| n.starts_with("NCCL's tuning log not kept")), "{:?}", r.notes);
+    assert!(!dir.join("nccl-tuning.log").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn the_users_nccl_debug_and_no_algorithms_leave_the_log_off_and_say_why() {
+    let (out, dir) =
+        nccl_env(2, "user-debug", Some("0"), &[("NCCL_DEBUG", "WARN")], &["--collectives", "all-reduce"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(r.rows.iter().all(|x| x.algorithm.is_none()));
+    assert!(r.algorithm.starts_with("not read: NCCL_DEBUG is set by the user"), "{}", r.algorithm);
+    assert!(!r.notes.iter().any(|n| n.starts_with("NCCL's tuning log on")));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (out, dir) = nccl(2, "no-algos", Some("0"), &["--collectives", "all-reduce", "--no-algorithms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r.algorithm, "not read: --no-algorithms");
+    assert!(r.rows.iter().all(|x| x.algorithm.is_none()));
+    let _ = std::fs::remove_dir_all(&dir);
 }

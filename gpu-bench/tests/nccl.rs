@@ -207,3 +207,73 @@ fn a_captured_sweep_is_exact_and_timed_on_the_simulated_clock() {
     assert!(csv.lines().skip(1).all(|l| l.split(',').nth(1) == Some("graph")), "{csv}");
     assert!(graph.to_markdown().contains("## all_reduce, graph (simulated)"));
 }
+
+/// The tuning log is read a row at a time: lines written while a row runs
+/// (here by the progress callback, standing in for NCCL's rank 0, which
+/// cuda-sim's NCCL does not imitate) name that row's algorithm; lines
+/// written before the row, or for another size, do not; send/recv and
+/// all-to-all get none; a log that never appears leaves every row unnamed
+/// without failing the run.
+#[test]
+fn each_row_names_the_choice_logged_while_it_ran() {
+    use std::io::Write as _;
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    let dir = std::env::temp_dir().join(format!("gpu-bench-nccl-tuning-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pattern = dir.join("nccl-tuning.%h.%p");
+    let file = dir.join(format!("nccl-tuning.myhost.{}", std::process::id()));
+    let mut log = std::fs::File::create(&file).expect("log");
+    let opts = NcclOptions {
+        min_bytes: 1 << 10,
+        max_bytes: 64 << 10,
+        factor: 4,
+        warmup_iters: 1,
+        iters: 2,
+        tuning_log: Some(pattern),
+        ..NcclOptions::default()
+    };
+    let mut line = |l: String| writeln!(log, "host:1:2 [0] NCCL INFO {l}").expect("write");
+    let r = run(&devices[..2], &opts, &mut |m| {
+        // `nccl: all_reduce 4096 B (3/18)`: this row is running.
+        let words: Vec<&str> = m.split_whitespace().collect();
+        let (Some(c), Some(bytes)) = (words.get(1), words.get(2).and_then(|b| b.parse::<u64>().ok())) else {
+            // Before any row: never a row's own.
+            line("AllReduce: 1024 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..0}".into());
+            return;
+        };
+        let (name, logged, algo) = match *c {
+            "all_reduce" => ("AllReduce", bytes, "Ring proto LL channel{Lo..Hi}={0..1}"),
+            "all_gather" => ("AllGather", bytes / 2, "1 proto 2 time 3.5"),
+            "reduce_scatter" => ("ReduceScatter", bytes / 2, "RING proto LL128 channel{Lo..Hi}={0..3}"),
+            "broadcast" => ("Broadcast", bytes, "TREE proto SIMPLE channel{Lo..Hi}={0..0}"),
+            _ => return,
+        };
+        for _ in 0..2 {
+            line(format!("{name}: {logged} Bytes -> Algo {algo}"));
+        }
+        line(format!("{name}: {} Bytes -> Algo NVLS proto SIMPLE channel{{Lo..Hi}}={{0..0}}", logged + 4));
+    })
+    .expect("the sweep runs");
+    for x in &r.rows {
+        let want = match x.collective {
+            Collective::AllReduce => Some("RING/LL (2 ch)"),
+            Collective::AllGather => Some("RING/SIMPLE"),
+            Collective::ReduceScatter => Some("RING/LL128 (4 ch)"),
+            Collective::Broadcast => Some("TREE/SIMPLE (1 ch)"),
+            Collective::SendRecv | Collective::AllToAll => None,
+        };
+        assert_eq!(x.algorithm.as_deref(), want, "{} {} B", x.collective, x.bytes);
+    }
+    assert!(r.algorithm.starts_with("NCCL's tuning log (rank 0)"), "{}", r.algorithm);
+    let md = r.to_markdown();
+    assert!(md.contains("| RING/LL (2 ch) |") && md.contains("| — |"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // No file ever: every row unnamed, the run a success.
+    let opts = NcclOptions { tuning_log: Some(dir.join("none.%p")), ..opts };
+    let r = run(&devices[..2], &opts, &mut |_| {}).expect("the sweep runs without its log");
+    assert!(r.rows.iter().all(|x| x.algorithm.is_none() && x.wrong == Some(0)));
+    assert!(r.algorithm.starts_with("not reported: NCCL wrote no tuning log"), "{}", r.algorithm);
+}

@@ -49,12 +49,19 @@
 //!   per iteration is the longest span over `iters × graph_launches`. The
 //!   checked iterations launch the graphs once each (every iteration they
 //!   hold writes the same outputs). Rows say which ([`Launch`]).
-//! - Not measured (said in the report): the algorithm and protocol NCCL
-//!   chose (not reported).
+//! - **Algorithm and protocol** ([`NcclOptions::tuning_log`], [`algo`]):
+//!   where NCCL writes its tuning log (`NCCL_DEBUG=INFO`,
+//!   `NCCL_DEBUG_SUBSYS=TUNING`, `NCCL_DEBUG_FILE`), the lines each size's
+//!   calls added (warmup, timed, checked) are read after its checked
+//!   iterations and the row names the choice most of them made
+//!   (`RING/LL (2 ch)`); NCCL's rank 0 logs them, so with one process per
+//!   GPU rank 0's report has them. Send/recv and all-to-all have none
+//!   (NCCL logs no line), nor has cuda-sim's NCCL (it writes no log).
 //!
 //! [`run`] is the method; [`NcclReport`] renders it (markdown, CSV, JSON
 //! through serde, an SVG of busbw against size).
 
+pub mod algo;
 mod element;
 mod render;
 mod sweep;
@@ -219,6 +226,12 @@ pub struct NcclOptions {
     /// into one CUDA graph per device and the graphs launched this many
     /// times (nccl-tests' `-G`; see the module docs).
     pub graph_launches: usize,
+    /// NCCL's tuning log of this process, as `NCCL_DEBUG_FILE` names it
+    /// (`%p`, `%h` unexpanded: [`algo::resolve`]); NCCL writes it when
+    /// `NCCL_DEBUG=INFO` and `NCCL_DEBUG_SUBSYS` includes `TUNING` were
+    /// set before it loaded. `None`: the rows name no algorithm. A missing
+    /// or unreadable file leaves them unnamed, never fails the run.
+    pub tuning_log: Option<std::path::PathBuf>,
 }
 
 impl Default for NcclOptions {
@@ -238,6 +251,7 @@ impl Default for NcclOptions {
             plant_wrong: 0,
             blocking: false,
             graph_launches: 0,
+            tuning_log: None,
         }
     }
 }
@@ -287,6 +301,12 @@ pub struct Row {
     /// Why this row is not a result (a wrong element, a busbw above the
     /// measured peer peak).
     pub error: Option<String>,
+    /// The algorithm and protocol NCCL chose, from its tuning log
+    /// (`RING/LL (2 ch)`, [`algo::choose`]); `None` when it did not say
+    /// (no log, send/recv and all-to-all, the simulator; absent in older
+    /// reports).
+    #[serde(default)]
+    pub algorithm: Option<String>,
 }
 
 /// One collective over the whole sweep; [`NcclReport`]'s example reads
@@ -351,7 +371,8 @@ pub struct NcclReport {
     pub blocking: bool,
     /// The run captured in a CUDA graph: its state.
     pub graph: String,
-    /// The algorithm and protocol NCCL chose per size.
+    /// Where the rows' algorithms and protocols came from (NCCL's tuning
+    /// log), or why they have none.
     pub algorithm: String,
     /// Every row, by collective then size.
     pub rows: Vec<Row>,
@@ -434,14 +455,16 @@ fn sweep_report(
     let n = comms.first().map_or(0, gpu_sync::nccl::Communicator::size);
     let per_process = comms.len() < n;
     let devices: Vec<Device> = comms.iter().map(|c| c.device().clone()).collect();
+    let mut log = opts.tuning_log.as_deref().map(algo::TuningLog::new);
+    let l = log.as_mut();
     let rows = match opts.dtype {
-        Dtype::F32 => sweep::run::<f32>(comms, opts, progress)?,
-        Dtype::F64 => sweep::run::<f64>(comms, opts, progress)?,
-        Dtype::F16 => sweep::run::<half::f16>(comms, opts, progress)?,
-        Dtype::Bf16 => sweep::run::<half::bf16>(comms, opts, progress)?,
-        Dtype::I32 => sweep::run::<i32>(comms, opts, progress)?,
-        Dtype::I64 => sweep::run::<i64>(comms, opts, progress)?,
-        Dtype::U8 => sweep::run::<u8>(comms, opts, progress)?,
+        Dtype::F32 => sweep::run::<f32>(comms, opts, l, progress)?,
+        Dtype::F64 => sweep::run::<f64>(comms, opts, l, progress)?,
+        Dtype::F16 => sweep::run::<half::f16>(comms, opts, l, progress)?,
+        Dtype::Bf16 => sweep::run::<half::bf16>(comms, opts, l, progress)?,
+        Dtype::I32 => sweep::run::<i32>(comms, opts, l, progress)?,
+        Dtype::I64 => sweep::run::<i64>(comms, opts, l, progress)?,
+        Dtype::U8 => sweep::run::<u8>(comms, opts, l, progress)?,
     };
     let simulated = gpu_sync::cuda_sys::installed().is_some_and(|d| d.origin() == "cuda-sim");
     let nccl = nccl_in_use();
@@ -495,11 +518,32 @@ fn sweep_report(
                 opts.iters, opts.iters
             ),
         },
-        algorithm: "not reported".into(),
+        algorithm: algorithm_state(log.as_ref(), &rows),
         rows,
         summaries,
         notes,
     })
+}
+
+/// Where the rows' algorithms came from, or why they have none.
+fn algorithm_state(log: Option<&algo::TuningLog>, rows: &[Row]) -> String {
+    let Some(log) = log else {
+        return "not read (no NCCL tuning log given)".into();
+    };
+    let named = rows.iter().filter(|r| r.algorithm.is_some()).count();
+    match (log.path(), &log.error) {
+        (_, Some(e)) if named == 0 => format!("not read: {e}"),
+        (None, _) => "not reported: NCCL wrote no tuning log (cuda-sim's NCCL writes none)".into(),
+        (Some(p), _) if log.lines == 0 => {
+            format!("not reported: no tuning line in {} (NCCL_DEBUG_SUBSYS without TUNING?)", p.display())
+        }
+        (Some(p), _) => format!(
+            "NCCL's tuning log (rank 0), {}: per row, the choice most of its calls made (algorithm/protocol, \
+             channels), {named} of {} rows named (send/recv and all-to-all have none)",
+            p.display(),
+            rows.len()
+        ),
+    }
 }
 
 /// The NCCL gpu-sync uses here: the simulator's when it installed one, else
@@ -554,6 +598,17 @@ mod tests {
         assert_eq!(Collective::ReduceScatter.shape(1000, 4, 3), Some(Shape { count: 80, bytes: 960 }));
         assert_eq!(Collective::AllToAll.shape(1 << 20, 1, 4), Some(Shape { count: 1 << 18, bytes: 1 << 20 }));
         assert_eq!(Collective::SendRecv.shape(7, 4, 2), Some(Shape { count: 1, bytes: 4 }));
+    }
+
+    #[test]
+    fn rows_of_older_reports_read_without_an_algorithm() {
+        let old = r#"{"collective":"all_reduce","bytes":8,"count":2,"time_us":1.0,"spread_pct":0.0,
+            "algbw_gbs":0.008,"busbw_gbs":0.008,"wrong":0,"error":null}"#;
+        let r: Row = serde_json::from_str(old).expect("an older row");
+        assert_eq!((r.algorithm, r.launch), (None, Launch::Eager));
+        let new =
+            serde_json::to_string(&Row { algorithm: Some("RING/LL (1 ch)".into()), ..r }).expect("json");
+        assert!(new.contains(r#""algorithm":"RING/LL (1 ch)""#), "{new}");
     }
 
     #[test]

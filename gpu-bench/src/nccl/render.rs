@@ -26,8 +26,9 @@ fn sig4(v: f64) -> String {
 
 impl NcclReport {
     /// A header, one table per collective headed by its launch mode
-    /// (size, count, time, spread, algbw, busbw, #wrong, error: 8
-    /// columns), the summary and the notes.
+    /// (size, count, time, spread, algbw, busbw, the algorithm NCCL chose
+    /// or `—`, and #wrong followed by the error if any: 8 columns), the
+    /// summary and the notes.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let sim = if self.simulated { " (simulated)" } else { "" };
@@ -79,16 +80,17 @@ impl NcclReport {
             let _ = writeln!(s, "\n## {c}, {}{sim}\n", rows[0].launch.name());
             let _ = writeln!(
                 s,
-                "| size | count | time µs | spread % | algbw GB/s | busbw GB/s | #wrong | error |"
+                "| size | count | time µs | spread % | algbw GB/s | busbw GB/s | algo | #wrong, error |"
             );
             let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
             for r in rows {
                 let wrong = r.wrong.map_or("—".into(), |w| w.to_string());
                 let err =
-                    r.error.as_deref().map_or(String::new(), |e| format!("**{}**", e.replace('|', "/")));
+                    r.error.as_deref().map_or(String::new(), |e| format!(" **{}**", e.replace('|', "/")));
+                let algo = r.algorithm.as_deref().map_or("—".into(), |a| a.replace('|', "/"));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.1} | {} | {} | {wrong} | {err} |",
+                    "| {} | {} | {} | {:.1} | {} | {} | {algo} | {wrong}{err} |",
                     size_name(r.bytes),
                     r.count,
                     sig4(r.time_us),
@@ -107,17 +109,19 @@ impl NcclReport {
         s
     }
 
-    /// One row per collective and size.
+    /// One row per collective and size; `algo` and `wrong` are empty
+    /// where unknown.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
-            "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,wrong,error\n",
+            "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,algo,wrong,error\n",
         );
         for r in &self.rows {
             let wrong = r.wrong.map_or(String::new(), |w| w.to_string());
             let err = r.error.as_deref().unwrap_or("").replace(['"', ','], ";");
+            let algo = r.algorithm.as_deref().unwrap_or("").replace(['"', ','], ";");
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{wrong},\"{err}\"",
+                "{},{},{},{},{},{},{},{},\"{algo}\",{wrong},\"{err}\"",
                 r.collective,
                 r.launch.name(),
                 r.bytes,
@@ -237,5 +241,56 @@ mod tests {
         assert_eq!(sig4(328.456), "328.5");
         assert_eq!(sig4(13.6049), "13.60");
         assert_eq!(sig4(0.0123456), "0.01235");
+    }
+
+    fn row(c: Collective, algorithm: Option<&str>, error: Option<&str>) -> Row {
+        Row {
+            collective: c,
+            launch: super::super::Launch::Eager,
+            bytes: 4096,
+            count: 1024,
+            time_us: 10.0,
+            spread_pct: 1.0,
+            algbw_gbs: 0.4096,
+            busbw_gbs: 0.4096,
+            wrong: Some(0),
+            error: error.map(str::to_owned),
+            algorithm: algorithm.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_algorithm_column_names_the_choice_or_a_dash() {
+        let report = NcclReport {
+            schema: super::super::SCHEMA.into(),
+            devices: vec!["a".into(), "b".into()],
+            ordinals: vec![0, 1],
+            simulated: false,
+            nccl: "2.28.9".into(),
+            dtype: super::super::Dtype::F32,
+            warmup_iters: 1,
+            iters: 1,
+            check_iters: 1,
+            peer_peak_gbs: None,
+            blocking: false,
+            graph: "eager".into(),
+            algorithm: "from the log".into(),
+            rows: vec![
+                row(Collective::AllReduce, Some("RING/LL (2 ch), 3 of 4"), None),
+                row(Collective::SendRecv, None, Some("busbw above the peak")),
+            ],
+            summaries: vec![],
+            notes: vec![],
+        };
+        let md = report.to_markdown();
+        assert!(md.contains("| busbw GB/s | algo | #wrong, error |"), "{md}");
+        assert!(md.contains("| RING/LL (2 ch), 3 of 4 | 0 |"), "{md}");
+        assert!(md.contains("| — | 0 **busbw above the peak** |"), "{md}");
+        assert!(md.lines().filter(|l| l.starts_with('|')).all(|l| l.matches('|').count() <= 9), "8 columns");
+        let csv = report.to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].contains(",busbw_gbs,algo,wrong,"));
+        assert!(lines[1].ends_with(",\"RING/LL (2 ch); 3 of 4\",0,\"\""), "{}", lines[1]);
+        assert!(lines[2].contains(",\"\",0,\"busbw above the peak\""), "{}", lines[2]);
     }
 }

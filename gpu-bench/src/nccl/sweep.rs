@@ -7,6 +7,7 @@
 //! elements are reduced over the ranks by NCCL, so each row is what one
 //! process over every device would report.
 
+use super::algo::{TuningLog, choose};
 use super::element::{Element, input, modulus};
 use super::{Collective, Launch, NcclOptions, Row};
 use crate::spans::DeviceSpans;
@@ -29,10 +30,14 @@ struct Rank<T: Element> {
 }
 
 /// Runs every collective of `opts` at every size over `comms`: every rank
-/// of one clique, or (one process per GPU) this process's own.
+/// of one clique, or (one process per GPU) this process's own. With `log`,
+/// each row names the choice NCCL logged for its calls (the lines they
+/// added: everything up to its checked iterations; the reductions over
+/// the ranks after them are read and dropped).
 pub(super) fn run<T: Element>(
     comms: Vec<Communicator>,
     opts: &NcclOptions,
+    mut log: Option<&mut TuningLog>,
     progress: &mut dyn FnMut(&str),
 ) -> crate::Result<Vec<Row>> {
     let n = comms.first().map_or(0, Communicator::size);
@@ -62,6 +67,10 @@ pub(super) fn run<T: Element>(
     for (ci, &c) in opts.collectives.iter().enumerate() {
         for (si, &bytes) in sizes.iter().enumerate() {
             let Some(shape) = c.shape(bytes, elt, n) else { continue };
+            // Whatever was logged before this row is not its own.
+            if let Some(l) = log.as_deref_mut() {
+                l.take();
+            }
             progress(&format!("nccl: {c} {} B ({}/{steps})", shape.bytes, ci * sizes.len() + si + 1));
             let p = shape.count;
             for _ in 0..opts.warmup_iters {
@@ -103,6 +112,9 @@ pub(super) fn run<T: Element>(
                 }
                 Some(w)
             };
+            // Every call of this row has been enqueued and has finished:
+            // its lines are in the log (NCCL writes it line-buffered).
+            let algorithm = log.as_deref_mut().and_then(|l| choose(&l.take(), c, shape.bytes, n));
             if others {
                 let v = across(&ranks[0], ReduceOp::Max, &[longest, -shortest])?;
                 (longest, shortest) = (v[0], -v[1]);
@@ -135,6 +147,7 @@ pub(super) fn run<T: Element>(
                 busbw_gbs: busbw,
                 wrong,
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
+                algorithm,
             });
         }
     }
