@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
 #   testf:B:F  test binary B (under tests/) filtered to F, with its output
 #   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
 #              send-recv 16 MiB-1 GiB beside nccl-tests -g N; ours --procs N and torch.distributed
@@ -295,6 +296,17 @@ for stage in "$@"; do
         done
       fi
       ;;
+    anatomy)
+      # The event anatomy (issue 26 item 5): gpu-bench's example, built on the
+      # build machine (cargo build --release -p gpu-bench --features kernels
+      # --example event_anatomy) and carried as target/anatomy/event_anatomy.
+      if [ -x target/anatomy/event_anatomy ]; then
+        timeout "${ANATOMY_TIMEOUT:-240}" target/anatomy/event_anatomy >"$logs/anatomy.md" 2>"$logs/anatomy.err"
+        say "event_anatomy: exit $? in $((SECONDS - t0)) s"
+      else
+        say "event_anatomy: target/anatomy/event_anatomy was not carried"
+      fi
+      ;;
     testf:*)
       # One test of one binary: testf:BINARY:FILTER (ignored GPU tests included).
       spec=${stage#testf:}; b=${spec%%:*}; f=${spec#*:}
@@ -313,7 +325,10 @@ for stage in "$@"; do
       ngpu=$(nvidia-smi -L | wc -l)
       ntstart
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        chk=""; [ "$r" -gt 1 ] && chk="--check-iters 0"
+        # Round 1 checks every output and names NCCL's algorithms (its tuning
+        # log on); later rounds do neither.
+        chk=""; [ "$r" -gt 1 ] && chk="--check-iters 0 --no-algorithms"
+        [ $((SECONDS - t0)) -gt "${MED_BUDGET:-100000}" ] && { say "ncclmed: stopped before round $r (MED_BUDGET)"; break; }
         timeout 200 "$gb" nccl --collectives all-reduce,all-gather,reduce-scatter,send-recv --min-bytes 16M \
           --max-bytes 1G --blocking $chk --out "$logs/med-ours-$r" >"$logs/med-ours-$r.log" 2>&1
         say "round $r: ours (one process, blocking): exit $? at $((SECONDS - t0)) s"
@@ -339,11 +354,15 @@ for stage in "$@"; do
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
       ntstart
+      # The timed rounds without NCCL's tuning log (it writes a line per call
+      # on the host); one more run with it names the algorithms.
+      small="--collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 --blocking"
+      timeout 100 "$gb" nccl $small --out "$logs/small-algo" >"$logs/small-algo.log" 2>&1 || say "small-algo: exit $?"
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        timeout 100 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
-          --blocking --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 || say "round $r ours: exit $?"
-        timeout 100 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
-          --graph 10 --blocking --out "$logs/small-graph-$r" >"$logs/small-graph-$r.log" 2>&1 || say "round $r graph: exit $?"
+        timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 \
+          || say "round $r ours: exit $?"
+        timeout 100 "$gb" nccl $small --no-algorithms --graph 10 --out "$logs/small-graph-$r" \
+          >"$logs/small-graph-$r.log" 2>&1 || say "round $r graph: exit $?"
         if ntwait; then
           ntrun all_reduce "$logs/small-nt-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 || say "round $r nccl-tests: exit $?"
           ntrun all_reduce "$logs/small-ntg-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 -G 10 || say "round $r -G: exit $?"
