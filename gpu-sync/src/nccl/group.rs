@@ -113,12 +113,36 @@ struct Pending<'a> {
 }
 
 impl Pending<'_> {
-    /// The ranks (from, to) of a send or a receive; `None` for a
+    /// What the blocking check reads of it.
+    fn member(&self) -> Member {
+        Member {
+            clique: self.comm.inner.clique,
+            rank: self.comm.rank(),
+            size: self.comm.size(),
+            ty: self.ty,
+            call: self.call,
+        }
+    }
+}
+
+/// What the blocking check ([`refuse_waits_forever`]) reads of one
+/// operation: its communicator's clique, rank and size, and its call.
+#[derive(Clone, Copy)]
+struct Member {
+    clique: u64,
+    rank: usize,
+    size: usize,
+    ty: ncclDataType_t,
+    call: Call,
+}
+
+impl Member {
+    /// The (clique, from, to) of a send or a receive; `None` for a
     /// collective.
-    fn pair(&self) -> Option<(usize, usize)> {
+    fn pair(&self) -> Option<(u64, usize, usize)> {
         match self.call {
-            Call::Send { peer, .. } => Some((self.comm.rank(), peer)),
-            Call::Recv { peer, .. } => Some((peer, self.comm.rank())),
+            Call::Send { peer, .. } => Some((self.clique, self.rank, peer)),
+            Call::Recv { peer, .. } => Some((self.clique, peer, self.rank)),
             _ => None,
         }
     }
@@ -464,11 +488,8 @@ impl<'a> Group<'a> {
     /// (see [`super::CommOptions::blocking`]): for each blocking clique,
     /// every rank must take part with the same collectives, in the same
     /// order, and every send must meet a receive of the same count and
-    /// element kind on its peer. Returns whether the group is blocking.
-    ///
-    /// Cliques, ranks and (from, to) pairs are checked in ascending order
-    /// (the first refusal is named), over the operations' indices sorted in
-    /// place: no allocation for a group of up to [`INLINE`] operations.
+    /// element kind on its peer ([`refuse_waits_forever`]). Returns whether
+    /// the group is blocking.
     fn check_blocking(&self) -> Result<bool> {
         let ops = &self.ops;
         let Some(first) = ops.first() else { return Ok(false) };
@@ -482,55 +503,7 @@ impl<'a> Group<'a> {
         if !blocking {
             return Ok(false);
         }
-        let clique = |i: usize| ops[i].comm.inner.clique;
-        let rank = |i: usize| ops[i].comm.rank();
-        // Every operation by (clique, rank, order).
-        let mut by_rank: SmallVec<[usize; INLINE]> = (0..ops.len()).collect();
-        by_rank.sort_unstable_by_key(|&i| (clique(i), rank(i), i));
-        for members in by_rank.chunk_by(|&a, &b| clique(a) == clique(b)) {
-            let n = ops[members[0]].comm.size();
-            let ranks = members.chunk_by(|&a, &b| rank(a) == rank(b));
-            // The ranks present, ascending: the first gap is the first
-            // missing rank.
-            let present = ranks.clone().zip(0..).take_while(|(run, r)| rank(run[0]) == *r).count();
-            if present < n {
-                return Err(Error::InvalidArgument(format!(
-                    "an NCCL group on blocking communicators has no operation for rank {present} of its {n}: \
-                     NCCL would wait for it on the host; give every rank's part in one group \
-                     (or use non-blocking communicators)"
-                )));
-            }
-            let mut ranks = ranks;
-            let Some(zero) = ranks.next() else { continue };
-            if let Some(run) = ranks.find(|run| !collectives(ops, run).eq(collectives(ops, zero))) {
-                return Err(Error::InvalidArgument(format!(
-                    "an NCCL group on blocking communicators gives rank {} other collectives (kinds, \
-                     counts, element kinds, operations or roots, in order) than rank 0: NCCL would wait \
-                     for them on the host",
-                    rank(run[0])
-                )));
-            }
-        }
-        // Every send and receive by (clique, from, to, order).
-        let pair = |i: usize| ops[i].pair().map(|(from, to)| (clique(i), from, to));
-        let mut by_pair: SmallVec<[usize; INLINE]> = (0..ops.len()).filter(|&i| pair(i).is_some()).collect();
-        by_pair.sort_unstable_by_key(|&i| (pair(i), i));
-        for run in by_pair.chunk_by(|&a, &b| pair(a) == pair(b)) {
-            // The sends' and the receives' (count, kind), in order.
-            let side = |sends: bool| {
-                run.iter().filter_map(move |&i| match ops[i].call {
-                    Call::Send { count, .. } if sends => Some((count, ops[i].ty.0)),
-                    Call::Recv { count, .. } if !sends => Some((count, ops[i].ty.0)),
-                    _ => None,
-                })
-            };
-            if let Some((_, from, to)) = pair(run[0]).filter(|_| !side(true).eq(side(false))) {
-                return Err(Error::InvalidArgument(format!(
-                    "an NCCL group on blocking communicators sends from rank {from} to rank {to} what rank {to} \
-                     does not receive (counts and element kinds, in order): NCCL would wait for it on the host"
-                )));
-            }
-        }
+        refuse_waits_forever(ops.len(), |i| ops[i].member())?;
         Ok(true)
     }
 
@@ -578,13 +551,80 @@ impl<'a> Group<'a> {
     }
 }
 
-/// What the operations `run` (indices into `ops`) give as collectives, in
-/// order (`Call::collective`).
+/// The blocking check of [`Group::check_blocking`] over `len` operations
+/// (`at(i)` reads the `i`-th): [`Error::InvalidArgument`] for a clique with
+/// a rank missing, a rank giving other collectives than rank 0, or a
+/// (from, to) pair whose sends and receives differ. Cliques, ranks and
+/// pairs are checked in ascending order (the first refusal is named), over
+/// the operations' indices sorted in place: no allocation for a group of up
+/// to [`INLINE`] operations.
+fn refuse_waits_forever(len: usize, at: impl Fn(usize) -> Member) -> Result<()> {
+    let at = &at;
+    let clique = |i: usize| at(i).clique;
+    let rank = |i: usize| at(i).rank;
+    // Every operation by (clique, rank, order).
+    let mut by_rank: SmallVec<[usize; INLINE]> = (0..len).collect();
+    by_rank.sort_unstable_by_key(|&i| (clique(i), rank(i), i));
+    for members in by_rank.chunk_by(|&a, &b| clique(a) == clique(b)) {
+        let n = at(members[0]).size;
+        let ranks = members.chunk_by(|&a, &b| rank(a) == rank(b));
+        // The ranks present, ascending: the first gap is the first
+        // missing rank.
+        let present = ranks.clone().zip(0..).take_while(|(run, r)| rank(run[0]) == *r).count();
+        if present < n {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators has no operation for rank {present} of its {n}: \
+                 NCCL would wait for it on the host; give every rank's part in one group \
+                 (or use non-blocking communicators)"
+            )));
+        }
+        let mut ranks = ranks;
+        let Some(zero) = ranks.next() else { continue };
+        if let Some(run) = ranks.find(|run| !collectives(at, run).eq(collectives(at, zero))) {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators gives rank {} other collectives (kinds, \
+                 counts, element kinds, operations or roots, in order) than rank 0: NCCL would wait \
+                 for them on the host",
+                rank(run[0])
+            )));
+        }
+    }
+    // Every send and receive by (clique, from, to, order).
+    let pair = |i: usize| at(i).pair();
+    let mut by_pair: SmallVec<[usize; INLINE]> = (0..len).filter(|&i| pair(i).is_some()).collect();
+    by_pair.sort_unstable_by_key(|&i| (pair(i), i));
+    for run in by_pair.chunk_by(|&a, &b| pair(a) == pair(b)) {
+        // The sends' and the receives' (count, kind), in order.
+        let side = |sends: bool| {
+            run.iter().filter_map(move |&i| {
+                let m = at(i);
+                match m.call {
+                    Call::Send { count, .. } if sends => Some((count, m.ty.0)),
+                    Call::Recv { count, .. } if !sends => Some((count, m.ty.0)),
+                    _ => None,
+                }
+            })
+        };
+        if let Some((_, from, to)) = pair(run[0]).filter(|_| !side(true).eq(side(false))) {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators sends from rank {from} to rank {to} what rank {to} \
+                 does not receive (counts and element kinds, in order): NCCL would wait for it on the host"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What the operations `run` (indices, read by `at`) give as collectives,
+/// in order (`Call::collective`).
 fn collectives<'s>(
-    ops: &'s [Pending<'_>],
+    at: &'s impl Fn(usize) -> Member,
     run: &'s [usize],
 ) -> impl Iterator<Item = (u8, usize, u32, u32, usize)> + 's {
-    run.iter().filter_map(|&i| ops[i].call.collective(ops[i].ty))
+    run.iter().filter_map(|&i| {
+        let m = at(i);
+        m.call.collective(m.ty)
+    })
 }
 
 /// The uses of an operation that reads `send` and writes `recv`.
@@ -679,3 +719,7 @@ fn rank_in(what: &'static str, comm: &Communicator, r: usize) -> Result<()> {
         Err(Error::InvalidArgument(format!("{what}: rank {r} of a communicator of {} ranks", comm.size())))
     }
 }
+
+#[cfg(test)]
+#[path = "group_tests.rs"]
+mod tests;
