@@ -375,6 +375,9 @@ const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
     // communicator): data too, handed to the capture's keep list.
     ("flavor/group.rs", "fn", "keeping"),
     ("flavor/group.rs", "struct", "Part"),
+    // What `keeping` takes: a handle the capture clones into its keep list
+    // only when the part is captured (an eager group clones nothing).
+    ("flavor/group.rs", "trait", "Keep"),
     ("flavor/group.rs", "type", "Tickets"),
     ("release.rs", "fn", "close"),
     ("release.rs", "fn", "get"),
@@ -394,6 +397,9 @@ const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
     ("timeline/marker.rs", "fn", "is_complete"),
     ("timeline/marker.rs", "fn", "tail_mark"),
     ("timeline/marker.rs", "struct", "TailMark"),
+    // A communicator's last point on a stream moved forward in place
+    // (`CommInner::note`, once per NCCL operation): data, no lock or ticket.
+    ("timeline/mod.rs", "fn", "advance_on"),
     ("timeline/mod.rs", "fn", "capture_hint"),
     ("timeline/mod.rs", "fn", "close"),
     ("timeline/mod.rs", "fn", "device"),

@@ -570,3 +570,44 @@ fn recorders_and_recordings_cross_threads() {
     send_sync::<trace::Recording>();
     send_sync::<RecordOptions>();
 }
+
+#[test]
+fn an_nccl_group_is_recorded_once_on_the_recording_device_only() {
+    use gpu_sync::nccl::{self, Communicator, ReduceOp};
+    if !on_sim() {
+        return;
+    }
+    let _s = serial();
+    let t = ctx(1921);
+    let devices = gpu_sync::Device::all().unwrap();
+    if devices.len() < 2 {
+        return;
+    }
+    let devices = &devices[..2];
+    let comms = Communicator::init_all(devices).unwrap();
+    let streams: Vec<Stream> = devices.iter().map(|d| Stream::new(d).unwrap()).collect();
+    let mut bufs: Vec<DeviceBuffer<f32>> =
+        streams.iter().map(|s| DeviceBuffer::from_slice(s, &[1.0f32; 8]).unwrap()).collect();
+    let all_reduce = |bufs: &mut [DeviceBuffer<f32>]| {
+        nccl::group(|g| {
+            for ((c, s), b) in comms.iter().zip(&streams).zip(bufs.iter_mut()) {
+                g.all_reduce_in_place(c, s, b, ReduceOp::Sum)?;
+            }
+            Ok(())
+        })
+    };
+    // No recorder: the group runs bare.
+    all_reduce(&mut bufs).unwrap();
+    // Device 0 records, device 1 does not: one part hooked, one not.
+    let rec = devices[0].record(RecordOptions::new(Timing::Events)).unwrap();
+    all_reduce(&mut bufs).unwrap();
+    let r = rec.stop().unwrap();
+    let ops = named(&r.ops, "nccl group");
+    assert_eq!(ops.len(), 1, "{:?}", r.ops);
+    assert_eq!((ops[0].device, ops[0].stream), (devices[0].ordinal(), streams[0].id()), "{:?}", ops[0]);
+    assert!(ops[0].span.is_some(), "{:?}", ops[0]);
+    for (s, b) in streams.iter().zip(&bufs) {
+        assert_eq!(s.to_vec(b).unwrap(), [4.0f32; 8], "two all-reduces of 1 over 2 ranks");
+    }
+    t.finish();
+}

@@ -327,16 +327,23 @@ fn group_routed<R>(
 ) -> Result<(R, Tickets)> {
     crate::ffi::refuse(op_name)?;
     capture::host_fn::drain();
-    let hooks: smallvec::SmallVec<[Option<Hooked<'_>>; 4]> = parts
-        .iter()
-        .map(|p| {
-            if p.stream.device.inner.trace.is_on() {
-                hook(p.stream, op_name, Kind::Async, None)
-            } else {
-                None
-            }
-        })
-        .collect();
+    // A hook per part only when some part's device records (none built,
+    // moved or dropped otherwise: the call runs bare).
+    let traced = parts.iter().any(|p| p.stream.device.inner.trace.is_on());
+    let hooks: smallvec::SmallVec<[Option<Hooked<'_>>; 4]> = if traced {
+        parts
+            .iter()
+            .map(|p| {
+                if p.stream.device.inner.trace.is_on() {
+                    hook(p.stream, op_name, Kind::Async, None)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    } else {
+        smallvec::SmallVec::new()
+    };
     let mut call = Some(|raws: &[BorrowedStream<'_>]| {
         if hooks.iter().all(Option::is_none) { call(raws) } else { Hooked::around_group(&hooks, raws, call) }
     });

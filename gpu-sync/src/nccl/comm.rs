@@ -5,7 +5,7 @@
 
 use super::table;
 use crate::device::Device;
-use crate::engine::Point;
+use crate::engine::{Point, Timeline};
 use crate::error::{Error, Result};
 use cuda_sys::nccl::result as nc;
 use cuda_sys::nccl::{CommName, Nccl, NcclError};
@@ -193,9 +193,9 @@ pub(super) struct CommInner {
     pub(super) clique: u64,
     /// Set once aborted: every later call refuses.
     pub(super) aborted: AtomicBool,
-    /// The points of its last operations (one per stream, by the stream's
-    /// id), waited for before it is finalized.
-    pub(super) last: Mutex<Vec<(u64, Point)>>,
+    /// The points of its last operations (one per stream), waited for
+    /// before it is finalized.
+    pub(super) last: Mutex<Vec<Point>>,
 }
 
 /// A raw communicator handle. NCCL lets a communicator be used from any
@@ -706,12 +706,14 @@ impl CommInner {
         }
     }
 
-    /// Notes `p` as this communicator's last operation on stream `stream`
-    /// (its id).
-    pub(super) fn note(&self, stream: u64, p: Point) {
+    /// Notes `ticket` of `stream` as this communicator's last operation on
+    /// that stream: its point moved there in place (the stream's handle
+    /// cloned only the first time).
+    pub(super) fn note(&self, stream: &Arc<Timeline>, ticket: u64) {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        last.retain(|(s, _)| *s != stream);
-        last.push((stream, p));
+        if !last.iter_mut().any(|p| p.advance_on(stream, ticket)) {
+            last.push(Point::new(stream.clone(), ticket));
+        }
     }
 }
 
@@ -745,7 +747,7 @@ impl Drop for CommInner {
             crate::engine::free_now_or_later(None, Box::new(move || drop(later)));
             return;
         }
-        let ready = last.iter().try_for_each(|(_, p)| p.host_wait()).and_then(|()| {
+        let ready = last.iter().try_for_each(Point::host_wait).and_then(|()| {
             self.device.inner.bind()?;
             // SAFETY: a live communicator owned alone here.
             in_progress_ok(unsafe { nc::comm_finalize(self.nccl, self.raw.get()) })?;

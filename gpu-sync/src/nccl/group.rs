@@ -21,7 +21,7 @@
 
 use super::comm::{Communicator, in_progress_ok};
 use super::types::{NcclType, ReduceOp};
-use crate::engine::{self, Access, Allocation, Part, Point, Target, Use};
+use crate::engine::{self, Access, Allocation, Part, Target, Use};
 use crate::error::{Error, Result};
 use crate::memory::buffer::{AsDeviceSlice, AsDeviceSliceMut};
 use crate::stream::Stream;
@@ -112,6 +112,46 @@ struct Pending<'a> {
     call: Call,
 }
 
+impl Pending<'_> {
+    /// What the blocking check reads of it.
+    fn member(&self) -> Member {
+        Member {
+            clique: self.comm.inner.clique,
+            rank: self.comm.rank(),
+            size: self.comm.size(),
+            ty: self.ty,
+            call: self.call,
+        }
+    }
+}
+
+/// What the blocking check ([`refuse_waits_forever`]) reads of one
+/// operation: its communicator's clique, rank and size, and its call.
+#[derive(Clone, Copy)]
+struct Member {
+    clique: u64,
+    rank: usize,
+    size: usize,
+    ty: ncclDataType_t,
+    call: Call,
+}
+
+impl Member {
+    /// The (clique, from, to) of a send or a receive; `None` for a
+    /// collective.
+    fn pair(&self) -> Option<(u64, usize, usize)> {
+        match self.call {
+            Call::Send { peer, .. } => Some((self.clique, self.rank, peer)),
+            Call::Recv { peer, .. } => Some((self.clique, peer, self.rank)),
+            _ => None,
+        }
+    }
+}
+
+/// The operations a group holds without allocating (a collective over up
+/// to 8 ranks, the GPUs of one machine); a larger group spills to the heap.
+const INLINE: usize = 8;
+
 /// The NCCL operations of one group, collected by the closure given to
 /// [`group`] and issued together when it returns (see the module docs).
 /// Each method checks its arguments at once (lengths, ranks, devices) and
@@ -143,7 +183,7 @@ struct Pending<'a> {
 /// ```
 #[derive(Default)]
 pub struct Group<'a> {
-    ops: Vec<Pending<'a>>,
+    ops: SmallVec<[Pending<'a>; INLINE]>,
 }
 
 /// Runs `collect`, which adds NCCL operations to a [`Group`], then issues
@@ -167,7 +207,7 @@ pub struct Group<'a> {
 /// [`Error::NcclTimeout`] when NCCL did not finish enqueuing in time (the
 /// communicators involved are aborted).
 pub fn group<'a, R>(collect: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result<R> {
-    let mut g = Group { ops: Vec::new() };
+    let mut g = Group { ops: SmallVec::new() };
     let r = collect(&mut g)?;
     g.issue()?;
     Ok(r)
@@ -448,12 +488,13 @@ impl<'a> Group<'a> {
     /// (see [`super::CommOptions::blocking`]): for each blocking clique,
     /// every rank must take part with the same collectives, in the same
     /// order, and every send must meet a receive of the same count and
-    /// element kind on its peer. Returns whether the group is blocking.
+    /// element kind on its peer ([`refuse_waits_forever`]). Returns whether
+    /// the group is blocking.
     fn check_blocking(&self) -> Result<bool> {
-        use std::collections::BTreeMap;
-        let Some(first) = self.ops.first() else { return Ok(false) };
+        let ops = &self.ops;
+        let Some(first) = ops.first() else { return Ok(false) };
         let blocking = first.comm.inner.blocking;
-        if self.ops.iter().any(|p| p.comm.inner.blocking != blocking) {
+        if ops.iter().any(|p| p.comm.inner.blocking != blocking) {
             return Err(Error::InvalidArgument(
                 "an NCCL group holds blocking and non-blocking communicators (NCCL refuses to mix them)"
                     .into(),
@@ -462,54 +503,12 @@ impl<'a> Group<'a> {
         if !blocking {
             return Ok(false);
         }
-        type Collective = (u8, usize, u32, u32, usize);
-        // (clique, from, to) → the sends' and the receives' (count, kind).
-        type Pairs = BTreeMap<(u64, usize, usize), [Vec<(usize, u32)>; 2]>;
-        let mut ranks: BTreeMap<u64, Vec<Option<Vec<Collective>>>> = BTreeMap::new();
-        let mut pairs = Pairs::new();
-        for p in &self.ops {
-            let (c, r) = (p.comm.inner.clique, p.comm.rank());
-            let seen = ranks.entry(c).or_insert_with(|| vec![None; p.comm.size()]);
-            let mine = seen[r].get_or_insert_with(Vec::new);
-            match p.call {
-                Call::Send { count, peer, .. } => {
-                    pairs.entry((c, r, peer)).or_default()[0].push((count, p.ty.0))
-                }
-                Call::Recv { count, peer, .. } => {
-                    pairs.entry((c, peer, r)).or_default()[1].push((count, p.ty.0))
-                }
-                call => mine.extend(call.collective(p.ty)),
-            }
-        }
-        for seen in ranks.values() {
-            let n = seen.len();
-            if let Some(r) = seen.iter().position(Option::is_none) {
-                return Err(Error::InvalidArgument(format!(
-                    "an NCCL group on blocking communicators has no operation for rank {r} of its {n}: \
-                     NCCL would wait for it on the host; give every rank's part in one group \
-                     (or use non-blocking communicators)"
-                )));
-            }
-            let first = seen[0].as_deref().unwrap_or_default();
-            if let Some(r) = seen.iter().position(|s| s.as_deref().unwrap_or_default() != first) {
-                return Err(Error::InvalidArgument(format!(
-                    "an NCCL group on blocking communicators gives rank {r} other collectives (kinds, \
-                     counts, element kinds, operations or roots, in order) than rank 0: NCCL would wait \
-                     for them on the host"
-                )));
-            }
-        }
-        if let Some(((_, from, to), _)) = pairs.iter().find(|(_, [s, r])| s != r) {
-            return Err(Error::InvalidArgument(format!(
-                "an NCCL group on blocking communicators sends from rank {from} to rank {to} what rank {to} \
-                 does not receive (counts and element kinds, in order): NCCL would wait for it on the host"
-            )));
-        }
+        refuse_waits_forever(ops.len(), |i| ops[i].member())?;
         Ok(true)
     }
 
     /// Issues the collected operations (see the module docs).
-    fn issue(self) -> Result<()> {
+    fn issue(&self) -> Result<()> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         let nccl = first.comm.inner.nccl;
         let blocking = self.check_blocking()?;
@@ -517,7 +516,7 @@ impl<'a> Group<'a> {
         let parts: SmallVec<[Part<'_>; 4]> = self
             .ops
             .iter()
-            .map(|p| Part::new(&p.stream.inner, p.uses.as_slice()).keeping(p.comm.inner.clone()))
+            .map(|p| Part::new(&p.stream.inner, p.uses.as_slice()).keeping(&p.comm.inner))
             .collect();
         let ((), tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
             // Refused before any lock by the engine inside host functions;
@@ -546,10 +545,86 @@ impl<'a> Group<'a> {
             Ok(())
         })?;
         for (p, t) in self.ops.iter().zip(tickets) {
-            p.comm.inner.note(p.stream.inner.id(), Point::new(p.stream.inner.clone(), t));
+            p.comm.inner.note(&p.stream.inner, t);
         }
         Ok(())
     }
+}
+
+/// The blocking check of [`Group::check_blocking`] over `len` operations
+/// (`at(i)` reads the `i`-th): [`Error::InvalidArgument`] for a clique with
+/// a rank missing, a rank giving other collectives than rank 0, or a
+/// (from, to) pair whose sends and receives differ. Cliques, ranks and
+/// pairs are checked in ascending order (the first refusal is named), over
+/// the operations' indices sorted in place: no allocation for a group of up
+/// to [`INLINE`] operations.
+fn refuse_waits_forever(len: usize, at: impl Fn(usize) -> Member) -> Result<()> {
+    let at = &at;
+    let clique = |i: usize| at(i).clique;
+    let rank = |i: usize| at(i).rank;
+    // Every operation by (clique, rank, order).
+    let mut by_rank: SmallVec<[usize; INLINE]> = (0..len).collect();
+    by_rank.sort_unstable_by_key(|&i| (clique(i), rank(i), i));
+    for members in by_rank.chunk_by(|&a, &b| clique(a) == clique(b)) {
+        let n = at(members[0]).size;
+        let ranks = members.chunk_by(|&a, &b| rank(a) == rank(b));
+        // The ranks present, ascending: the first gap is the first
+        // missing rank.
+        let present = ranks.clone().zip(0..).take_while(|(run, r)| rank(run[0]) == *r).count();
+        if present < n {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators has no operation for rank {present} of its {n}: \
+                 NCCL would wait for it on the host; give every rank's part in one group \
+                 (or use non-blocking communicators)"
+            )));
+        }
+        let mut ranks = ranks;
+        let Some(zero) = ranks.next() else { continue };
+        if let Some(run) = ranks.find(|run| !collectives(at, run).eq(collectives(at, zero))) {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators gives rank {} other collectives (kinds, \
+                 counts, element kinds, operations or roots, in order) than rank 0: NCCL would wait \
+                 for them on the host",
+                rank(run[0])
+            )));
+        }
+    }
+    // Every send and receive by (clique, from, to, order).
+    let pair = |i: usize| at(i).pair();
+    let mut by_pair: SmallVec<[usize; INLINE]> = (0..len).filter(|&i| pair(i).is_some()).collect();
+    by_pair.sort_unstable_by_key(|&i| (pair(i), i));
+    for run in by_pair.chunk_by(|&a, &b| pair(a) == pair(b)) {
+        // The sends' and the receives' (count, kind), in order.
+        let side = |sends: bool| {
+            run.iter().filter_map(move |&i| {
+                let m = at(i);
+                match m.call {
+                    Call::Send { count, .. } if sends => Some((count, m.ty.0)),
+                    Call::Recv { count, .. } if !sends => Some((count, m.ty.0)),
+                    _ => None,
+                }
+            })
+        };
+        if let Some((_, from, to)) = pair(run[0]).filter(|_| !side(true).eq(side(false))) {
+            return Err(Error::InvalidArgument(format!(
+                "an NCCL group on blocking communicators sends from rank {from} to rank {to} what rank {to} \
+                 does not receive (counts and element kinds, in order): NCCL would wait for it on the host"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What the operations `run` (indices, read by `at`) give as collectives,
+/// in order (`Call::collective`).
+fn collectives<'s>(
+    at: &'s impl Fn(usize) -> Member,
+    run: &'s [usize],
+) -> impl Iterator<Item = (u8, usize, u32, u32, usize)> + 's {
+    run.iter().filter_map(|&i| {
+        let m = at(i);
+        m.call.collective(m.ty)
+    })
 }
 
 /// The uses of an operation that reads `send` and writes `recv`.
@@ -644,3 +719,7 @@ fn rank_in(what: &'static str, comm: &Communicator, r: usize) -> Result<()> {
         Err(Error::InvalidArgument(format!("{what}: rank {r} of a communicator of {} ranks", comm.size())))
     }
 }
+
+#[cfg(test)]
+#[path = "group_tests.rs"]
+mod tests;

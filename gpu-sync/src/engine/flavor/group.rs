@@ -32,8 +32,23 @@ use std::sync::Arc;
 pub(crate) struct Part<'a> {
     pub(in crate::engine) stream: &'a Arc<Timeline>,
     pub(in crate::engine) uses: &'a [Use<'a>],
-    /// What a graph capturing this part keeps alive (a communicator).
-    pub(in crate::engine) keep: Option<KeepAlive>,
+    /// What a graph capturing this part keeps alive (a communicator),
+    /// cloned only when it is captured.
+    pub(in crate::engine) keep: Option<&'a dyn Keep>,
+}
+
+/// What a graph capturing a [`Part`] keeps alive: a shared handle, cloned
+/// (into a [`KeepAlive`]) only by a capture, so an eager group clones
+/// nothing.
+pub(crate) trait Keep: Send + Sync {
+    /// A new strong handle on it, for the graph.
+    fn keep_alive(&self) -> KeepAlive;
+}
+
+impl<T: Send + Sync + 'static> Keep for Arc<T> {
+    fn keep_alive(&self) -> KeepAlive {
+        self.clone()
+    }
 }
 
 impl<'a> Part<'a> {
@@ -45,7 +60,7 @@ impl<'a> Part<'a> {
 
     /// The same part, whose work a graph that captures it must keep `keep`
     /// alive for (its communicator: each replay runs the collective).
-    pub(crate) fn keeping(self, keep: KeepAlive) -> Part<'a> {
+    pub(crate) fn keeping(self, keep: &'a dyn Keep) -> Part<'a> {
         Part { keep: Some(keep), ..self }
     }
 }
@@ -109,7 +124,11 @@ pub(in crate::engine) fn run<R>(
         // Each stream waits for its own part's conflicts, its context bound
         // (a wait on another device's marker binds it back).
         for (p, d) in parts.iter().zip(&deps) {
-            p.stream.device.inner.bind()?;
+            // Only a wait on another stream needs the context (a part with
+            // none makes no driver call here).
+            if d.iter().any(|pt| pt.timeline.id != p.stream.id) {
+                p.stream.device.inner.bind()?;
+            }
             p.stream.wait_before(books, op_name, d)?;
         }
         parts[0].stream.device.inner.bind()?;

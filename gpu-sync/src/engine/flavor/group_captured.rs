@@ -86,7 +86,8 @@ pub(in crate::engine) fn run<R>(
         let r = f(&raws);
         for ((p, c), list) in parts.iter().zip(&caps).zip(&lists) {
             let g = &mut gates[of(c)];
-            after(p.stream, list, p.keep.as_ref(), reach, &mut g.data);
+            let keep = p.keep.map(|k| k.keep_alive());
+            after(p.stream, list, keep.as_ref(), reach, &mut g.data);
         }
         return r.map(Some);
     }
