@@ -262,13 +262,19 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // launch cold (under 2 % of the entry's estimated frequency: threshold
     // 45 against a cost of 355). Left to LLVM it became a call, about 50
     // instructions a launch (`-C remark=inline` shows the decision).
-    route(
+    let out = route(
         s,
         op,
         #[inline(always)]
         |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call),
         captured,
-    )
+    );
+    // Recording: the record learns its ticket (for the waits that name it
+    // later). Off, one test of the hook already tested above.
+    if let (Some(h), Ok((_, ticket))) = (&hook, &out) {
+        h.placed(*ticket);
+    }
+    out
 }
 
 /// Submits one operation over several streams (of one device or several):
@@ -348,7 +354,13 @@ fn group_routed<R>(
         }
     }
     let f = call.take().ok_or_else(|| crate::Error::Internal("a group ran its call twice".into()))?;
-    flavor::group::run(op_name, parts, f)
+    let out = flavor::group::run(op_name, parts, f)?;
+    for (h, ticket) in hooks.iter().zip(&out.1) {
+        if let Some(h) = h {
+            h.placed(*ticket);
+        }
+    }
+    Ok(out)
 }
 
 /// The device rule, asked by every flavor before it locks a book for an
@@ -430,6 +442,8 @@ struct Hooked<'a> {
     describe: Option<&'a dyn Fn() -> OpDesc>,
     /// Set by the capture's branch of [`route`] before the call.
     captured: Cell<bool>,
+    /// The record's id once made (0: none).
+    id: Cell<u64>,
 }
 
 /// The hook for an operation (`name`, `kind`, `describe`) on `s`, if the
@@ -443,6 +457,9 @@ fn hook<'a>(
     kind: Kind<'a>,
     describe: Option<&'a dyn Fn() -> OpDesc>,
 ) -> Option<Hooked<'a>> {
+    // Waits noted before this operation belong to none recorded (a
+    // stream left out of the recording).
+    crate::trace::clear_waits();
     let sink = s.device.inner.trace.sink_for(s.id)?;
     Some(Hooked {
         sink,
@@ -451,6 +468,7 @@ fn hook<'a>(
         kind,
         describe,
         captured: Cell::new(false),
+        id: Cell::new(0),
     })
 }
 
@@ -491,8 +509,49 @@ impl Hooked<'_> {
             Some(d) => d(),
             None => default_desc(self.name, self.kind),
         };
-        self.sink.after(f, self.stream, raw, desc, captured, r.is_ok());
+        let waits = self.waits(captured);
+        let id = self.sink.after(f, self.stream, raw, desc, (captured, r.is_ok()), waits);
+        self.id.set(id.unwrap_or(0));
         r
+    }
+
+    /// What the operation waits for on other streams, for its record: the
+    /// waits the engine made for it on this thread (`Timeline::
+    /// wait_on_marker` notes each while the device records), and the points
+    /// its kind orders it after (a `Stream::wait_stream`, a free after
+    /// other streams' uses, an event wait), made or found already covered;
+    /// none for a captured operation (its graph's edges order it).
+    fn waits(&self, captured: bool) -> crate::trace::Waits {
+        let mut waits = crate::trace::waits_made_for(self.stream.id);
+        if captured {
+            return crate::trace::Waits::new();
+        }
+        let mut add = |p: &Point| {
+            let w = crate::trace::PendingWait {
+                waiter: self.stream.id,
+                device: p.timeline.device.inner.ordinal,
+                stream: p.stream_id(),
+                at: p.ticket(),
+            };
+            crate::trace::merge_wait(&mut waits, w);
+        };
+        match self.kind {
+            Kind::After(deps) => deps.iter().for_each(&mut add),
+            Kind::WaitEvent(Some(p)) => add(p),
+            _ => {}
+        }
+        waits
+    }
+
+    /// The operation got `ticket` (0: captured, nothing to name): noted
+    /// for the records of later waits on it.
+    #[cold]
+    #[inline(never)]
+    fn placed(&self, ticket: u64) {
+        let id = self.id.get();
+        if id != 0 && ticket != 0 {
+            crate::trace::note_position(self.stream.id, ticket, id);
+        }
     }
 }
 
@@ -517,7 +576,9 @@ impl Hooked<'_> {
         let r = call(raws);
         for (h, raw, f) in opened.into_iter().rev() {
             let desc = default_desc(h.name, h.kind);
-            h.sink.after(f, h.stream, raw, desc, h.captured.get(), r.is_ok());
+            let captured = h.captured.get();
+            let id = h.sink.after(f, h.stream, raw, desc, (captured, r.is_ok()), h.waits(captured));
+            h.id.set(id.unwrap_or(0));
         }
         r
     }
