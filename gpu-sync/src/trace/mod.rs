@@ -68,6 +68,14 @@ use crate::error::Result;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// One of this crate's recording tests at a time: `cargo test` runs them as
+/// threads of one process, and a device has one recorder at a time.
+#[cfg(all(test, feature = "sim"))]
+pub(crate) fn one_recorder_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// How device spans are obtained (see the module docs).
 ///
 /// Chosen in [`RecordOptions::new`]: [`Recorder`]'s example and the module's.

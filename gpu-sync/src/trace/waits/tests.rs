@@ -21,6 +21,7 @@ fn src(device: i32, stream: &Stream, op: &OpRecord) -> WaitSource {
 
 #[test]
 fn trace_records_name_the_stream_and_operation_each_wait_follows() {
+    let _one = crate::trace::one_recorder_at_a_time();
     let _session = crate::sim::session(0x3a).expect("session");
     let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
     let (a, b) = (Stream::new(&d0).expect("a"), Stream::new(&d0).expect("b"));
@@ -80,6 +81,7 @@ fn trace_records_name_the_stream_and_operation_each_wait_follows() {
 
 #[test]
 fn trace_waits_made_before_recording_began_name_no_operation() {
+    let _one = crate::trace::one_recorder_at_a_time();
     let _session = crate::sim::session(0x3b).expect("session");
     let d0 = Device::get(0).expect("device 0");
     let (a, b) = (Stream::new(&d0).expect("a"), Stream::new(&d0).expect("b"));
