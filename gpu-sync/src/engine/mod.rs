@@ -262,19 +262,13 @@ pub(crate) fn submit<R, U: Uses + ?Sized>(
     // launch cold (under 2 % of the entry's estimated frequency: threshold
     // 45 against a cost of 355). Left to LLVM it became a call, about 50
     // instructions a launch (`-C remark=inline` shows the decision).
-    let out = route(
+    route(
         s,
         op,
         #[inline(always)]
         |raw: BorrowedStream<'_>| Hooked::call(hook.as_ref(), raw, call),
         captured,
-    );
-    // Recording: the record learns its ticket (for the waits that name it
-    // later). Off, one test of the hook already tested above.
-    if let (Some(h), Ok((_, ticket))) = (&hook, &out) {
-        h.placed(*ticket);
-    }
-    out
+    )
 }
 
 /// Submits one operation over several streams (of one device or several):
@@ -436,6 +430,9 @@ pub(crate) fn reached_again(s: &Timeline, allocs: &[Arc<Allocation>], what: &'st
 /// The recorder's hook around one operation while its device records.
 struct Hooked<'a> {
     sink: Arc<crate::trace::Sink>,
+    /// The stream's device's ticket counter (read, never moved, by
+    /// [`Hooked::around`]: see there).
+    tickets: &'a std::sync::atomic::AtomicU64,
     stream: StreamFacts,
     name: &'static str,
     kind: Kind<'a>,
@@ -452,7 +449,7 @@ struct Hooked<'a> {
 #[cold]
 #[inline(never)]
 fn hook<'a>(
-    s: &Arc<Timeline>,
+    s: &'a Arc<Timeline>,
     name: &'static str,
     kind: Kind<'a>,
     describe: Option<&'a dyn Fn() -> OpDesc>,
@@ -463,6 +460,7 @@ fn hook<'a>(
     let sink = s.device.inner.trace.sink_for(s.id)?;
     Some(Hooked {
         sink,
+        tickets: &s.device.inner.ticket,
         stream: StreamFacts { id: s.id, priority: s.priority },
         name,
         kind,
@@ -511,7 +509,21 @@ impl Hooked<'_> {
         };
         let waits = self.waits(captured);
         let id = self.sink.after(f, self.stream, raw, desc, (captured, r.is_ok()), waits);
-        self.id.set(id.unwrap_or(0));
+        // The record's ticket, for the waits that name it later. Every
+        // flavor but the blocking one makes the call under its device's
+        // book and draws the operation's ticket right after it under the
+        // same lock, which orders every draw of the device: it is the
+        // counter's next value. (A blocking call holds no book: its ticket
+        // is not known here, and its record stays unnamed by later waits;
+        // `submit` itself learns nothing more, so the hot path pays no
+        // test for this.)
+        if let Some(id) = id
+            && !captured
+            && !matches!(self.kind, Kind::Blocking)
+        {
+            let ticket = self.tickets.load(std::sync::atomic::Ordering::Relaxed) + 1;
+            crate::trace::note_position(self.stream.id, ticket, id);
+        }
         r
     }
 
@@ -543,7 +555,7 @@ impl Hooked<'_> {
         waits
     }
 
-    /// The operation got `ticket` (0: captured, nothing to name): noted
+    /// The group's part got `ticket` (0: captured, nothing to name): noted
     /// for the records of later waits on it.
     #[cold]
     #[inline(never)]

@@ -7,8 +7,10 @@
 //! operation made through gpu-sync escapes it. It is opt-in per device
 //! ([`Device::record`](crate::Device::record)), optionally per stream
 //! ([`RecordOptions::streams`]); while no [`Recorder`] lives the funnel pays
-//! one predictable branch (a relaxed atomic load of the device's flag) and
-//! [`range`] one atomic load.
+//! one predictable branch (a relaxed atomic load of the device's flag), each
+//! device-side wait the engine makes for another stream one more (the same
+//! load: the wait is noted for [`OpRecord::after`]), and [`range`] one
+//! atomic load.
 //!
 //! Device spans come from one of two backends ([`Timing`]):
 //! - [`Timing::Events`] (everywhere, cuda-sim included): a pair of pooled
@@ -343,7 +345,8 @@ pub struct WaitSource {
     /// (the last one of that stream it must follow); `None` when that
     /// operation was not recorded (made before recording began, on a
     /// stream not recorded, or more than 4096 recorded operations of its
-    /// stream ago).
+    /// stream ago) or is a copy from or to pageable memory (made with no
+    /// lock held, its place on the stream is not known to its record).
     pub op: Option<u64>,
 }
 
