@@ -29,18 +29,21 @@
 //! rules, events' record state, `Pending`), `track/` (resources and the uses
 //! an operation declares; a device allocation's life), `flavor/` (eager,
 //! across, blocking and captured submission, chosen in [`submit`] only),
-//! `release` (driver handles released with their context bound).
+//! `hook` (the recorder's hook around an operation while its device
+//! records), `release` (driver handles released with their context bound).
 
 mod capture;
 mod flavor;
+mod hook;
 mod release;
 mod timeline;
 mod track;
 
 use crate::device::Device;
 use crate::error::Result;
-use crate::trace::{OpDesc, OpKind, StreamFacts};
+use crate::trace::{OpDesc, OpKind};
 use cuda_sys::BorrowedStream;
+use hook::{Hooked, hook};
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -427,175 +430,6 @@ pub(crate) fn reached_again(s: &Timeline, allocs: &[Arc<Allocation>], what: &'st
     reached(s, uses.as_slice(), Reach::Every(what))
 }
 
-/// The recorder's hook around one operation while its device records.
-struct Hooked<'a> {
-    sink: Arc<crate::trace::Sink>,
-    /// The stream's device's ticket counter (read, never moved, by
-    /// [`Hooked::around`]: see there).
-    tickets: &'a std::sync::atomic::AtomicU64,
-    stream: StreamFacts,
-    name: &'static str,
-    kind: Kind<'a>,
-    describe: Option<&'a dyn Fn() -> OpDesc>,
-    /// Set by the capture's branch of [`route`] before the call.
-    captured: Cell<bool>,
-    /// The record's id once made (0: none).
-    id: Cell<u64>,
-}
-
-/// The hook for an operation (`name`, `kind`, `describe`) on `s`, if the
-/// device's recorder records that stream (clears the device's flag when the
-/// recorder is gone).
-#[cold]
-#[inline(never)]
-fn hook<'a>(
-    s: &'a Arc<Timeline>,
-    name: &'static str,
-    kind: Kind<'a>,
-    describe: Option<&'a dyn Fn() -> OpDesc>,
-) -> Option<Hooked<'a>> {
-    // Waits noted before this operation belong to none recorded (a
-    // stream left out of the recording).
-    crate::trace::clear_waits();
-    let sink = s.device.inner.trace.sink_for(s.id)?;
-    Some(Hooked {
-        sink,
-        tickets: &s.device.inner.ticket,
-        stream: StreamFacts { id: s.id, priority: s.priority },
-        name,
-        kind,
-        describe,
-        captured: Cell::new(false),
-        id: Cell::new(0),
-    })
-}
-
-impl Hooked<'_> {
-    /// Makes the driver call, inside the recorder's hook if there is one:
-    /// before it the host clock and a start event (or CUPTI's external
-    /// correlation id), after it an end event (or the pop) and the record
-    /// with the operation's description. It runs where the call would,
-    /// inside the flavor (book held, context bound; for a blocking copy on
-    /// its idle stream), so the events sit right around the operation on
-    /// its stream; a captured operation gets none.
-    #[inline(always)]
-    fn call<R>(
-        hook: Option<&Hooked<'_>>,
-        raw: BorrowedStream<'_>,
-        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<R> {
-        match hook {
-            None => call(raw),
-            Some(h) => h.around(raw, call),
-        }
-    }
-
-    /// [`Hooked::call`] while recording: the call inside the hook (out of
-    /// line, so the driver call's closure stays small enough to be inlined
-    /// on the hot path, which records nothing).
-    #[cold]
-    #[inline(never)]
-    fn around<R>(
-        &self,
-        raw: BorrowedStream<'_>,
-        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<R> {
-        let captured = self.captured.get();
-        let f = self.sink.before(self.stream, raw, captured);
-        let r = call(raw);
-        let desc = match self.describe {
-            Some(d) => d(),
-            None => default_desc(self.name, self.kind),
-        };
-        let waits = self.waits(captured);
-        let id = self.sink.after(f, self.stream, raw, desc, (captured, r.is_ok()), waits);
-        // The record's ticket, for the waits that name it later. Every
-        // flavor but the blocking one makes the call under its device's
-        // book and draws the operation's ticket right after it under the
-        // same lock, which orders every draw of the device: it is the
-        // counter's next value. (A blocking call holds no book: its ticket
-        // is not known here, and its record stays unnamed by later waits;
-        // `submit` itself learns nothing more, so the hot path pays no
-        // test for this.)
-        if let Some(id) = id
-            && !captured
-            && !matches!(self.kind, Kind::Blocking)
-        {
-            let ticket = self.tickets.load(std::sync::atomic::Ordering::Relaxed) + 1;
-            crate::trace::note_position(self.stream.id, ticket, id);
-        }
-        r
-    }
-
-    /// What the operation waits for on other streams, for its record: the
-    /// waits the engine made for it on this thread (`Timeline::
-    /// wait_on_marker` notes each while the device records), and the points
-    /// its kind orders it after (a `Stream::wait_stream`, a free after
-    /// other streams' uses, an event wait), made or found already covered;
-    /// none for a captured operation (its graph's edges order it).
-    fn waits(&self, captured: bool) -> crate::trace::Waits {
-        let mut waits = crate::trace::waits_made_for(self.stream.id);
-        if captured {
-            return crate::trace::Waits::new();
-        }
-        let mut add = |p: &Point| {
-            let w = crate::trace::PendingWait {
-                waiter: self.stream.id,
-                device: p.timeline.device.inner.ordinal,
-                stream: p.stream_id(),
-                at: p.ticket(),
-            };
-            crate::trace::merge_wait(&mut waits, w);
-        };
-        match self.kind {
-            Kind::After(deps) => deps.iter().for_each(&mut add),
-            Kind::WaitEvent(Some(p)) => add(p),
-            _ => {}
-        }
-        waits
-    }
-
-    /// The group's part got `ticket` (0: captured, nothing to name): noted
-    /// for the records of later waits on it.
-    #[cold]
-    #[inline(never)]
-    fn placed(&self, ticket: u64) {
-        let id = self.id.get();
-        if id != 0 && ticket != 0 {
-            crate::trace::note_position(self.stream.id, ticket, id);
-        }
-    }
-}
-
-impl Hooked<'_> {
-    /// [`submit_group`]'s call while some of its devices record: each
-    /// recorded part's hook opened on its stream, in order, the call made,
-    /// the hooks closed in reverse order (CUPTI's correlation ids nest).
-    #[cold]
-    #[inline(never)]
-    fn around_group<R>(
-        hooks: &[Option<Hooked<'_>>],
-        raws: &[BorrowedStream<'_>],
-        call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
-    ) -> Result<R> {
-        let opened: smallvec::SmallVec<[_; 4]> = hooks
-            .iter()
-            .zip(raws)
-            .filter_map(|(h, raw)| {
-                h.as_ref().map(|h| (h, *raw, h.sink.before(h.stream, *raw, h.captured.get())))
-            })
-            .collect();
-        let r = call(raws);
-        for (h, raw, f) in opened.into_iter().rev() {
-            let desc = default_desc(h.name, h.kind);
-            let captured = h.captured.get();
-            let id = h.sink.after(f, h.stream, raw, desc, (captured, r.is_ok()), h.waits(captured));
-            h.id.set(id.unwrap_or(0));
-        }
-        r
-    }
-}
-
 /// The routing of [`submit`] after its first two guards: the capture
 /// routing, then the flavor. `captured` (while recording) is set when the
 /// operation joins a capture, before `call` runs.
@@ -630,16 +464,6 @@ fn route<R, U: Uses + ?Sized>(
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
-    }
-}
-
-/// An operation's description from its engine name and kind (for the
-/// operations that give none).
-fn default_desc(name: &'static str, kind: Kind<'_>) -> OpDesc {
-    match kind {
-        Kind::HostFn => OpDesc { name: "host function".into(), kind: OpKind::HostFn },
-        Kind::WaitEvent(_) => OpDesc { name: "wait".into(), kind: OpKind::Wait },
-        _ => OpDesc { name: name.into(), kind: OpKind::Other },
     }
 }
 
