@@ -113,8 +113,8 @@ impl Hooked<'_> {
     }
 
     /// What the operation waits for on other streams, for its record: the
-    /// waits the engine made for it on this thread (`Timeline::
-    /// wait_on_marker` notes each while the device records), and the points
+    /// waits the engine made for it on this thread (the marker wait,
+    /// `Timeline::wait_on_marker`, notes each while the device records), and the points
     /// its kind orders it after (a `Stream::wait_stream`, a free after
     /// other streams' uses, an event wait), made or found already covered;
     /// none for a captured operation (its graph's edges order it).

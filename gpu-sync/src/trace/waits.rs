@@ -78,11 +78,13 @@ pub(crate) fn note_wait(waiter: u64, device: i32, stream: u64, at: u64) {
     MADE.with(|m| m.borrow_mut().push(Pending { waiter, device, stream, at }));
 }
 
-/// The waits noted on this thread for an operation on `waiter`, taken.
+/// The waits noted on this thread for an operation on `waiter`, taken,
+/// one per stream waited for ([`merge`]).
 pub(crate) fn made_for(waiter: u64) -> Waits {
     MADE.with(|m| {
         let mut m = m.borrow_mut();
-        let mine: Waits = m.iter().filter(|w| w.waiter == waiter).copied().collect();
+        let mut mine = Waits::new();
+        m.iter().filter(|w| w.waiter == waiter).for_each(|w| merge(&mut mine, *w));
         m.retain(|w| w.waiter != waiter);
         mine
     })

@@ -93,3 +93,14 @@ fn trace_waits_made_before_recording_began_name_no_operation() {
     let fill = find(&rec, &b, "memset", 0);
     assert_eq!(fill.after, [WaitSource { device: 0, stream: a.id(), op: None }]);
 }
+
+#[test]
+fn trace_waits_keep_one_entry_per_stream_the_latest_and_none_for_the_waiter_itself() {
+    use super::{Pending, Waits, merge};
+    let w = |stream, at| Pending { waiter: 1, device: 0, stream, at };
+    let mut waits = Waits::new();
+    for p in [w(2, 5), w(3, 4), w(2, 9), w(2, 7), w(1, 8)] {
+        merge(&mut waits, p);
+    }
+    assert_eq!(waits.as_slice(), [w(2, 9), w(3, 4)]);
+}
