@@ -79,9 +79,11 @@
 //!
 //! In the profiler ([`profile`]), run one [`profile::Profiler`] per device
 //! and [`profile::Trace::merge`] their traces: the Chrome trace shows each
-//! device as a process "GPU n (name)" and the host as another; waits made
-//! through [`profile::wait_across`] are drawn as arrows between devices
-//! (gpu-sync's recording does not say what a wait waits for). With the
+//! device as a process "GPU n (name)" and the host as another; each
+//! device-side wait of one stream for another's work (`Stream::wait_stream`,
+//! an event wait, or the wait gpu-sync makes for a buffer used across
+//! streams) is drawn as an arrow from the operation waited for to the one
+//! that waited, across devices as within one. With the
 //! events backend each device is aligned to the host clock on its own
 //! (within its [`profile::ClockAlignment`]), so cross-device order in the
 //! picture is as good as those alignments.

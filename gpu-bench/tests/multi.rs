@@ -218,11 +218,11 @@ fn modes_it_cannot_time_over_several_devices_are_refused_by_name() {
 
 /// The profiler's Chrome trace of four devices (one profiler each, the
 /// traces merged): a process per device named "GPU n (name)", the host as
-/// another, and an arrow for each marked cross-device wait, from the
-/// waited-for device's span to the waiting device's next one.
+/// another, and an arrow for each cross-device `wait_stream`, from the
+/// waited-for device's span to the waiting device's wait.
 #[test]
 fn the_trace_has_a_process_per_device_and_arrows_for_cross_device_waits() {
-    use gpu_bench::profile::{Backend, DEVICE_PID, HOST_PID, Profiler, wait_across};
+    use gpu_bench::profile::{Backend, DEVICE_PID, HOST_PID, Profiler};
     let _one = one_at_a_time();
     let mut g = gpus(4);
     let mut profilers: Vec<Profiler> =
@@ -234,18 +234,19 @@ fn the_trace_has_a_process_per_device_and_arrows_for_cross_device_waits() {
     for i in 0..4 {
         if i > 0 {
             let (a, b) = g.split_at_mut(i);
-            wait_across(&b[0].stream, &a[i - 1].stream).unwrap();
+            b[0].stream.wait_stream(&a[i - 1].stream).unwrap();
         }
         let Gpu { stream, k, out, .. } = &mut g[i];
         k.spin(stream, 10 * CYCLES_PER_US, out).unwrap();
     }
-    // An unmarked wait draws nothing.
+    // And device 0 waits for device 3's spin, then spins again.
     g[0].stream.wait_stream(&g[3].stream).unwrap();
+    let Gpu { stream, k, out, .. } = &mut g[0];
+    k.spin(stream, CYCLES_PER_US, out).unwrap();
     let mut traces = profilers.iter_mut().map(|p| p.finish().unwrap().unwrap());
     let mut trace = traces.next().unwrap();
     traces.for_each(|t| trace.merge(t));
     assert_eq!(trace.devices.iter().map(|d| d.device).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    assert_eq!(trace.waits.len(), 3);
     let v = trace.chrome_value();
     let ev = v["traceEvents"].as_array().unwrap();
     let process = |pid: u64| {
@@ -262,11 +263,11 @@ fn the_trace_has_a_process_per_device_and_arrows_for_cross_device_waits() {
         assert!(ev.iter().filter(|e| e["ph"] == "X" && e["pid"] == DEVICE_PID + d).count() >= 1);
     }
     let flows: Vec<&serde_json::Value> = ev.iter().filter(|e| e["cat"] == "wait").collect();
-    assert_eq!(flows.len(), 6, "{flows:?}");
-    for d in 0..3u64 {
+    assert_eq!(flows.len(), 8, "{flows:?}");
+    for d in 0..4u64 {
         let s = flows.iter().find(|e| e["ph"] == "s" && e["pid"] == DEVICE_PID + d).unwrap();
         let f = flows.iter().find(|e| e["ph"] == "f" && e["id"] == s["id"]).unwrap();
-        assert_eq!(f["pid"], DEVICE_PID + d + 1);
+        assert_eq!(f["pid"], DEVICE_PID + (d + 1) % 4);
         // Its two ends are device d's spin and device d + 1's (their times
         // are each device's own events mapped to the host clock: on the
         // simulator the devices' clocks are not tied to the host's, so the
@@ -283,4 +284,85 @@ fn the_trace_has_a_process_per_device_and_arrows_for_cross_device_waits() {
         };
         assert!(span(s) && span(f));
     }
+}
+
+/// The profiler draws gpu-sync's own waits: a buffer written on stream A
+/// (device 0) and read on stream B (device 1) — the wait the engine makes
+/// inside the copy —, an explicit `wait_stream` of B for A, and a second
+/// stream C of device 0 writing a buffer A wrote (a wait within the device)
+/// each give one arrow from A's operation to the waiting one; operations on
+/// buffers of their own stream give none.
+#[test]
+fn the_trace_draws_the_engines_implicit_and_explicit_waits_across_and_within_devices() {
+    use gpu_bench::profile::{Backend, DEVICE_PID, Profiler};
+    let _one = one_at_a_time();
+    let g = gpus(2);
+    let (a, b) = (&g[0].stream, &g[1].stream);
+    let c = Stream::new(&g[0].device).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeroed(a, 1 << 12).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeroed(a, 1 << 12).unwrap();
+    let mut w = DeviceBuffer::<u32>::zeroed(a, 1 << 12).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(b, 1 << 12).unwrap();
+    let mut y2 = DeviceBuffer::<u32>::zeroed(b, 1 << 12).unwrap();
+    g[0].device.synchronize().unwrap();
+    g[1].device.synchronize().unwrap();
+    let mut profilers: Vec<Profiler> =
+        g.iter().map(|g| Profiler::new(&g.device).backend(Backend::Events)).collect();
+    for p in &mut profilers {
+        p.start().unwrap();
+    }
+    a.fill_u32(&mut x, 1).unwrap();
+    b.copy(&x, &mut y).unwrap(); // implicit: B waits for A's fill of x
+    a.fill_u32(&mut z, 2).unwrap();
+    b.wait_stream(a).unwrap(); // explicit: B waits for A's fill of z
+    c.fill_u32(&mut z, 3).unwrap(); // within device 0: C waits for A's fill of z
+    // No cross-stream dependency of its own: the wait's arrow ends at it
+    // (a wait is no device work: the work it holds back stands for it).
+    b.fill_u32(&mut y2, 4).unwrap();
+    a.fill_u32(&mut w, 5).unwrap(); // none either
+    let mut traces = profilers.iter_mut().map(|p| p.finish().unwrap().unwrap());
+    let mut trace = traces.next().unwrap();
+    traces.for_each(|t| trace.merge(t));
+    let v = trace.chrome_value();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let flows: Vec<&serde_json::Value> = ev.iter().filter(|e| e["cat"] == "wait").collect();
+    // Each arrow as ((pid, tid) of its start, (pid, tid) of its end, the
+    // name of the span it ends at).
+    type Track = (u64, u64);
+    let mut arrows: Vec<(Track, Track, String)> = flows
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|s| {
+            let f = flows.iter().find(|e| e["ph"] == "f" && e["id"] == s["id"]).expect("the arrow's end");
+            let end = ev
+                .iter()
+                .find(|x| {
+                    x["ph"] == "X" && x["pid"] == f["pid"] && x["tid"] == f["tid"] && x["ts"] == f["ts"]
+                })
+                .expect("a span where the arrow ends");
+            let at = |e: &serde_json::Value| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            (at(s), at(f), end["name"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    arrows.sort();
+    let (d0, d1) = (DEVICE_PID, DEVICE_PID + 1);
+    let mut want = vec![
+        ((d0, a.id()), (d1, b.id()), "memcpy DtoD".to_owned()),
+        ((d0, a.id()), (d1, b.id()), "memset".to_owned()),
+        ((d0, a.id()), (d0, c.id()), "memset".to_owned()),
+    ];
+    want.sort();
+    assert_eq!(arrows, want, "{flows:#?}");
+    assert_eq!(flows.len(), 6);
+    // The model behind them: what each operation waits for.
+    let after = |stream: &Stream, name: &str| {
+        let o = trace.ops.iter().find(|o| o.stream == stream.id() && o.name == name).unwrap();
+        o.after.iter().map(|w| (w.device, w.stream)).collect::<Vec<_>>()
+    };
+    assert_eq!(after(b, "memcpy DtoD"), [(0, a.id())]);
+    assert_eq!(after(b, "wait"), [(0, a.id())]);
+    assert_eq!(after(&c, "memset"), [(0, a.id())]);
+    assert!(
+        trace.ops.iter().filter(|o| o.name == "memset" && o.stream != c.id()).all(|o| o.after.is_empty())
+    );
 }

@@ -134,7 +134,13 @@ fn a_recorded_pipeline_exports_a_trace_that_parses_back_whole() {
         v
     };
     assert_eq!(ids("s"), ids("f"));
-    assert_eq!(ids("s").len(), t.spans.iter().filter(|s| s.op.is_some()).count());
+    // One launch arrow per span with an op; wait arrows for the waits
+    // gpu-sync made between the pipeline's streams (each from an op that
+    // another stream's op names in its `after`).
+    let flows = |cat: &str| ev.iter().filter(|e| e["ph"] == "s" && e["cat"] == cat).count();
+    assert_eq!(flows("launch"), t.spans.iter().filter(|s| s.op.is_some()).count());
+    assert!(flows("wait") > 0 && flows("wait") <= t.ops.iter().map(|o| o.after.len()).sum::<usize>());
+    assert_eq!(flows("launch") + flows("wait"), ids("s").len());
     // A memory counter track from the ledger.
     assert!(ev.iter().any(|e| e["ph"] == "C" && e["name"] == "device memory"));
 }

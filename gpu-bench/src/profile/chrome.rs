@@ -11,11 +11,17 @@
 //! - a flow arrow (`ph: "s"` at the host operation, `ph: "f"` with
 //!   `bp: "e"` at the device span) from each host operation to every
 //!   device span it enqueued (several for a graph replay);
-//! - a flow arrow (category "wait") for each marked stream wait
-//!   ([`Trace::waits`], [`super::wait_across`]): from the end of the last
-//!   span of the waited-for stream whose operation was submitted before the
-//!   wait, to the start of the first span of the waiting stream submitted
-//!   after it (across devices when the two streams are on two).
+//! - a flow arrow (category "wait") for each device-side wait of one
+//!   stream for another's work that gpu-sync recorded
+//!   ([`OpRecord::after`](super::OpRecord::after): `Stream::wait_stream`,
+//!   an event wait, or the engine's wait for a buffer used across streams):
+//!   from the end of the waited-for operation's device span to the start of
+//!   the waiting operation's (across devices when the two streams are on
+//!   two). An operation with no span of its own (a wait is a marker, not
+//!   device work) stands for its stream's work around it: the last span of
+//!   its stream up to it for the waited-for end, the first span of its
+//!   stream from it on for the waiting end (the work the wait holds back).
+//!   No arrow where the trace has no such span.
 //!
 //! Times are microseconds (ns precision) from the trace's first event; the
 //! absolute start, the source, the clock alignments, dropped counts and
@@ -24,6 +30,7 @@
 
 use super::trace::{DeviceSpan, OpKind, Trace};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// The pid of the host process in the JSON.
 pub const HOST_PID: u64 = 1;
@@ -215,29 +222,47 @@ pub fn chrome_value(trace: &Trace) -> Value {
 /// Flow ids of wait arrows start here (launch arrows count from 1).
 const WAIT_FLOW: u64 = 1 << 40;
 
-/// The two spans each marked wait joins (see the module docs), where the
-/// trace has both.
+/// The two spans each recorded wait joins (see the module docs): the last
+/// span to end of the operation waited for (or of its stream up to it),
+/// the first to start of the operation that waits (or of its stream from it
+/// on), where the trace has both.
 fn wait_arrows(trace: &Trace) -> Vec<(&DeviceSpan, &DeviceSpan)> {
-    let submitted = |s: &DeviceSpan| s.op.and_then(|id| trace.op(id)).map(|o| o.host_start_ns);
+    // Each operation's first and last span; each stream's operations with a
+    // span, by id (ids increase in submission order).
+    let mut by_op: HashMap<u64, (&DeviceSpan, &DeviceSpan)> = HashMap::new();
+    for s in &trace.spans {
+        let Some(op) = s.op else { continue };
+        let e = by_op.entry(op).or_insert((s, s));
+        if (s.start_ns, s.end_ns) < (e.0.start_ns, e.0.end_ns) {
+            e.0 = s;
+        }
+        if (s.end_ns, s.start_ns) > (e.1.end_ns, e.1.start_ns) {
+            e.1 = s;
+        }
+    }
+    let mut on_stream: HashMap<(i32, u64), Vec<u64>> = HashMap::new();
+    for o in trace.ops.iter().filter(|o| by_op.contains_key(&o.id)) {
+        on_stream.entry((o.device, o.stream)).or_default().push(o.id);
+    }
+    on_stream.values_mut().for_each(|v| v.sort_unstable());
+    let ids = |device: i32, stream: u64| on_stream.get(&(device, stream)).map_or(&[][..], Vec::as_slice);
+    // The last span of `(device, stream)` up to operation `id`.
+    let upto = |device: i32, stream: u64, id: u64| {
+        let v = ids(device, stream);
+        let i = v.partition_point(|x| *x <= id);
+        v[..i].last().and_then(|x| by_op.get(x)).map(|e| e.1)
+    };
+    // The first span of `(device, stream)` from operation `id` on.
+    let from = |device: i32, stream: u64, id: u64| {
+        let v = ids(device, stream);
+        let i = v.partition_point(|x| *x < id);
+        v.get(i).and_then(|x| by_op.get(x)).map(|e| e.0)
+    };
     trace
-        .waits
+        .ops
         .iter()
-        .filter_map(|w| {
-            let on = |(device, stream): (i32, u64)| {
-                trace.spans.iter().filter(move |s| s.device == device && s.stream == stream)
-            };
-            let from = on(w.source)
-                .filter_map(|s| Some((submitted(s)?, s)))
-                .filter(|(t, _)| *t <= w.t_ns)
-                .max_by_key(|(t, s)| (*t, s.end_ns))?
-                .1;
-            let to = on(w.waiter)
-                .filter_map(|s| Some((submitted(s)?, s)))
-                .filter(|(t, _)| *t >= w.t_ns)
-                .min_by_key(|(t, s)| (*t, s.start_ns))?
-                .1;
-            Some((from, to))
-        })
+        .flat_map(|o| o.after.iter().map(move |w| (w, o)))
+        .filter_map(|(w, o)| Some((upto(w.device, w.stream, w.op?)?, from(o.device, o.stream, o.id)?)))
         .collect()
 }
 

@@ -433,6 +433,7 @@ mod tests {
             span: None,
             range: None,
             captured: false,
+            after: Vec::new(),
         }
     }
 

@@ -6,8 +6,9 @@
 //!   spans tied back to the operation that enqueued them, device memory,
 //!   dropped counts, clock alignments;
 //! - [`Trace::chrome_json`] (`chrome`): Chrome trace-event JSON for
-//!   Perfetto and chrome://tracing, with launch→span flow arrows and a
-//!   device-memory counter track;
+//!   Perfetto and chrome://tracing, a process per device, with launch→span
+//!   flow arrows, wait arrows between streams (and devices) from the
+//!   operations' [`OpRecord::after`], and a device-memory counter track;
 //! - [`Trace::key_averages`] (`table`): the op table — calls, device total
 //!   and self, average, min/max, % of device time, host time; sorted by
 //!   any [`Column`], grouped by shape; markdown and JSON;
@@ -34,7 +35,6 @@ mod schedule;
 mod svg;
 mod table;
 mod trace;
-mod waits;
 
 pub use chrome::{DEVICE_PID, HOST_PID};
 pub use cupti::{Alignment, ClockMap};
@@ -45,12 +45,11 @@ pub use profiler::{Backend, Profiler};
 pub use schedule::{Action, Schedule};
 pub use svg::colour;
 pub use table::{Column, KeyAverages, Row, RowKind, TABLE_SCHEMA, TABLE_SCHEMA_VERSION};
+pub use trace::DeviceTrack;
 pub use trace::{
     ClockAlignment, CopyDir, DeviceSpan, Dropped, FOREIGN_STREAM, HostMem, MemorySample, OpKind, OpRecord,
-    RangeRecord, Source, StreamTrack, ThreadTrack, Trace,
+    RangeRecord, Source, StreamTrack, ThreadTrack, Trace, WaitSource,
 };
-pub use trace::{DeviceTrack, StreamWait};
-pub use waits::wait_across;
 
 impl Trace {
     /// The trace as Chrome trace-event JSON (see the `chrome` module docs):

@@ -77,9 +77,6 @@ pub struct Profiler<'cb> {
     step: u64,
     notes: Vec<String>,
     started: bool,
-    /// Counts this profiler as running (for [`super::wait_across`]) from
-    /// its start to its finish.
-    active: Option<super::waits::Active>,
 }
 
 impl std::fmt::Debug for Profiler<'_> {
@@ -108,7 +105,6 @@ impl<'cb> Profiler<'cb> {
             step: 0,
             notes: Vec::new(),
             started: false,
-            active: None,
         }
     }
 
@@ -184,7 +180,6 @@ impl<'cb> Profiler<'cb> {
             },
         });
         self.started = true;
-        self.active = Some(super::waits::Active::new());
         let a = self.action(0);
         if a.records() {
             self.begin()?;
@@ -281,7 +276,6 @@ impl<'cb> Profiler<'cb> {
         let ord = device.ordinal();
         let name = device.name().unwrap_or_else(|e| format!("name unknown: {e}"));
         trace.devices.push(super::trace::DeviceTrack { device: ord, name });
-        trace.waits = super::waits::take(ord, run.since_ns, now);
         if self.schedule.is_some() {
             trace.steps = Some((run.first_step, last_step));
         }
@@ -332,7 +326,6 @@ impl<'cb> Profiler<'cb> {
         let a = self.action(self.step);
         let out =
             if matches!(a, Action::Record | Action::RecordAndSave) { self.collect(self.step)? } else { None };
-        self.active = None;
         if let Some(run) = self.run.take() {
             run.recorder.stop()?;
         }

@@ -23,6 +23,7 @@ fn op(id: u64, name: &str, kind: OpKind, stream: u64, t: u64, range: Option<u64>
         span: None,
         range,
         captured: false,
+        after: Vec::new(),
     }
 }
 
@@ -332,4 +333,72 @@ fn a_window_keeps_what_starts_inside_it() {
     assert_eq!(w.memory.len(), 1);
     assert_eq!(w.bounds(), Some((1_700, 1_990)));
     assert_eq!(w.streams, t.streams);
+}
+
+/// Wait arrows come from the operations' `after`: from the waited-for
+/// operation's span (or its stream's last span up to it) to the waiting
+/// operation's span (or its stream's first span from it on: a wait is a
+/// marker with no span), across devices; none for a source not recorded,
+/// none where no span follows the wait, none without `after`.
+#[test]
+fn chrome_wait_arrows_join_the_spans_each_recorded_wait_names() {
+    use gpu_sync::trace::WaitSource;
+    let mut t = Trace::new(Source::Events);
+    let on = |mut o: OpRecord, device: i32| {
+        o.device = device;
+        o
+    };
+    let src = |device, stream, op| WaitSource { device, stream, op };
+    // Device 0, stream 10: k (200), then a wait with no span (201).
+    t.ops.push(op(200, "k", kernel(4), 10, 100, None));
+    t.spans.push(span("k", kernel(4), 10, 110, 150, Some(200)));
+    t.ops.push(op(201, "wait", OpKind::Wait, 10, 160, None));
+    // Device 1, stream 20: a wait for stream 10's k, then k2 it holds back;
+    // k3 waits for stream 10's wait (its last span up to it: k's).
+    let mut wait = on(op(202, "wait", OpKind::Wait, 20, 170, None), 1);
+    wait.after.push(src(0, 10, Some(200)));
+    t.ops.push(wait);
+    t.ops.push(on(op(203, "k2", kernel(8), 20, 180, None), 1));
+    let mut s = span("k2", kernel(8), 20, 190, 250, Some(203));
+    s.device = 1;
+    t.spans.push(s);
+    let mut k3 = on(op(204, "k3", kernel(8), 20, 260, None), 1);
+    k3.after.push(src(0, 10, Some(201)));
+    t.ops.push(k3);
+    let mut s = span("k3", kernel(8), 20, 270, 300, Some(204));
+    s.device = 1;
+    t.spans.push(s);
+    // No arrow: a source never recorded, and a wait with no span after it.
+    let mut k4 = on(op(205, "k4", kernel(8), 20, 310, None), 1);
+    k4.after.push(src(0, 10, None));
+    t.ops.push(k4);
+    let mut s = span("k4", kernel(8), 20, 320, 330, Some(205));
+    s.device = 1;
+    t.spans.push(s);
+    let mut last = op(206, "wait", OpKind::Wait, 10, 340, None);
+    last.after.push(src(1, 20, Some(205)));
+    t.ops.push(last);
+    t.normalize();
+    let v = t.chrome_value();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let flows: Vec<&Value> = ev.iter().filter(|e| e["cat"] == "wait").collect();
+    // Each arrow's ends as (pid, tid, ts).
+    type End = (u64, u64, f64);
+    let mut arrows: Vec<(End, End)> = flows
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|s| {
+            let f = flows.iter().find(|e| e["ph"] == "f" && e["id"] == s["id"]).unwrap();
+            assert_eq!(f["bp"], "e");
+            let at = |e: &Value| {
+                (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap())
+            };
+            (at(s), at(f))
+        })
+        .collect();
+    arrows.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    // Times are µs from the first event (100 ns).
+    let (d0, d1) = (DEVICE_PID, DEVICE_PID + 1);
+    assert_eq!(arrows, [((d0, 10, 0.05), (d1, 20, 0.09)), ((d0, 10, 0.05), (d1, 20, 0.17))], "{flows:#?}");
+    assert_eq!(flows.len(), 4);
 }

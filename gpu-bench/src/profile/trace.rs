@@ -93,7 +93,7 @@ impl StreamTrack {
 // What an operation was: gpu-sync's own recording types (serialized
 // through its `serde` feature), so the trace and the recording never
 // disagree on them.
-pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord, RangeRecord};
+pub use gpu_sync::trace::{CopyDir, HostMem, OpKind, OpRecord, RangeRecord, WaitSource};
 
 /// What ran on a stream and when.
 ///
@@ -200,12 +200,6 @@ pub struct Trace {
     /// before it was added).
     #[serde(default)]
     pub devices: Vec<DeviceTrack>,
-    /// Stream waits the program marked with
-    /// [`wait_across`](crate::profile::wait_across): one stream waiting,
-    /// device-side, for another's work, drawn as flow arrows (absent in
-    /// traces written before it was added).
-    #[serde(default)]
-    pub waits: Vec<StreamWait>,
 }
 
 /// A profiled device.
@@ -217,23 +211,6 @@ pub struct DeviceTrack {
     pub device: i32,
     /// The driver's name of the device (`cuDeviceGetName`).
     pub name: String,
-}
-
-/// One stream waiting, device-side, for all work submitted so far on
-/// another (gpu-sync's `Stream::wait_stream`), as
-/// [`wait_across`](crate::profile::wait_across) marked it. gpu-sync's own
-/// recording names a wait operation (`OpKind::Wait`) but not what it waits
-/// for, so only marked waits are known.
-///
-/// Part of a [`Trace`]; [`Trace::merge`]'s example reads them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StreamWait {
-    /// Host time of the wait's submission, ns.
-    pub t_ns: u64,
-    /// The device and stream id of the stream whose work is waited for.
-    pub source: (i32, u64),
-    /// The device and stream id of the stream that waits.
-    pub waiter: (i32, u64),
 }
 
 impl Trace {
@@ -252,12 +229,12 @@ impl Trace {
             steps: None,
             notes: Vec::new(),
             devices: Vec::new(),
-            waits: Vec::new(),
         }
     }
 
-    /// Adds `other`'s threads, streams, ranges, operations, spans, memory
-    /// samples, clocks, notes, devices and waits to this trace (the traces
+    /// Adds `other`'s threads, streams, ranges, operations (with what they
+    /// wait for, [`OpRecord::after`]), spans, memory samples, clocks, notes
+    /// and devices to this trace (the traces
     /// of one stretch of a program recorded by one [`Profiler`] per device,
     /// all on the host clock), then normalizes it. Dropped counts add up;
     /// the steps and the source stay this trace's.
@@ -266,7 +243,7 @@ impl Trace {
     ///
     /// ```
     /// # gpu_sync::sim::install()?;
-    /// use gpu_bench::profile::{Backend, Profiler, wait_across};
+    /// use gpu_bench::profile::{Backend, Profiler};
     /// use gpu_sync::{Device, DeviceBuffer, Stream};
     /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
     /// let (s0, s1) = (Stream::new(&d0)?, Stream::new(&d1)?);
@@ -277,12 +254,13 @@ impl Trace {
     /// p0.start()?;
     /// p1.start()?;
     /// s0.fill_u32(&mut a, 1)?;
-    /// wait_across(&s1, &s0)?; // device 1 waits for device 0's fill
+    /// s1.wait_stream(&s0)?; // device 1 waits for device 0's fill
     /// s1.fill_u32(&mut b, 2)?;
     /// let mut trace = p0.finish()?.unwrap();
     /// trace.merge(p1.finish()?.unwrap());
     /// assert_eq!(trace.devices.len(), 2);
-    /// assert_eq!(trace.waits.len(), 1);
+    /// let wait = trace.ops.iter().find(|o| o.device == 1 && o.name == "wait").unwrap();
+    /// assert_eq!(wait.after[0].stream, s0.id()); // the fill's record: wait.after[0].op
     /// let json = trace.chrome_json(); // a process per device, an arrow 0 → 1
     /// assert!(json.contains("\"cat\":\"wait\""));
     /// # Ok::<(), gpu_bench::Error>(())
@@ -321,11 +299,6 @@ impl Trace {
         for d in other.devices {
             if !self.devices.iter().any(|x| x.device == d.device) {
                 self.devices.push(d);
-            }
-        }
-        for w in other.waits {
-            if !self.waits.contains(&w) {
-                self.waits.push(w);
             }
         }
         self.normalize();
@@ -397,7 +370,6 @@ impl Trace {
         self.spans.sort_by_key(|s| (s.start_ns, s.end_ns, s.op));
         self.memory.sort_by_key(|m| m.t_ns);
         self.devices.sort_by_key(|d| d.device);
-        self.waits.sort_by_key(|w| w.t_ns);
     }
 
     /// The part of the trace that starts inside `[start_ns, end_ns]`: ranges,
@@ -411,7 +383,6 @@ impl Trace {
         t.ops.retain(|o| inside(o.host_start_ns));
         t.spans.retain(|s| inside(s.start_ns));
         t.memory.retain(|m| inside(m.t_ns));
-        t.waits.retain(|w| inside(w.t_ns));
         t
     }
 

@@ -29,18 +29,21 @@
 //! rules, events' record state, `Pending`), `track/` (resources and the uses
 //! an operation declares; a device allocation's life), `flavor/` (eager,
 //! across, blocking and captured submission, chosen in [`submit`] only),
-//! `release` (driver handles released with their context bound).
+//! `hook` (the recorder's hook around an operation while its device
+//! records), `release` (driver handles released with their context bound).
 
 mod capture;
 mod flavor;
+mod hook;
 mod release;
 mod timeline;
 mod track;
 
 use crate::device::Device;
 use crate::error::Result;
-use crate::trace::{OpDesc, OpKind, StreamFacts};
+use crate::trace::{OpDesc, OpKind};
 use cuda_sys::BorrowedStream;
+use hook::{Hooked, hook};
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -355,7 +358,13 @@ fn group_routed<R>(
         }
     }
     let f = call.take().ok_or_else(|| crate::Error::Internal("a group ran its call twice".into()))?;
-    flavor::group::run(op_name, parts, f)
+    let out = flavor::group::run(op_name, parts, f)?;
+    for (h, ticket) in hooks.iter().zip(&out.1) {
+        if let Some(h) = h {
+            h.placed(*ticket);
+        }
+    }
+    Ok(out)
 }
 
 /// The device rule, asked by every flavor before it locks a book for an
@@ -428,108 +437,6 @@ pub(crate) fn reached_again(s: &Timeline, allocs: &[Arc<Allocation>], what: &'st
     reached(s, uses.as_slice(), Reach::Every(what))
 }
 
-/// The recorder's hook around one operation while its device records.
-struct Hooked<'a> {
-    sink: Arc<crate::trace::Sink>,
-    stream: StreamFacts,
-    name: &'static str,
-    kind: Kind<'a>,
-    describe: Option<&'a dyn Fn() -> OpDesc>,
-    /// Set by the capture's branch of [`route`] before the call.
-    captured: Cell<bool>,
-}
-
-/// The hook for an operation (`name`, `kind`, `describe`) on `s`, if the
-/// device's recorder records that stream (clears the device's flag when the
-/// recorder is gone).
-#[cold]
-#[inline(never)]
-fn hook<'a>(
-    s: &Arc<Timeline>,
-    name: &'static str,
-    kind: Kind<'a>,
-    describe: Option<&'a dyn Fn() -> OpDesc>,
-) -> Option<Hooked<'a>> {
-    let sink = s.device.inner.trace.sink_for(s.id)?;
-    Some(Hooked {
-        sink,
-        stream: StreamFacts { id: s.id, priority: s.priority },
-        name,
-        kind,
-        describe,
-        captured: Cell::new(false),
-    })
-}
-
-impl Hooked<'_> {
-    /// Makes the driver call, inside the recorder's hook if there is one:
-    /// before it the host clock and a start event (or CUPTI's external
-    /// correlation id), after it an end event (or the pop) and the record
-    /// with the operation's description. It runs where the call would,
-    /// inside the flavor (book held, context bound; for a blocking copy on
-    /// its idle stream), so the events sit right around the operation on
-    /// its stream; a captured operation gets none.
-    #[inline(always)]
-    fn call<R>(
-        hook: Option<&Hooked<'_>>,
-        raw: BorrowedStream<'_>,
-        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<R> {
-        match hook {
-            None => call(raw),
-            Some(h) => h.around(raw, call),
-        }
-    }
-
-    /// [`Hooked::call`] while recording: the call inside the hook (out of
-    /// line, so the driver call's closure stays small enough to be inlined
-    /// on the hot path, which records nothing).
-    #[cold]
-    #[inline(never)]
-    fn around<R>(
-        &self,
-        raw: BorrowedStream<'_>,
-        call: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
-    ) -> Result<R> {
-        let captured = self.captured.get();
-        let f = self.sink.before(self.stream, raw, captured);
-        let r = call(raw);
-        let desc = match self.describe {
-            Some(d) => d(),
-            None => default_desc(self.name, self.kind),
-        };
-        self.sink.after(f, self.stream, raw, desc, captured, r.is_ok());
-        r
-    }
-}
-
-impl Hooked<'_> {
-    /// [`submit_group`]'s call while some of its devices record: each
-    /// recorded part's hook opened on its stream, in order, the call made,
-    /// the hooks closed in reverse order (CUPTI's correlation ids nest).
-    #[cold]
-    #[inline(never)]
-    fn around_group<R>(
-        hooks: &[Option<Hooked<'_>>],
-        raws: &[BorrowedStream<'_>],
-        call: impl FnOnce(&[BorrowedStream<'_>]) -> Result<R>,
-    ) -> Result<R> {
-        let opened: smallvec::SmallVec<[_; 4]> = hooks
-            .iter()
-            .zip(raws)
-            .filter_map(|(h, raw)| {
-                h.as_ref().map(|h| (h, *raw, h.sink.before(h.stream, *raw, h.captured.get())))
-            })
-            .collect();
-        let r = call(raws);
-        for (h, raw, f) in opened.into_iter().rev() {
-            let desc = default_desc(h.name, h.kind);
-            h.sink.after(f, h.stream, raw, desc, h.captured.get(), r.is_ok());
-        }
-        r
-    }
-}
-
 /// The routing of [`submit`] after its first two guards: the capture
 /// routing, then the flavor. `captured` (while recording) is set when the
 /// operation joins a capture, before `call` runs.
@@ -564,16 +471,6 @@ fn route<R, U: Uses + ?Sized>(
         Kind::After(deps) => s.submit(op.name, deps, call),
         Kind::HostFn => s.submit(op.name, &[], call),
         Kind::WaitEvent(recorded) => s.submit_event_wait(op.name, recorded, call),
-    }
-}
-
-/// An operation's description from its engine name and kind (for the
-/// operations that give none).
-fn default_desc(name: &'static str, kind: Kind<'_>) -> OpDesc {
-    match kind {
-        Kind::HostFn => OpDesc { name: "host function".into(), kind: OpKind::HostFn },
-        Kind::WaitEvent(_) => OpDesc { name: "wait".into(), kind: OpKind::Wait },
-        _ => OpDesc { name: name.into(), kind: OpKind::Other },
     }
 }
 

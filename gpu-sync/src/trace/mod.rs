@@ -7,8 +7,10 @@
 //! operation made through gpu-sync escapes it. It is opt-in per device
 //! ([`Device::record`](crate::Device::record)), optionally per stream
 //! ([`RecordOptions::streams`]); while no [`Recorder`] lives the funnel pays
-//! one predictable branch (a relaxed atomic load of the device's flag) and
-//! [`range`] one atomic load.
+//! one predictable branch (a relaxed atomic load of the device's flag), each
+//! device-side wait the engine makes for another stream one more (the same
+//! load: the wait is noted for [`OpRecord::after`]), and [`range`] one
+//! atomic load.
 //!
 //! Device spans come from one of two backends ([`Timing`]):
 //! - [`Timing::Events`] (everywhere, cuda-sim included): a pair of pooled
@@ -22,6 +24,12 @@
 //!   (kernels — those inside replayed graphs too —, copies, memsets)
 //!   map back to the operation. The spans are the consumer's to join.
 //! - [`Timing::HostOnly`]: host times only.
+//!
+//! An operation ordered after another stream's work says so in
+//! [`OpRecord::after`] ([`WaitSource`]: the stream, and the record of the
+//! operation whose end it follows): the waits the engine makes for a
+//! buffer used across streams, `Stream::wait_stream`, `Stream::wait` on an
+//! event recorded on a tracked stream, a free after uses on other streams.
 //!
 //! Operations captured into a graph are recorded with
 //! [`OpRecord::captured`] set and no span: they run at each replay, which is
@@ -49,15 +57,26 @@ mod clock;
 mod events;
 mod range;
 mod sink;
+mod waits;
 
 pub use clock::{now_ns, thread_id, thread_name};
 pub use range::{Range, range, scope};
 
 pub(crate) use sink::{DeviceFacts, DeviceTrace, OpDesc, Sink, StreamFacts};
+pub(crate) use waits::{Pending as PendingWait, Waits, clear as clear_waits, made_for as waits_made_for};
+pub(crate) use waits::{merge as merge_wait, note_position, note_wait};
 
 use crate::error::Result;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+/// One of this crate's recording tests at a time: `cargo test` runs them as
+/// threads of one process, and a device has one recorder at a time.
+#[cfg(all(test, feature = "sim"))]
+pub(crate) fn one_recorder_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// How device spans are obtained (see the module docs).
 ///
@@ -189,7 +208,8 @@ pub enum OpKind {
         ops: usize,
     },
     /// A device-side wait (`cuStreamWaitEvent`): on a user event, or for
-    /// another stream's work.
+    /// another stream's work (`Stream::wait_stream`); what it waits for is
+    /// in [`OpRecord::after`].
     Wait,
     /// A stream-ordered allocation (`cuMemAllocAsync`).
     Alloc {
@@ -285,6 +305,49 @@ pub struct OpRecord {
     pub captured: bool,
     /// The innermost open [`range`] of the submitting thread.
     pub range: Option<u64>,
+    /// The other streams' work it waits for, device-side, one entry per
+    /// stream: for a wait ([`OpKind::Wait`]) what it waits for; for any
+    /// other operation the waits the engine made before its driver call (a
+    /// buffer it uses was last used on another stream). Empty for captured
+    /// operations (their order is the graph's edges) and for copies from
+    /// or to pageable memory (the host waits first, not the device).
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Vec::is_empty"))]
+    pub after: Vec<WaitSource>,
+}
+
+/// What a recorded operation waits for on another stream ([`OpRecord::after`]).
+///
+/// ```
+/// # gpu_sync::sim::install()?;
+/// use gpu_sync::trace::{OpKind, RecordOptions, Timing};
+/// use gpu_sync::{Device, DeviceBuffer, Stream};
+/// let device = Device::get(0)?;
+/// let (a, b) = (Stream::new(&device)?, Stream::new(&device)?);
+/// let mut buf = DeviceBuffer::<u32>::alloc(&a, 1024)?;
+/// let recorder = device.record(RecordOptions::new(Timing::Events))?;
+/// a.fill_u32(&mut buf, 7)?;
+/// b.wait_stream(&a)?;
+/// let rec = recorder.stop()?;
+/// let fill = rec.ops.iter().find(|o| o.name == "memset").unwrap();
+/// let wait = rec.ops.iter().find(|o| o.kind == OpKind::Wait).unwrap();
+/// assert_eq!((wait.after[0].stream, wait.after[0].op), (a.id(), Some(fill.id)));
+/// # Ok::<(), gpu_sync::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct WaitSource {
+    /// The device of the stream waited for.
+    pub device: i32,
+    /// The stream waited for ([`Stream::id`](crate::Stream::id), as
+    /// [`OpRecord::stream`] names it).
+    pub stream: u64,
+    /// The [`OpRecord::id`] of the operation whose end the wait follows
+    /// (the last one of that stream it must follow); `None` when that
+    /// operation was not recorded (made before recording began, on a
+    /// stream not recorded, or more than 4096 recorded operations of its
+    /// stream ago) or is a copy from or to pageable memory (made with no
+    /// lock held, its place on the stream is not known to its record).
+    pub op: Option<u64>,
 }
 
 /// One host range ([`range`], [`scope`]) (also a host range in
@@ -485,6 +548,8 @@ impl Drop for Recorder {
     /// discarded (its events destroyed).
     fn drop(&mut self) {
         self.sink.stopped.store(true, Ordering::Release);
-        range::RECORDERS.fetch_sub(1, Ordering::Relaxed);
+        if range::RECORDERS.fetch_sub(1, Ordering::Relaxed) == 1 {
+            waits::forget();
+        }
     }
 }

@@ -218,6 +218,9 @@ pub(super) struct Done {
     pub rec: OpRecord,
     /// Start and end events and the calibration they are read against.
     pub events: Option<(OwnedEvent, OwnedEvent, Arc<Cal>)>,
+    /// What it waits for, resolved to records at the take (the record
+    /// waited for may be made on another thread after this one).
+    pub waits: super::Waits,
 }
 
 #[derive(Default)]
@@ -303,17 +306,18 @@ impl Sink {
     }
 
     /// After the driver call (`ok`: it succeeded): records the end event or
-    /// pops the correlation id, reads the host clock, and keeps the record.
-    /// A failed call enqueued nothing: it is not recorded.
+    /// pops the correlation id, reads the host clock, and keeps the record
+    /// with what it waits for (`waits`); returns the record's id. A failed
+    /// call enqueued nothing: it is not recorded (`None`).
     pub(crate) fn after(
         &self,
         f: InFlight,
         stream: StreamFacts,
         raw: BorrowedStream<'_>,
         desc: OpDesc,
-        captured: bool,
-        ok: bool,
-    ) {
+        (captured, ok): (bool, bool),
+        waits: super::Waits,
+    ) -> Option<u64> {
         let mut failed = f.failed;
         let mut events = f.events;
         if ok
@@ -346,7 +350,7 @@ impl Sink {
             if let (Some((start, end, _)), Some(ev)) = (events, &self.events) {
                 ev.give_back_locked(&mut st, [start, end]);
             }
-            return;
+            return None;
         }
         let rec = OpRecord {
             id: f.id,
@@ -360,8 +364,10 @@ impl Sink {
             span: None,
             captured,
             range: super::range::innermost(),
+            after: Vec::new(),
         };
-        st.done.push(Done { rec, events });
+        st.done.push(Done { rec, events, waits });
+        Some(f.id)
     }
 
     /// Notes `stream` on first sight; returns the calibration its events
@@ -427,7 +433,11 @@ impl Sink {
         let mut spare = Vec::new();
         let mut sticky = None;
         for d in done {
-            let Done { mut rec, events } = d;
+            let Done { mut rec, events, waits } = d;
+            rec.after = waits
+                .into_iter()
+                .map(|w| super::WaitSource { op: super::waits::resolve(w.stream, w.at), ..w.into() })
+                .collect();
             if let Some((start, end, cal)) = events {
                 match resolve(&start, &end, &cal) {
                     Ok(span) => rec.span = span,

@@ -55,6 +55,11 @@ impl Timeline {
             self.device.inner.bind()?;
         }
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
+        // Recording: the wait is noted for the operation it comes before
+        // (its record's `after`). Off, one relaxed load.
+        if self.device.inner.trace.is_on() {
+            crate::trace::note_wait(self.id, p.timeline.device.inner.ordinal, p.timeline.id, p.ticket);
+        }
         Ok(covered)
     }
 

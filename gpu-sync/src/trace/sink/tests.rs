@@ -6,6 +6,7 @@ use crate::trace::{RecordOptions, Timing};
 
 #[test]
 fn recorders_gone_leave_no_entry_in_the_live_list() {
+    let _one = crate::trace::one_recorder_at_a_time();
     let _session = crate::sim::session(0x5e).expect("session");
     let device = Device::get(0).expect("device");
     let mut most = 0;
