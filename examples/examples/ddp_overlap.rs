@@ -41,7 +41,10 @@
 //! (`DDP_COMM_PRIORITY`): the communication streams at the device's
 //! greatest stream priority (the default: when a compute block retires, the
 //! GPU schedules the collective's blocks first) or its least, as PyTorch's
-//! default (`ProcessGroupNCCL.Options.is_high_priority_stream`). Defaults 16 × 64 MiB,
+//! default (`ProcessGroupNCCL.Options.is_high_priority_stream`).
+//! `--reserve-sms K` (`DDP_RESERVE_SMS`, with `--fma`): the compute-bound
+//! passes run one block of 1024 threads on each of all but K SMs, leaving K
+//! to NCCL's blocks. Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
@@ -81,6 +84,10 @@ struct Config {
     /// The communication streams at the device's greatest priority
     /// (`--comm-priority high`, the default) or its least (`default`).
     high_priority: bool,
+    /// With `--fma`: SMs the compute leaves to NCCL (`--reserve-sms K`):
+    /// its grid is one block of 1024 threads on each of `SMs − K` SMs
+    /// instead of four blocks of 256 on every SM.
+    reserve_sms: u32,
 }
 
 impl Config {
@@ -93,6 +100,7 @@ impl Config {
         fma: None,
         blocking: false,
         high_priority: true,
+        reserve_sms: 0,
     };
 
     /// `base`, overridden by the environment, then by `args` (flags).
@@ -110,6 +118,7 @@ impl Config {
                 "passes" => c.passes = Some(v.parse().map_err(|e| bad(&e))?),
                 "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
                 "blocking" => c.blocking = v != "0",
+                "reserve-sms" => c.reserve_sms = v.parse().map_err(|e| bad(&e))?,
                 "comm-priority" => {
                     c.high_priority = match v {
                         "high" => true,
@@ -119,14 +128,16 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking, --comm-priority)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking, --comm-priority, --reserve-sms)"
                     )
                     .into());
                 }
             }
             Ok(())
         };
-        for key in ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking", "comm-priority"] {
+        for key in
+            ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking", "comm-priority", "reserve-sms"]
+        {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
                 set(key, &v)?;
@@ -451,7 +462,12 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
                 let sms = device.attribute(
                     gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                 )?;
-                let grid = kernels::Grid { blocks: 4 * sms.max(1) as u32, threads: 256 };
+                let sms = sms.max(1) as u32;
+                let grid = match cfg.reserve_sms {
+                    0 => kernels::Grid { blocks: 4 * sms, threads: 256 },
+                    k if k < sms => kernels::Grid { blocks: sms - k, threads: 1024 },
+                    k => return Err(format!("--reserve-sms {k}: the device has {sms} SMs").into()),
+                };
                 let scratch = DeviceBuffer::<f32>::alloc(&compute, cfg.elems())?;
                 Some((kernels::RooflineKernels::load(device)?, grid, std::cell::RefCell::new(scratch)))
             }
@@ -600,6 +616,10 @@ fn report(r: &Report) {
         Mode::PerProcess => "one process per GPU",
     };
     let kind = match cfg.fma {
+        Some(f) if cfg.reserve_sms > 0 => format!(
+            "{passes} compute-bound passes (intensity_f32, {f} FMAs per float, {} SMs left to NCCL) and one scale",
+            cfg.reserve_sms
+        ),
         Some(f) => format!("{passes} compute-bound passes (intensity_f32, {f} FMAs per float) and one scale"),
         None => format!("{passes} scale passes"),
     };
@@ -693,12 +713,14 @@ fn runs_on_the_simulator() {
 #[test]
 fn compute_bound_passes_on_blocking_communicators() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    // `--fma` and `--blocking 1`: the same exact sums and the same peak of
-    // two buckets (the scratch buffer counted apart).
+    // `--fma`, `--blocking 1` and `--reserve-sms 1`: the same exact sums
+    // and the same peak of two buckets (the scratch buffer counted apart).
     let small = Config::small(4, 2);
     let mut c = Config::from(small, &[]).expect("the configuration");
     c.fma = Some(c.fma.unwrap_or(16));
     c.blocking = true;
+    // One SM left to NCCL: the compute's grid is one block per other SM.
+    c.reserve_sms = 1;
     run(c, Mode::OneProcess).expect("the example failed");
 }
 
