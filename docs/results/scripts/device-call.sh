@@ -48,8 +48,9 @@
 #              all-reduce at the same sizes (the busbw target's medians)
 #   smallmed   $ROUNDS rounds of all-reduce 8 B-32 KiB: ours eager and --graph 10 (blocking), nccl-tests
 #              eager and -G 10; then --host-cost --blocking
-#   ddpcmp     ddp_overlap (bin/, fma, blocking) and ddp-overlap-torch.py (matmul, wait at the end) on
-#              $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32), communication at high and default priority
+#   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
+#              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
+#              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32)
 #   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
 #              --procs N (8 B-1 MiB); the all_reduce example
 set -u
@@ -376,18 +377,23 @@ for stage in "$@"; do
       ;;
     ddpcmp)
       # The DDP-style step, ours and PyTorch's on the same buckets
-      # ($DDP_BUCKETS x $DDP_BUCKET_MIB MiB, default 32 x 32), each with the
-      # communication streams at high and at default priority: ours
-      # compute-bound (fma $DDP_FMA) on blocking communicators, one process;
-      # PyTorch's bf16 matmul, works waited at the end, one process per GPU.
+      # ($DDP_BUCKETS x $DDP_BUCKET_MIB MiB, default 32 x 32): ours
+      # compute-bound (fma $DDP_FMA) on blocking communicators, one process,
+      # for each "priority:reserved SMs" of $DDP_VARIANTS; PyTorch's bf16
+      # matmul, works waited at the end, one process per GPU, its NCCL
+      # streams at default and at high priority.
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
       db=${DDP_BUCKETS:-32} dm=${DDP_BUCKET_MIB:-32} ds=${DDP_STEPS:-7}
-      for prio in high default; do
+      for v in ${DDP_VARIANTS:-default:0 high:0 default:24 default:40}; do
+        prio=${v%%:*} res=${v#*:}
         GPU_SYNC_DRIVER=cuda timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap --buckets "$db" --bucket-mib "$dm" \
-          --steps "$ds" --fma "${DDP_FMA:-256}" --blocking 1 --comm-priority $prio >"$logs/ddp-ours-$prio.log" 2>&1
-        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority): exit $? at $((SECONDS - t0)) s"
-        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio.log" | tee -a "$summary"
+          --steps "$ds" --fma "${DDP_FMA:-256}" --blocking 1 --comm-priority "$prio" --reserve-sms "$res" \
+          >"$logs/ddp-ours-$prio-$res.log" 2>&1
+        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority, $res SMs reserved): exit $? at $((SECONDS - t0)) s"
+        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio-$res.log" | tee -a "$summary"
+      done
+      for prio in default high; do
         hp=""; [ $prio = high ] && hp=--high-priority-stream
         timeout "${DDP_TORCH_TIMEOUT:-200}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
           docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
