@@ -350,6 +350,14 @@ pub struct NcclReport {
     pub schema: String,
     /// Device names, rank order.
     pub devices: Vec<String>,
+    /// Ranks of the clique (every process's); 0 in reports written before
+    /// this field (read it as `devices.len()`).
+    #[serde(default)]
+    pub ranks: usize,
+    /// One process per GPU (this report is rank 0's); false: one process
+    /// drove every rank.
+    #[serde(default)]
+    pub per_process: bool,
     /// Device ordinals, rank order.
     pub ordinals: Vec<i32>,
     /// Whether the simulator ran it (every figure is then simulated).
@@ -498,6 +506,8 @@ fn sweep_report(
     let summaries = summarize(&opts.collectives, &rows);
     Ok(NcclReport {
         schema: SCHEMA.into(),
+        ranks: n,
+        per_process,
         devices: devices.iter().map(|d| d.name().unwrap_or_else(|e| format!("unknown ({e})"))).collect(),
         ordinals: devices.iter().map(Device::ordinal).collect(),
         simulated,

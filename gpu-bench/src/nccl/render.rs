@@ -32,7 +32,9 @@ impl NcclReport {
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let sim = if self.simulated { " (simulated)" } else { "" };
-        let _ = writeln!(s, "# NCCL collectives, {} ranks, one process{sim}\n", self.devices.len());
+        let ranks = if self.ranks > 0 { self.ranks } else { self.devices.len() };
+        let procs = if self.per_process { "one process per GPU" } else { "one process" };
+        let _ = writeln!(s, "# NCCL collectives, {ranks} ranks, {procs}{sim}\n");
         for (name, ord) in self.devices.iter().zip(&self.ordinals) {
             let _ = writeln!(s, "- device {ord}: {name}");
         }
@@ -263,8 +265,10 @@ mod tests {
     fn the_algorithm_column_names_the_choice_or_a_dash() {
         let report = NcclReport {
             schema: super::super::SCHEMA.into(),
-            devices: vec!["a".into(), "b".into()],
-            ordinals: vec![0, 1],
+            devices: vec!["a".into()],
+            ranks: 2,
+            per_process: true,
+            ordinals: vec![0],
             simulated: false,
             nccl: "2.28.9".into(),
             dtype: super::super::Dtype::F32,
@@ -283,6 +287,8 @@ mod tests {
             notes: vec![],
         };
         let md = report.to_markdown();
+        // Rank 0's report of two processes names the clique, not its device.
+        assert!(md.starts_with("# NCCL collectives, 2 ranks, one process per GPU\n"), "{md}");
         assert!(md.contains("| busbw GB/s | algo | #wrong, error |"), "{md}");
         assert!(md.contains("| RING/LL (2 ch), 3 of 4 | 0 |"), "{md}");
         assert!(md.contains("| — | 0 **busbw above the peak** |"), "{md}");
