@@ -611,3 +611,46 @@ fn an_nccl_group_is_recorded_once_on_the_recording_device_only() {
     }
     t.finish();
 }
+
+/// An NCCL group's part that must wait for a buffer written on another
+/// stream of its device: its record names that stream and the write's
+/// record as what it waited for (`OpRecord::after`); the other device's
+/// part, whose buffer was last used on its own stream, names nothing.
+#[test]
+fn an_nccl_groups_wait_names_the_write_it_follows() {
+    use gpu_sync::nccl::{self, Communicator, ReduceOp};
+    if !on_sim() {
+        return;
+    }
+    let _s = serial();
+    let t = ctx(1922);
+    let devices = gpu_sync::Device::all().unwrap();
+    assert!(devices.len() >= 2, "the simulator has {} devices", devices.len());
+    let devices = &devices[..2];
+    let comms = Communicator::init_all(devices).unwrap();
+    let streams: Vec<Stream> = devices.iter().map(|d| Stream::new(d).unwrap()).collect();
+    let writer = Stream::new(&devices[0]).unwrap();
+    let mut bufs: Vec<DeviceBuffer<f32>> =
+        streams.iter().map(|s| DeviceBuffer::from_slice(s, &[1.0f32; 8]).unwrap()).collect();
+    streams[0].synchronize().unwrap();
+    let rec = devices[0].record(RecordOptions::new(Timing::Events)).unwrap();
+    // Written on another stream of device 0: the group's part there waits.
+    writer.fill_bytes(&mut bufs[0], 0).unwrap();
+    nccl::group(|g| {
+        for ((c, s), b) in comms.iter().zip(&streams).zip(bufs.iter_mut()) {
+            g.all_reduce_in_place(c, s, b, ReduceOp::Sum)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let r = rec.stop().unwrap();
+    let fill = r.ops.iter().find(|o| o.stream == writer.id()).expect("the fill's record");
+    let group = named(&r.ops, "nccl group");
+    assert_eq!(group.len(), 1, "{:?}", r.ops);
+    assert_eq!(group[0].after.len(), 1, "{:?}", group[0]);
+    let w = &group[0].after[0];
+    assert_eq!((w.device, w.stream, w.op), (devices[0].ordinal(), writer.id(), Some(fill.id)), "{w:?}");
+    // 0 (zeroed on device 0) + 1 (device 1).
+    assert_eq!(streams[1].to_vec(&bufs[1]).unwrap(), [1.0f32; 8]);
+    t.finish();
+}
