@@ -178,7 +178,7 @@ impl Bench {
         };
         let mut runs = MultiRuns::new(lead, others, &mut *f, kind);
         let r = self.sample(lead, mode, runs_per_sample, &mut runs)?;
-        Ok(Some((r, std::mem::take(&mut runs.side), runs.gate_timeouts)))
+        Ok(Some((r, std::mem::take(&mut runs.readings.side), runs.gate_timeouts)))
     }
 
     /// Kernel mode over several timers: CUPTI's records of every timing
@@ -224,7 +224,7 @@ impl Bench {
                 });
             }
         }
-        Ok(Some((r, std::mem::take(&mut runs.side), 0)))
+        Ok(Some((r, std::mem::take(&mut runs.readings.side), 0)))
     }
 }
 

@@ -19,12 +19,10 @@ fn sweep(dtype: Dtype, plant_wrong: usize) -> gpu_bench::nccl::NcclReport {
     sweep_with(dtype, plant_wrong, false)
 }
 
-fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nccl::NcclReport {
-    let _one = one_at_a_time();
-    gpu_sync::sim::install().expect("the simulator");
-    let devices = Device::all().expect("devices");
-    assert!(devices.len() >= 2, "the simulator's default is two devices");
-    let opts = NcclOptions {
+/// The tests' sweep: 8 B to 64 KiB by 4, one warm-up, three timed and two
+/// checked iterations.
+fn small(dtype: Dtype, plant_wrong: usize, blocking: bool) -> NcclOptions {
+    NcclOptions {
         dtype,
         min_bytes: 8,
         max_bytes: 64 << 10,
@@ -35,7 +33,15 @@ fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nc
         plant_wrong,
         blocking,
         ..NcclOptions::default()
-    };
+    }
+}
+
+fn sweep_with(dtype: Dtype, plant_wrong: usize, blocking: bool) -> gpu_bench::nccl::NcclReport {
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    assert!(devices.len() >= 2, "the simulator's default is two devices");
+    let opts = small(dtype, plant_wrong, blocking);
     let mut steps = 0;
     let r = run(&devices[..2], &opts, &mut |_| steps += 1).expect("the sweep runs");
     assert!(steps > 10, "progress is reported ({steps} steps)");
@@ -129,17 +135,7 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     gpu_sync::sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     let comms = gpu_sync::nccl::Communicator::init_all(&devices[..2]).expect("communicators");
-    let opts = NcclOptions {
-        dtype: Dtype::I32,
-        min_bytes: 8,
-        max_bytes: 64 << 10,
-        factor: 4,
-        warmup_iters: 1,
-        iters: 3,
-        check_iters: 2,
-        plant_wrong: 3,
-        ..NcclOptions::default()
-    };
+    let opts = small(Dtype::I32, 3, false);
     let (tx, rx) = std::sync::mpsc::channel();
     for comm in comms {
         let (tx, opts) = (tx.clone(), opts.clone());

@@ -63,6 +63,17 @@ fn launch_all(execs: &[GraphExec], streams: &[Stream]) {
     }
 }
 
+/// Each rank's send buffer (its input) and a zeroed receive buffer.
+fn buffers(streams: &[Stream]) -> (Vec<DeviceBuffer<u32>>, Vec<DeviceBuffer<u32>>) {
+    let send = streams
+        .iter()
+        .enumerate()
+        .map(|(r, s)| DeviceBuffer::from_slice(s, &input(r)).expect("send"))
+        .collect();
+    let recv = streams.iter().map(|s| DeviceBuffer::zeroed(s, N).expect("recv")).collect();
+    (send, recv)
+}
+
 /// A captured all-reduce over `n` ranks, each graph bumping its send buffer
 /// by a kernel first: launch `i` sums `input(r) + i` over the ranks, and a
 /// kernel on another stream that bumps the send buffers by 100 before the
@@ -71,13 +82,7 @@ fn all_reduce_replays(n: usize) {
     let Some((devices, comms, streams)) = clique(n) else { return };
     let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
     let others: Vec<Stream> = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
-    let mut send: Vec<DeviceBuffer<u32>> = streams
-        .iter()
-        .enumerate()
-        .map(|(r, s)| DeviceBuffer::from_slice(s, &input(r)).expect("send"))
-        .collect();
-    let mut recv: Vec<DeviceBuffer<u32>> =
-        streams.iter().map(|s| DeviceBuffer::zeroed(s, N).expect("recv")).collect();
+    let (mut send, mut recv) = buffers(&streams);
     let graphs = capture_each(&streams, || {
         for ((k, s), b) in ks.iter().zip(&streams).zip(send.iter_mut()) {
             k.bump(s, b, 1)?;
@@ -127,13 +132,7 @@ fn a_captured_all_reduce_is_exact_at_every_launch_on_two_and_four_devices() {
 fn ring_replays(n: usize) {
     let Some((devices, comms, streams)) = clique(n) else { return };
     let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
-    let mut send: Vec<DeviceBuffer<u32>> = streams
-        .iter()
-        .enumerate()
-        .map(|(r, s)| DeviceBuffer::from_slice(s, &input(r)).expect("send"))
-        .collect();
-    let mut recv: Vec<DeviceBuffer<u32>> =
-        streams.iter().map(|s| DeviceBuffer::zeroed(s, N).expect("recv")).collect();
+    let (mut send, mut recv) = buffers(&streams);
     let graphs = capture_each(&streams, || {
         for ((k, s), b) in ks.iter().zip(&streams).zip(send.iter_mut()) {
             k.bump(s, b, 1)?;

@@ -21,6 +21,14 @@ out of place too); torch.distributed's all_reduce is in place.
 import glob
 import json
 import os
+
+# This script only reads logs: it loads no NCCL and starts nothing. The
+# multicast switches are set all the same, as in every script here, so that
+# nothing it might ever load or start could use NVLink multicast (it can take
+# a shared host's GPUs out of service).
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
+os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
 import re
 import statistics
 import sys

@@ -73,8 +73,7 @@ impl Clock for KernelRuns<'_> {
     }
 
     fn size_for(&mut self, estimate_s: f64) {
-        let n = if estimate_s > 0.0 { (crate::timer::PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
-        self.depth = (n.min(256.0) as usize).max(1);
+        self.depth = runs_per_round(estimate_s);
     }
 
     fn set_left(&mut self, n: usize) {
@@ -96,4 +95,12 @@ impl Clock for KernelRuns<'_> {
     fn clear_side(&mut self) {
         self.sums.clear();
     }
+}
+
+/// Runs per round of a CUPTI clock for a sample of about `estimate_s`:
+/// enough to fill the pipeline's time ahead, 1 to 256 (256 without an
+/// estimate).
+pub(super) fn runs_per_round(estimate_s: f64) -> usize {
+    let n = if estimate_s > 0.0 { (crate::timer::PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
+    (n.min(256.0) as usize).max(1)
 }

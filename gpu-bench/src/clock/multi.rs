@@ -33,6 +33,47 @@ pub(crate) enum Kind {
 /// The work: the caller's closure over every timing stream.
 pub(crate) type MultiWork<'f> = &'f mut dyn FnMut(&[Stream]) -> Result<()>;
 
+/// The samples of a several-stream clock: those measured and not yet handed
+/// out, each with its per-stream reading, and the readings of the samples
+/// handed out since the last `clear_side` (event and CUPTI clocks alike).
+#[derive(Default)]
+pub(crate) struct Readings {
+    ready: VecDeque<(f64, SpanReading)>,
+    /// The readings of the samples handed out since the last `clear_side`.
+    pub(crate) side: Vec<SpanReading>,
+}
+
+impl Readings {
+    /// Whether no measured sample waits to be handed out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ready.is_empty()
+    }
+
+    /// Queues measured samples.
+    pub(crate) fn extend(&mut self, samples: impl IntoIterator<Item = (f64, SpanReading)>) {
+        self.ready.extend(samples);
+    }
+
+    /// The next sample, its reading kept aside; `None` when none waits.
+    pub(crate) fn next(&mut self) -> Option<f64> {
+        let (s, r) = self.ready.pop_front()?;
+        self.side.push(r);
+        Some(s)
+    }
+
+    /// Every waiting sample, their readings kept aside.
+    pub(crate) fn drain(&mut self) -> Vec<f64> {
+        let side = &mut self.side;
+        self.ready
+            .drain(..)
+            .map(|(s, r)| {
+                side.push(r);
+                s
+            })
+            .collect()
+    }
+}
+
 /// Samples over several timers' streams (see the module docs): `first` is
 /// the sampling loop's timer, `others` the rest, in the caller's order.
 pub(crate) struct MultiRuns<'f> {
@@ -43,9 +84,7 @@ pub(crate) struct MultiRuns<'f> {
     streams: Vec<Stream>,
     /// The round's pairs, grown on demand up to [`PIPELINE_RING`].
     ring: Vec<DeviceSpans>,
-    ready: VecDeque<(f64, SpanReading)>,
-    /// The readings of the samples handed out since the last `clear_side`.
-    pub(crate) side: Vec<SpanReading>,
+    pub(crate) readings: Readings,
     depth: usize,
     left: usize,
     /// Whether rounds are still gated (cleared when a gate timed out before
@@ -65,8 +104,7 @@ impl<'f> MultiRuns<'f> {
             kind,
             streams,
             ring: Vec::new(),
-            ready: VecDeque::new(),
-            side: Vec::new(),
+            readings: Readings::default(),
             depth: 1,
             left: 0,
             gated: true,
@@ -140,20 +178,19 @@ impl<'f> MultiRuns<'f> {
         }
         self.gate_timeouts += usize::from(!opened);
         self.left = self.left.saturating_sub(n);
-        self.ready.extend(round);
+        self.readings.extend(round);
         Ok(())
     }
 }
 
 impl Clock for MultiRuns<'_> {
     fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
-        if self.ready.is_empty() {
+        if self.readings.is_empty() {
             self.fill(t)?;
         }
-        let Some((s, r)) = self.ready.pop_front() else {
+        let Some(s) = self.readings.next() else {
             return Err(gpu_sync::Error::InvalidArgument("no multi-stream sample ready".into()).into());
         };
-        self.side.push(r);
         Ok(s)
     }
 
@@ -167,17 +204,10 @@ impl Clock for MultiRuns<'_> {
     }
 
     fn drain(&mut self, _t: &Timer) -> BenchResult<Vec<f64>> {
-        Ok(self
-            .ready
-            .drain(..)
-            .map(|(s, r)| {
-                self.side.push(r);
-                s
-            })
-            .collect())
+        Ok(self.readings.drain())
     }
 
     fn clear_side(&mut self) {
-        self.side.clear();
+        self.readings.side.clear();
     }
 }

@@ -29,7 +29,6 @@ use crate::spans::SpanReading;
 use crate::timer::Timer;
 use gpu_sync::Stream;
 use gpu_sync::cuda_sys::cupti::{ActivityRecord, StreamRecords};
-use std::collections::VecDeque;
 
 /// Kernel mode's runs over several streams: the closure run plainly on the
 /// timing streams, in rounds; after each round the records of every timing
@@ -43,9 +42,7 @@ pub(crate) struct MultiKernelRuns<'f> {
     filters: Vec<(StreamRecords, u32)>,
     /// Operations per run on each stream, learnt from the first round.
     per_run: Option<Vec<usize>>,
-    ready: VecDeque<(f64, SpanReading)>,
-    /// The per-stream spans of the samples handed out since `clear_side`.
-    pub(crate) side: Vec<SpanReading>,
+    pub(crate) readings: super::multi::Readings,
     depth: usize,
     left: usize,
     /// The smallest slack seen between each ordered pair of timing
@@ -127,8 +124,7 @@ impl<'f> MultiKernelRuns<'f> {
             streams,
             filters,
             per_run: None,
-            ready: VecDeque::new(),
-            side: Vec::new(),
+            readings: super::multi::Readings::default(),
             depth: 1,
             left: 0,
             slack: PairSlack::default(),
@@ -192,7 +188,7 @@ impl<'f> MultiKernelRuns<'f> {
                 self.slack.add(p, &each);
             }
             prev = Some(each);
-            self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, SpanReading { spans_s }));
+            self.readings.extend([(end.saturating_sub(start) as f64 * 1e-9, SpanReading { spans_s })]);
         }
         self.left = self.left.saturating_sub(n);
         Ok(())
@@ -201,19 +197,14 @@ impl<'f> MultiKernelRuns<'f> {
 
 impl Clock for MultiKernelRuns<'_> {
     fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
-        while self.ready.is_empty() {
+        while self.readings.is_empty() {
             self.round(t)?;
         }
-        let Some((s, r)) = self.ready.pop_front() else {
-            return Err(BenchError::Kernel("no run measured".into()));
-        };
-        self.side.push(r);
-        Ok(s)
+        self.readings.next().ok_or_else(|| BenchError::Kernel("no run measured".into()))
     }
 
     fn size_for(&mut self, estimate_s: f64) {
-        let n = if estimate_s > 0.0 { (crate::timer::PIPELINE_AHEAD_S / estimate_s).ceil() } else { 256.0 };
-        self.depth = (n.min(256.0) as usize).max(1);
+        self.depth = super::cupti::runs_per_round(estimate_s);
     }
 
     fn set_left(&mut self, n: usize) {
@@ -221,18 +212,11 @@ impl Clock for MultiKernelRuns<'_> {
     }
 
     fn drain(&mut self, _t: &Timer) -> BenchResult<Vec<f64>> {
-        Ok(self
-            .ready
-            .drain(..)
-            .map(|(s, r)| {
-                self.side.push(r);
-                s
-            })
-            .collect())
+        Ok(self.readings.drain())
     }
 
     fn clear_side(&mut self) {
-        self.side.clear();
+        self.readings.side.clear();
     }
 }
 
