@@ -41,7 +41,12 @@ impl Backend {
 
     /// The driver in use now, if one is loaded or installed (never loads).
     pub fn current() -> Option<Backend> {
-        cuda_sys::installed().map(|d| if d.origin() == SIM_ORIGIN { Backend::Sim } else { Backend::Cuda })
+        cuda_sys::installed().map(Backend::of)
+    }
+
+    /// Which driver `table` is, by its origin.
+    fn of(table: &cuda_sys::Driver) -> Backend {
+        if table.origin() == SIM_ORIGIN { Backend::Sim } else { Backend::Cuda }
     }
 }
 
@@ -155,24 +160,40 @@ pub(crate) fn honour_env_on_first_use() -> Result<()> {
 ///   driver for its whole life).
 pub fn select_driver_with(choice: DriverChoice) -> Result<Backend> {
     if let Some(current) = Backend::current() {
-        return match (choice, current) {
-            (DriverChoice::Auto, b)
-            | (DriverChoice::Sim, b @ Backend::Sim)
-            | (DriverChoice::Cuda, b @ Backend::Cuda) => Ok(b),
-            (_, b) => Err(Error::DriverSelection(format!(
-                "{choice:?} was asked for, but this process already uses the {b:?} driver"
-            ))),
-        };
+        return keep(choice, current);
     }
+    // Another thread may put a driver in place between the check above and
+    // the load below: `pick` reports the driver that is in place after it,
+    // and `keep` checks it against `choice` again.
+    keep(choice, pick(choice)?)
+}
+
+/// `current` if `choice` allows it, else the error that says why not.
+fn keep(choice: DriverChoice, current: Backend) -> Result<Backend> {
+    match (choice, current) {
+        (DriverChoice::Auto, b)
+        | (DriverChoice::Sim, b @ Backend::Sim)
+        | (DriverChoice::Cuda, b @ Backend::Cuda) => Ok(b),
+        (_, b) => Err(Error::DriverSelection(format!(
+            "{choice:?} was asked for, but this process already uses the {b:?} driver"
+        ))),
+    }
+}
+
+/// Loads or installs the driver `choice` names, and returns the one in
+/// place afterwards: `cuda_sys::driver` hands back whatever table another
+/// thread installed meanwhile, the simulator included, so the backend is
+/// read from the table's origin, never assumed from the call that got it.
+fn pick(choice: DriverChoice) -> Result<Backend> {
     // Miri cannot open a shared library: the simulator it is.
     if cfg!(miri) && choice == DriverChoice::Auto {
         return install_sim();
     }
     match choice {
         DriverChoice::Sim => install_sim(),
-        DriverChoice::Cuda => cuda_sys::driver().map(|_| Backend::Cuda).map_err(Error::Load),
+        DriverChoice::Cuda => cuda_sys::driver().map(Backend::of).map_err(Error::Load),
         DriverChoice::Auto => match cuda_sys::driver() {
-            Ok(_) => Ok(Backend::Cuda),
+            Ok(d) => Ok(Backend::of(d)),
             Err(e) if cfg!(feature = "sim") => {
                 log::info!("the CUDA driver does not load ({e}); using the simulator cuda-sim");
                 install_sim()
@@ -203,9 +224,27 @@ fn install_sim() -> Result<Backend> {
 
 #[cfg(all(test, feature = "sim"))]
 mod tests {
+    use super::*;
+
     #[test]
     fn origin_matches_cuda_sim() {
         assert_eq!(super::SIM_ORIGIN, cuda_sim::ORIGIN);
+    }
+
+    /// The race two test threads hit in CI: one thread installs the
+    /// simulator after another found no driver in place; the late thread's
+    /// `cuda_sys::driver` then returns the simulator's table, which was read
+    /// as the real driver (so the examples skipped registering their CPU
+    /// kernels and failed to find them). `pick` is the step after the
+    /// check, run here with the simulator already in place.
+    #[test]
+    fn a_driver_installed_meanwhile_is_read_from_its_origin() {
+        select_driver_with(DriverChoice::Sim).expect("the simulator");
+        assert_eq!(pick(DriverChoice::Auto).expect("auto"), Backend::Sim);
+        let e = pick(DriverChoice::Cuda)
+            .and_then(|b| keep(DriverChoice::Cuda, b))
+            .expect_err("cuda over the simulator");
+        assert!(e.to_string().contains("already uses the Sim driver"), "{e}");
     }
 }
 
