@@ -445,6 +445,13 @@ impl DeviceInner {
         crate::ffi::bind(self.drv, self.ctx)
     }
 
+    /// Whether [`DeviceInner::bind`] made this device's context current on
+    /// the calling thread, as far as cuda-sys remembers (a debug check of
+    /// the paths that skip binding).
+    pub(crate) fn is_bound_here(&self) -> bool {
+        cuda_sys::result::context::is_current_here(self.drv, self.ctx.as_raw())
+    }
+
     /// Hands out the next ticket: call with the device's book locked (every
     /// submission to a stream of this device holds it), right after the
     /// driver call that submitted the operation returned. The lock orders

@@ -14,6 +14,19 @@ use std::sync::Arc;
 /// mask).
 pub(in crate::engine::timeline) const MARKERS_KEEP: usize = 4;
 
+/// Whether recording a marker must first make its stream's context current
+/// ([`Timeline::cover_in`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(in crate::engine::timeline) enum Ctx {
+    /// The calling thread's current context is the stream's device's
+    /// already: the eager flavor binds its stream's device before its waits,
+    /// and each of those waits is on a stream of that device.
+    Current,
+    /// Bound before the record (a marker on another device's stream, or a
+    /// host path that bound nothing).
+    Bind,
+}
+
 /// A stream's kept markers, each with the ticket it covers: a ring of
 /// [`MARKERS_KEEP`] slots, `len` of them filled from `head` (the oldest)
 /// on. Covers grow from oldest to newest (each marker is recorded at the
@@ -115,20 +128,31 @@ impl Timeline {
     pub(in crate::engine) fn marker_covering(&self, ticket: u64) -> Result<(Arc<Marker>, u64)> {
         let mut book = self.lock();
         let st = book.stream(self);
-        let k = self.cover_in(st, ticket)?;
+        let k = self.cover_in(st, ticket, Ctx::Bind)?;
         let (m, c) = st.markers.get(k).ok_or_else(empty_slot)?;
         Ok((m.clone(), c))
     }
 
     /// Makes sure a kept marker covers `ticket`, with the book locked (`st`
     /// is this stream's state): the slot of the earliest that does, recorded
-    /// now if none did.
+    /// now if none did, this stream's context made current first unless
+    /// `ctx` says it is (a same-device wait: one thread-local compare less
+    /// per handoff).
     #[inline]
-    pub(in crate::engine::timeline) fn cover_in(&self, st: &mut StreamState, ticket: u64) -> Result<usize> {
+    pub(in crate::engine::timeline) fn cover_in(
+        &self,
+        st: &mut StreamState,
+        ticket: u64,
+        ctx: Ctx,
+    ) -> Result<usize> {
         if let Some(i) = st.marker_for(ticket) {
             return Ok(i);
         }
         self.refuse_if_capturing("a wait on work submitted during the capture")?;
+        if ctx == Ctx::Bind {
+            self.device.inner.bind()?;
+        }
+        debug_assert!(self.device.inner.is_bound_here(), "a marker recorded outside its stream's context");
         self.record_marker(st)
     }
 
@@ -142,22 +166,41 @@ impl Timeline {
     /// `cuStreamWaitEvent` already issued on the event took the record it saw
     /// at call time, and any other user would hold a clone of the `Arc`.
     ///
+    /// The stream's context must be current (the callers bind it, or know
+    /// it is).
+    ///
     /// Returns the new marker's slot in `st.markers` (the newest).
+    ///
+    /// In line (the recycled marker, a handoff's hot path); a new marker
+    /// from the pool and a failed record are out of line.
+    #[inline(always)]
     fn record_marker(&self, st: &mut StreamState) -> Result<usize> {
         let covered = st.last_ticket;
-        self.device.inner.bind()?;
         if let Some(m) = st.oldest_recyclable() {
             let r = m.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())));
             if let Err(e) = r {
-                // The marker no longer covers the point it was kept for:
-                // dropped (its event back to the pool).
-                st.markers.drop_oldest();
-                return Err(e);
+                return Err(Self::record_failed(st, e));
             }
             // Oldest becomes newest, in place: the ring's head moves, no
             // marker does and no reference count is touched.
             return Ok(st.markers.recycle_oldest(covered));
         }
+        self.record_new_marker(st, covered)
+    }
+
+    /// A recycled marker's record failed: it no longer covers the point it
+    /// was kept for, so it is dropped (its event back to the pool).
+    #[cold]
+    #[inline(never)]
+    fn record_failed(st: &mut StreamState, e: crate::Error) -> crate::Error {
+        st.markers.drop_oldest();
+        e
+    }
+
+    /// [`Timeline::record_marker`] with no marker to recycle: one from the
+    /// pool, recorded and kept as the newest, covering `covered`.
+    #[inline(never)]
+    fn record_new_marker(&self, st: &mut StreamState, covered: u64) -> Result<usize> {
         let marker = self.pool.marker()?;
         marker.event().and_then(|ev| call("cuEventRecord", || cu::event::record(ev, self.raw())))?;
         Ok(st.markers.push(Arc::new(marker), covered))
@@ -171,6 +214,7 @@ impl Timeline {
         if st.last_ticket == 0 || st.tail_marked() {
             return Ok(());
         }
+        self.device.inner.bind()?;
         self.record_marker(st).map(drop)
     }
 

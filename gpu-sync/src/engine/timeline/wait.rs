@@ -3,6 +3,7 @@
 //! so far, or the whole stream).
 
 use super::book::{self, BookSet, book_in};
+use super::ring::Ctx;
 use super::state::StreamState;
 use super::{Point, Timeline, empty_slot};
 use crate::error::Result;
@@ -30,7 +31,9 @@ impl Timeline {
         if entry.and_then(|k| st.known.get(k)).map_or(0, |(_, t)| *t) >= p.ticket {
             return Ok(());
         }
-        let covered = self.wait_on_marker(streams.get(&p.timeline), p)?;
+        // Same device, its context bound by the eager flavor: the marker
+        // is recorded without binding again.
+        let covered = self.wait_on_marker(streams.get(&p.timeline), p, Ctx::Current)?;
         let st = streams.get(self);
         match entry.and_then(|k| st.known.get_mut(k)) {
             Some(e) => e.1 = e.1.max(covered),
@@ -45,13 +48,13 @@ impl Timeline {
     /// (recording on another device's stream made that one current).
     /// Returns the ticket the marker covers.
     #[inline]
-    fn wait_on_marker(&self, other: &mut StreamState, p: &Point) -> Result<u64> {
-        let k = p.timeline.cover_in(other, p.ticket)?;
+    fn wait_on_marker(&self, other: &mut StreamState, p: &Point, ctx: Ctx) -> Result<u64> {
+        let k = p.timeline.cover_in(other, p.ticket, ctx)?;
         let (m, covered) = other.markers.get(k).ok_or_else(empty_slot)?;
         let ev = m.event()?;
         // A record just made on another device's stream made that device's
         // context current; on this device it is current already.
-        if !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
+        if ctx == Ctx::Bind && !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
             self.device.inner.bind()?;
         }
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
@@ -130,7 +133,8 @@ impl Timeline {
                 continue;
             }
             let other = &p.timeline;
-            let covered = self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p)?;
+            let covered =
+                self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p, Ctx::Bind)?;
             book_in(books, own)?.stream(self).set_known(other.id, covered);
         }
         Ok(())
