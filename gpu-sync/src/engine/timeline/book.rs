@@ -285,12 +285,20 @@ impl Books<'_> {
 pub(in crate::engine) struct BookList(SmallVec<[Arc<DeviceBook>; 2]>);
 
 impl BookList {
-    /// Adds `book` (once).
+    /// Adds `book` (once). In line: a book already listed (every buffer of
+    /// a part on its stream's device, the common case) costs a compare.
+    #[inline(always)]
     pub(in crate::engine) fn add(&mut self, book: &Arc<DeviceBook>) {
         if !self.0.iter().any(|b| Arc::ptr_eq(b, book)) {
-            self.0.push(book.clone());
-            self.0.sort_by_key(|b| b.ordinal);
+            self.push_new(book);
         }
+    }
+
+    /// [`BookList::add`] of a book not yet listed, kept in ordinal order.
+    #[inline(never)]
+    fn push_new(&mut self, book: &Arc<DeviceBook>) {
+        self.0.push(book.clone());
+        self.0.sort_by_key(|b| b.ordinal);
     }
 
     /// Locks every book, in ordinal order.
