@@ -130,12 +130,19 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     // rank of one clique, as `gpu-bench nccl --procs` does in each process.
     // Only rank 0 plants wrong references, so rank 1 sees its rows' counts
     // only through the reduction; both ranks' rows are the same, and are
-    // what the one-process sweep counts.
+    // what the one-process sweep counts. With the CUPTI check each thread
+    // reads its own stream's kernels, reduced over the ranks as the spans.
+    for cupti in [false, true] {
+        per_thread_ranks(cupti);
+    }
+}
+
+fn per_thread_ranks(cupti: bool) {
     let one = one_at_a_time();
     gpu_sync::sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     let comms = gpu_sync::nccl::Communicator::init_all(&devices[..2]).expect("communicators");
-    let opts = small(Dtype::I32, 3, false);
+    let opts = NcclOptions { cupti, ..small(Dtype::I32, 3, false) };
     let (tx, rx) = std::sync::mpsc::channel();
     for comm in comms {
         let (tx, opts) = (tx.clone(), opts.clone());
@@ -157,6 +164,9 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     for (x, w) in r0.rows.iter().zip(&whole.rows) {
         assert_eq!((x.collective, x.bytes, x.count, x.wrong), (w.collective, w.bytes, w.count, w.wrong));
         assert!(x.time_us > 0.0 && (0.0..=100.0).contains(&x.spread_pct));
+        // Each rank's kernels lie within its events: so do the maxima.
+        assert_eq!(x.gpu_us.is_some(), cupti, "{x:?}");
+        assert!(x.gpu_us.is_none_or(|g| g > 0.0 && g <= x.time_us * (1.0 + 1e-6)), "{x:?}");
     }
     assert_eq!(r0.devices.len(), 1, "a rank names its own device");
     assert!(r0.notes.iter().any(|n| n.contains("one process per GPU: 2 ranks")), "{:?}", r0.notes);
