@@ -27,8 +27,9 @@ fn sig4(v: f64) -> String {
 impl NcclReport {
     /// A header, one table per collective headed by its launch mode
     /// (size, count, time, spread, algbw, busbw, the algorithm NCCL chose
-    /// or `—`, and #wrong followed by the error if any: 8 columns), the
-    /// summary and the notes.
+    /// or `—`, and #wrong followed by the error if any: 8 columns), with
+    /// the CUPTI check a second table after each (size, event µs, gpu µs,
+    /// busy µs, event ÷ gpu), the summary and the notes.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let sim = if self.simulated { " (simulated)" } else { "" };
