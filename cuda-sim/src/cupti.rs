@@ -19,7 +19,10 @@
 //! explicit streams, `cuptiGetTimestamp` (the simulated clock). Records are
 //! made when an operation executes; graph launches give one record per
 //! kernel, copy and memset node, laid one after the other in the launch's
-//! span. Nothing is ever dropped.
+//! span; a rank's part of NCCL collectives (one group's, or one call's)
+//! gives one kernel record on its stream, named as NCCL names its kernels
+//! (`ncclDevKernel_AllReduce`, `ncclDevKernel_SendRecv`), with the part's
+//! simulated start and end. Nothing is ever dropped.
 //!
 //! A call from inside the simulator (a host function, a registered
 //! kernel's CPU version: the simulator's lock is held by that very thread)
@@ -256,6 +259,24 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
                 m.correlationId = corr;
                 m.graphId = graph_id;
                 c.pending.push(SimRecord::Memset(m));
+            }
+            Work::Nccl(p) if c.enabled[KERNEL] => {
+                // One kernel per rank's part of a group, on its stream, as
+                // NCCL launches one per group and device.
+                let mut k = CUpti_ActivityKernel10 {
+                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                    ..Default::default()
+                };
+                k.start = s;
+                k.end = e;
+                k.deviceId = device as u32;
+                k.contextId = device as u32 + 1;
+                k.streamId = stream_id;
+                k.correlationId = corr;
+                k.name = intern(crate::nccl::kernel_name(p));
+                [k.gridX, k.gridY, k.gridZ] = [1, 1, 1];
+                [k.blockX, k.blockY, k.blockZ] = [1, 1, 1];
+                c.pending.push(SimRecord::Kernel(k));
             }
             _ => {}
         }

@@ -4,6 +4,8 @@
 //! results and the race oracle sees its accesses at the launch (a read on
 //! another stream without a wait is a race; on the launch's stream it is
 //! not), and a launch after the communicator was destroyed is refused.
+//! CUPTI sees each rank's part, issued or replayed, as one NCCL kernel on
+//! its stream.
 
 mod common;
 use common::*;
@@ -140,4 +142,69 @@ fn a_captured_all_reduce_runs_at_each_launch_and_the_oracle_sees_it_there() {
         let _ = unsafe { primary_ctx::release(d(), 1) };
         teardown(e);
     }
+}
+
+#[test]
+fn cupti_sees_each_ranks_part_as_one_nccl_kernel_on_its_stream() {
+    use cuda_sys::cupti::{ActivityKind, ActivityOp, activity};
+    let _serial = serial();
+    let e = env(0x31_20);
+    let n = nccl();
+    let a = activity().expect("the simulator's CUPTI");
+    let comms = nr::comm_init_all(n, &[0, 1]).expect("communicators");
+    let ranks: Vec<_> = (0..2).map(rank).collect();
+    let sids: Vec<u32> = ranks
+        .iter()
+        .enumerate()
+        .map(|(r, (s, ..))| {
+            on(r as i32);
+            let ctx = context::get_current(d()).expect("current").expect("a context");
+            a.stream_id(ctx, s.as_raw()).expect("cuptiGetStreamIdEx")
+        })
+        .collect();
+    on(0);
+    let graphs = captured(n, &comms, &ranks);
+    let execs: Vec<_> =
+        graphs.iter().map(|g| graph::instantiate_with_flags(g, 0).expect("instantiate")).collect();
+    let c = a.consumer(&[ActivityKind::Kernel]).expect("consumer");
+    c.take().expect("take");
+    for (s, ex) in ranks.iter().map(|r| &r.0).zip(&execs) {
+        graph::launch(ex, s).expect("cuGraphLaunch");
+    }
+    for (s, ex) in ranks.iter().map(|r| &r.0).zip(&execs) {
+        graph::launch(ex, s).expect("cuGraphLaunch");
+    }
+    for (s, ..) in &ranks {
+        stream::synchronize(s).expect("sync");
+    }
+    let recs = c.take().expect("take");
+    let mut starts = Vec::new();
+    for (r, sid) in sids.iter().enumerate() {
+        let mine: Vec<_> = recs.iter().filter(|x| x.stream_id == *sid).collect();
+        assert_eq!(mine.len(), 2, "two launches, one kernel each on rank {r}'s stream: {recs:?}");
+        for x in &mine {
+            let ActivityOp::Kernel { name, .. } = &x.op else { panic!("{x:?}") };
+            assert_eq!(&**name, "ncclDevKernel_AllReduce");
+            assert!(x.duration_ns() > 0 && x.device_id == r as u32, "{x:?}");
+        }
+        assert!(mine[0].end_ns <= mine[1].start_ns, "in launch order: {mine:?}");
+        starts.push(mine[0].start_ns);
+    }
+    // The rendezvous: both ranks' parts of a collective start together.
+    assert_eq!(starts[0], starts[1]);
+    drop(c);
+    for cm in &comms {
+        // SAFETY: live communicators with no queued work, unused after.
+        unsafe { nr::comm_destroy(n, *cm) }.expect("destroy");
+    }
+    drop((execs, graphs));
+    for (s, x, y) in ranks {
+        stream::destroy(s).expect("destroy stream");
+        sim::free(x).expect("free");
+        sim::free(y).expect("free");
+    }
+    on(0);
+    // SAFETY: the test is done with device 1's context.
+    let _ = unsafe { primary_ctx::release(d(), 1) };
+    teardown(e);
 }

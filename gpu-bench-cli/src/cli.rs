@@ -426,6 +426,15 @@ pub struct NcclArgs {
     /// NCCL's rank 0 logged for its calls (one line written per call).
     #[arg(long)]
     pub no_algorithms: bool,
+    /// The CUPTI check of the event times: each row also gets, from
+    /// CUPTI's kernel records of the timed iterations, the NCCL kernels'
+    /// span per iteration (gpu µs: per device first start to last end, the
+    /// longest device's), their summed durations (busy µs) and event ÷ gpu
+    /// (above 1: event time with no kernel running). Every stream is
+    /// synchronized after the warmup. Fails with the reason where CUPTI
+    /// cannot be used (not found, a profiler attached).
+    #[arg(long, conflicts_with = "host_cost")]
+    pub cupti: bool,
     /// One process per GPU: this command re-run as N ranks on this machine
     /// (`--procs` alone: one per device), rank i on device i, each with a
     /// communicator from its environment (RANK, WORLD_SIZE, LOCAL_RANK,

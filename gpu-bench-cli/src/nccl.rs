@@ -239,6 +239,7 @@ pub fn run(
         blocking: args.blocking,
         graph_launches: args.graph.unwrap_or(0),
         tuning_log: tuning.pattern(),
+        cupti: args.cupti,
     };
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(

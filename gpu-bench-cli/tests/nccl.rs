@@ -8,7 +8,9 @@
 //! every table has its algo column, "—" where NCCL's tuning log says
 //! nothing (cuda-sim writes none; a log that is missing, unreadable or
 //! without a tuning line never fails the run; NCCL_DEBUG set by the user or
-//! --no-algorithms leave it off, the report saying why).
+//! --no-algorithms leave it off, the report saying why); --cupti adds the
+//! kernels' span and busy time (within the event time) to the rows, the
+//! CSV and a table of its own, and is refused with --host-cost.
 
 use gpu_bench::nccl::{Collective, Launch, NcclReport};
 use std::path::PathBuf;
@@ -304,4 +306,30 @@ fn the_users_nccl_debug_and_no_algorithms_leave_the_log_off_and_say_why() {
     assert_eq!(r.algorithm, "not read: --no-algorithms");
     assert!(r.rows.iter().all(|x| x.algorithm.is_none()));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cupti_adds_the_kernels_view_and_refuses_host_cost() {
+    let flags = ["--collectives", "all-reduce,sendrecv", "--cupti", "--graph", "2"];
+    let (out, dir) = nccl(2, "cupti", Some("0"), &flags);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(!r.rows.is_empty() && r.rows.iter().all(|x| x.launch == Launch::Graph));
+    for x in &r.rows {
+        let (gpu, busy) = (x.gpu_us.expect("gpu µs"), x.busy_us.expect("busy µs"));
+        // The events' f32 milliseconds: good to 1e-7 of the span.
+        assert!(0.0 < busy && busy <= gpu && gpu <= x.time_us * (1.0 + 1e-6), "{x:?}");
+    }
+    let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
+    assert!(csv.lines().next().is_some_and(|h| h.ends_with(",error,gpu_us,busy_us,event_per_gpu")), "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.split(',').count() == 14), "{csv}");
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
+    assert_eq!(md.matches("| size | event µs | gpu µs | busy µs | event ÷ gpu |").count(), 2, "{md}");
+    assert!(md.lines().filter(|l| l.starts_with('|')).all(|l| l.matches('|').count() <= 9), "<= 8 columns");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (out, dir) = nccl(2, "cupti-host", Some("0"), &["--cupti", "--host-cost"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--cupti") && err.contains("--host-cost"), "{err}");
+    assert!(!dir.join("results.json").exists(), "nothing ran");
 }

@@ -130,12 +130,19 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     // rank of one clique, as `gpu-bench nccl --procs` does in each process.
     // Only rank 0 plants wrong references, so rank 1 sees its rows' counts
     // only through the reduction; both ranks' rows are the same, and are
-    // what the one-process sweep counts.
+    // what the one-process sweep counts. With the CUPTI check each thread
+    // reads its own stream's kernels, reduced over the ranks as the spans.
+    for cupti in [false, true] {
+        per_thread_ranks(cupti);
+    }
+}
+
+fn per_thread_ranks(cupti: bool) {
     let one = one_at_a_time();
     gpu_sync::sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     let comms = gpu_sync::nccl::Communicator::init_all(&devices[..2]).expect("communicators");
-    let opts = small(Dtype::I32, 3, false);
+    let opts = NcclOptions { cupti, ..small(Dtype::I32, 3, false) };
     let (tx, rx) = std::sync::mpsc::channel();
     for comm in comms {
         let (tx, opts) = (tx.clone(), opts.clone());
@@ -157,6 +164,9 @@ fn one_rank_per_thread_reduces_its_rows_over_the_ranks() {
     for (x, w) in r0.rows.iter().zip(&whole.rows) {
         assert_eq!((x.collective, x.bytes, x.count, x.wrong), (w.collective, w.bytes, w.count, w.wrong));
         assert!(x.time_us > 0.0 && (0.0..=100.0).contains(&x.spread_pct));
+        // Each rank's kernels lie within its events: so do the maxima.
+        assert_eq!(x.gpu_us.is_some(), cupti, "{x:?}");
+        assert!(x.gpu_us.is_none_or(|g| g > 0.0 && g <= x.time_us * (1.0 + 1e-6)), "{x:?}");
     }
     assert_eq!(r0.devices.len(), 1, "a rank names its own device");
     assert!(r0.notes.iter().any(|n| n.contains("one process per GPU: 2 ranks")), "{:?}", r0.notes);
@@ -272,4 +282,42 @@ fn each_row_names_the_choice_logged_while_it_ran() {
     let r = run(&devices[..2], &opts, &mut |_| {}).expect("the sweep runs without its log");
     assert!(r.rows.iter().all(|x| x.algorithm.is_none() && x.wrong == Some(0)));
     assert!(r.algorithm.starts_with("not reported: NCCL wrote no tuning log"), "{}", r.algorithm);
+}
+
+#[test]
+fn the_cupti_check_reads_each_rows_kernels_within_its_event_time() {
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    for graph_launches in [0, 2] {
+        let opts = NcclOptions {
+            collectives: vec![Collective::AllReduce, Collective::AllToAll],
+            cupti: true,
+            graph_launches,
+            ..small(Dtype::F32, 0, false)
+        };
+        let r = run(&devices[..2], &opts, &mut |_| {}).expect("the sweep with the CUPTI check");
+        assert!(r.has_cupti() && r.notes.iter().any(|n| n.starts_with("CUPTI check")));
+        for x in &r.rows {
+            let (gpu, busy) = (x.gpu_us.expect("gpu µs"), x.busy_us.expect("busy µs"));
+            // On one device the kernels lie between its two events; the
+            // events are read as f32 milliseconds (cuEventElapsedTime),
+            // good to 1e-7 of the span: the bound holds to 1e-6.
+            assert!(gpu > 0.0 && gpu <= x.time_us * (1.0 + 1e-6), "{graph_launches} {x:?}");
+            assert!(busy > 0.0 && busy <= gpu * (1.0 + 1e-9), "{x:?}");
+            assert!(x.event_per_gpu().is_some_and(|q| q >= 1.0 - 1e-6), "{x:?}");
+            assert_eq!(x.wrong, Some(0), "{x:?}");
+        }
+        let md = r.to_markdown();
+        assert!(md.contains("| size | event µs | gpu µs | busy µs | event ÷ gpu |"), "{md}");
+        assert!(r.to_csv().lines().next().is_some_and(|h| h.ends_with(",gpu_us,busy_us,event_per_gpu")));
+        let json = serde_json::to_string(&r).expect("json");
+        assert!(json.contains("\"gpu_us\":") && json.contains("\"busy_us\":"));
+    }
+    // Without the check: no column, no field.
+    let opts = NcclOptions { collectives: vec![Collective::AllReduce], ..small(Dtype::F32, 0, false) };
+    let r = run(&devices[..2], &opts, &mut |_| {}).expect("the sweep");
+    assert!(r.rows.iter().all(|x| x.gpu_us.is_none() && x.busy_us.is_none()) && !r.has_cupti());
+    assert!(!r.to_markdown().contains("gpu µs") && !r.to_csv().contains("gpu_us"));
+    assert!(!serde_json::to_string(&r).expect("json").contains("gpu_us"));
 }

@@ -194,6 +194,20 @@ pub(crate) fn part_ns(items: &[Item], n: i32) -> u64 {
     total
 }
 
+/// The name of the kernel NCCL would launch for `p`: its first call's
+/// collective (`ncclDevKernel_AllReduce`), `ncclDevKernel_SendRecv` for
+/// point-to-point parts.
+pub(crate) fn kernel_name(p: &Part) -> &'static str {
+    match p.items.first().map(|it| it.call) {
+        Some(Call::AllReduce(_)) => "ncclDevKernel_AllReduce",
+        Some(Call::Broadcast { .. }) => "ncclDevKernel_Broadcast",
+        Some(Call::Reduce { .. }) => "ncclDevKernel_Reduce",
+        Some(Call::AllGather) => "ncclDevKernel_AllGather",
+        Some(Call::ReduceScatter(_)) => "ncclDevKernel_ReduceScatter",
+        Some(Call::Send { .. } | Call::Recv { .. }) | None => "ncclDevKernel_SendRecv",
+    }
+}
+
 /// The part of operation `id`, if it is one.
 fn part_of(st: &State, id: u64) -> Option<&Arc<Part>> {
     match &st.ops.get(&id)?.work {
@@ -271,6 +285,17 @@ pub(crate) fn execute(st: &mut State, id: u64) {
                 drained.push(op.stream);
             }
             taken.insert(*o, op);
+        }
+    }
+    // Each part that runs is one kernel to CUPTI (one per group and rank,
+    // as NCCL launches them); a part whose instances were all broken
+    // retires without running.
+    for o in &ops {
+        if let Some(op) = taken.get(o)
+            && let Work::Nccl(p) = &op.work
+            && p.items.iter().any(|it| insts.contains(&it.instance))
+        {
+            crate::cupti::on_execute(st, op, op.start);
         }
     }
     for i in insts {

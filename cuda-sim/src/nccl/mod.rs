@@ -101,7 +101,7 @@ mod issue;
 mod reduce;
 mod replay;
 
-pub(crate) use coll::{Part, Stall, execute, ready, stall};
+pub(crate) use coll::{Part, Stall, execute, kernel_name, ready, stall};
 pub(crate) use replay::{Step, check as check_replay, enqueue as enqueue_replayed, has_collectives, steps};
 
 use crate::state::{self, State};

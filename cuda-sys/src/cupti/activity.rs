@@ -43,6 +43,9 @@ pub struct Activity {
     dropped: AtomicU64,
     /// Kernel names by CUPTI's pointer, copied once.
     names: Mutex<HashMap<usize, Arc<str>>>,
+    /// Held through each flush, so a flush returns only once every buffer
+    /// another thread's flush took is in the queues.
+    flushing: Mutex<()>,
 }
 
 impl std::fmt::Debug for Activity {
@@ -152,6 +155,7 @@ impl Activity {
             next_id: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             names: Mutex::new(HashMap::new()),
+            flushing: Mutex::new(()),
         })
     }
 
@@ -310,6 +314,11 @@ impl Activity {
 
     /// Hands every buffer with completed records back now
     /// (`cuptiActivityFlushAll` with `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`).
+    /// Flushes of several threads are one at a time: a flush takes the
+    /// completed records and hands them to the consumers in its callbacks,
+    /// so without this a second thread's flush could find nothing left and
+    /// return before the first had queued its records (that thread's
+    /// [`Consumer::take`] then missing them).
     ///
     /// # Errors
     /// The call's error.
@@ -318,6 +327,7 @@ impl Activity {
             .table
             .cuptiActivityFlushAll
             .ok_or(CuptiError::Call { call: "cuptiActivityFlushAll", name: "missing" })?;
+        let _one = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: a plain call; the completed-buffer callback it may run
         // takes `queues` itself, which this thread does not hold here.
         check("cuptiActivityFlushAll", unsafe {

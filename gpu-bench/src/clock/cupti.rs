@@ -60,8 +60,7 @@ impl Clock for KernelRuns<'_> {
                 )));
             }
             for run in recs.chunks(k) {
-                let start = run.iter().map(|r| r.start_ns).min().unwrap_or(0);
-                let end = run.iter().map(|r| r.end_ns).max().unwrap_or(0);
+                let (start, end) = super::multi_cupti::bounds(run).unwrap_or((0, 0));
                 let sum: u64 = run.iter().map(|r| r.duration_ns()).sum();
                 self.ready.push_back((end.saturating_sub(start) as f64 * 1e-9, sum as f64 * 1e-9));
             }

@@ -38,8 +38,8 @@ pub(crate) struct MultiKernelRuns<'f> {
     f: super::multi::MultiWork<'f>,
     /// The timing streams, the lead's first.
     pub(crate) streams: Vec<Stream>,
-    /// Each timing stream's CUPTI filter and device ordinal.
-    filters: Vec<(StreamRecords, u32)>,
+    /// Each timing stream's CUPTI filter.
+    filters: StreamFilters,
     /// Operations per run on each stream, learnt from the first round.
     per_run: Option<Vec<usize>>,
     pub(crate) readings: super::multi::Readings,
@@ -108,17 +108,9 @@ impl<'f> MultiKernelRuns<'f> {
         others: &[Timer],
         f: super::multi::MultiWork<'f>,
     ) -> std::result::Result<MultiKernelRuns<'f>, String> {
-        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
         let streams: Vec<Stream> =
             std::iter::once(lead.stream.clone()).chain(others.iter().map(|t| t.stream.clone())).collect();
-        let filters = streams
-            .iter()
-            .map(|s| {
-                let sid =
-                    a.stream_records(s.device().raw_context(), s.as_raw()).map_err(|e| e.to_string())?;
-                Ok((sid, s.device().ordinal().max(0) as u32))
-            })
-            .collect::<std::result::Result<Vec<_>, String>>()?;
+        let filters = StreamFilters::new(&streams)?;
         Ok(MultiKernelRuns {
             f,
             streams,
@@ -158,11 +150,7 @@ impl<'f> MultiKernelRuns<'f> {
             return Err(BenchError::Kernel("no CUPTI consumer".into()));
         };
         let all = consumer.take().map_err(kerr)?;
-        let per_stream: Vec<Vec<ActivityRecord>> = self
-            .filters
-            .iter()
-            .map(|(sid, dev)| sid.select(all.iter().filter(|r| r.device_id == *dev).cloned()))
-            .collect();
+        let per_stream = self.filters.split(&all);
         let counts: Vec<usize> = per_stream.iter().map(Vec::len).collect();
         let k = self.per_run.get_or_insert_with(|| counts.iter().map(|c| c / n).collect()).clone();
         if k.iter().all(|&k| k == 0) || counts.iter().zip(&k).any(|(c, k)| *c != k * n) {
@@ -175,10 +163,6 @@ impl<'f> MultiKernelRuns<'f> {
         for run in 0..n {
             let chunks: Vec<&[ActivityRecord]> =
                 per_stream.iter().zip(&k).map(|(recs, &k)| &recs[run * k..(run + 1) * k]).collect();
-            let bounds = |c: &[ActivityRecord]| {
-                let start = c.iter().map(|r| r.start_ns).min()?;
-                Some((start, c.iter().map(|r| r.end_ns).max().unwrap_or(start)))
-            };
             let each: Vec<Option<(u64, u64)>> = chunks.iter().map(|c| bounds(c)).collect();
             let start = each.iter().flatten().map(|b| b.0).min().unwrap_or(0);
             let end = each.iter().flatten().map(|b| b.1).max().unwrap_or(start);
@@ -193,6 +177,46 @@ impl<'f> MultiKernelRuns<'f> {
         self.left = self.left.saturating_sub(n);
         Ok(())
     }
+}
+
+/// Each stream's CUPTI filter and device ordinal: one consumer's records
+/// split per stream (CUPTI's stream ids are unique on their device only).
+/// Kernel mode over several streams and the NCCL sweep's CUPTI check
+/// ([`crate::nccl`]) both read their streams through it.
+pub(crate) struct StreamFilters(Vec<(StreamRecords, u32)>);
+
+impl StreamFilters {
+    /// The filters of `streams`, in order; the reason as text when CUPTI
+    /// cannot be used here.
+    pub(crate) fn new<'s>(
+        streams: impl IntoIterator<Item = &'s Stream>,
+    ) -> std::result::Result<Self, String> {
+        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
+        streams
+            .into_iter()
+            .map(|s| {
+                let sid =
+                    a.stream_records(s.device().raw_context(), s.as_raw()).map_err(|e| e.to_string())?;
+                Ok((sid, s.device().ordinal().max(0) as u32))
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map(StreamFilters)
+    }
+
+    /// Each stream's device operations among `all`, in the order they
+    /// started.
+    pub(crate) fn split(&self, all: &[ActivityRecord]) -> Vec<Vec<ActivityRecord>> {
+        self.0
+            .iter()
+            .map(|(sid, dev)| sid.select(all.iter().filter(|r| r.device_id == *dev).cloned()))
+            .collect()
+    }
+}
+
+/// The first start and the last end of `recs`, ns; `None` when empty.
+pub(crate) fn bounds(recs: &[ActivityRecord]) -> Option<(u64, u64)> {
+    let start = recs.iter().map(|r| r.start_ns).min()?;
+    Some((start, recs.iter().map(|r| r.end_ns).max().unwrap_or(start)))
 }
 
 impl Clock for MultiKernelRuns<'_> {

@@ -57,12 +57,36 @@
 //!   (`RING/LL (2 ch)`); NCCL's rank 0 logs them, so with one process per
 //!   GPU rank 0's report has them. Send/recv and all-to-all have none
 //!   (NCCL logs no line), nor has cuda-sim's NCCL (it writes no log).
+//! - **The CUPTI check** ([`NcclOptions::cupti`], `gpu-bench nccl
+//!   --cupti`): the event time is checked against the GPU's own clock.
+//!   After the warmup (and the capture) every rank's stream is
+//!   synchronized — as nccl-tests waits for its warmup — and CUPTI's kernel
+//!   records so far dropped; after the timed iterations each stream's
+//!   kernel records (kernel mode's per-stream filters: NCCL launches its
+//!   kernels on the rank's stream; a graph's kernels carry the stream it
+//!   was launched on) give, per device, the kernels' **span** (first start
+//!   to last end, on CUPTI's clock) and their **busy** time (the sum of
+//!   their durations). As the event time, each device is taken on its own
+//!   and the row has the longest device's, per iteration: `gpu µs` and
+//!   `busy µs` ([`Row::gpu_us`], [`Row::busy_us`]). How to read it: on one
+//!   device the kernels lie between its two events, so gpu ≤ event (up to
+//!   the events' resolution); `event ÷ gpu` ([`Row::event_per_gpu`]) above
+//!   1 is time the events saw with no NCCL kernel running before the first
+//!   or after the last (the host issuing the first iteration, the events'
+//!   own latency), and `gpu − busy` is the gaps between kernels (each
+//!   iteration's launch latency, host issue slower than the kernels). A
+//!   small-message row whose event time is mostly gaps is bound by the
+//!   host and the launch path, not by NCCL's kernels. CUPTI costs each
+//!   launch something itself: compare a run's event times with a run
+//!   without the check. Where CUPTI cannot be used (not found, another
+//!   tool owns the profiling interface) the run fails with the reason.
 //!
 //! [`run`] is the method; [`NcclReport`] renders it (markdown, CSV, JSON
 //! through serde, an SVG of busbw against size).
 
 pub mod algo;
 mod element;
+mod gpu_check;
 mod render;
 mod sweep;
 mod twin;
@@ -232,6 +256,11 @@ pub struct NcclOptions {
     /// set before it loaded. `None`: the rows name no algorithm. A missing
     /// or unreadable file leaves them unnamed, never fails the run.
     pub tuning_log: Option<std::path::PathBuf>,
+    /// The CUPTI check (see the module docs): each row also gets the
+    /// kernels' span and busy time per iteration from CUPTI's records
+    /// ([`Row::gpu_us`], [`Row::busy_us`]). Where CUPTI cannot be used the
+    /// run fails with the reason.
+    pub cupti: bool,
 }
 
 impl Default for NcclOptions {
@@ -252,6 +281,7 @@ impl Default for NcclOptions {
             blocking: false,
             graph_launches: 0,
             tuning_log: None,
+            cupti: false,
         }
     }
 }
@@ -307,6 +337,26 @@ pub struct Row {
     /// reports).
     #[serde(default)]
     pub algorithm: Option<String>,
+    /// The CUPTI check ([`NcclOptions::cupti`]): the NCCL kernels' span per
+    /// iteration, µs — per device its first kernel's start to its last
+    /// kernel's end over the timed iterations, the longest device's, over
+    /// the iterations. `None` (absent from the JSON) without the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_us: Option<f64>,
+    /// The CUPTI check: the NCCL kernels' summed durations per iteration,
+    /// µs (the longest device's): the part of an iteration spent inside
+    /// NCCL's kernels. `None` (absent from the JSON) without the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_us: Option<f64>,
+}
+
+impl Row {
+    /// The event time over the kernels' span (`event ÷ gpu`): 1 when the
+    /// events see nothing but the kernels, above 1 by the gaps between them
+    /// (host issue, launch latency); `None` without the CUPTI check.
+    pub fn event_per_gpu(&self) -> Option<f64> {
+        self.gpu_us.filter(|&g| g > 0.0).map(|g| self.time_us / g)
+    }
 }
 
 /// One collective over the whole sweep; [`NcclReport`]'s example reads
@@ -491,6 +541,14 @@ fn sweep_report(
     }
     if simulated {
         notes.push("simulated: every time comes from cuda-sim's model of NCCL, not a GPU".into());
+    }
+    if opts.cupti {
+        notes.push(
+            "CUPTI check: every stream synchronized after the warmup; per device, the NCCL kernels' span (first \
+             start to last end) and busy time (summed durations) over the timed iterations on CUPTI's clock, the \
+             longest device's / iterations; event ÷ gpu above 1 is event time with no kernel running"
+                .into(),
+        );
     }
     let skipped: Vec<String> = opts
         .collectives

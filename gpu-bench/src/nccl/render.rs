@@ -27,8 +27,9 @@ fn sig4(v: f64) -> String {
 impl NcclReport {
     /// A header, one table per collective headed by its launch mode
     /// (size, count, time, spread, algbw, busbw, the algorithm NCCL chose
-    /// or `—`, and #wrong followed by the error if any: 8 columns), the
-    /// summary and the notes.
+    /// or `—`, and #wrong followed by the error if any: 8 columns), with
+    /// the CUPTI check a second table after each (size, event µs, gpu µs,
+    /// busy µs, event ÷ gpu), the summary and the notes.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         let sim = if self.simulated { " (simulated)" } else { "" };
@@ -101,6 +102,7 @@ impl NcclReport {
                     sig4(r.busbw_gbs)
                 );
             }
+            self.cupti_table(&mut s, c);
         }
         if !self.notes.is_empty() {
             s.push_str("\nNotes:\n");
@@ -111,17 +113,51 @@ impl NcclReport {
         s
     }
 
+    /// Whether the rows carry the CUPTI check ([`super::NcclOptions::cupti`]).
+    pub fn has_cupti(&self) -> bool {
+        self.rows.iter().any(|r| r.gpu_us.is_some())
+    }
+
+    /// Collective `c`'s CUPTI check, when the run had it: a table of its
+    /// own (the main one keeps to 8 columns) of the event time beside the
+    /// kernels' span and busy time and the ratio.
+    fn cupti_table(&self, s: &mut String, c: Collective) {
+        let rows: Vec<&Row> = self.rows.iter().filter(|r| r.collective == c && r.gpu_us.is_some()).collect();
+        if rows.is_empty() {
+            return;
+        }
+        let _ =
+            writeln!(s, "\n{c}, CUPTI check (per iteration; event ÷ gpu above 1: gaps between kernels):\n");
+        let _ = writeln!(s, "| size | event µs | gpu µs | busy µs | event ÷ gpu |");
+        let _ = writeln!(s, "|---|---|---|---|---|");
+        for r in rows {
+            let f = |v: Option<f64>| v.map_or("—".into(), sig4);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                size_name(r.bytes),
+                sig4(r.time_us),
+                f(r.gpu_us),
+                f(r.busy_us),
+                r.event_per_gpu().map_or("—".into(), |x| format!("{x:.2}"))
+            );
+        }
+    }
+
     /// One row per collective and size; `algo` and `wrong` are empty
-    /// where unknown.
+    /// where unknown. With the CUPTI check, three more columns: `gpu_us`,
+    /// `busy_us`, `event_per_gpu`.
     pub fn to_csv(&self) -> String {
+        let cupti = self.has_cupti();
         let mut s = String::from(
-            "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,algo,wrong,error\n",
+            "collective,launch,bytes,count,time_us,spread_pct,algbw_gbs,busbw_gbs,algo,wrong,error",
         );
+        s.push_str(if cupti { ",gpu_us,busy_us,event_per_gpu\n" } else { "\n" });
         for r in &self.rows {
             let wrong = r.wrong.map_or(String::new(), |w| w.to_string());
             let err = r.error.as_deref().unwrap_or("").replace(['"', ','], ";");
             let algo = r.algorithm.as_deref().unwrap_or("").replace(['"', ','], ";");
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "{},{},{},{},{},{},{},{},\"{algo}\",{wrong},\"{err}\"",
                 r.collective,
@@ -133,6 +169,11 @@ impl NcclReport {
                 r.algbw_gbs,
                 r.busbw_gbs
             );
+            if cupti {
+                let f = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let _ = write!(s, ",{},{},{}", f(r.gpu_us), f(r.busy_us), f(r.event_per_gpu()));
+            }
+            s.push('\n');
         }
         s
     }
@@ -258,6 +299,8 @@ mod tests {
             wrong: Some(0),
             error: error.map(str::to_owned),
             algorithm: algorithm.map(str::to_owned),
+            gpu_us: None,
+            busy_us: None,
         }
     }
 

@@ -2,13 +2,15 @@
 //! rank; each collective issued over this process's ranks in one group
 //! (every rank, or its own one per process) — eagerly, or the timed
 //! iterations captured into one graph per device and the graphs launched;
-//! timed by events per device; checked against the CPU reference. With one
+//! timed by events per device (and, with the CUPTI check, by the kernels'
+//! own records); checked against the CPU reference. With one
 //! process per GPU every rank's longest and shortest span and its wrong
 //! elements are reduced over the ranks by NCCL, so each row is what one
 //! process over every device would report.
 
 use super::algo::{TuningLog, choose};
 use super::element::{Element, input, modulus};
+use super::gpu_check::{DeviceKernels, KernelCheck};
 use super::{Collective, Launch, NcclOptions, Row};
 use crate::spans::DeviceSpans;
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
@@ -59,6 +61,7 @@ pub(super) fn run<T: Element>(
         ranks.push(Rank { comm, stream, send, recv, blocks });
     }
     let spans = DeviceSpans::new(ranks.iter().map(|r| &r.stream))?;
+    let kernels = if opts.cupti { Some(KernelCheck::new(ranks.iter().map(|r| &r.stream))?) } else { None };
     // One process per GPU: this process holds fewer ranks than the clique.
     let others = ranks.len() < n;
     let sizes = opts.sizes();
@@ -80,6 +83,14 @@ pub(super) fn run<T: Element>(
             // device (nothing runs), launched `graph_launches` times.
             let execs =
                 if opts.graph_launches > 0 { Some(capture(c, &mut ranks, p, opts.iters)?) } else { None };
+            // The CUPTI check: the warmup finished (as nccl-tests waits for
+            // it), so every kernel recorded from here is a timed one.
+            if let Some(k) = &kernels {
+                for r in &ranks {
+                    r.stream.synchronize()?;
+                }
+                k.clear()?;
+            }
             spans.start_all(ranks.iter().map(|r| &r.stream))?;
             match &execs {
                 None => {
@@ -97,6 +108,16 @@ pub(super) fn run<T: Element>(
             let reading = spans.read()?;
             let mut longest = reading.longest();
             let mut shortest = reading.shortest();
+            // The longest device's kernel span and busy time (each device
+            // on its own, as the events): read() synchronized every stream.
+            let mut gpu = match &kernels {
+                None => None,
+                Some(k) => {
+                    let each = k.read()?;
+                    let most = |f: fn(&DeviceKernels) -> f64| each.iter().map(f).fold(0.0, f64::max);
+                    Some((most(|d| d.span_s), most(|d| d.busy_s)))
+                }
+            };
             let mut wrong = if opts.check_iters == 0 {
                 None
             } else {
@@ -118,6 +139,10 @@ pub(super) fn run<T: Element>(
             if others {
                 let v = across(&ranks[0], ReduceOp::Max, &[longest, -shortest])?;
                 (longest, shortest) = (v[0], -v[1]);
+                if let Some((span, busy)) = gpu.as_mut() {
+                    let v = across(&ranks[0], ReduceOp::Max, &[*span, *busy])?;
+                    (*span, *busy) = (v[0], v[1]);
+                }
                 if let Some(w) = wrong.as_mut() {
                     *w = across(&ranks[0], ReduceOp::Sum, &[*w as f64])?[0] as u64;
                 }
@@ -148,6 +173,8 @@ pub(super) fn run<T: Element>(
                 wrong,
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
                 algorithm,
+                gpu_us: gpu.map(|(span, _)| span / timed as f64 * 1e6),
+                busy_us: gpu.map(|(_, busy)| busy / timed as f64 * 1e6),
             });
         }
     }
