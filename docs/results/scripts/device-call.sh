@@ -53,6 +53,8 @@
 #              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32)
 #   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
 #              --procs N (8 B-1 MiB); the all_reduce example
+#   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
+#              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
 # Multicast stays off everywhere (../shared/GPU.md): the nccl stage runs
 # NCCL (gpu-bench refuses to without NCCL_NVLS_ENABLE=0), and every other
@@ -374,6 +376,27 @@ for stage in "$@"; do
         --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
       grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
+      ;;
+    ncclcupti)
+      # Each row's event time against the NCCL kernels' own span and busy
+      # time on CUPTI's clock: small eager sizes (the ~4 us that 4 GPUs read
+      # over nccl-tests), large ones, and one process per GPU (the 16 MiB
+      # row that non-blocking groups slow).
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      timeout 120 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+        --blocking --no-algorithms --cupti --out "$logs/cupti-small" >"$logs/cupti-small.log" 2>&1
+      say "gpu-bench nccl --cupti (8 B-32 KiB, blocking): exit $? at $((SECONDS - t0)) s"
+      timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 16M --max-bytes 256M --blocking --no-algorithms \
+        --cupti --out "$logs/cupti-large" >"$logs/cupti-large.log" 2>&1
+      say "gpu-bench nccl --cupti (16-256 MiB, blocking): exit $? at $((SECONDS - t0)) s"
+      timeout 150 "$gb" nccl --procs "$ngpu" --collectives all-reduce --min-bytes 8 --max-bytes 64M --no-algorithms \
+        --cupti --out "$logs/cupti-procs" >"$logs/cupti-procs.log" 2>&1
+      say "gpu-bench nccl --procs $ngpu --cupti (8 B-64 MiB): exit $? at $((SECONDS - t0)) s"
+      for d in cupti-small cupti-large cupti-procs; do
+        grep -A30 -i 'cupti' "$logs/$d/report.md" 2>/dev/null | head -40 | tee -a "$summary"
+      done
+      pack
       ;;
     ddpcmp)
       # The DDP-style step, ours and PyTorch's on the same buckets
