@@ -214,6 +214,9 @@ pub fn group<'a, R>(collect: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result
 }
 
 impl<'a> Group<'a> {
+    /// Collects one operation. In line (each collective's one call site):
+    /// the checks are a few compares, their errors made out of line.
+    #[inline(always)]
     fn push(
         &mut self,
         comm: &'a Communicator,
@@ -225,17 +228,10 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         comm.inner.usable(what)?;
         if !stream.device().same(&comm.inner.device) {
-            return Err(Error::DeviceMismatch {
-                what: "the stream of an NCCL operation",
-                expected: comm.inner.device.ordinal(),
-                found: stream.device().ordinal(),
-            });
+            return Err(wrong_device(comm, stream));
         }
         if !comm.inner.nccl.supports(ty) {
-            return Err(Error::InvalidArgument(format!(
-                "{what}: this element kind needs NCCL 2.24 or later; the loaded NCCL is {}",
-                cuda_sys::nccl::nccl_version_string(comm.inner.nccl.version)
-            )));
+            return Err(kind_unsupported(comm, what));
         }
         self.ops.push(Pending { comm, stream, uses, ty, call });
         Ok(())
@@ -625,6 +621,28 @@ fn collectives<'s>(
         let m = at(i);
         m.call.collective(m.ty)
     })
+}
+
+/// [`Group::push`]'s error for a stream of another device than the
+/// communicator's.
+#[cold]
+#[inline(never)]
+fn wrong_device(comm: &Communicator, stream: &Stream) -> Error {
+    Error::DeviceMismatch {
+        what: "the stream of an NCCL operation",
+        expected: comm.inner.device.ordinal(),
+        found: stream.device().ordinal(),
+    }
+}
+
+/// [`Group::push`]'s error for an element kind the loaded NCCL lacks.
+#[cold]
+#[inline(never)]
+fn kind_unsupported(comm: &Communicator, what: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{what}: this element kind needs NCCL 2.24 or later; the loaded NCCL is {}",
+        cuda_sys::nccl::nccl_version_string(comm.inner.nccl.version)
+    ))
 }
 
 /// The uses of an operation that reads `send` and writes `recv`.
