@@ -205,17 +205,7 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
         let c = &mut st.cupti;
         match work {
             Work::Kernel(l) if c.enabled[KERNEL] => {
-                let mut k = CUpti_ActivityKernel10 {
-                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                    ..Default::default()
-                };
-                k.start = s;
-                k.end = e;
-                k.deviceId = device as u32;
-                k.contextId = device as u32 + 1;
-                k.streamId = stream_id;
-                k.correlationId = corr;
-                k.name = intern(l.spec.name);
+                let mut k = kernel_record((s, e), device as u32, stream_id, corr, l.spec.name);
                 [k.gridX, k.gridY, k.gridZ] = l.grid.map(|g| g as i32);
                 [k.blockX, k.blockY, k.blockZ] = l.block.map(|b| b as i32);
                 k.dynamicSharedMemory = l.shared as i32;
@@ -263,17 +253,8 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
             Work::Nccl(p) if c.enabled[KERNEL] => {
                 // One kernel per rank's part of a group, on its stream, as
                 // NCCL launches one per group and device.
-                let mut k = CUpti_ActivityKernel10 {
-                    kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                    ..Default::default()
-                };
-                k.start = s;
-                k.end = e;
-                k.deviceId = device as u32;
-                k.contextId = device as u32 + 1;
-                k.streamId = stream_id;
-                k.correlationId = corr;
-                k.name = intern(crate::nccl::kernel_name(p));
+                let mut k =
+                    kernel_record((s, e), device as u32, stream_id, corr, crate::nccl::kernel_name(p));
                 [k.gridX, k.gridY, k.gridZ] = [1, 1, 1];
                 [k.blockX, k.blockY, k.blockZ] = [1, 1, 1];
                 c.pending.push(SimRecord::Kernel(k));
@@ -292,6 +273,30 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
             add(st, w, dur, 0, 0);
         }
     }
+}
+
+/// A concurrent-kernel record of `name` over `(start, end)` on `device`'s
+/// stream `stream_id` (its context the device's, numbered from 1), with
+/// correlation id `corr`; the launch shape is the caller's to fill.
+fn kernel_record(
+    (start, end): (u64, u64),
+    device: u32,
+    stream_id: u32,
+    corr: u32,
+    name: &str,
+) -> CUpti_ActivityKernel10 {
+    let mut k = CUpti_ActivityKernel10 {
+        kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        ..Default::default()
+    };
+    k.start = start;
+    k.end = end;
+    k.deviceId = device;
+    k.contextId = device + 1;
+    k.streamId = stream_id;
+    k.correlationId = corr;
+    k.name = intern(name);
+    k
 }
 
 fn record_size(r: &SimRecord) -> usize {

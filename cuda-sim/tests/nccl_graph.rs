@@ -126,22 +126,33 @@ fn a_captured_all_reduce_runs_at_each_launch_and_the_oracle_sees_it_there() {
             assert!(races.is_empty(), "{races:?}");
         }
         // Destroyed communicators: a launch of their graphs is refused.
-        for c in &comms {
-            // SAFETY: live communicators with no queued work, unused after.
-            unsafe { nr::comm_destroy(n, *c) }.expect("destroy");
-        }
+        destroy_comms(n, &comms);
         assert_eq!(code(graph::launch(&execs[0], &ranks[0].0)), CUresult::CUDA_ERROR_ILLEGAL_STATE);
         drop((execs, graphs, other));
-        for (s, x, y) in ranks {
-            stream::destroy(s).expect("destroy stream");
-            sim::free(x).expect("free");
-            sim::free(y).expect("free");
-        }
-        on(0);
-        // SAFETY: the test is done with device 1's context.
-        let _ = unsafe { primary_ctx::release(d(), 1) };
+        release_ranks(ranks);
         teardown(e);
     }
+}
+
+/// Destroys the test's communicators.
+fn destroy_comms(n: &Nccl, comms: &[ncclComm_t]) {
+    for c in comms {
+        // SAFETY: live communicators with no queued work, unused after.
+        unsafe { nr::comm_destroy(n, *c) }.expect("destroy");
+    }
+}
+
+/// Frees each rank's stream and buffers, and gives device 1's context back
+/// (device 0's current again).
+fn release_ranks(ranks: Vec<(OwnedStream, CUdeviceptr, CUdeviceptr)>) {
+    for (s, x, y) in ranks {
+        stream::destroy(s).expect("destroy stream");
+        sim::free(x).expect("free");
+        sim::free(y).expect("free");
+    }
+    on(0);
+    // SAFETY: the test is done with device 1's context.
+    let _ = unsafe { primary_ctx::release(d(), 1) };
 }
 
 #[test]
@@ -193,18 +204,8 @@ fn cupti_sees_each_ranks_part_as_one_nccl_kernel_on_its_stream() {
     // The rendezvous: both ranks' parts of a collective start together.
     assert_eq!(starts[0], starts[1]);
     drop(c);
-    for cm in &comms {
-        // SAFETY: live communicators with no queued work, unused after.
-        unsafe { nr::comm_destroy(n, *cm) }.expect("destroy");
-    }
+    destroy_comms(n, &comms);
     drop((execs, graphs));
-    for (s, x, y) in ranks {
-        stream::destroy(s).expect("destroy stream");
-        sim::free(x).expect("free");
-        sim::free(y).expect("free");
-    }
-    on(0);
-    // SAFETY: the test is done with device 1's context.
-    let _ = unsafe { primary_ctx::release(d(), 1) };
+    release_ranks(ranks);
     teardown(e);
 }

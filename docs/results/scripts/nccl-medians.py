@@ -25,7 +25,8 @@ import os
 # This script only reads logs: it loads no NCCL and starts nothing. The
 # multicast switches are set all the same, as in every script here, so that
 # nothing it might ever load or start could use NVLink multicast (it can take
-# a shared host's GPUs out of service).
+# a shared host's GPUs out of service). As a shell would set them:
+# NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
 os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
