@@ -53,6 +53,14 @@
 #              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32)
 #   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
 #              --procs N (8 B-1 MiB); the all_reduce example
+#   procsblk   one process per GPU, $ROUNDS (3) interleaved rounds of all-reduce 8 B-64 MiB: ours
+#              (--procs N --cupti) on non-blocking communicators, ours with NCCL_COMM_BLOCKING=1
+#              NCCL_RUNTIME_CONNECT=0 in the environment (NCCL's override makes them blocking: the
+#              experiment behind the 16 MiB row), torch.distributed at the same sizes
+#   handoff    `gpu-bench p2p` alone (the cross-device handoff's host ratio and its GPU time)
+#   aa         $AA_REPORTS (6) `gpu-bench timer` reports (default set, every mode) on each GPU, the
+#              GPUs in parallel, into timer-dD-I (compare-aa.sh pairs them on the build machine)
+#   overhead   `taskset -c 2 gpu-bench overhead --repeat 7` (the tracked launch and handoff against raw)
 #   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
 #              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
@@ -376,6 +384,52 @@ for stage in "$@"; do
         --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
       grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
+      ;;
+    procsblk)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      pb="--procs $ngpu --collectives all-reduce --min-bytes 8 --max-bytes 64M --no-algorithms --cupti"
+      for r in $(seq 1 "${ROUNDS:-3}"); do
+        chk=""; [ "$r" -gt 1 ] && chk="--check-iters 0"
+        timeout 150 "$gb" nccl $pb $chk --out "$logs/pb-nb-$r" >"$logs/pb-nb-$r.log" 2>&1
+        say "round $r: ours --procs $ngpu non-blocking: exit $? at $((SECONDS - t0)) s"
+        NCCL_COMM_BLOCKING=1 NCCL_RUNTIME_CONNECT=0 timeout 150 "$gb" nccl $pb $chk --out "$logs/pb-b-$r" \
+          >"$logs/pb-b-$r.log" 2>&1
+        say "round $r: ours --procs $ngpu NCCL_COMM_BLOCKING=1 NCCL_RUNTIME_CONNECT=0: exit $? at $((SECONDS - t0)) s"
+        timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+          docs/results/scripts/nccl-torch-allreduce.py --min-bytes 8 --max-bytes 67108864 \
+          >"$logs/pb-torch-$r.json" 2>"$logs/pb-torch-$r.err"
+        say "round $r: torch.distributed all_reduce 8 B-64 MiB: exit $? at $((SECONDS - t0)) s"
+        pack
+      done
+      for d in pb-nb-1 pb-b-1; do
+        echo "$d:" | tee -a "$summary"
+        grep -E '^\| [0-9]' "$logs/$d/report.md" 2>/dev/null | cut -c1-160 | tee -a "$summary"
+      done
+      ;;
+    handoff)
+      timeout 240 "$gb" p2p --out "$logs/handoff" >"$logs/handoff.log" 2>&1
+      say "gpu-bench p2p: exit $? in $((SECONDS - t0)) s"
+      grep -i -A16 'handoff' "$logs/handoff/report.md" 2>/dev/null | head -24 | tee -a "$summary"
+      ;;
+    aa)
+      ngpu=$(nvidia-smi -L | wc -l)
+      for d in $(seq 0 $((ngpu - 1))); do
+        (
+          for i in $(seq 0 $((${AA_REPORTS:-6} - 1))); do
+            "$gb" --device "$d" timer --out "$logs/timer-d$d-$i" >/dev/null 2>"$logs/timer-d$d-$i.err" \
+              || echo "timer d$d $i: exit $?" >>"$logs/aa-errors.txt"
+          done
+        ) &
+      done
+      wait
+      say "aa: ${AA_REPORTS:-6} timer reports on each of $ngpu GPUs in $((SECONDS - t0)) s; $(cat "$logs/aa-errors.txt" 2>/dev/null | wc -l) failed"
+      ;;
+    overhead)
+      taskset -c 2 timeout "${OVERHEAD_TIMEOUT:-200}" "$gb" overhead --repeat 7 --out "$logs/overhead" \
+        >"$logs/overhead.log" 2>&1
+      say "gpu-bench overhead --repeat 7 (taskset -c 2): exit $? in $((SECONDS - t0)) s"
+      grep -iE 'ratio|median|launch|handoff' "$logs/overhead/report.md" 2>/dev/null | head -12 | tee -a "$summary"
       ;;
     ncclcupti)
       # Each row's event time against the NCCL kernels' own span and busy
