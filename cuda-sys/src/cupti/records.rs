@@ -28,7 +28,9 @@ pub enum ActivityKind {
     /// activity kind cannot be enabled"; third-party tracers report the two
     /// kinds as mutually exclusive. Where CUPTI refuses,
     /// [`Activity::consumer`](super::Activity::consumer) returns its error
-    /// and leaves nothing enabled for that consumer.
+    /// and leaves nothing enabled for that consumer. The simulator refuses
+    /// the second kernel kind that way (the stricter side, until a GPU
+    /// says which is right).
     SerialKernel,
     /// Copies (`CUPTI_ACTIVITY_KIND_MEMCPY`).
     Memcpy,
