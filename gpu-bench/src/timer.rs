@@ -56,6 +56,14 @@ impl KernelRecords {
         }
     }
 
+    /// The CUPTI activity kind's name.
+    pub fn cupti_name(self) -> &'static str {
+        match self {
+            KernelRecords::Concurrent => "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
+            KernelRecords::Serialized => "CUPTI_ACTIVITY_KIND_KERNEL",
+        }
+    }
+
     /// Its name, as the CLI spells it (`concurrent`, `serial`).
     pub fn name(self) -> &'static str {
         match self {
