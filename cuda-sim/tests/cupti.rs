@@ -182,6 +182,13 @@ fn one_kernel_kind_is_refused_while_the_other_is_enabled_and_the_refusal_enables
     assert_eq!(recs.len(), 1, "{recs:?}");
     assert_eq!(recs[0].kind(), ActivityKind::Kernel);
     drop(serial_only);
+    // One consumer asking for both: the concurrent kind, enabled first, is
+    // undone when the serialized one is refused, so nothing stays on that
+    // would refuse the serialized kind afterwards.
+    assert!(a.consumer(&[ActivityKind::Kernel, ActivityKind::SerialKernel]).is_err());
+    let after =
+        a.consumer(&[ActivityKind::SerialKernel]).expect("nothing left enabled by the refused consumer");
+    drop(after);
     sim::free(buf).expect("free");
     drop(s);
     teardown(e);
