@@ -25,8 +25,8 @@ pub enum ActivityKind {
     ///
     /// Enabling both kernel kinds at once: CUPTI's headers only say that
     /// `cuptiActivityEnable` returns `CUPTI_ERROR_NOT_COMPATIBLE` "if the
-    /// activity kind cannot be enabled"; third-party tracers report the two
-    /// kinds as mutually exclusive. Where CUPTI refuses,
+    /// activity kind cannot be enabled"; one third-party tracer (PInsight)
+    /// reports the two kinds as mutually exclusive. Where CUPTI refuses,
     /// [`Activity::consumer`](super::Activity::consumer) returns its error
     /// and leaves nothing enabled for that consumer. The simulator refuses
     /// the second kernel kind that way (the stricter side, until a GPU
