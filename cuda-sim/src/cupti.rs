@@ -63,7 +63,10 @@ pub(crate) enum SimRecord {
     Sync(CUpti_ActivitySynchronization2),
 }
 
-/// Index of each kind in [`CuptiState::enabled`].
+/// Index of each kind in [`CuptiState::enabled`]. `KERNEL` is
+/// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`, `SERIAL_KERNEL`
+/// `CUPTI_ACTIVITY_KIND_KERNEL` (at most one of the two is enabled, see
+/// [`cuptiActivityEnable`]).
 const KERNEL: usize = 0;
 const MEMCPY: usize = 1;
 const MEMSET: usize = 2;
@@ -71,7 +74,8 @@ const EXTERNAL: usize = 3;
 const SYNC: usize = 4;
 const OVERHEAD: usize = 5;
 const DRIVER: usize = 6;
-const KINDS: usize = 7;
+const SERIAL_KERNEL: usize = 7;
+const KINDS: usize = 8;
 
 thread_local! {
     /// This thread's pushed external correlation ids, per kind, innermost
@@ -158,8 +162,9 @@ pub(crate) fn on_sync(st: &mut State, of: SyncOf, start: u64, end: u64) {
 #[derive(Default)]
 pub(crate) struct CuptiState {
     subscribed: bool,
-    /// Kernel, memcpy, memset, external correlation, synchronization,
-    /// overhead, driver API (see the index constants).
+    /// Concurrent kernel, memcpy, memset, external correlation,
+    /// synchronization, overhead, driver API, serialized kernel (see the
+    /// index constants).
     enabled: [bool; KINDS],
     requested: Option<unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize)>,
     completed: Option<unsafe extern "C" fn(CUcontext, u32, *mut u8, usize, usize)>,
@@ -193,9 +198,12 @@ fn intern(name: &str) -> *const c_char {
 
 /// Adds the records of `op`, which is executing now, for the enabled kinds.
 pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
-    if !(st.cupti.enabled[KERNEL] || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET]) {
+    let kernels = kernel_kind(&st.cupti.enabled);
+    if !(kernels.is_some() || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET]) {
         return;
     }
+    // The kind of the kernel records, read only where `kernels` is `Some`.
+    let kind = kernels.unwrap_or(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     let device = st.streams.get(&op.stream).map_or(0, |s| s.device);
     let mut cursor = start;
     let mut add = |st: &mut State, work: &Work, dur: u64, graph_id: u32, graph_node: u64| {
@@ -204,8 +212,8 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
         let (stream_id, corr) = (op.stream as u32, op.id as u32);
         let c = &mut st.cupti;
         match work {
-            Work::Kernel(l) if c.enabled[KERNEL] => {
-                let mut k = kernel_record((s, e), device as u32, stream_id, corr, l.spec.name);
+            Work::Kernel(l) if kernels.is_some() => {
+                let mut k = kernel_record(kind, (s, e), device as u32, stream_id, corr, l.spec.name);
                 [k.gridX, k.gridY, k.gridZ] = l.grid.map(|g| g as i32);
                 [k.blockX, k.blockY, k.blockZ] = l.block.map(|b| b as i32);
                 k.dynamicSharedMemory = l.shared as i32;
@@ -250,11 +258,11 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
                 m.graphId = graph_id;
                 c.pending.push(SimRecord::Memset(m));
             }
-            Work::Nccl(p) if c.enabled[KERNEL] => {
+            Work::Nccl(p) if kernels.is_some() => {
                 // One kernel per rank's part of a group, on its stream, as
                 // NCCL launches one per group and device.
-                let mut k =
-                    kernel_record((s, e), device as u32, stream_id, corr, crate::nccl::kernel_name(p));
+                let name = crate::nccl::kernel_name(p);
+                let mut k = kernel_record(kind, (s, e), device as u32, stream_id, corr, name);
                 [k.gridX, k.gridY, k.gridZ] = [1, 1, 1];
                 [k.blockX, k.blockY, k.blockZ] = [1, 1, 1];
                 c.pending.push(SimRecord::Kernel(k));
@@ -275,20 +283,31 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
     }
 }
 
-/// A concurrent-kernel record of `name` over `(start, end)` on `device`'s
-/// stream `stream_id` (its context the device's, numbered from 1), with
-/// correlation id `corr`; the launch shape is the caller's to fill.
+/// The kind of the kernel records to write: the enabled one of the two
+/// kernel kinds, `None` when neither is.
+fn kernel_kind(enabled: &[bool; KINDS]) -> Option<CUpti_ActivityKind> {
+    if enabled[SERIAL_KERNEL] {
+        Some(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL)
+    } else if enabled[KERNEL] {
+        Some(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    } else {
+        None
+    }
+}
+
+/// A kernel record of `kind` (one of the two kernel kinds) for `name` over
+/// `(start, end)` on `device`'s stream `stream_id` (its context the
+/// device's, numbered from 1), with correlation id `corr`; the launch shape
+/// is the caller's to fill.
 fn kernel_record(
+    kind: CUpti_ActivityKind,
     (start, end): (u64, u64),
     device: u32,
     stream_id: u32,
     corr: u32,
     name: &str,
 ) -> CUpti_ActivityKernel10 {
-    let mut k = CUpti_ActivityKernel10 {
-        kind: CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-        ..Default::default()
-    };
+    let mut k = CUpti_ActivityKernel10 { kind, ..Default::default() };
     k.start = start;
     k.end = end;
     k.deviceId = device;
@@ -317,7 +336,8 @@ unsafe fn size_at(p: *const u8) -> usize {
     // SAFETY: the caller's promise; read unaligned as a plain integer.
     let kind = CUpti_ActivityKind(unsafe { std::ptr::read_unaligned(p.cast::<u32>()) });
     match kind {
-        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => size_of::<CUpti_ActivityKernel10>(),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+        | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => size_of::<CUpti_ActivityKernel10>(),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => size_of::<CUpti_ActivityMemcpy6>(),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => size_of::<CUpti_ActivityMemset4>(),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => {
@@ -416,8 +436,8 @@ unsafe extern "C" fn cuptiGetStreamIdEx(
 
 fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
     match kind {
-        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-        | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some(KERNEL),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => Some(KERNEL),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some(SERIAL_KERNEL),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some(MEMCPY),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some(MEMSET),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => Some(EXTERNAL),
@@ -428,9 +448,24 @@ fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
     }
 }
 
+/// Enables `kind`; one kernel kind while the other is enabled is refused
+/// with `CUPTI_ERROR_NOT_COMPATIBLE` (the header's error for a kind that
+/// "cannot be enabled"). NVIDIA's documentation does not say the two kernel
+/// kinds exclude each other; a third-party tracer (PInsight) reports that
+/// they do, and the simulator takes the stricter side so that code mixing
+/// them fails here first (`cupti_recording_on_a_block_bound_kernel` in
+/// gpu-bench's GPU tests prints what the real CUPTI answers).
 unsafe extern "C" fn cuptiActivityEnable(kind: CUpti_ActivityKind) -> CUptiResult {
     let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
+    let other = match i {
+        KERNEL => Some(SERIAL_KERNEL),
+        SERIAL_KERNEL => Some(KERNEL),
+        _ => None,
+    };
     match state::enter() {
+        Ok(st) if other.is_some_and(|o| st.cupti.enabled[o]) => {
+            return CUptiResult::CUPTI_ERROR_NOT_COMPATIBLE;
+        }
         Ok(mut st) => st.cupti.enabled[i] = true,
         Err(refused) => return refused.into(),
     }

@@ -117,3 +117,79 @@ fn external_correlation_ids_nest_per_thread_and_pair_with_each_operation() {
     drop(s);
     teardown(e);
 }
+
+/// The kernel records on stream `sid` among `c`'s records, as (name, ns).
+fn kernels_on(c: &cuda_sys::cupti::Consumer, sid: u32) -> Vec<(String, u64)> {
+    c.take()
+        .expect("take")
+        .into_iter()
+        .filter(|r| r.stream_id == sid)
+        .filter_map(|r| match &r.op {
+            ActivityOp::Kernel { name, .. } => Some((name.to_string(), r.duration_ns())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_serialized_kernel_consumer_receives_the_kernels_simulated_times() {
+    let _serial = serial();
+    let e = env(903);
+    let a = activity().expect("the simulator's CUPTI");
+    let s = e.stream(0);
+    let sid = a.stream_id(e.ctx.as_raw(), s.as_raw()).expect("cuptiGetStreamIdEx");
+    let buf = e.alloc(4096);
+    let c = a.consumer(&[ActivityKind::SerialKernel]).expect("consumer");
+    e.fill(&s, buf, 1, 1024);
+    e.fill(&s, buf, 2, 16);
+    stream::synchronize(&s).expect("sync");
+    let min = cuda_sim::model::MIN_KERNEL_NS;
+    assert_eq!(kernels_on(&c, sid), [("sim_fill_u32".to_string(), min), ("sim_fill_u32".to_string(), min)]);
+    drop(c);
+    sim::free(buf).expect("free");
+    drop(s);
+    teardown(e);
+}
+
+#[test]
+fn one_kernel_kind_is_refused_while_the_other_is_enabled_and_the_refusal_enables_nothing() {
+    let _serial = serial();
+    let e = env(904);
+    let a = activity().expect("the simulator's CUPTI");
+    let s = e.stream(0);
+    let sid = a.stream_id(e.ctx.as_raw(), s.as_raw()).expect("cuptiGetStreamIdEx");
+    let buf = e.alloc(4096);
+    let concurrent = a.consumer(&[ActivityKind::Kernel]).expect("consumer");
+    let refused = a.consumer(&[ActivityKind::Memset, ActivityKind::SerialKernel]);
+    match refused {
+        Err(cuda_sys::cupti::CuptiError::Unavailable { call, name, .. }) => {
+            assert_eq!((call, name), ("cuptiActivityEnable", "CUPTI_ERROR_NOT_COMPATIBLE"));
+        }
+        other => panic!("expected CUPTI_ERROR_NOT_COMPATIBLE, got {other:?}"),
+    }
+    // The concurrent kind stays enabled for the consumer that asked first.
+    e.fill(&s, buf, 1, 16);
+    stream::synchronize(&s).expect("sync");
+    assert_eq!(kernels_on(&concurrent, sid).len(), 1);
+    drop(concurrent);
+    // The refused consumer left the serialized kind uncounted: it is
+    // enabled afresh for the next consumer (which records through it).
+    let serial_only = a.consumer(&[ActivityKind::SerialKernel]).expect("consumer once the other is gone");
+    assert!(a.consumer(&[ActivityKind::Kernel]).is_err(), "the other way round too");
+    e.fill(&s, buf, 2, 16);
+    stream::synchronize(&s).expect("sync");
+    let recs: Vec<_> = serial_only.take().expect("take").into_iter().filter(|r| r.stream_id == sid).collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].kind(), ActivityKind::Kernel);
+    drop(serial_only);
+    // One consumer asking for both: the concurrent kind, enabled first, is
+    // undone when the serialized one is refused, so nothing stays on that
+    // would refuse the serialized kind afterwards.
+    assert!(a.consumer(&[ActivityKind::Kernel, ActivityKind::SerialKernel]).is_err());
+    let after =
+        a.consumer(&[ActivityKind::SerialKernel]).expect("nothing left enabled by the refused consumer");
+    drop(after);
+    sim::free(buf).expect("free");
+    drop(s);
+    teardown(e);
+}

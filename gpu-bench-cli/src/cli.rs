@@ -105,6 +105,26 @@ pub enum DriverKind {
     Auto,
 }
 
+/// `truth --kernel-records`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelRecordsArg {
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` (kernels keep their
+    /// concurrency; CUPTI instruments each kernel).
+    Concurrent,
+    /// `CUPTI_ACTIVITY_KIND_KERNEL` (CUPTI serializes every kernel).
+    Serial,
+}
+
+impl KernelRecordsArg {
+    /// The timer's setting.
+    pub fn records(self) -> gpu_bench::KernelRecords {
+        match self {
+            KernelRecordsArg::Concurrent => gpu_bench::KernelRecords::Concurrent,
+            KernelRecordsArg::Serial => gpu_bench::KernelRecords::Serialized,
+        }
+    }
+}
+
 /// `--format`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -160,6 +180,12 @@ pub enum Command {
         /// profiler such as Nsight Compute to time the same launches.
         #[arg(long, value_parser = crate::bounds::launches)]
         launch_only: Option<usize>,
+        /// Which CUPTI kernel records kernel mode reads (and the CUPTI
+        /// host-cost record enables): concurrent (CUPTI instruments each
+        /// kernel to time it) or serial (CUPTI serializes the kernels). Not
+        /// with --launch-only, which builds no timer.
+        #[arg(long, value_enum, default_value_t = KernelRecordsArg::Concurrent, conflicts_with = "launch_only")]
+        kernel_records: KernelRecordsArg,
     },
     /// The right and wrong ways to time, and what synchronization costs.
     SyncCosts,

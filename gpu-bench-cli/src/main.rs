@@ -218,7 +218,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 method: if free_running { overhead::Method::FreeRunning } else { overhead::Method::Gated },
             },
         )?,
-        Command::Truth { launch_only } => truth::run(&ctx, launch_only)?,
+        Command::Truth { launch_only, kernel_records } => {
+            truth::run(&ctx, launch_only, kernel_records.records())?
+        }
         Command::SyncCosts => sync_costs::run(&ctx)?,
         Command::Bandwidth { max_mib } => bandwidth::run(&ctx, max_mib)?,
         Command::Overlap { chunk_bytes, chunks } => overlap::run(&ctx, chunk_bytes, chunks)?,

@@ -23,12 +23,17 @@
 //! CUPTI, once initialized, stays attached, and event pairs measured after
 //! it read more.
 //!
+//! `--kernel-records serial` has kernel mode (and the CUPTI host-cost
+//! record) read `CUPTI_ACTIVITY_KIND_KERNEL` instead of the concurrent kind
+//! (issue 26: the concurrent kind instruments kernel code, which slows grids
+//! of many short blocks); the report's notes say which kind was read.
+//!
 //! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
 //! 1 Mi elements (the odd size still runs) and the spin lengths at 100 µs.
 
 use crate::common::{Ctx, Failure, finish_report};
 use gpu_bench::record::{Counter, Unit, format_value};
-use gpu_bench::{Bench, Mode, Report, Timer};
+use gpu_bench::{Bench, KernelRecords, Mode, Report, Timer};
 use gpu_sync::{DeviceBuffer, LaunchConfig, Stream};
 
 /// Elements of each memory case.
@@ -123,13 +128,15 @@ impl Plan<'_> {
 }
 
 /// Host time to submit one launch of the empty spin with CUPTI's activity
-/// recording off and on (kernels, copies, memsets): 2,000 launches a round,
+/// recording off and on (kernels of the `records` kind, copies, memsets):
+/// 2,000 launches a round,
 /// submission time only (the GPU drains between rounds), off and on
 /// alternating over 9 rounds each; medians per launch.
 fn cupti_host_cost(
     ctx: &Ctx,
     stream: &Stream,
     out: &mut DeviceBuffer<u64>,
+    records: KernelRecords,
 ) -> Result<gpu_bench::Record, Failure> {
     use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
     const LAUNCHES: usize = 2000;
@@ -150,14 +157,17 @@ fn cupti_host_cost(
     for _ in 0..9 {
         off.push(round(out)?);
         let c = a
-            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
+            .consumer(&[records.activity_kind(), ActivityKind::Memcpy, ActivityKind::Memset])
             .map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
         on.push(round(out)?);
         // The records are taken so the buffers do not grow.
         c.take().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
     }
     let (m_off, m_on) = (gpu_bench::stats::median(&off), gpu_bench::stats::median(&on));
-    let mut r = gpu_bench::Record::new("CUPTI host cost per launch", &[("launches", LAUNCHES.to_string())]);
+    let mut r = gpu_bench::Record::new(
+        "CUPTI host cost per launch",
+        &[("launches", LAUNCHES.to_string()), ("kernel records", records.name().to_string())],
+    );
     r.counters.push(Counter::new("host submit, CUPTI off", m_off, Unit::Seconds));
     r.counters.push(Counter::new("host submit, CUPTI on", m_on, Unit::Seconds));
     r.counters.push(Counter::new("CUPTI on - off", m_on - m_off, Unit::Seconds));
@@ -372,11 +382,12 @@ fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failur
 }
 
 /// Runs the table (or, with `launch_only`, only launches each case:
-/// [`launch_only`], which builds no timer).
+/// [`launch_only`], which builds no timer), kernel mode reading CUPTI's
+/// kernel records of the `records` kind.
 ///
 /// # Errors
 /// A driver error; a mode that cannot run; a wrong result (launch only).
-pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
+pub fn run(ctx: &Ctx, launch_only: Option<usize>, records: KernelRecords) -> Result<Report, Failure> {
     let mut report = ctx.report("Timer truth: every mode against the GPU's own kernel time")?;
     if let Some(n) = launch_only {
         return self::launch_only(ctx, n, report);
@@ -411,18 +422,30 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>) -> Result<Report, Failure> {
     let events = Plan { ctx, pass: Pass::Events, next: 0.into() };
     pass(&events, &mut report, &mut timer, &mut b)?;
     let mut kernel_mode = false;
+    timer.set_kernel_records(records);
     match timer.kernel_mode_available() {
         Ok(()) => {
             let plan = Plan { ctx, pass: Pass::Kernel, next: 0.into() };
             pass(&plan, &mut report, &mut timer, &mut b)?;
             kernel_mode = true;
+            report.notes.push(format!(
+                "kernel mode read CUPTI's {} kernel records ({}; --kernel-records {})",
+                match records {
+                    KernelRecords::Concurrent => "concurrent",
+                    KernelRecords::Serialized => "serialized",
+                },
+                records.cupti_name(),
+                records.name()
+            ));
         }
-        Err(why) => report.notes.push(format!("kernel mode (CUPTI) not measured: {why}")),
+        Err(why) => report
+            .notes
+            .push(format!("kernel mode (CUPTI, {} kernel records) not measured: {why}", records.name())),
     }
     let mhz = mhz.unwrap_or(device_mhz);
     if kernel_mode {
         ctx.progress.step("truth: CUPTI's host cost per launch");
-        report.records.push(cupti_host_cost(ctx, &stream, &mut b.empty_out)?);
+        report.records.push(cupti_host_cost(ctx, &stream, &mut b.empty_out, records)?);
     }
     finish_report(&mut report, &timer);
     if timer.dropped_rounds() > 0 {
@@ -462,5 +485,25 @@ mod tests {
         assert!(events.is_empty(), "launch-only made event calls: {events:?}");
         assert!(report.records.is_empty() && report.clock.is_none() && report.resolution.is_none());
         assert!(report.notes[0].contains("38 launches"), "{:?}", report.notes);
+    }
+
+    /// The host-cost record enables the kernel kind kernel mode used and
+    /// says which: with the serialized kind it runs, and beside a consumer
+    /// of the concurrent kind the simulator refuses it (as it refuses the
+    /// two kernel kinds together), so the kind reached CUPTI.
+    #[test]
+    fn the_cupti_host_cost_enables_the_kernel_records_kernel_mode_used() {
+        use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
+        let _session = cuda_sim::Session::new(27);
+        let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true).expect("sim");
+        let stream = Stream::new(&ctx.device).expect("stream");
+        let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).expect("buffer");
+        let r = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized).expect("host cost");
+        assert_eq!(r.params.get("kernel records").map(String::as_str), Some("serial"), "{:?}", r.params);
+        assert!(r.counter("host submit, CUPTI on").is_some_and(|c| c.value > 0.0));
+        let concurrent = activity().expect("cupti").consumer(&[ActivityKind::Kernel]).expect("consumer");
+        let err = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized).expect_err("refused");
+        assert!(err.to_string().contains("CUPTI_ERROR_NOT_COMPATIBLE"), "{err}");
+        drop(concurrent);
     }
 }

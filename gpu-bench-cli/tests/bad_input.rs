@@ -55,6 +55,9 @@ fn each_bad_value_is_a_usage_error_naming_the_problem() {
         (&["overhead", "--per-batch", "-1"], "-1 is below 1"),
         (&["overhead", "--repeat", "0"], "0 is below 1"),
         (&["truth", "--launch-only", "-5"], "-5 is below 1"),
+        // Launch-only builds no timer: no kernel mode to choose records for.
+        (&["truth", "--kernel-records", "serial", "--launch-only", "2"], "cannot be used with"),
+        (&["truth", "--kernel-records", "both"], "invalid value 'both'"),
         (&["timer", "--threshold-pct", "-2"], "-2 % is not above 0 %"),
         (&["timer", "--threshold-pct", "NaN"], "not a finite number"),
         (&["--timeout-s", "NaN", "timer"], "not a finite number"),

@@ -31,6 +31,48 @@ pub const PIPELINE_AHEAD_S: f64 = 0.02;
 /// 2 GHz: longer than the host needs to submit one sample).
 pub(crate) const PRIMER_CYCLES: u64 = 100_000;
 
+/// Which CUPTI kernel records kernel mode reads ([`Timer::set_kernel_records`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KernelRecords {
+    /// Concurrent kernel records ([`ActivityKind::Kernel`],
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`): kernels keep their
+    /// concurrency, and CUPTI instruments their code to time them, which
+    /// can slow a kernel of many short blocks.
+    #[default]
+    Concurrent,
+    /// Serialized kernel records ([`ActivityKind::SerialKernel`],
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`): CUPTI serializes every kernel while
+    /// kernel mode samples; the candidate for timing kernels without that
+    /// instrumentation (not yet measured on a GPU).
+    Serialized,
+}
+
+impl KernelRecords {
+    /// The CUPTI kind kernel mode's consumer asks for.
+    pub fn activity_kind(self) -> ActivityKind {
+        match self {
+            KernelRecords::Concurrent => ActivityKind::Kernel,
+            KernelRecords::Serialized => ActivityKind::SerialKernel,
+        }
+    }
+
+    /// The CUPTI activity kind's name.
+    pub fn cupti_name(self) -> &'static str {
+        match self {
+            KernelRecords::Concurrent => "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
+            KernelRecords::Serialized => "CUPTI_ACTIVITY_KIND_KERNEL",
+        }
+    }
+
+    /// Its name, as the CLI spells it (`concurrent`, `serial`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelRecords::Concurrent => "concurrent",
+            KernelRecords::Serialized => "serial",
+        }
+    }
+}
+
 /// The engine's state for one caller stream: a timing stream, a pair of
 /// timing events, the instruments and their buffers, and what was measured
 /// about the device (resolution, clock). Several [`Bench`](crate::Bench)es can share one
@@ -66,6 +108,8 @@ pub struct Timer {
     /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
     /// stream, made at the first kernel-mode run.
     pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
+    /// Which kernel records `kernel_clock` asks for.
+    kernel_records: KernelRecords,
     /// Rounds of gated samples dropped because the gate timed out.
     pub(crate) dropped_rounds: usize,
     /// The warm-up runs of the last mode sampled, seconds each, in order
@@ -108,6 +152,7 @@ impl Timer {
             reported_mhz,
             resolution,
             kernel_clock: None,
+            kernel_records: KernelRecords::default(),
             dropped_rounds: 0,
             last_warmup: Vec::new(),
         };
@@ -191,17 +236,18 @@ impl Timer {
         read
     }
 
-    /// Makes kernel mode's CUPTI consumer (kernels, copies, memsets) and
-    /// finds the timing stream's CUPTI id, once; the reason as text when
-    /// CUPTI cannot be used here.
+    /// Makes kernel mode's CUPTI consumer (kernels of the
+    /// [`KernelRecords`] kind set, copies, memsets) and finds the timing
+    /// stream's CUPTI id, once; the reason as text when CUPTI cannot be
+    /// used here.
     pub(crate) fn kernel_clock(&mut self) -> std::result::Result<(), String> {
         if self.kernel_clock.is_some() {
             return Ok(());
         }
         let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
-        let c = a
-            .consumer(&[ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset])
-            .map_err(|e| e.to_string())?;
+        let kernels = self.kernel_records.activity_kind();
+        let c =
+            a.consumer(&[kernels, ActivityKind::Memcpy, ActivityKind::Memset]).map_err(|e| e.to_string())?;
         let sid = a
             .stream_records(self.stream.device().raw_context(), self.stream.as_raw())
             .map_err(|e| e.to_string())?;
@@ -219,6 +265,21 @@ impl Timer {
         let r = self.kernel_clock();
         self.kernel_clock = None;
         r
+    }
+
+    /// Sets which CUPTI kernel records kernel mode reads (concurrent by
+    /// default). A kernel-mode consumer made for the other kind is dropped,
+    /// so the next kernel-mode sample asks for the new one.
+    pub fn set_kernel_records(&mut self, records: KernelRecords) {
+        if records != self.kernel_records {
+            self.kernel_clock = None;
+        }
+        self.kernel_records = records;
+    }
+
+    /// Which CUPTI kernel records kernel mode reads.
+    pub fn kernel_records(&self) -> KernelRecords {
+        self.kernel_records
     }
 
     /// Rounds of gated samples dropped so far because the gate timed out

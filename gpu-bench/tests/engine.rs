@@ -1,7 +1,7 @@
 //! The engine on the simulator (exact, simulated time): modes, warnings
 //! that name their rule, and the timing stream's order after the caller's.
 
-use gpu_bench::{Bench, Mode, Rule, Settings, Timer};
+use gpu_bench::{Bench, KernelRecords, Mode, Rule, Settings, Timer};
 use gpu_sync::{Device, DeviceBuffer, Stream};
 
 /// One test at a time: a device synchronization in a test beside another
@@ -282,6 +282,33 @@ fn kernel_mode_reads_the_devices_own_time_of_each_run() {
     let sum = kernel.counters.iter().find(|c| c.name == "device-op sum").unwrap();
     assert!((sum.value - (30e-6 + memset)).abs() < 1e-9, "{}", sum.value);
     assert!((r.counter("hot over kernel").unwrap().value).abs() < 1e-9);
+}
+
+/// Kernel mode reads the same device times from serialized kernel records
+/// (`CUPTI_ACTIVITY_KIND_KERNEL`), and the setting reaches CUPTI: while
+/// another consumer holds the concurrent kind, the simulator refuses the
+/// serialized one (it refuses the two kernel kinds together) and kernel
+/// mode says why; back on concurrent records it runs beside that consumer.
+#[test]
+fn kernel_mode_reads_the_devices_time_from_serialized_kernel_records() {
+    use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut timer = Timer::new(&stream, None).unwrap();
+    assert_eq!(timer.kernel_records(), KernelRecords::Concurrent);
+    timer.set_kernel_records(KernelRecords::Serialized);
+    assert_eq!(timer.kernel_records(), KernelRecords::Serialized);
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let bench = Bench::new("spin 20 µs").modes(&[Mode::Kernel]).settings(Settings::quick());
+    let rec = bench.run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out)).unwrap();
+    assert!((rec.mode(Mode::Kernel).unwrap().median() - 20e-6).abs() < 1e-9);
+    let concurrent = activity().unwrap().consumer(&[ActivityKind::Kernel]).unwrap();
+    let err = bench.run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out)).unwrap_err();
+    assert!(err.to_string().contains("CUPTI_ERROR_NOT_COMPATIBLE"), "{err}");
+    timer.set_kernel_records(KernelRecords::Concurrent);
+    let rec = bench.run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out)).unwrap();
+    assert!((rec.mode(Mode::Kernel).unwrap().median() - 20e-6).abs() < 1e-9);
+    drop(concurrent);
 }
 
 /// `run_more` adds kernel mode to a record the event modes made earlier

@@ -376,7 +376,7 @@ impl Activity {
         }
         let mut queues = self.lock_queues();
         for q in queues.values_mut() {
-            q.records.extend(parsed.iter().filter(|r| q.kinds[r.kind().index()]).cloned());
+            q.records.extend(parsed.iter().filter(|r| ActivityKind::wanted(&q.kinds, r)).cloned());
         }
     }
 

@@ -8,7 +8,30 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ActivityKind {
     /// Kernels (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`: concurrency kept).
+    /// For this kind CUPTI instruments the kernel code to capture the
+    /// timing on the GPU (NVIDIA's description of the "instrumentation"
+    /// overhead), which can slow a kernel of many short blocks.
     Kernel,
+    /// Kernels with CUPTI serializing every kernel on the GPU
+    /// (`CUPTI_ACTIVITY_KIND_KERNEL`). Its records are kernel records, like
+    /// [`ActivityKind::Kernel`]'s ([`ActivityOp::Kernel`]; their
+    /// [`ActivityRecord::kind`] is [`ActivityKind::Kernel`]), and go to every
+    /// consumer that asked for either kernel kind.
+    ///
+    /// The candidate for timing a kernel without the per-kernel
+    /// instrumentation of the concurrent kind: whether it avoids it is not
+    /// documented, and has not been measured here (the GPU test
+    /// `cupti_recording_on_a_block_bound_kernel` compares the two).
+    ///
+    /// Enabling both kernel kinds at once: CUPTI's headers only say that
+    /// `cuptiActivityEnable` returns `CUPTI_ERROR_NOT_COMPATIBLE` "if the
+    /// activity kind cannot be enabled"; one third-party tracer (PInsight)
+    /// reports the two kinds as mutually exclusive. Where CUPTI refuses,
+    /// [`Activity::consumer`](super::Activity::consumer) returns its error
+    /// and leaves nothing enabled for that consumer. The simulator refuses
+    /// the second kernel kind that way (the stricter side, until a GPU
+    /// says which is right).
+    SerialKernel,
     /// Copies (`CUPTI_ACTIVITY_KIND_MEMCPY`).
     Memcpy,
     /// Memsets (`CUPTI_ACTIVITY_KIND_MEMSET`).
@@ -30,7 +53,7 @@ pub enum ActivityKind {
 }
 
 /// How many [`ActivityKind`]s there are.
-pub(super) const KINDS: usize = 6;
+pub(super) const KINDS: usize = 7;
 
 impl ActivityKind {
     /// Every kind.
@@ -41,6 +64,7 @@ impl ActivityKind {
         ActivityKind::ExternalCorrelation,
         ActivityKind::Synchronization,
         ActivityKind::Overhead,
+        ActivityKind::SerialKernel,
     ];
 
     /// The CUPTI kinds enabled for this kind, in enabling order.
@@ -55,6 +79,7 @@ impl ActivityKind {
             ],
             ActivityKind::Synchronization => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION],
             ActivityKind::Overhead => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_OVERHEAD],
+            ActivityKind::SerialKernel => &[CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL],
         }
     }
 
@@ -66,6 +91,20 @@ impl ActivityKind {
             ActivityKind::ExternalCorrelation => 3,
             ActivityKind::Synchronization => 4,
             ActivityKind::Overhead => 5,
+            ActivityKind::SerialKernel => 6,
+        }
+    }
+
+    /// Whether a consumer that asked for the kinds marked in `wanted`
+    /// (by [`ActivityKind::index`]) receives `r`: a kernel record when it
+    /// asked for either kernel kind, any other record when it asked for
+    /// the record's kind.
+    pub(super) fn wanted(wanted: &[bool; KINDS], r: &ActivityRecord) -> bool {
+        match r.kind() {
+            ActivityKind::Kernel | ActivityKind::SerialKernel => {
+                wanted[ActivityKind::Kernel.index()] || wanted[ActivityKind::SerialKernel.index()]
+            }
+            k => wanted[k.index()],
         }
     }
 }
@@ -299,5 +338,36 @@ mod tests {
         );
         assert_eq!(StreamRecords::new(8).select(recs.clone()).len(), 1);
         assert!(StreamRecords::new(1).select(recs).is_empty(), "no record of an unknown stream");
+    }
+
+    fn asking(kinds: &[ActivityKind]) -> [bool; KINDS] {
+        let mut w = [false; KINDS];
+        for k in kinds {
+            w[k.index()] = true;
+        }
+        w
+    }
+
+    #[test]
+    fn kernel_records_go_to_consumers_of_either_kernel_kind_and_no_other() {
+        let k = rec(7, 1, kernel());
+        let copy = rec(7, 2, ActivityOp::Memcpy { bytes: 4, copy_kind: 1 });
+        assert!(ActivityKind::wanted(&asking(&[ActivityKind::Kernel]), &k));
+        assert!(ActivityKind::wanted(&asking(&[ActivityKind::SerialKernel]), &k));
+        assert!(!ActivityKind::wanted(&asking(&[ActivityKind::SerialKernel]), &copy));
+        assert!(!ActivityKind::wanted(&asking(&[ActivityKind::Memcpy, ActivityKind::Overhead]), &k));
+        assert!(ActivityKind::wanted(&asking(&[ActivityKind::Memcpy]), &copy));
+    }
+
+    #[test]
+    fn every_kind_has_its_own_index_and_cupti_kinds() {
+        let mut seen = [false; KINDS];
+        for k in ActivityKind::ALL {
+            assert!(!seen[k.index()], "{k:?} shares an index");
+            seen[k.index()] = true;
+            assert!(!k.raw().is_empty(), "{k:?} enables nothing");
+        }
+        assert_eq!(ActivityKind::SerialKernel.raw(), [CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL]);
+        assert_eq!(ActivityKind::Kernel.raw(), [CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
     }
 }
