@@ -437,7 +437,9 @@ pub struct NcclArgs {
     #[arg(long, hide = true, default_value_t = 0, value_parser = crate::bounds::plant)]
     pub plant_wrong: usize,
     /// Blocking communicators (nccl-tests' default): no NCCL thread per
-    /// group; gpu-sync's default is non-blocking.
+    /// group; gpu-sync's default is non-blocking. With --procs: the ranks
+    /// run with NCCL_RUNTIME_CONNECT=0 (connections made at init), and
+    /// send-recv and all-to-all are refused (they connect on first use).
     #[arg(long)]
     pub blocking: bool,
     /// Instead of the sweep: the host cost and GPU time of one all-reduce

@@ -301,6 +301,39 @@ fn run_procs(
     format: Format,
     out: Option<&PathBuf>,
 ) -> Result<i32, Failure> {
+    let mut env = Vec::new();
+    if opts.blocking {
+        // A rank per process is blocking only with its connections made
+        // at init (`CommOptions::blocking`), and then runs collectives only.
+        if let Some(c) =
+            opts.collectives.iter().find(|c| matches!(c, Collective::SendRecv | Collective::AllToAll))
+        {
+            return Err(Failure::Usage(format!(
+                "--procs --blocking: {} connects its peers on first use, which a blocking rank of one process \
+                 could wait for on the host: gpu-sync refuses it there; name the collectives \
+                 (--collectives all-reduce,all-gather,reduce-scatter,broadcast) or leave --blocking out",
+                c.name()
+            )));
+        }
+        match std::env::var("NCCL_RUNTIME_CONNECT") {
+            Ok(v) if v.trim() == "0" => {}
+            Ok(v) => {
+                return Err(Failure::Usage(format!(
+                    "--procs --blocking: NCCL_RUNTIME_CONNECT={v} is set: a blocking rank of one process needs \
+                     NCCL's connections made at init (NCCL_RUNTIME_CONNECT=0); unset it (the ranks get 0) or set 0"
+                )));
+            }
+            Err(_) if std::env::var_os("RANK").is_some() => {
+                return Err(Failure::Usage(
+                    "--procs --blocking under a launcher: export NCCL_RUNTIME_CONNECT=0 for every rank (a blocking \
+                     rank of one process needs NCCL's connections made at init)"
+                        .into(),
+                ));
+            }
+            // The spawned ranks get it.
+            Err(_) => env.push(("NCCL_RUNTIME_CONNECT".into(), "0".into())),
+        }
+    }
     if ctx.sim {
         return Err(Failure::Usage(
             "--procs: cuda-sim's NCCL joins no other process; on the simulator run without --procs \
@@ -323,12 +356,15 @@ fn run_procs(
             n
         }
     };
-    let spawned =
-        gpu_sync::nccl::spawn_local(n, &SpawnOptions { timeout: PROCS_TIMEOUT, ..SpawnOptions::default() });
+    let spawned = gpu_sync::nccl::spawn_local(
+        n,
+        &SpawnOptions { timeout: PROCS_TIMEOUT, env, ..SpawnOptions::default() },
+    );
     match spawned {
         Ok(SpawnRole::Parent) => Ok(0),
         Ok(SpawnRole::Rank(me)) => {
-            let comm = Communicator::from_env(CommOptions::default())?;
+            let comm =
+                Communicator::from_env(CommOptions { blocking: opts.blocking, ..CommOptions::default() })?;
             let max = opts.max_bytes as u64;
             crate::args::fits(&format!("nccl --max-bytes {max}"), comm.device(), 2 * max, 3 * max)?;
             let report = if me.rank == 0 {

@@ -199,6 +199,58 @@ fn bad_device_lists_are_usage_errors() {
 }
 
 #[test]
+fn procs_blocking_refuses_point_to_point_and_a_runtime_connect_left_on() {
+    // Argument rules, checked before the simulator's own refusal of --procs.
+    let (out, dir) = nccl(2, "pblk", Some("0"), &["--blocking", "--procs"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--procs --blocking: sendrecv connects its peers on first use"), "{err}");
+    assert!(!dir.join("results.json").exists(), "nothing ran");
+    let ar = ["--blocking", "--collectives", "all-reduce", "--procs"];
+    let (out, _) = nccl_env(2, "pblk-rc", Some("0"), &[("NCCL_RUNTIME_CONNECT", "1")], &ar);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("NCCL_RUNTIME_CONNECT=1 is set"), "{err}");
+    // Left unset, the ranks would get 0: the simulator's refusal comes next.
+    let (out, _) = nccl(2, "pblk-ok", Some("0"), &ar);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cuda-sim's NCCL joins no other process"));
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
+fn one_process_per_gpu_blocking_on_gpus() {
+    // `--procs 2 --blocking`: the ranks split blocking communicators from
+    // their non-blocking ones (NCCL_RUNTIME_CONNECT=0 given them), exact.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        .env_remove("RUST_LOG")
+        .env_remove("NCCL_RUNTIME_CONNECT")
+        .env("NCCL_NVLS_ENABLE", "0")
+        .args([
+            "--driver",
+            "cuda",
+            "--format",
+            "json",
+            "nccl",
+            "--procs",
+            "2",
+            "--blocking",
+            "--no-algorithms",
+        ])
+        .args(["--collectives", "all-reduce,all-gather,reduce-scatter,broadcast", "--max-bytes", "1M"])
+        .output()
+        .expect("gpu-bench runs");
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(r.blocking, "the report says the communicators were blocking");
+    assert!(!r.rows.is_empty());
+    for x in &r.rows {
+        assert_eq!(x.wrong, Some(0), "{} {} B", x.collective, x.bytes);
+        assert!(x.error.is_none() && x.time_us > 0.0, "{x:?}");
+    }
+}
+
+#[test]
 #[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
 fn one_process_per_gpu_on_gpus() {
     // `--procs 2` spawns two ranks of this command; rank 0 writes the rows,

@@ -32,8 +32,7 @@ pub struct CommOptions {
     /// [`Error::NcclTimeout`]: for its ranks to join, for a group's
     /// connection set-up, for its finalize on drop.
     pub timeout: Duration,
-    /// A blocking communicator (`config.blocking = 1`), for the
-    /// communicators of one process only ([`Communicator::init_all_with`]).
+    /// A blocking communicator (`config.blocking = 1`).
     ///
     /// On a non-blocking communicator (the default) NCCL ends every group
     /// on a thread it creates for that group, and the caller polls for it:
@@ -41,12 +40,20 @@ pub struct CommOptions {
     /// (`docs/guide/collectives.md`, "Blocking or not"). A blocking one
     /// enqueues inside `ncclGroupEnd`, which may then wait on the host for
     /// every rank of the clique to take part (its connections are made on
-    /// first use, its launches meet at a barrier): so gpu-sync takes this
-    /// only where every rank lives in this process, and refuses a group
-    /// that does not hold the same collectives for every rank of each
-    /// blocking clique and a matching receive for every send — the groups
-    /// that could wait forever. Other processes' ranks could be late or
-    /// never come: [`Communicator::init_rank`] refuses it.
+    /// first use, its launches meet at a barrier). gpu-sync takes it where
+    /// that wait cannot last forever:
+    /// - every rank in this process ([`Communicator::init_all_with`]): a
+    ///   group must hold the same collectives for every rank of each
+    ///   blocking clique and a matching receive for every send, or it is
+    ///   refused;
+    /// - one rank per process ([`Communicator::init_rank`]) only with
+    ///   NCCL's connections made at init (`NCCL_RUNTIME_CONNECT=0` in the
+    ///   environment of every process, read when the communicator is made),
+    ///   and collectives only: a send, receive or all-to-all connects its
+    ///   peers on first use, so it is refused on such a communicator. The
+    ///   rank joins non-blocking (the timeout holds), then splits itself
+    ///   into a blocking communicator of the same ranks, which it keeps;
+    ///   [`Communicator::split`] of it is refused.
     pub blocking: bool,
 }
 
@@ -285,13 +292,17 @@ impl Communicator {
 
     /// Rank `rank` of a communicator of `size` ranks named by `id`, on
     /// `device` (one process per GPU: `ncclCommInitRankConfig`,
-    /// non-blocking), waiting up to the timeout for every rank to join.
+    /// non-blocking), waiting up to the timeout for every rank to join;
+    /// with [`CommOptions::blocking`], then split into a blocking
+    /// communicator of the same ranks (`ncclCommSplit`, waited for the same
+    /// way).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `rank >= size` or
-    /// [`CommOptions::blocking`] (a rank of another process could keep a
-    /// blocking group waiting forever); [`Error::NcclLoad`];
-    /// NCCL's error; [`Error::NcclTimeout`].
+    /// [`Error::InvalidArgument`] for `rank >= size`, or for
+    /// [`CommOptions::blocking`] without `NCCL_RUNTIME_CONNECT=0` in the
+    /// environment (a blocking group could wait for a rank of another
+    /// process on its first use); [`Error::NcclLoad`]; NCCL's error;
+    /// [`Error::NcclTimeout`].
     pub fn init_rank(
         device: &Device,
         size: usize,
@@ -305,11 +316,7 @@ impl Communicator {
             )));
         }
         if options.blocking {
-            return Err(Error::InvalidArgument(
-                "Communicator::init_rank: a blocking communicator is only made for ranks all in this process \
-                 (Communicator::init_all_with): a group on it could wait forever for a rank of another process"
-                    .into(),
-            ));
+            runtime_connect_off("Communicator::init_rank")?;
         }
         crate::ffi::refuse("ncclCommInitRankConfig")?;
         let nccl = table()?;
@@ -320,10 +327,38 @@ impl Communicator {
         if raw.is_null() {
             return Err(Error::Internal("ncclCommInitRankConfig returned no communicator".into()));
         }
-        let c = Communicator::wrap(nccl, raw, device, rank, size, options, 0);
+        let joined = CommOptions { blocking: false, ..options };
+        let c = Communicator::wrap(nccl, raw, device, rank, size, joined, 0);
         c.inner.wait_ready("Communicator::init_rank")?;
         slots.free();
-        Ok(c)
+        if !options.blocking {
+            return Ok(c);
+        }
+        // The blocking communicator: split from the non-blocking one, every
+        // rank with one colour, in rank order. The split runs as its parent
+        // does (non-blocking: the timeout holds while the ranks meet); the
+        // parent is then finalized and destroyed.
+        const WHAT: &str = "Communicator::init_rank (blocking)";
+        let key = i32::try_from(rank)
+            .map_err(|_| Error::InvalidArgument(format!("{WHAT}: rank {rank} is out of range")))?;
+        let mut slots = Slots::new(1);
+        in_progress_ok(split_raw_keyed(&c.inner, 0, key, true, slots.out(0)))?;
+        c.inner.wait_ready(WHAT)?;
+        let raw = slots.get(0);
+        slots.free();
+        if raw.is_null() {
+            return Err(Error::Internal(format!("{WHAT}: ncclCommSplit returned no communicator")));
+        }
+        let mut b = Communicator::wrap(nccl, raw, device, 0, 0, options, 0);
+        b.finish(WHAT)?;
+        if (b.rank(), b.size()) != (rank, size) {
+            return Err(Error::Internal(format!(
+                "{WHAT}: the split gave rank {} of {}, not rank {rank} of {size}",
+                b.rank(),
+                b.size()
+            )));
+        }
+        Ok(b)
     }
 
     /// This process's rank from a launcher's environment — `RANK`,
@@ -485,12 +520,19 @@ impl Communicator {
                 self.rank()
             )));
         }
+        if self.inner.blocking {
+            return Err(Error::InvalidArgument(format!(
+                "{WHAT}: rank {} is a blocking communicator with ranks in other processes: its split would \
+                 wait for them on the host with no timeout; split a non-blocking one",
+                self.rank()
+            )));
+        }
         let raw_color = color_raw(WHAT, color)?;
         self.inner.usable(WHAT)?;
         crate::ffi::refuse("ncclCommSplit")?;
         self.inner.device.inner.bind()?;
         let mut slots = Slots::new(1);
-        in_progress_ok(split_raw_keyed(&self.inner, raw_color, key, slots.out(0)))?;
+        in_progress_ok(split_raw_keyed(&self.inner, raw_color, key, self.inner.blocking, slots.out(0)))?;
         // The handle is stored when the split's job ends, which this
         // rank's state reports.
         self.inner.wait_ready(WHAT)?;
@@ -597,6 +639,26 @@ fn init_rank_raw(
     in_progress_ok(unsafe { nc::comm_init_rank_config(nccl, raw, size, id, rank, &mut config) })
 }
 
+/// [`Error::InvalidArgument`] unless NCCL makes its connections at init
+/// (`NCCL_RUNTIME_CONNECT=0` in the environment, which NCCL reads once,
+/// before any setting in its configuration files): a blocking
+/// communicator with ranks in other processes is made only then (see
+/// [`CommOptions::blocking`]).
+fn runtime_connect_off(what: &'static str) -> Result<()> {
+    match std::env::var("NCCL_RUNTIME_CONNECT") {
+        Ok(v) if v.trim() == "0" => Ok(()),
+        found => Err(Error::InvalidArgument(format!(
+            "{what}: a blocking communicator with ranks in other processes needs NCCL_RUNTIME_CONNECT=0 \
+             in every process's environment ({}): NCCL then connects the ranks at init, and a blocking \
+             group never waits for another process on the host; or use a non-blocking communicator",
+            match found {
+                Ok(v) => format!("it is {v:?}"),
+                Err(_) => "it is not set".into(),
+            }
+        ))),
+    }
+}
+
 /// A colour as NCCL takes it (`NCCL_SPLIT_NOCOLOR` for `None`).
 fn color_raw(what: &'static str, color: Option<u32>) -> Result<i32> {
     match color {
@@ -612,7 +674,7 @@ fn color_raw(what: &'static str, color: Option<u32>) -> Result<i32> {
 fn split_raw(parent: &CommInner, color: i32, raw: &mut ncclComm_t) -> Result<()> {
     let key = i32::try_from(parent.rank)
         .map_err(|_| Error::InvalidArgument(format!("rank {} is out of range", parent.rank)))?;
-    in_progress_ok(split_raw_keyed(parent, color, key, raw))
+    in_progress_ok(split_raw_keyed(parent, color, key, parent.blocking, raw))
 }
 
 /// `ncclCommSplit` of `parent` by `color` and `key`, with the parent's
@@ -621,10 +683,11 @@ fn split_raw_keyed(
     parent: &CommInner,
     color: i32,
     key: i32,
+    blocking: bool,
     raw: &mut ncclComm_t,
 ) -> std::result::Result<(), NcclError> {
     let mut config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = i32::from(parent.blocking);
+    config.blocking = i32::from(blocking);
     // SAFETY: a live parent (borrowed by the caller, not aborted: checked
     // by `usable`); `config` starts from the initializer and holds no
     // strings; `raw` is a valid out-pointer.

@@ -199,8 +199,9 @@ pub struct Group<'a> {
 /// concurrently), or — on blocking communicators
 /// ([`super::CommOptions::blocking`]) — a group that could wait forever (a
 /// rank of a clique missing, ranks giving different collectives, a send its
-/// peer does not receive alike) or that mixes blocking and non-blocking
-/// communicators; [`Error::Capturing`] when some of the streams capture a
+/// peer does not receive alike; a send, receive or all-to-all on a
+/// communicator with ranks in other processes) or that mixes blocking and
+/// non-blocking communicators; [`Error::Capturing`] when some of the streams capture a
 /// graph and others do not (all capturing: the group is captured, see the
 /// module docs); NCCL's error
 /// (the work NCCL may have enqueued is tracked all the same);
@@ -499,7 +500,18 @@ impl<'a> Group<'a> {
         if !blocking {
             return Ok(false);
         }
-        refuse_waits_forever(ops.len(), |i| ops[i].member())?;
+        // Ranks in other processes (clique 0): collectives only, their
+        // connections made at init (`Communicator::init_rank`); the rest
+        // must hold every rank of their cliques.
+        let mut here: SmallVec<[usize; INLINE]> = SmallVec::new();
+        for (i, p) in ops.iter().enumerate() {
+            if p.comm.inner.clique != 0 {
+                here.push(i);
+            } else if matches!(p.call, Call::Send { .. } | Call::Recv { .. } | Call::AllToAll { .. }) {
+                return Err(point_to_point_refused(p.comm));
+            }
+        }
+        refuse_waits_forever(here.len(), |i| ops[here[i]].member())?;
         Ok(true)
     }
 
@@ -621,6 +633,20 @@ fn collectives<'s>(
         let m = at(i);
         m.call.collective(m.ty)
     })
+}
+
+/// [`Group::check_blocking`]'s error for a send, receive or all-to-all on
+/// a blocking communicator with ranks in other processes.
+#[cold]
+#[inline(never)]
+fn point_to_point_refused(comm: &Communicator) -> Error {
+    Error::InvalidArgument(format!(
+        "an NCCL group sends or receives on rank {} of {}, a blocking communicator with ranks in other \
+         processes: NCCL connects a send's peers on its first use, which could wait on the host for another \
+         process; use a non-blocking communicator for sends, receives and all-to-all",
+        comm.rank(),
+        comm.size()
+    ))
 }
 
 /// [`Group::push`]'s error for a stream of another device than the
