@@ -61,6 +61,11 @@
 #   aa         $AA_REPORTS (6) `gpu-bench timer` reports (default set, every mode) on each GPU, the
 #              GPUs in parallel, into timer-dD-I (compare-aa.sh pairs them on the build machine)
 #   overhead   `taskset -c 2 gpu-bench overhead --repeat 7` (the tracked launch and handoff against raw)
+#   procsmed   one process per GPU, $ROUNDS (5) interleaved rounds of all-reduce 8 B-1 GiB: ours
+#              (--blocking --procs N: blocking ranks split from non-blocking ones, NCCL_RUNTIME_CONNECT=0)
+#              and torch.distributed (N processes), no CUPTI, no tuning log
+#   truthser   `gpu-bench truth --kernel-records serial` (kernel mode on CUPTI's serialized records)
+#   (smallmed and procsmed run both sides under `taskset -c $PIN` when PIN is set)
 #   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
 #              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
@@ -121,7 +126,7 @@ PY
 ntrun() {
   local name=$1 log=$2
   shift 2
-  LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" timeout 150 "$nt/${name}_perf" "$@" >"$log" 2>&1
+  LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" ${NTPIN:-} timeout 150 "$nt/${name}_perf" "$@" >"$log" 2>&1
 }
 trap 'say "stopped by a signal"; pack; exit 124' TERM INT
 say "machine: $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
@@ -368,19 +373,22 @@ for stage in "$@"; do
       # The timed rounds without NCCL's tuning log (it writes a line per call
       # on the host); one more run with it names the algorithms.
       small="--collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 --blocking"
+      pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
       timeout 100 "$gb" nccl $small --out "$logs/small-algo" >"$logs/small-algo.log" 2>&1 || say "small-algo: exit $?"
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 \
+        $pin timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 \
           || say "round $r ours: exit $?"
-        timeout 100 "$gb" nccl $small --no-algorithms --graph 10 --out "$logs/small-graph-$r" \
+        $pin timeout 100 "$gb" nccl $small --no-algorithms --graph 10 --out "$logs/small-graph-$r" \
           >"$logs/small-graph-$r.log" 2>&1 || say "round $r graph: exit $?"
         if ntwait; then
-          ntrun all_reduce "$logs/small-nt-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 || say "round $r nccl-tests: exit $?"
-          ntrun all_reduce "$logs/small-ntg-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 -G 10 || say "round $r -G: exit $?"
+          NTPIN="$pin" ntrun all_reduce "$logs/small-nt-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 \
+            || say "round $r nccl-tests: exit $?"
+          NTPIN="$pin" ntrun all_reduce "$logs/small-ntg-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 -G 10 \
+            || say "round $r -G: exit $?"
         fi
         say "small round $r: at $((SECONDS - t0)) s"
       done
-      timeout 150 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters 50 --blocking \
+      $pin timeout 150 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters 50 --blocking --no-algorithms \
         --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
       grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
@@ -430,6 +438,27 @@ for stage in "$@"; do
         >"$logs/overhead.log" 2>&1
       say "gpu-bench overhead --repeat 7 (taskset -c 2): exit $? in $((SECONDS - t0)) s"
       grep -iE 'ratio|median|launch|handoff' "$logs/overhead/report.md" 2>/dev/null | head -12 | tee -a "$summary"
+      ;;
+    procsmed)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
+      for r in $(seq 1 "${ROUNDS:-5}"); do
+        chk=""; [ "$r" -gt 1 ] && chk="--check-iters 0"
+        $pin timeout 200 "$gb" nccl --blocking --collectives all-reduce --min-bytes 8 --max-bytes 1G --no-algorithms \
+          $chk --out "$logs/pm-ours-$r" --procs "$ngpu" >"$logs/pm-ours-$r.log" 2>&1
+        say "round $r: ours --blocking --procs $ngpu: exit $? at $((SECONDS - t0)) s"
+        $pin timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+          docs/results/scripts/nccl-torch-allreduce.py --min-bytes 8 --max-bytes 1073741824 \
+          >"$logs/pm-torch-$r.json" 2>"$logs/pm-torch-$r.err"
+        say "round $r: torch.distributed all_reduce 8 B-1 GiB: exit $? at $((SECONDS - t0)) s"
+        pack
+      done
+      ;;
+    truthser)
+      timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --kernel-records serial --out "$logs/truth-serial" \
+        >"$logs/truth-serial.log" 2>&1
+      say "gpu-bench truth --kernel-records serial: exit $? in $((SECONDS - t0)) s"
       ;;
     ncclcupti)
       # Each row's event time against the NCCL kernels' own span and busy
