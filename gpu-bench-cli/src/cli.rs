@@ -463,6 +463,11 @@ pub struct NcclArgs {
     /// cannot be used (not found, a profiler attached).
     #[arg(long, conflicts_with = "host_cost")]
     pub cupti: bool,
+    /// Which CUPTI kernel records --cupti reads: concurrent (CUPTI
+    /// instruments each kernel to time it) or serial (CUPTI serializes each
+    /// device's kernels instead).
+    #[arg(long, value_enum, default_value_t = KernelRecordsArg::Concurrent, requires = "cupti")]
+    pub kernel_records: KernelRecordsArg,
     /// One process per GPU: this command re-run as N ranks on this machine
     /// (`--procs` alone: one per device), rank i on device i, each with a
     /// communicator from its environment (RANK, WORLD_SIZE, LOCAL_RANK,

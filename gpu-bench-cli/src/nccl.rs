@@ -240,6 +240,7 @@ pub fn run(
         graph_launches: args.graph.unwrap_or(0),
         tuning_log: tuning.pattern(),
         cupti: args.cupti,
+        kernel_records: args.kernel_records.records(),
     };
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(

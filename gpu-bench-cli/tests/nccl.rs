@@ -384,4 +384,19 @@ fn cupti_adds_the_kernels_view_and_refuses_host_cost() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--cupti") && err.contains("--host-cost"), "{err}");
     assert!(!dir.join("results.json").exists(), "nothing ran");
+    // Serialized kernel records: the same view, the kind named in the notes.
+    let (out, _) = nccl(
+        2,
+        "cupti-serial",
+        Some("0"),
+        &["--collectives", "all-reduce", "--cupti", "--kernel-records", "serial"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(r.rows.iter().all(|x| x.gpu_us.is_some()), "{:?}", r.rows);
+    assert!(r.notes.iter().any(|n| n.contains("CUPTI_ACTIVITY_KIND_KERNEL records on")), "{:?}", r.notes);
+    // Without --cupti there is nothing for it to choose.
+    let (out, _) = nccl(2, "records-alone", Some("0"), &["--kernel-records", "serial"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cupti"));
 }

@@ -66,6 +66,8 @@
 #              and torch.distributed (N processes), no CUPTI, no tuning log
 #   truthser   `gpu-bench truth --kernel-records serial` (kernel mode on CUPTI's serialized records)
 #   (smallmed and procsmed run both sides under `taskset -c $PIN` when PIN is set)
+#   ncclrec    what CUPTI's kernel records cost NCCL: all-reduce 8 B-32 KiB and 16-256 MiB, one process,
+#              blocking, without CUPTI, with --cupti (concurrent records) and --cupti --kernel-records serial
 #   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
 #              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
@@ -459,6 +461,20 @@ for stage in "$@"; do
       timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --kernel-records serial --out "$logs/truth-serial" \
         >"$logs/truth-serial.log" 2>&1
       say "gpu-bench truth --kernel-records serial: exit $? in $((SECONDS - t0)) s"
+      ;;
+    ncclrec)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      for v in "plain:" "concurrent:--cupti" "serial:--cupti --kernel-records serial"; do
+        name=${v%%:*} flags=${v#*:}
+        timeout 100 "$gb" nccl --collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 \
+          --blocking --no-algorithms $flags --out "$logs/rec-small-$name" >"$logs/rec-small-$name.log" 2>&1
+        say "nccl 8 B-32 KiB, $name: exit $? at $((SECONDS - t0)) s"
+        timeout 150 "$gb" nccl --collectives all-reduce --min-bytes 16M --max-bytes 256M --blocking --no-algorithms \
+          $flags --out "$logs/rec-large-$name" >"$logs/rec-large-$name.log" 2>&1
+        say "nccl 16-256 MiB, $name: exit $? at $((SECONDS - t0)) s"
+        grep -E '^\| [0-9]' "$logs/rec-large-$name/report.md" | head -12 | cut -c1-120 | tee -a "$summary"
+      done
+      pack
       ;;
     ncclcupti)
       # Each row's event time against the NCCL kernels' own span and busy

@@ -8,7 +8,7 @@ use crate::clock::multi_cupti::{StreamFilters, bounds};
 use crate::error::Error;
 use crate::record::Mode;
 use gpu_sync::Stream;
-use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer};
+use gpu_sync::cuda_sys::cupti::Consumer;
 
 /// A consumer of kernel records and each rank stream's filter.
 pub(super) struct KernelCheck {
@@ -26,20 +26,24 @@ pub(super) struct DeviceKernels {
 }
 
 impl KernelCheck {
-    /// Kernel records from now on, for `streams` (rank order).
+    /// Kernel records of the kind `records` asks for from now on, for
+    /// `streams` (rank order).
     ///
     /// # Errors
     /// [`Error::Unavailable`] (kernel mode's source) with CUPTI's reason
     /// when it cannot be used here: not loaded, or another tool owns the
     /// profiling interface.
-    pub(super) fn new<'s>(streams: impl IntoIterator<Item = &'s Stream>) -> crate::Result<KernelCheck> {
+    pub(super) fn new<'s>(
+        streams: impl IntoIterator<Item = &'s Stream>,
+        records: crate::KernelRecords,
+    ) -> crate::Result<KernelCheck> {
         let unavailable = |why: String| Error::Unavailable {
             mode: Mode::Kernel,
             why: format!("gpu-bench nccl's CUPTI check (cupti) needs CUPTI's kernel records: {why}"),
         };
         let filters = StreamFilters::new(streams).map_err(unavailable)?;
         let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| unavailable(e.to_string()))?;
-        let consumer = a.consumer(&[ActivityKind::Kernel]).map_err(|e| unavailable(e.to_string()))?;
+        let consumer = a.consumer(&[records.activity_kind()]).map_err(|e| unavailable(e.to_string()))?;
         Ok(KernelCheck { consumer, filters })
     }
 

@@ -261,6 +261,10 @@ pub struct NcclOptions {
     /// ([`Row::gpu_us`], [`Row::busy_us`]). Where CUPTI cannot be used the
     /// run fails with the reason.
     pub cupti: bool,
+    /// Which CUPTI kernel records the CUPTI check reads: concurrent ones
+    /// instrument the kernels they time, serialized ones serialize the
+    /// kernels of each device (see [`crate::KernelRecords`]).
+    pub kernel_records: crate::KernelRecords,
 }
 
 impl Default for NcclOptions {
@@ -282,6 +286,7 @@ impl Default for NcclOptions {
             graph_launches: 0,
             tuning_log: None,
             cupti: false,
+            kernel_records: crate::KernelRecords::Concurrent,
         }
     }
 }
@@ -543,12 +548,13 @@ fn sweep_report(
         notes.push("simulated: every time comes from cuda-sim's model of NCCL, not a GPU".into());
     }
     if opts.cupti {
-        notes.push(
+        notes.push(format!(
             "CUPTI check: every stream synchronized after the warmup; per device, the NCCL kernels' span (first \
              start to last end) and busy time (summed durations) over the timed iterations on CUPTI's clock, the \
-             longest device's / iterations; event ÷ gpu above 1 is event time with no kernel running"
-                .into(),
-        );
+             longest device's / iterations; event ÷ gpu above 1 is event time with no kernel running; CUPTI's \
+             {} records on (their cost is in every time of the run)",
+            opts.kernel_records.cupti_name()
+        ));
     }
     let skipped: Vec<String> = opts
         .collectives

@@ -61,7 +61,11 @@ pub(super) fn run<T: Element>(
         ranks.push(Rank { comm, stream, send, recv, blocks });
     }
     let spans = DeviceSpans::new(ranks.iter().map(|r| &r.stream))?;
-    let kernels = if opts.cupti { Some(KernelCheck::new(ranks.iter().map(|r| &r.stream))?) } else { None };
+    let kernels = if opts.cupti {
+        Some(KernelCheck::new(ranks.iter().map(|r| &r.stream), opts.kernel_records)?)
+    } else {
+        None
+    };
     // One process per GPU: this process holds fewer ranks than the clique.
     let others = ranks.len() < n;
     let sizes = opts.sizes();
