@@ -68,6 +68,8 @@
 #   (smallmed and procsmed run both sides under `taskset -c $PIN` when PIN is set)
 #   ncclrec    what CUPTI's kernel records cost NCCL: all-reduce 8 B-32 KiB and 16-256 MiB, one process,
 #              blocking, without CUPTI, with --cupti (concurrent records) and --cupti --kernel-records serial
+#   hang:B:F   test F of binary B (under tests/) in the background with NCCL_DEBUG=INFO; after
+#              $HANG_AFTER (25) s, every thread's stack (gdb, else eu-stack, else /proc wchan), then killed
 #   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
 #              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
@@ -475,6 +477,24 @@ for stage in "$@"; do
         grep -E '^\| [0-9]' "$logs/rec-large-$name/report.md" | head -12 | cut -c1-120 | tee -a "$summary"
       done
       pack
+      ;;
+    hang:*)
+      spec=${stage#hang:}; b=${spec%%:*}; f=${spec#*:}
+      GPU_SYNC_DRIVER=cuda NCCL_DEBUG=INFO RUST_BACKTRACE=1 $B/tests/$b "$f" --include-ignored --test-threads=1 \
+        --nocapture >"$logs/hang-$b.log" 2>&1 &
+      hp=$!
+      sleep "${HANG_AFTER:-25}"
+      if kill -0 "$hp" 2>/dev/null; then
+        say "hang $b $f: still running after ${HANG_AFTER:-25} s; stacks in hang-$b-stacks.txt"
+        { command -v gdb >/dev/null && gdb -p "$hp" -batch -ex "thread apply all bt 30" 2>&1; } >"$logs/hang-$b-stacks.txt" \
+          || { command -v eu-stack >/dev/null && eu-stack -p "$hp" >"$logs/hang-$b-stacks.txt" 2>&1; } \
+          || for t in /proc/$hp/task/*; do echo "$t $(cat "$t/comm") $(cat "$t/wchan") $(cat "$t/syscall" 2>/dev/null)"; done \
+            >"$logs/hang-$b-stacks.txt"
+        kill -9 "$hp"
+      else
+        wait "$hp"; say "hang $b $f: ended, exit $?"
+      fi
+      grep -E "NCCL WARN|init.cc|Init COMPLETE|comm 0x" "$logs/hang-$b.log" | tail -8 | cut -c1-160 | tee -a "$summary"
       ;;
     ncclcupti)
       # Each row's event time against the NCCL kernels' own span and busy
