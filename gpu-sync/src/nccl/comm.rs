@@ -53,7 +53,10 @@ pub struct CommOptions {
     ///   peers on first use, so it is refused on such a communicator. The
     ///   rank joins non-blocking (the timeout holds), then splits itself
     ///   into a blocking communicator of the same ranks, which it keeps;
-    ///   [`Communicator::split`] of it is refused.
+    ///   [`Communicator::split`] of it is refused, as is a second blocking
+    ///   rank of the same clique in one process (two such ranks, one per
+    ///   thread, hung in their first collective on two H200s; the ranks of
+    ///   one process are [`Communicator::init_all_with`]'s).
     pub blocking: bool,
 }
 
@@ -301,7 +304,8 @@ impl Communicator {
     /// [`Error::InvalidArgument`] for `rank >= size`, or for
     /// [`CommOptions::blocking`] without `NCCL_RUNTIME_CONNECT=0` in the
     /// environment (a blocking group could wait for a rank of another
-    /// process on its first use); [`Error::NcclLoad`]; NCCL's error;
+    /// process on its first use) or for a second blocking rank of one clique
+    /// in this process; [`Error::NcclLoad`]; NCCL's error;
     /// [`Error::NcclTimeout`].
     pub fn init_rank(
         device: &Device,
@@ -317,6 +321,7 @@ impl Communicator {
         }
         if options.blocking {
             runtime_connect_off("Communicator::init_rank")?;
+            first_blocking_rank_here("Communicator::init_rank", id)?;
         }
         crate::ffi::refuse("ncclCommInitRankConfig")?;
         let nccl = table()?;
@@ -569,7 +574,7 @@ impl Communicator {
         Ok(())
     }
 
-    fn wrap(
+    pub(super) fn wrap(
         nccl: &'static Nccl,
         raw: ncclComm_t,
         device: &Device,
@@ -657,6 +662,33 @@ fn runtime_connect_off(what: &'static str) -> Result<()> {
             }
         ))),
     }
+}
+
+/// The cliques (by unique id) of which this process made a blocking rank
+/// with [`Communicator::init_rank`].
+static BLOCKING_HERE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// [`Error::InvalidArgument`] when this process already made a blocking
+/// rank of the clique `id` names: two blocking ranks of one clique, each
+/// made by its own thread of one process, hung in their first collective on
+/// two H200s (NCCL 2.28.9; the cause was not found), and the ranks of one
+/// process are what [`Communicator::init_all_with`] is for. Records `id`
+/// otherwise (an id serves one clique: nothing is ever removed).
+fn first_blocking_rank_here(what: &'static str, id: &UniqueId) -> Result<()> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.0.internal.hash(&mut h);
+    let key = h.finish();
+    let mut seen = BLOCKING_HERE.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.contains(&key) {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: this process already made a blocking rank of this clique; a blocking rank needs a process \
+             of its own (make every rank this process drives with Communicator::init_all_with, or use \
+             non-blocking communicators)"
+        )));
+    }
+    seen.push(key);
+    Ok(())
 }
 
 /// A colour as NCCL takes it (`NCCL_SPLIT_NOCOLOR` for `None`).
