@@ -37,6 +37,7 @@
 
 mod comm;
 mod group;
+mod inner;
 mod spawn;
 mod types;
 
