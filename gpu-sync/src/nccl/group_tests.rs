@@ -157,7 +157,7 @@ fn a_blocking_rank_with_ranks_in_other_processes_runs_collectives_only() {
     use super::super::{CommOptions, Communicator};
     use super::{Group, group};
     use crate::{Device, DeviceBuffer, Stream};
-    crate::sim::install().expect("the simulator");
+    cuda_sim::install().expect("the simulator");
     let devices = Device::all().expect("devices");
     let blocking = CommOptions { blocking: true, ..CommOptions::default() };
     let comms = Communicator::init_all_with(&devices, blocking).expect("a blocking clique");
