@@ -122,7 +122,7 @@ pub(in crate::engine) fn run<R>(
             p.stream.refuse_if_capturing(op_name)?;
         }
         // Each stream waits for its own part's conflicts, its context bound
-        // (a wait on another device's marker binds it back).
+        // (another device's marker records with it current).
         for (p, d) in parts.iter().zip(&deps) {
             // Only a wait on another stream needs the context (a part with
             // none makes no driver call here).

@@ -22,9 +22,16 @@ pub(in crate::engine::timeline) enum Ctx {
     /// already: the eager flavor binds its stream's device before its waits,
     /// and each of those waits is on a stream of that device.
     Current,
-    /// Bound before the record (a marker on another device's stream, or a
-    /// host path that bound nothing).
+    /// Bound before the record (a host path that bound nothing).
     Bind,
+    /// A marker on another device's stream, recorded with the caller's
+    /// context current (the waiting stream's): `cuEventRecord` records on
+    /// the stream's own context, which the event shares (the simulator
+    /// checks the same pair), so nothing is bound for it and the caller's
+    /// context stays current for its wait and its launch — one context
+    /// switch a cross-device handoff fewer (a new marker's event is made on
+    /// its own device, after which the waiter binds back).
+    Foreign,
 }
 
 /// A stream's kept markers, each with the ticket it covers: a ring of
@@ -149,10 +156,16 @@ impl Timeline {
             return Ok(i);
         }
         self.refuse_if_capturing("a wait on work submitted during the capture")?;
-        if ctx == Ctx::Bind {
-            self.device.inner.bind()?;
+        match ctx {
+            Ctx::Bind => self.device.inner.bind()?,
+            Ctx::Current => {
+                debug_assert!(
+                    self.device.inner.is_bound_here(),
+                    "a marker recorded outside its stream's context"
+                )
+            }
+            Ctx::Foreign => {}
         }
-        debug_assert!(self.device.inner.is_bound_here(), "a marker recorded outside its stream's context");
         self.record_marker(st)
     }
 
@@ -166,8 +179,8 @@ impl Timeline {
     /// `cuStreamWaitEvent` already issued on the event took the record it saw
     /// at call time, and any other user would hold a clone of the `Arc`.
     ///
-    /// The stream's context must be current (the callers bind it, or know
-    /// it is).
+    /// The stream's context is current, or the record is another device's
+    /// ([`Ctx::Foreign`]).
     ///
     /// Returns the new marker's slot in `st.markers` (the newest).
     ///

@@ -87,8 +87,8 @@ impl Timeline {
         deps: &[Point],
         op: impl FnOnce(BorrowedStream<'_>) -> Result<R>,
     ) -> Result<(R, u64)> {
-        // The caller bound this stream's context (waits on another device's
-        // stream bind it back).
+        // The caller bound this stream's context (it stays current through
+        // the waits: another device's markers record as foreign).
         let own = self.book.ordinal;
         {
             let book = book_in(books, own)?;

@@ -52,11 +52,14 @@ impl Timeline {
         let k = p.timeline.cover_in(other, p.ticket, ctx)?;
         let (m, covered) = other.markers.get(k).ok_or_else(empty_slot)?;
         let ev = m.event()?;
-        // A record just made on another device's stream made that device's
-        // context current; on this device it is current already.
-        if ctx == Ctx::Bind && !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
+        // A record on another device's stream may have made that device's
+        // context current (bound for it, or a new marker's event made on
+        // it); a recycled foreign marker left this one current, and the bind
+        // is a thread-local compare. On this device it is current already.
+        if ctx != Ctx::Current && !Arc::ptr_eq(&p.timeline.device.inner, &self.device.inner) {
             self.device.inner.bind()?;
         }
+        debug_assert!(self.device.inner.is_bound_here(), "a wait made outside its stream's context");
         call("cuStreamWaitEvent", || cu::stream::wait_event(self.raw(), ev, 0))?;
         // Recording: the wait is noted for the operation it comes before
         // (its record's `after`). Off, one relaxed load.
@@ -133,8 +136,14 @@ impl Timeline {
                 continue;
             }
             let other = &p.timeline;
-            let covered =
-                self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p, Ctx::Bind)?;
+            // The caller bound this stream's context: a marker on this
+            // device records with it, one on another device as foreign.
+            let ctx = if Arc::ptr_eq(&other.device.inner, &self.device.inner) {
+                Ctx::Current
+            } else {
+                Ctx::Foreign
+            };
+            let covered = self.wait_on_marker(book_in(books, other.book.ordinal)?.stream(other), p, ctx)?;
             book_in(books, own)?.stream(self).set_known(other.id, covered);
         }
         Ok(())
