@@ -450,11 +450,10 @@ fn kind_index(kind: CUpti_ActivityKind) -> Option<usize> {
 
 /// Enables `kind`; one kernel kind while the other is enabled is refused
 /// with `CUPTI_ERROR_NOT_COMPATIBLE` (the header's error for a kind that
-/// "cannot be enabled"). NVIDIA's documentation does not say the two kernel
-/// kinds exclude each other; a third-party tracer (PInsight) reports that
-/// they do, and the simulator takes the stricter side so that code mixing
-/// them fails here first (`cupti_recording_on_a_block_bound_kernel` in
-/// gpu-bench's GPU tests prints what the real CUPTI answers).
+/// "cannot be enabled"), as libcupti 13 does on an H100 and an H200
+/// (`cupti_recording_on_a_block_bound_kernel` in gpu-bench's GPU tests asks
+/// it for both; NVIDIA's documentation does not say the two exclude each
+/// other).
 unsafe extern "C" fn cuptiActivityEnable(kind: CUpti_ActivityKind) -> CUptiResult {
     let Some(i) = kind_index(kind) else { return CUptiResult::CUPTI_ERROR_NOT_SUPPORTED };
     let other = match i {

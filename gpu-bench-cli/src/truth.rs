@@ -492,18 +492,24 @@ mod tests {
     /// of the concurrent kind the simulator refuses it (as it refuses the
     /// two kernel kinds together), so the kind reached CUPTI.
     #[test]
-    fn the_cupti_host_cost_enables_the_kernel_records_kernel_mode_used() {
+    fn the_cupti_host_cost_enables_the_kernel_records_kernel_mode_used() -> Result<(), Failure> {
         use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
+        let cupti = |e: gpu_sync::cuda_sys::cupti::CuptiError| {
+            Failure::Bench(gpu_bench::Error::Kernel(e.to_string()))
+        };
         let _session = cuda_sim::Session::new(27);
-        let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true).expect("sim");
-        let stream = Stream::new(&ctx.device).expect("stream");
-        let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).expect("buffer");
-        let r = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized).expect("host cost");
+        let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true)?;
+        let stream = Stream::new(&ctx.device)?;
+        let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+        let r = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized)?;
         assert_eq!(r.params.get("kernel records").map(String::as_str), Some("serial"), "{:?}", r.params);
         assert!(r.counter("host submit, CUPTI on").is_some_and(|c| c.value > 0.0));
-        let concurrent = activity().expect("cupti").consumer(&[ActivityKind::Kernel]).expect("consumer");
-        let err = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized).expect_err("refused");
-        assert!(err.to_string().contains("CUPTI_ERROR_NOT_COMPATIBLE"), "{err}");
+        let concurrent = activity().map_err(cupti)?.consumer(&[ActivityKind::Kernel]).map_err(cupti)?;
+        match cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Serialized) {
+            Err(e) => assert!(e.to_string().contains("CUPTI_ERROR_NOT_COMPATIBLE"), "{e}"),
+            Ok(r) => panic!("the serialized kind beside a concurrent consumer was not refused: {r:?}"),
+        }
         drop(concurrent);
+        Ok(())
     }
 }

@@ -217,64 +217,18 @@ fn procs_blocking_refuses_point_to_point_and_a_runtime_connect_left_on() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cuda-sim's NCCL joins no other process"));
 }
 
-#[test]
-#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
-fn one_process_per_gpu_blocking_on_gpus() {
-    // `--procs 2 --blocking`: the ranks split blocking communicators from
-    // their non-blocking ones (NCCL_RUNTIME_CONNECT=0 given them), exact.
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
-        .env_remove("RUST_LOG")
-        .env_remove("NCCL_RUNTIME_CONNECT")
-        .env("NCCL_NVLS_ENABLE", "0")
-        .args([
-            "--driver",
-            "cuda",
-            "--format",
-            "json",
-            "nccl",
-            "--procs",
-            "2",
-            "--blocking",
-            "--no-algorithms",
-        ])
-        .args(["--collectives", "all-reduce,all-gather,reduce-scatter,broadcast", "--max-bytes", "1M"])
-        .output()
-        .expect("gpu-bench runs");
-    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    let r = report(&out);
-    assert!(r.blocking, "the report says the communicators were blocking");
-    assert!(!r.rows.is_empty());
-    for x in &r.rows {
-        assert_eq!(x.wrong, Some(0), "{} {} B", x.collective, x.bytes);
-        assert!(x.error.is_none() && x.time_us > 0.0, "{x:?}");
-    }
-}
-
-#[test]
-#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
-fn one_process_per_gpu_on_gpus() {
-    // `--procs 2` spawns two ranks of this command; rank 0 writes the rows,
-    // reduced over both ranks, exact, with the note naming the mode, and
-    // names the algorithm NCCL's rank 0 logged for every collective that
-    // has one.
+/// `gpu-bench --driver cuda --format json nccl --procs 2 ARGS` on the GPUs
+/// (NCCL's log variables and `NCCL_RUNTIME_CONNECT` unset, multicast off):
+/// it succeeds, and its report's rows are exact.
+fn procs_on_gpus(args: &[&str]) -> NcclReport {
     let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
         .env_remove("RUST_LOG")
         .env_remove("NCCL_DEBUG")
         .env_remove("GPU_BENCH_NCCL_TUNING_LOG")
+        .env_remove("NCCL_RUNTIME_CONNECT")
         .env("NCCL_NVLS_ENABLE", "0")
-        .args([
-            "--driver",
-            "cuda",
-            "--format",
-            "json",
-            "nccl",
-            "--procs",
-            "2",
-            "--max-bytes",
-            "1M",
-            "--factor",
-            "16",
-        ])
+        .args(["--driver", "cuda", "--format", "json", "nccl", "--procs", "2"])
+        .args(args)
         .output()
         .expect("gpu-bench runs");
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
@@ -284,6 +238,35 @@ fn one_process_per_gpu_on_gpus() {
     for x in &r.rows {
         assert_eq!(x.wrong, Some(0), "{} {} B", x.collective, x.bytes);
         assert!(x.error.is_none() && x.time_us > 0.0, "{x:?}");
+    }
+    r
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
+fn one_process_per_gpu_blocking_on_gpus() {
+    // `--blocking`: the ranks split blocking communicators from their
+    // non-blocking ones (NCCL_RUNTIME_CONNECT=0 given them), exact.
+    let r = procs_on_gpus(&[
+        "--blocking",
+        "--no-algorithms",
+        "--collectives",
+        "all-reduce,all-gather,reduce-scatter,broadcast",
+        "--max-bytes",
+        "1M",
+    ]);
+    assert!(r.blocking, "the report says the communicators were blocking");
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
+fn one_process_per_gpu_on_gpus() {
+    // `--procs 2` spawns two ranks of this command; rank 0 writes the rows,
+    // reduced over both ranks, exact, with the note naming the mode, and
+    // names the algorithm NCCL's rank 0 logged for every collective that
+    // has one.
+    let r = procs_on_gpus(&["--max-bytes", "1M", "--factor", "16"]);
+    for x in &r.rows {
         let p2p = matches!(x.collective, Collective::SendRecv | Collective::AllToAll);
         assert_eq!(x.algorithm.is_none(), p2p, "{x:?}");
     }

@@ -56,8 +56,9 @@ pub struct CommOptions {
     ///   into a blocking communicator of the same ranks, which it keeps;
     ///   [`Communicator::split`] of it is refused, as is a second blocking
     ///   rank of the same clique in one process (two such ranks, one per
-    ///   thread, hung in their first collective on two H200s; the ranks of
-    ///   one process are [`Communicator::init_all_with`]'s).
+    ///   thread, hung on two H200s, NCCL's log ending in the blocking
+    ///   split's connection set-up; the ranks of one process are
+    ///   [`Communicator::init_all_with`]'s).
     pub blocking: bool,
 }
 
@@ -637,8 +638,9 @@ static BLOCKING_HERE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// [`Error::InvalidArgument`] when this process already made a blocking
 /// rank of the clique `id` names: two blocking ranks of one clique, each
-/// made by its own thread of one process, hung in their first collective on
-/// two H200s (NCCL 2.28.9; the cause was not found), and the ranks of one
+/// made by its own thread of one process, hung on two H200s (NCCL 2.28.9:
+/// its log ends in the blocking split's connection set-up; the cause was
+/// not found), and the ranks of one
 /// process are what [`Communicator::init_all_with`] is for. Records `id`
 /// otherwise (an id serves one clique: nothing is ever removed).
 fn first_blocking_rank_here(what: &'static str, id: &UniqueId) -> Result<()> {

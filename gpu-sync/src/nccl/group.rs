@@ -500,6 +500,12 @@ impl<'a> Group<'a> {
         if !blocking {
             return Ok(false);
         }
+        // Every rank in this process (the one-process groups of the hot
+        // path): the clique check over the operations as they are.
+        if ops.iter().all(|p| p.comm.inner.clique != 0) {
+            refuse_waits_forever(ops.len(), |i| ops[i].member())?;
+            return Ok(true);
+        }
         // Ranks in other processes (clique 0): collectives only, their
         // connections made at init (`Communicator::init_rank`); the rest
         // must hold every rank of their cliques.
