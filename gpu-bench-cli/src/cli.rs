@@ -442,6 +442,13 @@ pub struct NcclArgs {
     /// send-recv and all-to-all are refused (they connect on first use).
     #[arg(long)]
     pub blocking: bool,
+    /// All-reduce in place (its input and output one buffer), as
+    /// `torch.distributed.all_reduce` runs it and as nccl-tests' in-place
+    /// pass; default out of place. Only with all-reduce alone
+    /// (`--collectives all-reduce`) and eager: each timed iteration sums
+    /// the last one's output, so a captured graph's result is not checked.
+    #[arg(long, conflicts_with_all = ["graph", "host_cost"])]
+    pub in_place: bool,
     /// Instead of the sweep: the host cost and GPU time of one all-reduce
     /// group, gpu-sync's tracked one against the same written on NCCL's C
     /// API, interleaved batches of --iters at each size (f32, sum).

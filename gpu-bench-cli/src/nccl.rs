@@ -241,7 +241,11 @@ pub fn run(
         tuning_log: tuning.pattern(),
         cupti: args.cupti,
         kernel_records: args.kernel_records.records(),
+        in_place: args.in_place,
     };
+    // Options that cannot run together (--in-place with another
+    // collective), before anything starts.
+    opts.validate().map_err(|e| Failure::Usage(e.to_string()))?;
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(
             "--min-bytes {} is above --max-bytes {}: no size to run",

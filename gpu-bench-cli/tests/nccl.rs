@@ -217,6 +217,41 @@ fn procs_blocking_refuses_point_to_point_and_a_runtime_connect_left_on() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cuda-sim's NCCL joins no other process"));
 }
 
+#[test]
+fn in_place_all_reduce_is_exact_and_refused_with_other_collectives_or_graphs() {
+    // In place, each timed iteration sums the last one's output; the
+    // checked one starts from the input again, so every row is exact.
+    let ar = ["--collectives", "all-reduce", "--in-place", "--check-iters", "2"];
+    let (out, _) = nccl(2, "inplace", Some("0"), &ar);
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert!(r.notes.iter().any(|n| n.starts_with("all-reduce in place")), "{:?}", r.notes);
+    assert!(
+        !r.rows.is_empty() && r.rows.iter().all(|x| x.wrong == Some(0) && x.error.is_none()),
+        "{:?}",
+        r.rows
+    );
+    for (name, flags, says) in [
+        (
+            "inplace-ag",
+            &["--collectives", "all-reduce,all-gather", "--in-place"][..],
+            "all_gather was asked for",
+        ),
+        ("inplace-all", &["--in-place"][..], "all-reduce only"),
+    ] {
+        let (out, dir) = nccl(2, name, Some("0"), flags);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("in place: all-reduce only") && err.contains(says), "{name}: {err}");
+        assert!(!dir.join("results.json").exists(), "{name}: nothing ran");
+    }
+    // With graphs: clap's conflict (exit 2, before anything runs).
+    let (out, _) =
+        nccl(2, "inplace-g", Some("0"), &["--collectives", "all-reduce", "--in-place", "--graph", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
+
 /// `gpu-bench --driver cuda --format json nccl --procs 2 ARGS` on the GPUs
 /// (NCCL's log variables and `NCCL_RUNTIME_CONNECT` unset, multicast off):
 /// it succeeds, and its report's rows are exact.

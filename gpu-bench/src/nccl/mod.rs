@@ -265,6 +265,12 @@ pub struct NcclOptions {
     /// instrument the kernels they time, serialized ones serialize the
     /// kernels of each device (see [`crate::KernelRecords`]).
     pub kernel_records: crate::KernelRecords,
+    /// All-reduce in place (`ncclAllReduce` with one buffer for its input
+    /// and output), as `torch.distributed.all_reduce` runs it; refused with
+    /// any other collective and with graphs ([`NcclOptions::validate`]).
+    /// Each timed iteration sums the last one's output; the checked one
+    /// starts from the input again.
+    pub in_place: bool,
 }
 
 impl Default for NcclOptions {
@@ -287,11 +293,37 @@ impl Default for NcclOptions {
             tuning_log: None,
             cupti: false,
             kernel_records: crate::KernelRecords::Concurrent,
+            in_place: false,
         }
     }
 }
 
 impl NcclOptions {
+    /// Refuses options that cannot run together: [`NcclOptions::in_place`]
+    /// with a collective other than all-reduce, or with graphs (each
+    /// captured iteration would sum the last one's output, so the graph's
+    /// result could not be checked against one all-reduce).
+    ///
+    /// # Errors
+    /// [`crate::Error::Gpu`] holding [`gpu_sync::Error::InvalidArgument`],
+    /// naming the option.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |m: String| Err(gpu_sync::Error::InvalidArgument(m).into());
+        if self.in_place {
+            if let Some(c) = self.collectives.iter().find(|&&c| c != Collective::AllReduce) {
+                return bad(format!(
+                    "in place: all-reduce only, and {c} was asked for (broadcast always runs in place)"
+                ));
+            }
+            if self.graph_launches > 0 {
+                return bad("in place: eager only (a captured graph's iterations would sum each other's \
+                            output, which no check can follow)"
+                    .to_owned());
+            }
+        }
+        Ok(())
+    }
+
     /// The sizes of the sweep: `min_bytes`, times `factor`, up to
     /// `max_bytes` (empty when `min_bytes > max_bytes`).
     pub fn sizes(&self) -> Vec<usize> {
@@ -515,6 +547,7 @@ fn sweep_report(
     opts: &NcclOptions,
     progress: &mut dyn FnMut(&str),
 ) -> crate::Result<NcclReport> {
+    opts.validate()?;
     let n = comms.first().map_or(0, gpu_sync::nccl::Communicator::size);
     let per_process = comms.len() < n;
     let devices: Vec<Device> = comms.iter().map(|c| c.device().clone()).collect();
@@ -535,7 +568,13 @@ fn sweep_report(
         "time: per device, events on its stream around the timed iterations; the longest span / iterations \
          (events of two devices cannot be subtracted); spread: the shortest span's shortfall, % of the longest"
             .to_owned(),
-        "out of place (broadcast in place); nccl-tests also reports an in-place pass, not run here".to_owned(),
+        if opts.in_place {
+            "all-reduce in place (one buffer, as torch.distributed.all_reduce): each timed iteration sums the \
+             last one's output; the checked one starts from the input"
+                .to_owned()
+        } else {
+            "out of place (broadcast in place); nccl-tests also reports an in-place pass, not run here".to_owned()
+        },
     ];
     if per_process {
         notes.push(format!(

@@ -81,7 +81,7 @@ pub(super) fn run<T: Element>(
             progress(&format!("nccl: {c} {} B ({}/{steps})", shape.bytes, ci * sizes.len() + si + 1));
             let p = shape.count;
             for _ in 0..opts.warmup_iters {
-                issue(c, &mut ranks, p)?;
+                issue(c, &mut ranks, p, opts.in_place)?;
             }
             // With graphs: the timed iterations captured into one graph per
             // device (nothing runs), launched `graph_launches` times.
@@ -99,7 +99,7 @@ pub(super) fn run<T: Element>(
             match &execs {
                 None => {
                     for _ in 0..opts.iters {
-                        issue(c, &mut ranks, p)?;
+                        issue(c, &mut ranks, p, opts.in_place)?;
                     }
                 }
                 Some(execs) => {
@@ -130,10 +130,10 @@ pub(super) fn run<T: Element>(
                     // The graphs, launched once, checked as one iteration:
                     // every iteration they hold writes the same outputs.
                     let mut once = |ranks: &mut [Rank<T>]| match &execs {
-                        None => issue(c, ranks, p),
+                        None => issue(c, ranks, p, opts.in_place),
                         Some(execs) => launch_all(execs, ranks),
                     };
-                    w += check(c, &mut ranks, p, m, opts.plant_wrong, &mut once)?;
+                    w += check(c, &mut ranks, p, m, (opts.plant_wrong, opts.in_place), &mut once)?;
                 }
                 Some(w)
             };
@@ -210,7 +210,8 @@ fn capture<T: Element>(
     let streams: Vec<Stream> = ranks.iter().map(|r| r.stream.clone()).collect();
     let graphs = capture_each(&streams, || {
         for _ in 0..iters {
-            issue(c, ranks, p)?;
+            // In place is eager only (`NcclOptions::validate`).
+            issue(c, ranks, p, false)?;
         }
         Ok(())
     })?;
@@ -227,8 +228,8 @@ fn launch_all<T: Element>(execs: &[GraphExec], ranks: &[Rank<T>]) -> gpu_sync::R
 }
 
 /// Issues one iteration of `c` with count `p` per call: this process's
-/// ranks' parts in one group.
-fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync::Result<()> {
+/// ranks' parts in one group; an all-reduce `in_place` on the output.
+fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: bool) -> gpu_sync::Result<()> {
     let n = world(ranks);
     match c {
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::SendRecv => {
@@ -246,6 +247,9 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
                 for (comm, stream, s, d) in views.iter_mut() {
                     let (comm, stream) = (*comm, *stream);
                     match c {
+                        Collective::AllReduce if in_place => {
+                            g.all_reduce_in_place(comm, stream, d, ReduceOp::Sum)?
+                        }
                         Collective::AllReduce => g.all_reduce(comm, stream, &*s, d, ReduceOp::Sum)?,
                         Collective::AllGather => g.all_gather(comm, stream, &*s, d)?,
                         Collective::ReduceScatter => g.reduce_scatter(comm, stream, &*s, d, ReduceOp::Sum)?,
@@ -293,23 +297,25 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize) -> gpu_sync
     }
 }
 
-/// One checked iteration: every output cleared (every byte `0xFF`), `c`
-/// run by `once` (issued, or the graphs launched), each output read back
-/// and compared with the reference. Returns the wrong elements over this
-/// process's ranks.
+/// One checked iteration: every output cleared (every byte `0xFF`; an
+/// all-reduce `in_place` gets its input there instead), `c` run by `once`
+/// (issued, or the graphs launched), each output read back and compared
+/// with the reference. Returns the wrong elements over this process's
+/// ranks.
 fn check<T: Element>(
     c: Collective,
     ranks: &mut [Rank<T>],
     p: usize,
     m: u64,
-    plant: usize,
+    (plant, in_place): (usize, bool),
     once: &mut dyn FnMut(&mut [Rank<T>]) -> gpu_sync::Result<()>,
 ) -> crate::Result<u64> {
     let n = world(ranks);
     for rank in ranks.iter_mut() {
-        let Rank { comm, stream, recv, blocks, .. } = rank;
+        let Rank { comm, stream, send, recv, blocks } = rank;
         let r = comm.rank();
         match c {
+            Collective::AllReduce if in_place => stream.copy(&send.slice(..p)?, &mut recv.slice_mut(..p)?)?,
             Collective::AllToAll => {
                 for b in blocks.iter_mut() {
                     stream.fill_bytes(&mut b.slice_mut(..p)?, 0xFF)?;
