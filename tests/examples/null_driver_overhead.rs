@@ -7,6 +7,9 @@
 //! the machine's load, run it under `valgrind --tool=callgrind` with two
 //! values of N and divide the difference in instructions by the difference
 //! in N. The real comparison against the driver is `gpu-bench overhead`.
+//! `MODE=handoff`: a same-device handoff round trip (two streams);
+//! `MODE=xhandoff`: a cross-device round trip (two null devices, peer
+//! access on), as `gpu-bench p2p`'s handoff chains it.
 #![allow(unsafe_code)]
 
 use cuda_sys::*;
@@ -31,19 +34,46 @@ unsafe fn put<T>(p: *mut T, v: T) -> CUresult {
 unsafe extern "C" fn init(_: c_uint) -> CUresult {
     OK
 }
+/// Devices the null driver reports: two for `MODE=xhandoff`, else one.
+static DEVICES: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+
 unsafe extern "C" fn count(n: *mut c_int) -> CUresult {
     // SAFETY: out-pointer from gpu-sync (see `put`).
-    unsafe { put(n, 1) }
+    unsafe { put(n, DEVICES.load(Ordering::Relaxed)) }
 }
-unsafe extern "C" fn get(d: *mut CUdevice, _: c_int) -> CUresult {
+unsafe extern "C" fn get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
     // SAFETY: out-pointer from gpu-sync.
-    unsafe { put(d, 0) }
+    unsafe { put(d, ordinal) }
 }
-unsafe extern "C" fn retain(c: *mut CUcontext, _: CUdevice) -> CUresult {
-    // SAFETY: out-pointer from gpu-sync; the handle is an opaque token.
-    unsafe { put(c, 8 as CUcontext) }
+unsafe extern "C" fn retain(c: *mut CUcontext, d: CUdevice) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync; the handle is an opaque token, one
+    // per device.
+    unsafe { put(c, (8 + 8 * d as usize) as CUcontext) }
 }
-unsafe extern "C" fn set_current(_: CUcontext) -> CUresult {
+unsafe extern "C" fn can_access_peer(can: *mut c_int, _: CUdevice, _: CUdevice) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync.
+    unsafe { put(can, 1) }
+}
+unsafe extern "C" fn enable_peer(_: CUcontext, _: c_uint) -> CUresult {
+    OK
+}
+unsafe extern "C" fn pool_access(f: *mut CUmemAccess_flags, _: CUmemoryPool, _: *mut CUmemLocation) -> CUresult {
+    // SAFETY: out-pointer from gpu-sync: the pool is open already, so
+    // nothing is set.
+    unsafe { put(f, CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE) }
+}
+/// `cuCtxSetCurrent` calls so far (the context switches a handoff makes).
+static SWITCHES: AtomicU64 = AtomicU64::new(0);
+
+/// The context `cuCtxSetCurrent` last made current (one thread drives the
+/// null driver).
+static CURRENT: AtomicU64 = AtomicU64::new(0);
+/// `cuEventRecord` calls on a stream whose context was not current.
+static FOREIGN_RECORDS: AtomicU64 = AtomicU64::new(0);
+
+unsafe extern "C" fn set_current(c: CUcontext) -> CUresult {
+    SWITCHES.fetch_add(1, Ordering::Relaxed);
+    CURRENT.store(c as u64, Ordering::Relaxed);
     OK
 }
 unsafe extern "C" fn attribute(v: *mut c_int, _: CUdevice_attribute, _: CUdevice) -> CUresult {
@@ -66,8 +96,9 @@ unsafe extern "C" fn pool_set(_: CUmemoryPool, _: CUmemPool_attribute, _: *mut c
     OK
 }
 unsafe extern "C" fn stream_create(s: *mut CUstream, _: c_uint, _: c_int) -> CUresult {
-    // SAFETY: out-pointer from gpu-sync; an opaque token.
-    unsafe { put(s, 16 as CUstream) }
+    // SAFETY: out-pointer from gpu-sync; an opaque token that names the
+    // context current at its creation (the stream's, as the driver's).
+    unsafe { put(s, (CURRENT.load(Ordering::Relaxed) << 8 | 16) as CUstream) }
 }
 unsafe extern "C" fn stream_any(_: CUstream) -> CUresult {
     OK
@@ -142,7 +173,10 @@ unsafe extern "C" fn event_create(e: *mut CUevent, _: c_uint) -> CUresult {
 unsafe extern "C" fn event_any(_: CUevent) -> CUresult {
     OK
 }
-unsafe extern "C" fn event_record(_: CUevent, _: CUstream) -> CUresult {
+unsafe extern "C" fn event_record(_: CUevent, s: CUstream) -> CUresult {
+    if s as u64 >> 8 != CURRENT.load(Ordering::Relaxed) {
+        FOREIGN_RECORDS.fetch_add(1, Ordering::Relaxed);
+    }
     OK
 }
 unsafe extern "C" fn stream_wait(_: CUstream, _: CUevent, _: c_uint) -> CUresult {
@@ -175,6 +209,13 @@ fn main() -> gpu_sync::Result<()> {
     d.cuEventDestroy = Some(event_any);
     d.cuEventRecord = Some(event_record);
     d.cuStreamWaitEvent = Some(stream_wait);
+    d.cuDeviceCanAccessPeer = Some(can_access_peer);
+    d.cuCtxEnablePeerAccess = Some(enable_peer);
+    d.cuMemPoolGetAccess = Some(pool_access);
+    let mode = std::env::var("MODE").unwrap_or_default();
+    if mode == "xhandoff" {
+        DEVICES.store(2, Ordering::Relaxed);
+    }
     // SAFETY: every entry point above behaves as the driver documents for the
     // calls this program makes, except that no work is ever done: nothing
     // reads device memory or hands host memory to the "device".
@@ -199,7 +240,39 @@ fn main() -> gpu_sync::Result<()> {
     }
     let raw = cuda_sys::driver().ok().and_then(|d| d.cuLaunchKernel);
     let n: u32 = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
-    if std::env::var("MODE").is_ok_and(|m| m == "handoff") {
+    if mode == "xhandoff" {
+        // A cross-device handoff, as `gpu-bench p2p` chains it: z on
+        // device 0, bumped on device 1's stream and on device 0's in turn
+        // (device 1 reaches it through peer access).
+        let dev1 = gpu_sync::Device::get(1)?;
+        dev1.enable_peer_access(&dev)?;
+        let s1 = Stream::new(&dev1)?;
+        let m1 = Module::load(&dev1, b"// null driver: no code\0")?;
+        // SAFETY: as above (no kernel runs).
+        let (b0, b1) = unsafe {
+            (m.kernel::<(Out<f32>, Len)>("bump_u32")?, m1.kernel::<(Out<f32>, Len)>("bump_u32")?)
+        };
+        let mut z = DeviceBuffer::<f32>::zeroed(&s, 64)?;
+        let cfg = LaunchConfig::new(1, 64);
+        for round in 0..3 {
+            let (switches, foreign) = (SWITCHES.load(Ordering::Relaxed), FOREIGN_RECORDS.load(Ordering::Relaxed));
+            let t = Instant::now();
+            for _ in 0..n {
+                b1.launch(&s1, cfg, (&mut z, 64u64))?;
+                b0.launch(&s, cfg, (&mut z, 64u64))?;
+            }
+            let ns = t.elapsed().as_nanos() as f64 / f64::from(n.max(1));
+            let per = |c: &AtomicU64, from: u64| (c.load(Ordering::Relaxed) - from) as f64 / f64::from(n.max(1));
+            println!(
+                "round {round}: {ns:.1} ns per gpu-sync cross-device round trip, {:.2} context switches, {:.2} \
+                 events recorded on a stream of another context than the current one ({n} round trips)",
+                per(&SWITCHES, switches),
+                per(&FOREIGN_RECORDS, foreign)
+            );
+        }
+        return Ok(());
+    }
+    if mode == "handoff" {
         // A cross-stream handoff: z written on s, read on s2, alternately.
         // SAFETY: as above (no kernel runs).
         let scale = unsafe { m.kernel::<(In<f32>, Out<f32>, f32, Len)>("scale_f32") }?;

@@ -57,6 +57,10 @@
 #              (--procs N --cupti) on non-blocking communicators, ours with NCCL_COMM_BLOCKING=1
 #              NCCL_RUNTIME_CONNECT=0 in the environment (NCCL's override makes them blocking: the
 #              experiment behind the 16 MiB row), torch.distributed at the same sizes
+#   procsip    one process per GPU, all-reduce 8 MiB-$PI_MAX (256 MiB) in place and out of place, beside torch.distributed,
+#              $ROUNDS (5) rounds (issue 30's 16 MiB row)
+#   handoffab  the cross-device handoff of this bundle against target/bundle-old/b.tar.xz (an earlier
+#              build), $ROUNDS (5) alternating rounds of `gpu-bench p2p --bytes 16M`, handoff-ab.py
 #   handoff    `gpu-bench p2p` alone (the cross-device handoff's host ratio and its GPU time)
 #   aa         $AA_REPORTS (6) `gpu-bench timer` reports (default set, every mode) on each GPU, the
 #              GPUs in parallel, into timer-dD-I (compare-aa.sh pairs them on the build machine)
@@ -459,6 +463,46 @@ for stage in "$@"; do
         pack
       done
       ;;
+    procsip)
+      # One process per GPU, in place against out of place (issue 30's
+      # 16 MiB row: torch.distributed.all_reduce runs in place), $ROUNDS (5)
+      # interleaved rounds of all-reduce 8 MiB-$PI_MAX (256 MiB) beside torch.distributed.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      ngpu=$(nvidia-smi -L | wc -l)
+      pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
+      for r in $(seq 1 "${ROUNDS:-5}"); do
+        for form in ip oop; do
+          ip=""; [ $form = ip ] && ip="--in-place"
+          $pin timeout 150 "$gb" nccl --blocking --collectives all-reduce --min-bytes 8388608 --max-bytes "${PI_MAX:-268435456}" \
+            --no-algorithms $ip --out "$logs/pi-$form-$r" --procs "$ngpu" >"$logs/pi-$form-$r.log" 2>&1
+          say "round $r: ours --blocking --procs $ngpu ($form): exit $? at $((SECONDS - t0)) s"
+        done
+        $pin timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
+          docs/results/scripts/nccl-torch-allreduce.py --min-bytes 8388608 --max-bytes "${PI_MAX:-268435456}" \
+          >"$logs/pi-torch-$r.json" 2>"$logs/pi-torch-$r.err"
+        say "round $r: torch.distributed all_reduce 8-256 MiB: exit $? at $((SECONDS - t0)) s"
+        pack
+      done
+      ;;
+    handoffab)
+      # The cross-device handoff, this bundle (new) against the one carried
+      # as target/bundle-old/b.tar.xz (old), $ROUNDS (5) rounds in
+      # alternating order, each `gpu-bench p2p --bytes 16M` pinned to one
+      # core (taskset -c ${AB_CORE:-2}): the host ratio of each chain per run.
+      mkdir -p /tmp/old-bundle
+      [ -x /tmp/old-bundle/gpu-bundle/bin/gpu-bench ] || tar xJf target/bundle-old/b.tar.xz -C /tmp/old-bundle
+      for r in $(seq 1 "${ROUNDS:-5}"); do
+        order="old new"; [ $((r % 2)) = 0 ] && order="new old"
+        for v in $order; do
+          g=$gb; [ $v = old ] && g=/tmp/old-bundle/gpu-bundle/bin/gpu-bench
+          taskset -c "${AB_CORE:-2}" timeout 120 "$g" --format json p2p --bytes 16777216 --out "$logs/hab-$v-$r" \
+            >"$logs/hab-$v-$r.json" 2>"$logs/hab-$v-$r.err"
+          say "round $r: p2p ($v): exit $? at $((SECONDS - t0)) s"
+        done
+        pack
+      done
+      python3 docs/results/scripts/handoff-ab.py "$logs" | tee -a "$summary"
+      ;;
     truthser)
       timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --kernel-records serial --out "$logs/truth-serial" \
         >"$logs/truth-serial.log" 2>&1
@@ -527,13 +571,19 @@ for stage in "$@"; do
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
       db=${DDP_BUCKETS:-32} dm=${DDP_BUCKET_MIB:-32} ds=${DDP_STEPS:-7}
+      # A variant "priority:reserved SMs[:CTAs]" with CTAs runs NCCL with
+      # NCCL_MAX_CTAS=CTAs (its blocks capped, so they fit the SMs left).
       for v in ${DDP_VARIANTS:-default:0 high:0 default:24 default:40}; do
-        prio=${v%%:*} res=${v#*:}
-        GPU_SYNC_DRIVER=cuda timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap --buckets "$db" --bucket-mib "$dm" \
+        prio=${v%%:*} rest=${v#*:} res=${v#*:} ctas=""
+        case $rest in *:*) res=${rest%%:*} ctas=${rest#*:} ;; esac
+        # NCCL's init log (its channels) beside each run; INIT writes nothing per call.
+        env GPU_SYNC_DRIVER=cuda ${ctas:+NCCL_MAX_CTAS=$ctas} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
+          NCCL_DEBUG_FILE="$logs/ddp-nccl-$prio-$res-${ctas:-all}.%p.log" timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap \
+          --buckets "$db" --bucket-mib "$dm" \
           --steps "$ds" --fma "${DDP_FMA:-256}" --blocking 1 --comm-priority "$prio" --reserve-sms "$res" \
-          >"$logs/ddp-ours-$prio-$res.log" 2>&1
-        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority, $res SMs reserved): exit $? at $((SECONDS - t0)) s"
-        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio-$res.log" | tee -a "$summary"
+          >"$logs/ddp-ours-$prio-$res-${ctas:-all}.log" 2>&1
+        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority, $res SMs reserved, NCCL_MAX_CTAS=${ctas:-unset}): exit $? at $((SECONDS - t0)) s"
+        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio-$res-${ctas:-all}.log" | tee -a "$summary"
       done
       for prio in default high; do
         hp=""; [ $prio = high ] && hp=--high-priority-stream
