@@ -489,10 +489,14 @@ for stage in "$@"; do
       # as target/bundle-old/b.tar.xz (old), $ROUNDS (5) rounds in
       # alternating order, each `gpu-bench p2p --bytes 16M` pinned to one
       # core (taskset -c ${AB_CORE:-2}): the host ratio of each chain per run.
-      mkdir -p /tmp/old-bundle
-      [ -x /tmp/old-bundle/gpu-bundle/bin/gpu-bench ] || tar xJf target/bundle-old/b.tar.xz -C /tmp/old-bundle
+      # AB_BUILDS=new runs this bundle alone (no old bundle needed).
+      builds=${AB_BUILDS:-old new}
+      if [ "$builds" != new ]; then
+        mkdir -p /tmp/old-bundle
+        [ -x /tmp/old-bundle/gpu-bundle/bin/gpu-bench ] || tar xJf target/bundle-old/b.tar.xz -C /tmp/old-bundle
+      fi
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        order="old new"; [ $((r % 2)) = 0 ] && order="new old"
+        order=$builds; [ $((r % 2)) = 0 ] && order=$(echo "$builds" | tr ' ' '\n' | tac | tr '\n' ' ')
         for v in $order; do
           g=$gb; [ $v = old ] && g=/tmp/old-bundle/gpu-bundle/bin/gpu-bench
           taskset -c "${AB_CORE:-2}" timeout 120 "$g" --format json p2p --bytes 16777216 --out "$logs/hab-$v-$r" \
