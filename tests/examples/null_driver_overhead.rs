@@ -57,7 +57,11 @@ unsafe extern "C" fn can_access_peer(can: *mut c_int, _: CUdevice, _: CUdevice) 
 unsafe extern "C" fn enable_peer(_: CUcontext, _: c_uint) -> CUresult {
     OK
 }
-unsafe extern "C" fn pool_access(f: *mut CUmemAccess_flags, _: CUmemoryPool, _: *mut CUmemLocation) -> CUresult {
+unsafe extern "C" fn pool_access(
+    f: *mut CUmemAccess_flags,
+    _: CUmemoryPool,
+    _: *mut CUmemLocation,
+) -> CUresult {
     // SAFETY: out-pointer from gpu-sync: the pool is open already, so
     // nothing is set.
     unsafe { put(f, CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE) }
@@ -249,20 +253,21 @@ fn main() -> gpu_sync::Result<()> {
         let s1 = Stream::new(&dev1)?;
         let m1 = Module::load(&dev1, b"// null driver: no code\0")?;
         // SAFETY: as above (no kernel runs).
-        let (b0, b1) = unsafe {
-            (m.kernel::<(Out<f32>, Len)>("bump_u32")?, m1.kernel::<(Out<f32>, Len)>("bump_u32")?)
-        };
+        let (b0, b1) =
+            unsafe { (m.kernel::<(Out<f32>, Len)>("bump_u32")?, m1.kernel::<(Out<f32>, Len)>("bump_u32")?) };
         let mut z = DeviceBuffer::<f32>::zeroed(&s, 64)?;
         let cfg = LaunchConfig::new(1, 64);
         for round in 0..3 {
-            let (switches, foreign) = (SWITCHES.load(Ordering::Relaxed), FOREIGN_RECORDS.load(Ordering::Relaxed));
+            let (switches, foreign) =
+                (SWITCHES.load(Ordering::Relaxed), FOREIGN_RECORDS.load(Ordering::Relaxed));
             let t = Instant::now();
             for _ in 0..n {
                 b1.launch(&s1, cfg, (&mut z, 64u64))?;
                 b0.launch(&s, cfg, (&mut z, 64u64))?;
             }
             let ns = t.elapsed().as_nanos() as f64 / f64::from(n.max(1));
-            let per = |c: &AtomicU64, from: u64| (c.load(Ordering::Relaxed) - from) as f64 / f64::from(n.max(1));
+            let per =
+                |c: &AtomicU64, from: u64| (c.load(Ordering::Relaxed) - from) as f64 / f64::from(n.max(1));
             println!(
                 "round {round}: {ns:.1} ns per gpu-sync cross-device round trip, {:.2} context switches, {:.2} \
                  events recorded on a stream of another context than the current one ({n} round trips)",
