@@ -574,8 +574,13 @@ pub fn command() -> clap::Command {
                 let help = a.get_help().map(ToString::to_string).unwrap_or_default();
                 let sep = if help.is_empty() { "" } else { " " };
                 let long = a.get_long_help().map(|h| format!("{h} [{}]", range.expected()));
-                // `-inf` is a value to refuse by range, not a flag `-i`.
-                let a = a.help(format!("{help}{sep}[{}]", range.expected())).allow_hyphen_values(true);
+                // `-inf` is a value to refuse by range, not a flag `-i`;
+                // but a flag whose value is optional (`--procs [N]`) must
+                // not take the next flag for its value (`--procs
+                // --blocking`): negative numbers still reach its range
+                // (`allow_negative_numbers` below).
+                let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);
+                let a = a.help(format!("{help}{sep}[{}]", range.expected())).allow_hyphen_values(!optional);
                 match long {
                     Some(l) => a.long_help(l),
                     None => a,

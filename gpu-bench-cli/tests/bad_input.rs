@@ -84,6 +84,12 @@ fn each_bad_value_is_a_usage_error_naming_the_problem() {
         // One process per GPU needs a real NCCL: refused before any rank starts.
         (&["nccl", "--procs", "2"], "cuda-sim's NCCL joins no other process"),
         (&["nccl", "--procs"], "cuda-sim's NCCL joins no other process"),
+        // `--procs` alone before another flag takes no value from it.
+        (
+            &["nccl", "--procs", "--blocking", "--collectives", "all-reduce"],
+            "cuda-sim's NCCL joins no other process",
+        ),
+        (&["nccl", "--procs", "-1"], "-1 is below 2"),
     ];
     for (args, want) in cases {
         let mut all = vec!["--driver", "sim"];
