@@ -47,7 +47,11 @@
 //! (docs/results/h200/2026-11-27-eighth-session.md).
 //! `--reserve-sms K` (`DDP_RESERVE_SMS`, with `--fma`): the compute-bound
 //! passes run one block of 1024 threads on each of all but K SMs, leaving K
-//! to NCCL's blocks. Defaults 16 × 64 MiB,
+//! to NCCL's blocks. On two H200s NCCL ran 24 channels (a block each);
+//! with 32 SMs left to them, with or without `NCCL_MAX_CTAS` capping them,
+//! ideal/step read 0.69–0.71 against 0.73 with every SM computing: the
+//! SMs are not what the overlap lacks there
+//! (docs/results/h200/2026-11-27-eleventh-session.md). Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
