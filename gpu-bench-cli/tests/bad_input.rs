@@ -8,12 +8,14 @@
 //! always ends within its limit with one of the documented exit statuses,
 //! never a panic or an abort.
 
+mod support;
+
 use proptest::prelude::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn run(args: &[&str], limit: Duration) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let mut child = Command::new(support::gpu_bench())
         .args(args)
         .env_remove("RUST_LOG")
         .env_remove("GPU_BENCH_DRIVER")
@@ -104,7 +106,7 @@ fn each_bad_value_is_a_usage_error_naming_the_problem() {
 fn nccl_under_a_launcher_needs_procs() {
     // With RANK set, every process of a launcher would drive every device:
     // refused, naming --procs.
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "nccl"])
         .env("RANK", "0")
         .env("NCCL_NVLS_ENABLE", "0")
@@ -117,7 +119,7 @@ fn nccl_under_a_launcher_needs_procs() {
 
 #[test]
 fn one_variable_chooses_the_driver_for_the_library_and_the_command() {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["info"])
         .env_remove("GPU_BENCH_DRIVER")
         .env("GPU_SYNC_DRIVER", "sim")
@@ -125,7 +127,7 @@ fn one_variable_chooses_the_driver_for_the_library_and_the_command() {
         .expect("gpu-bench runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("SIMULATED"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["info"])
         .env_remove("GPU_BENCH_DRIVER")
         .env("GPU_SYNC_DRIVER", "bogus")

@@ -11,6 +11,8 @@
 //! by mistake would run (and write a report there), a refused one must exit
 //! within seconds with nothing written.
 
+mod support;
+
 use gpu_bench_cli::bounds::{Range, range_of};
 use gpu_bench_cli::cli::{MEASURING_GLOBALS, command};
 use std::any::TypeId;
@@ -65,7 +67,7 @@ fn run_all(cases: Vec<Case>, dir: &Path) -> Vec<String> {
                             args.extend(["--out".to_owned(), out.display().to_string()]);
                         }
                         let t0 = Instant::now();
-                        let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+                        let mut child = Command::new(support::gpu_bench())
                             .args(&args)
                             .current_dir(root())
                             .env_remove("RUST_LOG")

@@ -3,12 +3,14 @@
 //! marked simulated, in all three formats; the exit codes mean what the docs
 //! say (`compare`'s gate: tests/compare.rs).
 
+mod support;
+
 use gpu_bench::{Mode, Report};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
+    let mut c = Command::new(support::gpu_bench());
     c.env_remove("RUST_LOG");
     c
 }

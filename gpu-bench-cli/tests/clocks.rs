@@ -4,6 +4,8 @@
 //! each markdown table and each CSV row must say which clock its figures
 //! are, and no table may hold both.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -70,7 +72,7 @@ fn clock_of(benchmark: &str) -> Clock {
 #[test]
 fn sync_costs_never_puts_host_and_simulated_figures_in_one_column() {
     let dir = scratch("sync-costs");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .env_remove("RUST_LOG")
         .args(["--driver", "sim", "--quick", "--out", dir.to_str().unwrap(), "sync-costs"])
         .output()

@@ -4,13 +4,15 @@
 //! nothing with enough samples, another GPU, driver or schema), each with
 //! a message naming what is wrong.
 
+mod support;
+
 use gpu_bench::Report;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
+    let mut c = Command::new(support::gpu_bench());
     c.env_remove("RUST_LOG");
     c
 }

@@ -12,6 +12,8 @@
 //! kernels' span and busy time (within the event time) to the rows, the
 //! CSV and a table of its own, and is refused with --host-cost.
 
+mod support;
+
 use gpu_bench::nccl::{Collective, Launch, NcclReport};
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -30,7 +32,7 @@ fn nccl_env(
 ) -> (Output, PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-bench-nccl-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpu-bench"));
+    let mut c = Command::new(support::gpu_bench());
     c.env_remove("RUST_LOG").env_remove("NCCL_NVLS_ENABLE").env("CUDA_SIM_DEVICES", devices.to_string());
     for v in ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "GPU_BENCH_NCCL_TUNING_LOG"] {
         c.env_remove(v);
@@ -256,7 +258,7 @@ fn in_place_all_reduce_is_exact_and_refused_with_other_collectives_or_graphs() {
 /// (NCCL's log variables and `NCCL_RUNTIME_CONNECT` unset, multicast off):
 /// it succeeds, and its report's rows are exact.
 fn procs_on_gpus(args: &[&str]) -> NcclReport {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .env_remove("RUST_LOG")
         .env_remove("NCCL_DEBUG")
         .env_remove("GPU_BENCH_NCCL_TUNING_LOG")

@@ -8,13 +8,15 @@
 //! columns, all four outputs written; one device is a usage error; an odd
 //! hop count is refused.
 
+mod support;
+
 use gpu_bench::p2p::P2pReport;
 use std::process::Command;
 
 fn p2p(devices: u32, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("gpu-bench-p2p-{}-{devices}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .env_remove("RUST_LOG")
         .env("CUDA_SIM_DEVICES", devices.to_string())
         .args(["--driver", "sim", "p2p", "--bytes", "4194304", "--repeat", "3", "--out"])

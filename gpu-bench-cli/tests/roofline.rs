@@ -1,6 +1,8 @@
 //! `gpu-bench roofline` end to end without a GPU: the whole main job on the
 //! simulator with `--quick`, and `--replay` of the committed H100 result.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,7 +20,7 @@ fn read(dir: &Path, file: &str) -> String {
 #[test]
 fn quick_roofline_on_the_simulator() {
     let dir = out_dir("sim");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "--quick", "roofline", "--out"])
         .arg(&dir)
         .output()
@@ -88,7 +90,7 @@ fn quick_roofline_on_the_simulator() {
 #[test]
 fn forced_mma_path_tensor_phase_alone() {
     let dir = out_dir("mma");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "--quick", "roofline", "--only-tensor", "--tensor-path", "mma", "--out"])
         .arg(&dir)
         .output()
@@ -110,7 +112,7 @@ fn replay_of_the_committed_h100_result() {
     let json =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/2026-11-25-h100-roofline/results.json");
     let dir = out_dir("replay");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["roofline", "--replay"])
         .arg(&json)
         .arg("--out")
@@ -126,7 +128,7 @@ fn replay_of_the_committed_h100_result() {
     // byte for byte, and comes back as the current schema.
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/2026-11-25-h100-roofline-2");
     let dir2 = out_dir("replay2");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["roofline", "--replay"])
         .arg(v1.join("results.json"))
         .arg("--out")
@@ -147,7 +149,7 @@ fn replay_of_the_committed_h100_result() {
     ] {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results").join(run).join("roofline");
         let dir3 = out_dir(&format!("replay-{}", run.replace('/', "-")));
-        let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+        let out = Command::new(support::gpu_bench())
             .args(["roofline", "--replay"])
             .arg(src.join("results.json"))
             .arg("--out")
@@ -164,18 +166,14 @@ fn replay_of_the_committed_h100_result() {
     // A file of another schema is refused with a usage error (exit 2).
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"other\", \"version\": 1}").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
-        .args(["roofline", "--replay"])
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = Command::new(support::gpu_bench()).args(["roofline", "--replay"]).arg(&bad).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
 fn only_tensor_links_no_chart_it_did_not_draw() {
     let dir = out_dir("only-tensor");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "--quick", "roofline", "--only-tensor", "--out"])
         .arg(&dir)
         .output()
@@ -191,7 +189,7 @@ fn only_tensor_links_no_chart_it_did_not_draw() {
 #[test]
 fn read_tuning_sweep_on_the_simulator() {
     let dir = out_dir("tune");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "--quick", "roofline", "--tune-reads", "--out"])
         .arg(&dir)
         .output()
@@ -229,7 +227,7 @@ fn read_tuning_sweep_on_the_simulator() {
 #[test]
 fn hbm_tuning_search_tries_every_copy_pipeline() {
     let dir = out_dir("tune-hbm");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .args(["--driver", "sim", "--quick", "roofline", "--tune", "--only-hbm-fma", "--out"])
         .arg(&dir)
         .output()

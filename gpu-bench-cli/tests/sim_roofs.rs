@@ -7,6 +7,8 @@
 //! itself, which refuses a simulated figure above the simulated device's
 //! memory bandwidth; `cli.rs` runs `truth` on the simulator.)
 
+mod support;
+
 use cuda_sim::model::{HBM_BYTES_PER_NS, NVLINK_BYTES_PER_NS, PCIE_BYTES_PER_NS};
 use gpu_bench::p2p::P2pReport;
 use gpu_bench::{Mode, Report, Unit};
@@ -17,7 +19,7 @@ use std::process::{Command, Output};
 const SLACK: f64 = 1e-9;
 
 fn run(devices: u32, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpu-bench"))
+    let out = Command::new(support::gpu_bench())
         .env_remove("RUST_LOG")
         .env("CUDA_SIM_DEVICES", devices.to_string())
         .args(["--driver", "sim", "--format", "json"])

@@ -2,6 +2,8 @@
 //! parses back with both runs, their chunks, the three streams and a flow
 //! per device span; the table has the pipeline's kernels.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -66,15 +68,16 @@ fn check_folder(dir: &std::path::Path) {
     assert!(summary["spin_cycles"].as_u64().unwrap() > 0);
 }
 
-/// The `gpu-bench` binary of the build tree, or `None` (and a note) where
-/// the test runs away from it (the GPU bundle carries the test binary
-/// alone; its `on_the_gpu` test is the one meant to run there).
-fn gpu_bench_bin() -> Option<&'static str> {
-    let exe = env!("CARGO_BIN_EXE_gpu-bench");
-    if std::path::Path::new(exe).exists() {
+/// The `gpu-bench` binary ([`support::gpu_bench`]), or `None` (and a note)
+/// where it is not there (a test binary carried away from the build tree
+/// without `GPU_BENCH_BIN`; its `on_the_gpu` test is the one meant to run
+/// there).
+fn gpu_bench_bin() -> Option<PathBuf> {
+    let exe = support::gpu_bench();
+    if exe.exists() {
         Some(exe)
     } else {
-        eprintln!("skipped: no gpu-bench binary at {exe} (running away from the build tree)");
+        eprintln!("skipped: no gpu-bench binary at {} (running away from the build tree)", exe.display());
         None
     }
 }

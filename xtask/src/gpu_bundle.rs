@@ -218,6 +218,9 @@ mkdir -p "$out"
 stages=${*:-tests sanitize bench}
 export GPU_SYNC_DRIVER=cuda
 export RUST_BACKTRACE=1
+# gpu-bench-cli's tests run this copy of gpu-bench (the path compiled into
+# them is the build machine's).
+export GPU_BENCH_BIN="$here/bin/gpu-bench"
 # NVRTC (the run-time compilation tests): the machine's own libnvrtc — the
 # toolkit's, else the one in Python's nvidia-cuda-nvrtc wheel (the library
 # is ~100 MiB, too large to carry in the bundle).

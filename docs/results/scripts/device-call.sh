@@ -89,6 +89,9 @@ if [ -f target/bundle-xz/b.tar.xz ] && [ ! -x target/gpu-bundle/run.sh ]; then
 fi
 B=target/gpu-bundle
 gb=$B/bin/gpu-bench
+# gpu-bench-cli's tests run the bundle's gpu-bench (the path compiled into
+# them is the build machine's).
+export GPU_BENCH_BIN=$PWD/$gb
 { date -u; nvidia-smi; nvidia-smi topo -m; nvidia-smi -q -d CLOCK,POWER,TEMPERATURE | head -80; } >"$logs/machine.txt" 2>&1
 summary="$o/summary.txt"
 : >"$summary"
