@@ -210,10 +210,19 @@ fn every_input_outside_its_range_is_refused_naming_the_flag_and_the_bound() {
                     panic!("{argv:?}: a value inside the documented range is refused: {e}");
                 }
             }
+            // A flag whose value is optional (`--procs [N]`) takes no
+            // value that starts with a hyphen as a word of its own (it
+            // would be the next flag): given as `--procs=-inf`.
+            let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);
             for v in outside(&r) {
+                let flag = if optional && v.starts_with('-') {
+                    vec![format!("--{long}={v}")]
+                } else {
+                    vec![format!("--{long}"), v]
+                };
                 let args = match sub {
-                    Some(s) => vec![s.clone(), format!("--{long}"), v],
-                    None => vec![format!("--{long}"), v, "info".into()],
+                    Some(s) => [vec![s.clone()], flag].concat(),
+                    None => [flag, vec!["info".into()]].concat(),
                 };
                 cases.push(Case { args, says: vec![format!("--{long}"), r.expected()] });
             }
