@@ -224,10 +224,12 @@ fn in_place_all_reduce_is_exact_and_refused_with_other_collectives_or_graphs() {
     // In place, each timed iteration sums the last one's output; the
     // checked one starts from the input again, so every row is exact.
     let ar = ["--collectives", "all-reduce", "--in-place", "--check-iters", "2"];
-    let (out, _) = nccl(2, "inplace", Some("0"), &ar);
+    let (out, dir) = nccl(2, "inplace", Some("0"), &ar);
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     let r = report(&out);
-    assert!(r.notes.iter().any(|n| n.starts_with("all-reduce in place")), "{:?}", r.notes);
+    assert!(r.in_place && r.notes.iter().any(|n| n.starts_with("all-reduce in place")), "{:?}", r.notes);
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md written");
+    assert!(md.contains("- form: all-reduce in place"), "{md}");
     assert!(
         !r.rows.is_empty() && r.rows.iter().all(|x| x.wrong == Some(0) && x.error.is_none()),
         "{:?}",

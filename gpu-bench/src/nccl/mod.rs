@@ -464,6 +464,10 @@ pub struct NcclReport {
     /// Whether the communicators were blocking ([`NcclOptions::blocking`]).
     #[serde(default)]
     pub blocking: bool,
+    /// Whether the all-reduce ran in place ([`NcclOptions::in_place`]);
+    /// false in reports written before the option.
+    #[serde(default)]
+    pub in_place: bool,
     /// The run captured in a CUDA graph: its state.
     pub graph: String,
     /// Where the rows' algorithms and protocols came from (NCCL's tuning
@@ -621,6 +625,7 @@ fn sweep_report(
         check_iters: opts.check_iters,
         peer_peak_gbs: opts.peer_peak_gbs,
         blocking: opts.blocking,
+        in_place: opts.in_place,
         graph: match opts.graph_launches {
             0 => "not measured in this run (eager; graph_launches, gpu-bench nccl --graph N, captures the timed \
                   iterations into one graph per device)"

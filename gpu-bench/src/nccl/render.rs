@@ -53,6 +53,12 @@ impl NcclReport {
         }
         let mode = if self.blocking { "blocking" } else { "non-blocking" };
         let _ = writeln!(s, "- communicators: {mode}");
+        let form = if self.in_place {
+            "all-reduce in place (one buffer)"
+        } else {
+            "out of place (broadcast in place)"
+        };
+        let _ = writeln!(s, "- form: {form}");
         let _ = writeln!(s, "- captured in a CUDA graph: {}", self.graph);
         let _ = writeln!(s, "- algorithm and protocol: {}", self.algorithm);
         let _ = writeln!(s, "\nGB/s = 10^9 B/s; busbw as nccl-tests defines it (its PERFORMANCE notes).\n");
@@ -320,6 +326,7 @@ mod tests {
             check_iters: 1,
             peer_peak_gbs: None,
             blocking: false,
+            in_place: false,
             graph: "eager".into(),
             algorithm: "from the log".into(),
             rows: vec![
