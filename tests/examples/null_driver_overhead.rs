@@ -38,11 +38,14 @@ unsafe extern "C" fn init(_: c_uint) -> CUresult {
 static DEVICES: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
 
 unsafe extern "C" fn count(n: *mut c_int) -> CUresult {
-    // SAFETY: out-pointer from gpu-sync (see `put`).
+    // SAFETY: `n` is gpu-sync's out-pointer for the count, valid for one
+    // write (see `put`); the count is 1 or 2, and gpu-sync asks only for
+    // ordinals below it.
     unsafe { put(n, DEVICES.load(Ordering::Relaxed)) }
 }
 unsafe extern "C" fn get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
-    // SAFETY: out-pointer from gpu-sync.
+    // SAFETY: `d` is gpu-sync's out-pointer for the device, valid for one
+    // write (see `put`); the device handle is the ordinal itself.
     unsafe { put(d, ordinal) }
 }
 unsafe extern "C" fn retain(c: *mut CUcontext, d: CUdevice) -> CUresult {
@@ -252,8 +255,10 @@ fn main() -> gpu_sync::Result<()> {
         dev1.enable_peer_access(&dev)?;
         let s1 = Stream::new(&dev1)?;
         let m1 = Module::load(&dev1, b"// null driver: no code\0")?;
-        // SAFETY: as above (no kernel runs).
         let (b0, b1) =
+            // SAFETY: the null driver runs no kernel (`launch` returns at
+            // once), so the declared signature (a buffer and its checked
+            // length, as bump_u32's) is never used to touch memory.
             unsafe { (m.kernel::<(Out<f32>, Len)>("bump_u32")?, m1.kernel::<(Out<f32>, Len)>("bump_u32")?) };
         let mut z = DeviceBuffer::<f32>::zeroed(&s, 64)?;
         let cfg = LaunchConfig::new(1, 64);
