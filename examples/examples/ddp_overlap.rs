@@ -32,7 +32,10 @@
 //!
 //! Sizes: `--buckets B --bucket-mib X --steps S [--passes P]`, or the
 //! environment `DDP_BUCKETS`, `DDP_BUCKET_MIB`, `DDP_STEPS`, `DDP_PASSES`
-//! (a fixed number of passes skips the calibration). `--fma N`
+//! (a fixed number of passes skips the calibration). `--c-over-m R`
+//! (`DDP_C_OVER_M`) aims the calibration at C ≈ R·M instead (the issue
+//! allows 0.7–1.5): whole passes of `scale`, or with `--fma` one pass whose
+//! FMAs per float are scaled to the aim. `--fma N`
 //! (`DDP_FMA`): compute-bound passes instead, each the kernels crate's
 //! `intensity_f32` with N FMAs per float into a scratch buffer, then one
 //! `scale` writing the bucket — compute that leaves memory bandwidth to
@@ -80,8 +83,13 @@ struct Config {
     buckets: usize,
     bucket_bytes: usize,
     steps: usize,
-    /// `scale` launches per bucket; `None`: calibrated so that C ≈ M.
+    /// `scale` launches per bucket; `None`: calibrated so that C ≈ M
+    /// (C ≈ R·M with `--c-over-m R`).
     passes: Option<usize>,
+    /// The calibration's aim for C / M (`--c-over-m R`); `None`: 1, by
+    /// whole passes as before. With `--fma`, one pass whose FMAs per float
+    /// are scaled so that C ≈ R·M (finer than whole passes).
+    c_over_m: Option<f64>,
     /// Compute-bound passes instead: each pass is the kernels crate's
     /// `intensity_f32` with this many FMAs per float, into a scratch
     /// buffer, and one `scale` then writes the bucket (`--fma N`).
@@ -104,6 +112,7 @@ impl Config {
         bucket_bytes: 64 << 20,
         steps: 7,
         passes: None,
+        c_over_m: None,
         fma: None,
         blocking: false,
         high_priority: false,
@@ -123,6 +132,13 @@ impl Config {
                 }
                 "steps" => c.steps = v.parse().map_err(|e| bad(&e))?,
                 "passes" => c.passes = Some(v.parse().map_err(|e| bad(&e))?),
+                "c-over-m" => {
+                    let r: f64 = v.parse().map_err(|e| bad(&e))?;
+                    if !(r.is_finite() && r > 0.0) {
+                        return Err(bad(&"give a positive ratio, as 1.4").into());
+                    }
+                    c.c_over_m = Some(r);
+                }
                 "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
                 "blocking" => c.blocking = v != "0",
                 "reserve-sms" => c.reserve_sms = v.parse().map_err(|e| bad(&e))?,
@@ -135,16 +151,24 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --fma, --blocking, --comm-priority, --reserve-sms)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --c-over-m, --fma, --blocking, --comm-priority, --reserve-sms)"
                     )
                     .into());
                 }
             }
             Ok(())
         };
-        for key in
-            ["buckets", "bucket-mib", "steps", "passes", "fma", "blocking", "comm-priority", "reserve-sms"]
-        {
+        for key in [
+            "buckets",
+            "bucket-mib",
+            "steps",
+            "passes",
+            "c-over-m",
+            "fma",
+            "blocking",
+            "comm-priority",
+            "reserve-sms",
+        ] {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
                 set(key, &v)?;
@@ -422,7 +446,7 @@ fn mib(b: u64) -> String {
 /// Runs the example with `cfg`; an error if any reduced value is wrong, or
 /// if more than two buckets were ever live on a device (each is freed one
 /// bucket after its all-reduce is issued, whatever the number of buckets).
-fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
+fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
     if gpu_sync::select_driver()?.is_sim() {
         let world = nccl::RankEnv::from_env()?.map_or(1, |r| r.world_size);
         if mode == Mode::PerProcess && world > 1 {
@@ -518,10 +542,33 @@ fn run(cfg: Config, mode: Mode) -> BoxResult<()> {
         wrong += o.wrong;
     }
     let c1 = median(&ranks, mode, &c1s)?;
-    let passes = cfg.passes.unwrap_or_else(|| {
-        let r = m0.as_secs_f64() / c1.as_secs_f64().max(1e-9);
-        (r.round() as usize).max(1)
-    });
+    let aim = cfg.c_over_m.unwrap_or(1.0);
+    let passes = match (cfg.passes, cfg.fma, cfg.c_over_m) {
+        (Some(p), _, _) => p,
+        // Compute-bound with an aim: one pass, its FMAs per float scaled to
+        // the aim (a pass's time is nearly proportional to them; refined
+        // once on a second measurement).
+        (None, Some(mut fmas), Some(_)) => {
+            let mut c = c1;
+            for _ in 0..2 {
+                let scale = aim * m0.as_secs_f64() / c.as_secs_f64().max(1e-9);
+                fmas = ((f64::from(fmas) * scale / 8.0).round() as u32).clamp(1, 1 << 20) * 8;
+                cfg.fma = Some(fmas);
+                let mut cs = Vec::new();
+                for _ in 0..3 {
+                    let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false)?;
+                    cs.push(t);
+                    wrong += o.wrong;
+                }
+                c = median(&ranks, mode, &cs)?;
+            }
+            1
+        }
+        (None, _, _) => {
+            let r = aim * m0.as_secs_f64() / c1.as_secs_f64().max(1e-9);
+            (r.round() as usize).max(1)
+        }
+    };
 
     let (mut cs, mut msv, mut steps) = (Vec::new(), Vec::new(), Vec::new());
     let (mut peak_alloc, mut peak_reserved, mut reused) = (0u64, None::<u64>, Vec::new());
@@ -638,7 +685,8 @@ fn report(r: &Report) {
         mib(bb),
         cfg.steps
     );
-    println!("  calibration: M {}, one pass of compute {}", ms(m0), ms(c1));
+    let aim = cfg.c_over_m.map_or(String::new(), |r| format!(", aimed at C/M = {r}"));
+    println!("  calibration: M {}, one pass of compute {}{aim}", ms(m0), ms(c1));
     println!("  {:<34} {:>12}", "compute alone, C", ms(c));
     println!("  {:<34} {:>12}", "all-reduce alone, M", ms(m));
     let in_range = if (0.7..=1.5).contains(&ratio) { "in 0.7-1.5" } else { "OUT of 0.7-1.5" };
@@ -729,6 +777,10 @@ fn compute_bound_passes_on_blocking_communicators() {
     // One SM left to NCCL: the compute's grid is one block per other SM.
     c.reserve_sms = 1;
     run(c, Mode::OneProcess).expect("the example failed");
+    // Aimed at C ≈ 1.4·M: the FMAs per float calibrated, one pass.
+    c.c_over_m = Some(1.4);
+    c.passes = None;
+    run(c, Mode::OneProcess).expect("the example failed with an aim");
 }
 
 #[test]
@@ -750,6 +802,12 @@ fn one_process_per_gpu_is_refused_on_the_simulator() {
     let defaults = Config::from(Config::GPU, &args(&[])).expect("the defaults");
     assert!(!defaults.high_priority || std::env::var_os("DDP_COMM_PRIORITY").is_some());
     assert!(Config::from(Config::GPU, &args(&["--comm-priority", "low"])).is_err(), "low accepted");
+    // The calibration's aim: a positive finite ratio.
+    let aimed = Config::from(Config::GPU, &args(&["--c-over-m", "1.4"])).expect("1.4");
+    assert_eq!(aimed.c_over_m, Some(1.4));
+    for bad in ["0", "-1", "inf", "NaN", "x"] {
+        assert!(Config::from(Config::GPU, &args(&["--c-over-m", bad])).is_err(), "--c-over-m {bad} accepted");
+    }
 }
 
 #[test]

@@ -9,12 +9,13 @@ Run under torchrun, one process per GPU:
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
       python3 -m torch.distributed.run --standalone --nproc-per-node N ddp-overlap-torch.py \
       [--buckets 16] [--bucket-mib 64] [--steps 7] [--compute matmul,elementwise] [--wait end,lag1]
-      [--high-priority-stream]
+      [--high-priority-stream] [--c-over-m R]
 
 Per step, B buckets of `bucket-mib` MiB of float32. Bucket i is allocated
 and produced on the current (compute) stream, then all-reduced (sum,
 in place) with async_op=True. The compute of a bucket, sized so that C
-(compute alone) ≈ M (communication alone), is one of:
+(compute alone) ≈ M (communication alone) — C ≈ R·M with --c-over-m R —, is
+one of:
 
   matmul      one bf16 product of n x n matrices (n calibrated: 8192 scaled
               by the cube root of M's bucket time over an 8192^3 product's,
@@ -167,7 +168,9 @@ class Run:
         return t, wrong
 
     def calibrate(self, mode, m):
-        """Sizes one bucket's compute so that C ≈ M; returns what it chose."""
+        """Sizes one bucket's compute so that C ≈ R·M (R: --c-over-m, 1 by
+        default); returns what it chose."""
+        m = m * self.a.c_over_m
         per_bucket = m / self.a.buckets
         if mode == "elementwise":
             self.ones = torch.ones(self.elems, dtype=torch.float32, device=self.dev)
@@ -208,6 +211,9 @@ def main():
     ap.add_argument("--wait", default="end,lag1")
     ap.add_argument("--passes", type=int, default=0, help="elementwise passes per bucket (0: calibrate)")
     ap.add_argument("--matrix", type=int, default=0, help="matmul size n (0: calibrate)")
+    ap.add_argument(
+        "--c-over-m", type=float, default=1.0, help="the calibration's aim for C / M (the Rust example's --c-over-m)"
+    )
     ap.add_argument(
         "--high-priority-stream",
         action="store_true",

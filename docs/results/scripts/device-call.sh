@@ -50,7 +50,8 @@
 #              eager and -G 10; then --host-cost --blocking
 #   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
 #              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
-#              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32)
+#              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32); $DDP_C_OVER_M aims both at C ≈ R·M,
+#              $DDP_GPUS (0,1) uses those GPUs only, $DDP_TORCH_PRIOS (default high); SM clocks logged
 #   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
 #              --procs N (8 B-1 MiB); the all_reduce example
 #   procsblk   one process per GPU, $ROUNDS (3) interleaved rounds of all-reduce 8 B-64 MiB: ours
@@ -139,7 +140,39 @@ ntrun() {
   shift 2
   LD_LIBRARY_PATH="$nccl_lib:${LD_LIBRARY_PATH:-}" ${NTPIN:-} timeout 150 "$nt/${name}_perf" "$@" >"$log" 2>&1
 }
-trap 'say "stopped by a signal"; pack; exit 124' TERM INT
+# The SM clock, power and throttle reasons of every GPU every 100 ms, into
+# a CSV, while a run goes (clocks_start FILE … clocks_stop), and a line per
+# GPU of what it read (clocks_summary FILE: the SM clock's median and range
+# while power was above 150 W, that is while the GPU worked).
+clkpid=""
+clocks_start() {
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null &
+  clkpid=$!
+}
+clocks_stop() {
+  [ -n "$clkpid" ] && kill "$clkpid" 2>/dev/null && wait "$clkpid" 2>/dev/null
+  clkpid=""
+}
+clocks_summary() {
+  python3 - "$1" <<'PY' 2>&1 | tee -a "$summary"
+import collections, statistics, sys
+by = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        by[int(f[1])].append((float(f[2]), float(f[4]), f[6]))
+    except (ValueError, IndexError):
+        pass
+for g, rows in sorted(by.items()):
+    busy = [r for r in rows if r[1] > 150] or rows
+    clk = [r[0] for r in busy]
+    reasons = collections.Counter(r[2] for r in busy).most_common(2)
+    print("  clocks GPU %d: SM %d MHz median (%d-%d) over %d samples above 150 W (of %d), power max %.0f W, throttle %s"
+          % (g, statistics.median(clk), min(clk), max(clk), len(busy), len(rows), max(r[1] for r in rows), reasons))
+PY
+}
+trap 'clocks_stop; say "stopped by a signal"; pack; exit 124' TERM INT
 say "machine: $(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tr '\n' ';')"
 for stage in "$@"; do
   t0=$SECONDS
@@ -575,32 +608,55 @@ for stage in "$@"; do
       # for each "priority:reserved SMs" of $DDP_VARIANTS; PyTorch's bf16
       # matmul, works waited at the end, one process per GPU, its NCCL
       # streams at default and at high priority.
+      # $DDP_C_OVER_M aims both calibrations at C ≈ R·M (ours: the FMAs per
+      # float of one pass; PyTorch's: the matrix size); $DDP_GPUS (say 0,1)
+      # runs both on those GPUs of the host only (CUDA_VISIBLE_DEVICES).
+      # The SM clock, power and throttle reasons of every GPU are logged
+      # every 100 ms beside each run (ddp-clocks-*.csv).
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       ngpu=$(nvidia-smi -L | wc -l)
+      tag=""
+      if [ -n "${DDP_GPUS:-}" ]; then
+        export CUDA_VISIBLE_DEVICES=$DDP_GPUS
+        ngpu=$(echo "$DDP_GPUS" | tr ',' '\n' | wc -l)
+        tag="-g${DDP_GPUS//,/}"
+      fi
+      com=""; [ -n "${DDP_C_OVER_M:-}" ] && com="--c-over-m $DDP_C_OVER_M" && tag="$tag-r$DDP_C_OVER_M"
       db=${DDP_BUCKETS:-32} dm=${DDP_BUCKET_MIB:-32} ds=${DDP_STEPS:-7}
+      say "ddpcmp: $ngpu GPUs ${DDP_GPUS:+($DDP_GPUS) }${com:-(C ~ M)}, $db x $dm MiB, $ds steps"
       # A variant "priority:reserved SMs[:CTAs]" with CTAs runs NCCL with
       # NCCL_MAX_CTAS=CTAs (its blocks capped, so they fit the SMs left).
       for v in ${DDP_VARIANTS:-default:0 high:0 default:24 default:40}; do
         prio=${v%%:*} rest=${v#*:} res=${v#*:} ctas=""
         case $rest in *:*) res=${rest%%:*} ctas=${rest#*:} ;; esac
         # NCCL's init log (its channels) beside each run; INIT writes nothing per call.
+        v="$prio-$res-${ctas:-all}$tag"
+        clocks_start "$logs/ddp-clocks-ours-$v.csv"
         env GPU_SYNC_DRIVER=cuda ${ctas:+NCCL_MAX_CTAS=$ctas} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
-          NCCL_DEBUG_FILE="$logs/ddp-nccl-$prio-$res-${ctas:-all}.%p.log" timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap \
-          --buckets "$db" --bucket-mib "$dm" \
+          NCCL_DEBUG_FILE="$logs/ddp-nccl-$v.%p.log" timeout "${DDP_TIMEOUT:-120}" $B/bin/ddp_overlap \
+          --buckets "$db" --bucket-mib "$dm" $com \
           --steps "$ds" --fma "${DDP_FMA:-256}" --blocking 1 --comm-priority "$prio" --reserve-sms "$res" \
-          >"$logs/ddp-ours-$prio-$res-${ctas:-all}.log" 2>&1
-        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority, $res SMs reserved, NCCL_MAX_CTAS=${ctas:-unset}): exit $? at $((SECONDS - t0)) s"
-        grep -E '^(DDP|  )' "$logs/ddp-ours-$prio-$res-${ctas:-all}.log" | tee -a "$summary"
+          >"$logs/ddp-ours-$v.log" 2>&1
+        st=$?
+        clocks_stop
+        say "ddp_overlap ($ngpu GPUs, fma, blocking, $prio priority, $res SMs reserved, NCCL_MAX_CTAS=${ctas:-unset}${com:+, $com}): exit $st at $((SECONDS - t0)) s"
+        grep -E '^(DDP|  )' "$logs/ddp-ours-$v.log" | tee -a "$summary"
+        clocks_summary "$logs/ddp-clocks-ours-$v.csv"
       done
-      for prio in default high; do
+      for prio in ${DDP_TORCH_PRIOS:-default high}; do
         hp=""; [ $prio = high ] && hp=--high-priority-stream
+        clocks_start "$logs/ddp-clocks-torch-$prio$tag.csv"
         timeout "${DDP_TORCH_TIMEOUT:-200}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
-          docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" \
-          --compute matmul --wait end $hp >"$logs/ddp-torch-$prio.json" 2>"$logs/ddp-torch-$prio.err"
-        say "PyTorch DDP-style overlap ($ngpu processes, $prio priority): exit $? at $((SECONDS - t0)) s"
-        torch_ddp_summary "$logs/ddp-torch-$prio.json"
+          docs/results/scripts/ddp-overlap-torch.py --buckets "$db" --bucket-mib "$dm" --steps "$ds" $com \
+          --compute matmul --wait end $hp >"$logs/ddp-torch-$prio$tag.json" 2>"$logs/ddp-torch-$prio$tag.err"
+        st=$?
+        clocks_stop
+        say "PyTorch DDP-style overlap ($ngpu processes, $prio priority${com:+, $com}): exit $st at $((SECONDS - t0)) s"
+        torch_ddp_summary "$logs/ddp-torch-$prio$tag.json"
+        clocks_summary "$logs/ddp-clocks-torch-$prio$tag.csv"
         pack
       done
+      unset CUDA_VISIBLE_DEVICES
       ;;
     procs)
       # One process per GPU, the three ways in: ddp_overlap --spawn N,
