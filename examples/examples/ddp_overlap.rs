@@ -54,7 +54,13 @@
 //! with 32 SMs left to them, with or without `NCCL_MAX_CTAS` capping them,
 //! ideal/step read 0.69–0.71 against 0.73 with every SM computing: the
 //! SMs are not what the overlap lacks there
-//! (docs/results/h200/2026-11-27-eleventh-session.md). Defaults 16 × 64 MiB,
+//! (docs/results/h200/2026-11-27-eleventh-session.md) — but a block of
+//! 1024 threads does not fill an SM, and the GPU may place NCCL's blocks
+//! beside the compute's. `--hold-shared 1` (`DDP_HOLD_SHARED`, the default
+//! with `--reserve-sms`) makes each compute block hold its SM's whole shared
+//! memory (`RooflineKernels::intensity_holding_shared`), so NCCL's blocks,
+//! which need shared memory, run only on the SMs left; `--hold-shared 0`
+//! is the earlier grid. Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
@@ -103,6 +109,12 @@ struct Config {
     /// its grid is one block of 1024 threads on each of `SMs − K` SMs
     /// instead of four blocks of 256 on every SM.
     reserve_sms: u32,
+    /// With `--reserve-sms`: each compute block holds its SM's whole
+    /// shared memory (`--hold-shared 1`, the default), so NCCL's blocks,
+    /// which need shared memory, cannot share the compute's SMs and run on
+    /// the ones left; `--hold-shared 0`: small blocks alone, which the GPU
+    /// may place beside NCCL's.
+    hold_shared: bool,
 }
 
 impl Config {
@@ -117,6 +129,7 @@ impl Config {
         blocking: false,
         high_priority: false,
         reserve_sms: 0,
+        hold_shared: true,
     };
 
     /// `base`, overridden by the environment, then by `args` (flags).
@@ -142,6 +155,13 @@ impl Config {
                 "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
                 "blocking" => c.blocking = v != "0",
                 "reserve-sms" => c.reserve_sms = v.parse().map_err(|e| bad(&e))?,
+                "hold-shared" => {
+                    c.hold_shared = match v {
+                        "1" => true,
+                        "0" => false,
+                        _ => return Err(bad(&"give 1 or 0").into()),
+                    }
+                }
                 "comm-priority" => {
                     c.high_priority = match v {
                         "high" => true,
@@ -151,7 +171,7 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --c-over-m, --fma, --blocking, --comm-priority, --reserve-sms)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --c-over-m, --fma, --blocking, --comm-priority, --reserve-sms, --hold-shared)"
                     )
                     .into());
                 }
@@ -168,6 +188,7 @@ impl Config {
             "blocking",
             "comm-priority",
             "reserve-sms",
+            "hold-shared",
         ] {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
@@ -208,8 +229,9 @@ struct Rank {
     comm_stream: Stream,
     kernels: Kernels,
     ones: DeviceBuffer<f32>,
-    /// With `--fma`: the compute-bound kernels and their output.
-    fma: Option<(kernels::RooflineKernels, kernels::Grid, std::cell::RefCell<DeviceBuffer<f32>>)>,
+    /// With `--fma`: the compute-bound kernels, their grid, the shared
+    /// memory each block holds (`--hold-shared`) and their output.
+    fma: Option<(kernels::RooflineKernels, kernels::Grid, u32, std::cell::RefCell<DeviceBuffer<f32>>)>,
 }
 
 /// The value rank `r` writes into bucket `i`: small integers, so every sum
@@ -304,12 +326,19 @@ fn run_buckets(
                 out.reused += 1;
             }
             match (&rank.fma, cfg.fma) {
-                (Some((roof, grid, scratch)), Some(fmas)) => {
+                (Some((roof, grid, held, scratch)), Some(fmas)) => {
                     // Compute-bound passes into the scratch buffer (the
                     // stream orders them before the bucket's write).
                     let mut scratch = scratch.borrow_mut();
                     for _ in 0..passes {
-                        roof.intensity(&rank.compute, *grid, &rank.ones, &mut *scratch, fmas)?;
+                        roof.intensity_holding_shared(
+                            &rank.compute,
+                            *grid,
+                            &rank.ones,
+                            &mut *scratch,
+                            fmas,
+                            *held,
+                        )?;
                     }
                     rank.kernels.scale(&rank.compute, &rank.ones, &mut b, grad_value(rank.comm.rank(), i))?;
                 }
@@ -499,8 +528,18 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
                     k if k < sms => kernels::Grid { blocks: sms - k, threads: 1024 },
                     k => return Err(format!("--reserve-sms {k}: the device has {sms} SMs").into()),
                 };
+                // A whole SM's shared memory per block: NCCL's blocks go to
+                // the SMs the grid leaves.
+                let held = if cfg.reserve_sms > 0 && cfg.hold_shared {
+                    let optin = device.attribute(
+                        gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                    )?;
+                    optin.max(0) as u32
+                } else {
+                    0
+                };
                 let scratch = DeviceBuffer::<f32>::alloc(&compute, cfg.elems())?;
-                Some((kernels::RooflineKernels::load(device)?, grid, std::cell::RefCell::new(scratch)))
+                Some((kernels::RooflineKernels::load(device)?, grid, held, std::cell::RefCell::new(scratch)))
             }
         };
         ranks.push(Rank {
@@ -671,8 +710,13 @@ fn report(r: &Report) {
     };
     let kind = match cfg.fma {
         Some(f) if cfg.reserve_sms > 0 => format!(
-            "{passes} compute-bound passes (intensity_f32, {f} FMAs per float, {} SMs left to NCCL) and one scale",
-            cfg.reserve_sms
+            "{passes} compute-bound passes (intensity_f32, {f} FMAs per float, {} SMs left to NCCL, {}) and one scale",
+            cfg.reserve_sms,
+            if cfg.hold_shared {
+                "each block holding its SM's shared memory"
+            } else {
+                "blocks holding no shared memory"
+            }
         ),
         Some(f) => format!("{passes} compute-bound passes (intensity_f32, {f} FMAs per float) and one scale"),
         None => format!("{passes} scale passes"),
@@ -802,6 +846,9 @@ fn one_process_per_gpu_is_refused_on_the_simulator() {
     let defaults = Config::from(Config::GPU, &args(&[])).expect("the defaults");
     assert!(!defaults.high_priority || std::env::var_os("DDP_COMM_PRIORITY").is_some());
     assert!(Config::from(Config::GPU, &args(&["--comm-priority", "low"])).is_err(), "low accepted");
+    // Holding shared memory: 1 or 0.
+    assert!(!Config::from(Config::GPU, &args(&["--hold-shared", "0"])).expect("0").hold_shared);
+    assert!(Config::from(Config::GPU, &args(&["--hold-shared", "2"])).is_err(), "--hold-shared 2 accepted");
     // The calibration's aim: a positive finite ratio.
     let aimed = Config::from(Config::GPU, &args(&["--c-over-m", "1.4"])).expect("1.4");
     assert_eq!(aimed.c_over_m, Some(1.4));

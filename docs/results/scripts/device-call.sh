@@ -51,7 +51,8 @@
 #   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
 #              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
 #              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32); $DDP_C_OVER_M aims both at C ≈ R·M,
-#              $DDP_GPUS (0,1) uses those GPUs only, $DDP_TORCH_PRIOS (default high); SM clocks logged
+#              $DDP_GPUS (0,1) uses those GPUs only, $DDP_TORCH_PRIOS (default high), $DDP_HOLD_SHARED
+#              (ddp_overlap's --hold-shared); SM clocks logged
 #   procs      one process per GPU: ddp_overlap --spawn N, under torchrun --no-python, gpu-bench nccl
 #              --procs N (8 B-1 MiB); the all_reduce example
 #   procsblk   one process per GPU, $ROUNDS (3) interleaved rounds of all-reduce 8 B-64 MiB: ours
@@ -622,6 +623,8 @@ for stage in "$@"; do
         tag="-g${DDP_GPUS//,/}"
       fi
       com=""; [ -n "${DDP_C_OVER_M:-}" ] && com="--c-over-m $DDP_C_OVER_M" && tag="$tag-r$DDP_C_OVER_M"
+      # DDP_HOLD_SHARED=0 runs reserved SMs the earlier way (ours reads it).
+      [ -n "${DDP_HOLD_SHARED:-}" ] && tag="$tag-h$DDP_HOLD_SHARED"
       db=${DDP_BUCKETS:-32} dm=${DDP_BUCKET_MIB:-32} ds=${DDP_STEPS:-7}
       say "ddpcmp: $ngpu GPUs ${DDP_GPUS:+($DDP_GPUS) }${com:-(C ~ M)}, $db x $dm MiB, $ds steps"
       # A variant "priority:reserved SMs[:CTAs]" with CTAs runs NCCL with

@@ -77,13 +77,47 @@ impl RooflineKernels {
         I: AsDeviceSlice<f32> + ?Sized,
         O: AsDeviceSliceMut<f32> + ?Sized,
     {
+        self.intensity_holding_shared(stream, grid, input, out, fmas, 0)
+    }
+
+    /// [`intensity`](Self::intensity), each block holding `shared_bytes` of
+    /// dynamic shared memory that the kernel does not use. At the device's
+    /// opt-in limit (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`)
+    /// a block takes its SM's whole shared memory, so no block of another
+    /// kernel that needs shared memory (NCCL's do) runs on the SMs this
+    /// grid holds: a grid of fewer blocks than SMs leaves the others to
+    /// such kernels, where a grid of small blocks alone would share its SMs
+    /// with them. The kernel's limit is raised (`cuFuncSetAttribute`) when
+    /// `shared_bytes` exceeds it.
+    ///
+    /// # Errors
+    /// As [`intensity`](Self::intensity); [`Error::LaunchConfig`](gpu_sync::Error::LaunchConfig) beyond the
+    /// device's opt-in limit.
+    pub fn intensity_holding_shared<I, O>(
+        &self,
+        stream: &Stream,
+        grid: Grid,
+        input: &I,
+        out: &mut O,
+        fmas: u32,
+        shared_bytes: u32,
+    ) -> Result<()>
+    where
+        I: AsDeviceSlice<f32> + ?Sized,
+        O: AsDeviceSliceMut<f32> + ?Sized,
+    {
         let (input_v, out_v) =
             ((input.device_len(), input.device_ptr()), (out.device_len(), out.device_ptr()));
         let (n4, cfg) = sweep_checks(KernelId::IntensityF32, grid, input_v, out_v, 4)?;
+        // Raised once, not per launch.
+        if shared_bytes > self.intensity.max_dynamic_shared_mem() {
+            self.intensity.set_max_dynamic_shared_mem(shared_bytes)?;
+        }
         // SAFETY (launch): float4 indices `< n4` of both views, exactly
         // `4 * n4` floats each from 16-byte aligned starts (checked above);
-        // one thread per index.
-        self.intensity.launch(stream, cfg, (input, out, fmas, n4))
+        // one thread per index. The kernel reads no dynamic shared memory:
+        // `shared_bytes` only reserves it (within the limit set above).
+        self.intensity.launch(stream, cfg.with_shared_mem(shared_bytes), (input, out, fmas, n4))
     }
 
     /// `out = input` after `fmas` FMAs per double (`intensity_f64`).
