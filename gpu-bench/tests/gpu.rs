@@ -131,6 +131,14 @@ fn several_devices_take_the_longest_span_and_cuptis_clocks_agree() {
     let span0 = |m: Mode| {
         r.mode(m).unwrap().counters.iter().find(|c| c.name == "span of stream 0 (GPU 0)").unwrap().value
     };
+    // Under compute-sanitizer (`GPU_SANITIZER`, set by the GPU bundle) the
+    // tools stretch and serialize the spins: the work runs and is checked
+    // for errors, the times are not asserted (racecheck read a spread of
+    // 0.008 ms for the 0.5 ms the spins differ by).
+    if std::env::var_os("GPU_SANITIZER").is_some() {
+        println!("under compute-sanitizer: the timing assertions are skipped");
+        return;
+    }
     for m in [Mode::Hot, Mode::Batch] {
         let t = r.mode(m).unwrap().median();
         assert!((t / span0(m) - 1.0).abs() < 0.01, "{}: {t} vs GPU 0's span {}", m.name(), span0(m));
