@@ -60,7 +60,11 @@
 //! with `--reserve-sms`) makes each compute block hold its SM's whole shared
 //! memory (`RooflineKernels::intensity_holding_shared`), so NCCL's blocks,
 //! which need shared memory, run only on the SMs left; `--hold-shared 0`
-//! is the earlier grid. Defaults 16 × 64 MiB,
+//! is the earlier grid. `--trace-buckets 1` (`DDP_TRACE_BUCKETS`) then
+//! runs each phase once more with events after every bucket on the first
+//! GPU and prints each all-reduce's and each bucket's compute time alone and
+//! in the step, and how long the communication stream waited for compute:
+//! where the step's time goes. Defaults 16 × 64 MiB,
 //! 7 steps. On a shared multi-GPU host keep NVLink multicast off:
 //! `NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1`.
 //!
@@ -115,6 +119,12 @@ struct Config {
     /// the ones left; `--hold-shared 0`: small blocks alone, which the GPU
     /// may place beside NCCL's.
     hold_shared: bool,
+    /// `--trace-buckets 1`: after the timed steps, one more run of each
+    /// phase with events on the first GPU's streams after every bucket,
+    /// and what they show (each all-reduce's and each bucket's compute
+    /// time alone and in the step; how long the communication stream
+    /// waited for compute).
+    trace_buckets: bool,
 }
 
 impl Config {
@@ -130,6 +140,7 @@ impl Config {
         high_priority: false,
         reserve_sms: 0,
         hold_shared: true,
+        trace_buckets: false,
     };
 
     /// `base`, overridden by the environment, then by `args` (flags).
@@ -155,6 +166,7 @@ impl Config {
                 "fma" => c.fma = Some(v.parse().map_err(|e| bad(&e))?).filter(|&f| f > 0),
                 "blocking" => c.blocking = v != "0",
                 "reserve-sms" => c.reserve_sms = v.parse().map_err(|e| bad(&e))?,
+                "trace-buckets" => c.trace_buckets = v != "0",
                 "hold-shared" => {
                     c.hold_shared = match v {
                         "1" => true,
@@ -171,7 +183,7 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --c-over-m, --fma, --blocking, --comm-priority, --reserve-sms, --hold-shared)"
+                        "unknown option --{key} (--buckets, --bucket-mib, --steps, --passes, --c-over-m, --fma, --blocking, --comm-priority, --reserve-sms, --hold-shared, --trace-buckets)"
                     )
                     .into());
                 }
@@ -189,6 +201,7 @@ impl Config {
             "comm-priority",
             "reserve-sms",
             "hold-shared",
+            "trace-buckets",
         ] {
             let var = format!("DDP_{}", key.replace('-', "_").to_uppercase());
             if let Ok(v) = std::env::var(&var) {
@@ -301,6 +314,89 @@ impl Span {
     }
 }
 
+/// Events on the first GPU, bucket by bucket (`--trace-buckets 1`): one at
+/// the start on the stream the run starts on, then after each bucket's
+/// compute (compute stream) and after each bucket's all-reduce
+/// (communication stream). Events of one device subtract.
+struct Trace {
+    start: TimingEvent,
+    compute: Vec<TimingEvent>,
+    comm: Vec<TimingEvent>,
+}
+
+impl Trace {
+    fn begin(rank: &Rank, on_comm: bool) -> BoxResult<Trace> {
+        let start = TimingEvent::new(&rank.device)?;
+        start.record(if on_comm { &rank.comm_stream } else { &rank.compute })?;
+        Ok(Trace { start, compute: Vec::new(), comm: Vec::new() })
+    }
+
+    fn mark(rank: &Rank, s: &Stream, into: &mut Vec<TimingEvent>) -> BoxResult<()> {
+        let e = TimingEvent::new(&rank.device)?;
+        e.record(s)?;
+        into.push(e);
+        Ok(())
+    }
+
+    /// Seconds from the start to each event of `v`.
+    fn times(&self, v: &[TimingEvent]) -> BoxResult<Vec<f64>> {
+        let mut out = Vec::with_capacity(v.len());
+        for e in v {
+            e.synchronize()?;
+            out.push(self.start.elapsed(e)?.as_secs_f64());
+        }
+        Ok(out)
+    }
+}
+
+/// Each step between consecutive times (the first from 0).
+fn steps_of(t: &[f64]) -> Vec<f64> {
+    t.iter().scan(0.0, |prev, &x| Some(x - std::mem::replace(prev, x))).collect()
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// What the traces of the first GPU show, printed: per bucket, the
+/// all-reduce's time alone (between consecutive ends) and in the step (from
+/// when it could start, the later of the previous all-reduce's end and its
+/// bucket's compute end, to its end); the compute's per bucket alone and in
+/// the step; and how long, in all, the communication stream waited for
+/// compute in the step.
+fn report_traces(comm_alone: &Trace, compute_alone: &Trace, step: &Trace) -> BoxResult<()> {
+    let ar_alone = steps_of(&comm_alone.times(&comm_alone.comm)?);
+    let c_alone = steps_of(&compute_alone.times(&compute_alone.compute)?);
+    let (ce, ae) = (step.times(&step.compute)?, step.times(&step.comm)?);
+    let c_step = steps_of(&ce);
+    let mut ar_step = Vec::new();
+    let mut waited = 0.0;
+    let mut prev_end = 0.0f64;
+    for (&c, &a) in ce.iter().zip(&ae) {
+        let could_start = prev_end.max(c);
+        waited += (c - prev_end).max(0.0);
+        ar_step.push(a - could_start);
+        prev_end = a;
+    }
+    let ms = |v: f64| format!("{:.3} ms", v * 1e3);
+    println!("  trace of GPU 0 (one more run of each, events after every bucket), median per bucket:");
+    println!(
+        "    all-reduce: {} alone, {} in the step; compute: {} alone, {} in the step",
+        ms(median_of(ar_alone)),
+        ms(median_of(ar_step)),
+        ms(median_of(c_alone)),
+        ms(median_of(c_step))
+    );
+    println!(
+        "    the communication stream waited {} for compute in the step; the compute ended at {}, the last all-reduce at {}",
+        ms(waited),
+        ms(ce.last().copied().unwrap_or(f64::NAN)),
+        ms(ae.last().copied().unwrap_or(f64::NAN))
+    );
+    Ok(())
+}
+
 /// Compute alone (`Phase::Compute`) or the overlapped step: every bucket
 /// allocated, produced by `passes` `scale` launches on the compute stream,
 /// all-reduced (step only), and dropped once the next bucket is issued.
@@ -312,6 +408,7 @@ fn run_buckets(
     passes: usize,
     phase: Phase,
     check: bool,
+    mut trace: Option<&mut Trace>,
 ) -> BoxResult<(Duration, StepOutcome)> {
     let (n, world) = (ranks.len(), ranks[0].comm.size());
     let mut out = StepOutcome::default();
@@ -354,6 +451,9 @@ fn run_buckets(
                 }
             }
             cur.push(b);
+            if let Some(t) = trace.as_deref_mut().filter(|_| r == 0) {
+                Trace::mark(rank, &rank.compute, &mut t.compute)?;
+            }
         }
         // Bucket i − 1 is dropped before bucket i's all-reduce is issued:
         // its free goes on the communication stream (its latest use) right
@@ -372,6 +472,9 @@ fn run_buckets(
                 }
                 Ok(())
             })?;
+            if let Some(t) = trace.as_deref_mut() {
+                Trace::mark(&ranks[0], &ranks[0].comm_stream, &mut t.comm)?;
+            }
         }
         if check {
             for (rank, b) in ranks.iter().zip(&cur) {
@@ -404,7 +507,7 @@ fn count_wrong(s: &Stream, b: &DeviceBuffer<f32>, want: f32) -> BoxResult<usize>
 
 /// Communication alone: every bucket's all-reduce over buckets made (and
 /// zeroed) beforehand, outside the span.
-fn run_comm(ranks: &[Rank], cfg: &Config) -> BoxResult<Duration> {
+fn run_comm(ranks: &[Rank], cfg: &Config, mut trace: Option<&mut Trace>) -> BoxResult<Duration> {
     let mut sets: Vec<Vec<DeviceBuffer<f32>>> = Vec::with_capacity(cfg.buckets);
     for _ in 0..cfg.buckets {
         let set: Vec<DeviceBuffer<f32>> = ranks
@@ -424,6 +527,9 @@ fn run_comm(ranks: &[Rank], cfg: &Config) -> BoxResult<Duration> {
             }
             Ok(())
         })?;
+        if let Some(t) = trace.as_deref_mut() {
+            Trace::mark(&ranks[0], &ranks[0].comm_stream, &mut t.comm)?;
+        }
     }
     span.end(ranks, false, true)
 }
@@ -567,16 +673,16 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
 
     // Warm-up and the exact check of every reduced bucket (untimed: each
     // bucket is read back as soon as it is issued).
-    let mut wrong = run_buckets(&ranks, &cfg, 1, Phase::Step, true)?.1.wrong;
+    let mut wrong = run_buckets(&ranks, &cfg, 1, Phase::Step, true, None)?.1.wrong;
     sync(&ranks)?;
 
     // Calibration: M first, then one pass's compute, then the passes that
     // bring C to M (the same on every rank: the samples are reduced first).
-    let m0s = (0..3).map(|_| run_comm(&ranks, &cfg)).collect::<BoxResult<Vec<_>>>()?;
+    let m0s = (0..3).map(|_| run_comm(&ranks, &cfg, None)).collect::<BoxResult<Vec<_>>>()?;
     let m0 = median(&ranks, mode, &m0s)?;
     let mut c1s = Vec::new();
     for _ in 0..3 {
-        let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false)?;
+        let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false, None)?;
         c1s.push(t);
         wrong += o.wrong;
     }
@@ -595,7 +701,7 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
                 cfg.fma = Some(fmas);
                 let mut cs = Vec::new();
                 for _ in 0..3 {
-                    let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false)?;
+                    let (t, o) = run_buckets(&ranks, &cfg, 1, Phase::Compute, false, None)?;
                     cs.push(t);
                     wrong += o.wrong;
                 }
@@ -612,9 +718,9 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
     let (mut cs, mut msv, mut steps) = (Vec::new(), Vec::new(), Vec::new());
     let (mut peak_alloc, mut peak_reserved, mut reused) = (0u64, None::<u64>, Vec::new());
     for _ in 0..cfg.steps {
-        msv.push(run_comm(&ranks, &cfg)?);
+        msv.push(run_comm(&ranks, &cfg, None)?);
         sync(&ranks)?;
-        let (c, o) = run_buckets(&ranks, &cfg, passes, Phase::Compute, false)?;
+        let (c, o) = run_buckets(&ranks, &cfg, passes, Phase::Compute, false, None)?;
         cs.push(c);
         wrong += o.wrong;
         sync(&ranks)?;
@@ -622,7 +728,7 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
             r.device.trim_memory_pool(0)?;
             r.device.reset_peak_memory()?;
         }
-        let (t, o) = run_buckets(&ranks, &cfg, passes, Phase::Step, false)?;
+        let (t, o) = run_buckets(&ranks, &cfg, passes, Phase::Step, false, None)?;
         steps.push(t);
         wrong += o.wrong;
         reused.push(o.reused as f64);
@@ -636,6 +742,22 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
     }
     let (c, m, step) =
         (median(&ranks, mode, &cs)?, median(&ranks, mode, &msv)?, median(&ranks, mode, &steps)?);
+    // `--trace-buckets 1`: one more run of each phase, traced on the first
+    // GPU (every rank runs them: they hold collectives).
+    let traces = if cfg.trace_buckets {
+        sync(&ranks)?;
+        let mut comm_alone = Trace::begin(&ranks[0], true)?;
+        run_comm(&ranks, &cfg, Some(&mut comm_alone))?;
+        sync(&ranks)?;
+        let mut compute_alone = Trace::begin(&ranks[0], false)?;
+        wrong += run_buckets(&ranks, &cfg, passes, Phase::Compute, false, Some(&mut compute_alone))?.1.wrong;
+        sync(&ranks)?;
+        let mut step = Trace::begin(&ranks[0], false)?;
+        wrong += run_buckets(&ranks, &cfg, passes, Phase::Step, false, Some(&mut step))?.1.wrong;
+        Some((comm_alone, compute_alone, step))
+    } else {
+        None
+    };
     // Counts summed, peaks the highest, over every process (no pool: -1).
     let wrong = total(&ranks, mode, wrong)?;
     let reused = across(&ranks, mode, ReduceOp::Sum, reused)?.into_iter().fold(0.0, f64::max) as usize;
@@ -664,6 +786,9 @@ fn run(mut cfg: Config, mode: Mode) -> BoxResult<()> {
             reused,
             wrong,
         });
+        if let Some((comm_alone, compute_alone, step)) = &traces {
+            report_traces(comm_alone, compute_alone, step)?;
+        }
     }
     if wrong > 0 {
         return Err(format!("{wrong} reduced elements differ from the exact sums").into());
@@ -821,8 +946,10 @@ fn compute_bound_passes_on_blocking_communicators() {
     // One SM left to NCCL: the compute's grid is one block per other SM.
     c.reserve_sms = 1;
     run(c, Mode::OneProcess).expect("the example failed");
-    // Aimed at C ≈ 1.4·M: the FMAs per float calibrated, one pass.
+    // Aimed at C ≈ 1.4·M: the FMAs per float calibrated, one pass; the
+    // bucket traces run too (every traced bucket's sums checked as well).
     c.c_over_m = Some(1.4);
+    c.trace_buckets = true;
     c.passes = None;
     run(c, Mode::OneProcess).expect("the example failed with an aim");
 }
