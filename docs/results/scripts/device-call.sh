@@ -133,6 +133,9 @@ for v in r["variants"]:
           v["compute"], v["wait"], v.get("matrix", v.get("passes")), v["c_s"] * 1e3, v["m_s"] * 1e3,
           v["c_over_m"], v["step_s"] * 1e3, v["ideal_over_step"], v["hidden"] * 100,
           v["max_memory_reserved"] / 2**20, v["operand_bytes"] / 2**20, v["wrong"]))
+    if "cold_step_s" in v:
+        print("    cache emptied just before: step %.3f ms ideal/step %.3f hidden %.1f %%" % (
+              v["cold_step_s"] * 1e3, v["cold_ideal_over_step"], v["cold_hidden"] * 100))
 PY
 }
 # One nccl-tests binary: ntrun NAME LOG ARGS…
