@@ -64,7 +64,9 @@
 //! with `--reserve-sms`) makes each compute block hold its SM's whole shared
 //! memory (`RooflineKernels::intensity_holding_shared`), so NCCL's blocks,
 //! which need shared memory, run only on the SMs left; `--hold-shared 0`
-//! is the earlier grid. `--trace-buckets 1` (`DDP_TRACE_BUCKETS`) then
+//! is the earlier grid (held, 32 SMs, at C/M 1.42–1.46 and the pool as the
+//! step before left it: ideal/step 0.953–0.956 on 2 and 4 H200s,
+//! docs/results/h200/2026-11-27-twelfth-session.md). `--trace-buckets 1` (`DDP_TRACE_BUCKETS`) then
 //! runs each phase once more with events after every bucket on the first
 //! GPU and prints each all-reduce's and each bucket's compute time alone and
 //! in the step, and how long the communication stream waited for compute:
