@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's peer of examples/examples/ddp_overlap.rs (issue 30 item 6): a
+"""PyTorch's peer of examples/examples/ddp_overlap/main.rs (issue 30 item 6): a
 DDP-style step, gradient buckets all-reduced with
 `dist.all_reduce(async_op=True)` on NCCL's stream while the next bucket's
 compute runs, one process per GPU.
