@@ -710,18 +710,28 @@ fn one_rank_per_process() {
     // this test re-runs itself alone through `spawn_local`; the rank takes
     // its communicator from the environment and reduces its figures with
     // NCCL. The parent fails if the rank fails (a wrong element, a peak
-    // over two buckets, any error).
+    // over two buckets, any error), and if the rank ran no step at all (an
+    // `--exact` filter that matches no test exits 0 having run nothing):
+    // the rank writes a file the parent then looks for.
+    const RAN: &str = "DDP_OVERLAP_RANK_RAN";
     let small = Config::small(3, 2);
+    let marker = std::env::temp_dir().join(format!("ddp-overlap-rank-ran-{}", std::process::id()));
     let opts = SpawnOptions {
         timeout: Duration::from_secs(300),
         args: Some(["--exact", "one_rank_per_process", "--nocapture"].map(Into::into).to_vec()),
-        env: Vec::new(),
+        env: vec![(RAN.into(), marker.clone().into_os_string())],
     };
+    let _ = std::fs::remove_file(&marker);
     match nccl::spawn_local(1, &opts).expect("the rank failed") {
-        SpawnRole::Parent => {}
+        SpawnRole::Parent => {
+            assert!(marker.exists(), "the rank ran no step (did the --exact filter match this test?)");
+            let _ = std::fs::remove_file(&marker);
+        }
         SpawnRole::Rank(r) => {
             assert_eq!((r.rank, r.world_size), (0, 1));
             run(small, Mode::PerProcess).expect("the rank's step failed");
+            let path = std::env::var_os(RAN).expect("the parent names the marker");
+            std::fs::write(path, b"ran").expect("the marker");
         }
     }
 }
