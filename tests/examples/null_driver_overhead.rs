@@ -54,7 +54,8 @@ unsafe extern "C" fn retain(c: *mut CUcontext, d: CUdevice) -> CUresult {
     unsafe { put(c, (8 + 8 * d as usize) as CUcontext) }
 }
 unsafe extern "C" fn can_access_peer(can: *mut c_int, _: CUdevice, _: CUdevice) -> CUresult {
-    // SAFETY: out-pointer from gpu-sync.
+    // SAFETY: `can` is gpu-sync's out-pointer for the answer, valid for one
+    // write (see `put`); every pair of null devices can reach each other.
     unsafe { put(can, 1) }
 }
 unsafe extern "C" fn enable_peer(_: CUcontext, _: c_uint) -> CUresult {

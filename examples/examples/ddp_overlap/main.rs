@@ -58,13 +58,14 @@
 //! with 32 SMs left to them, with or without `NCCL_MAX_CTAS` capping them,
 //! ideal/step read 0.69–0.71 against 0.73 with every SM computing: the
 //! SMs are not what the overlap lacks there
-//! (docs/results/h200/2026-11-27-eleventh-session.md) — but a block of
-//! 1024 threads does not fill an SM, and the GPU may place NCCL's blocks
-//! beside the compute's. `--hold-shared 1` (`DDP_HOLD_SHARED`, the default
-//! with `--reserve-sms`) makes each compute block hold its SM's whole shared
-//! memory (`RooflineKernels::intensity_holding_shared`), so NCCL's blocks,
-//! which need shared memory, run only on the SMs left; `--hold-shared 0`
-//! is the earlier grid (held, 32 SMs, at C/M 1.42–1.46 and the pool as the
+//! (docs/results/h200/2026-11-27-eleventh-session.md). Nothing in that
+//! grid keeps NCCL's blocks off the compute's SMs (a 1024-thread block
+//! fills half an SM's threads; whether one of NCCL's fits beside it depends
+//! on NCCL's thread count). `--hold-shared 1` (`DDP_HOLD_SHARED`, the
+//! default with `--reserve-sms`) makes each compute block hold its SM's
+//! whole shared memory (`RooflineKernels::intensity_holding_shared`), which
+//! NCCL's kernels also need, so they run only on the SMs left;
+//! `--hold-shared 0` is the earlier grid (held, 32 SMs, at C/M 1.42–1.46 and the pool as the
 //! step before left it: ideal/step 0.953–0.956 on 2 and 4 H200s,
 //! docs/results/h200/2026-11-27-twelfth-session.md). `--trace-buckets 1` (`DDP_TRACE_BUCKETS`) then
 //! runs each phase once more with events after every bucket on the first
@@ -645,67 +646,69 @@ fn main() -> BoxResult<()> {
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
-fn runs_on_the_simulator() {
+fn runs_on_the_simulator() -> BoxResult<()> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // CI has no GPU: `select_driver` picks the simulator (two devices);
     // small sizes unless the environment asks for others (the GPU bundle).
     // It fails on a wrong element or a peak of more than two buckets.
     let small = Config::small(4, 3);
-    run(Config::from(small, &[]).expect("the configuration"), Mode::OneProcess).expect("the example failed");
+    run(Config::from(small, &[])?, Mode::OneProcess)
 }
 
 #[test]
-fn compute_bound_passes_on_blocking_communicators() {
+fn compute_bound_passes_on_blocking_communicators() -> BoxResult<()> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // `--fma`, `--blocking 1` and `--reserve-sms 1`: the same exact sums
     // and the same peak of two buckets (the scratch buffer counted apart).
     let small = Config::small(4, 2);
-    let mut c = Config::from(small, &[]).expect("the configuration");
+    let mut c = Config::from(small, &[])?;
     c.fma = Some(c.fma.unwrap_or(16));
     c.blocking = true;
     // One SM left to NCCL: the compute's grid is one block per other SM.
     c.reserve_sms = 1;
-    run(c, Mode::OneProcess).expect("the example failed");
+    run(c, Mode::OneProcess)?;
     // Aimed at C ≈ 1.4·M: the FMAs per float calibrated, one pass; the
     // bucket traces run too (every traced bucket's sums checked as well).
     c.c_over_m = Some(1.4);
     c.trace_buckets = true;
     c.passes = None;
-    run(c, Mode::OneProcess).expect("the example failed with an aim");
+    run(c, Mode::OneProcess).map_err(|e| format!("aimed at C/M 1.4: {e}").into())
 }
 
 #[test]
-fn one_process_per_gpu_is_refused_on_the_simulator() {
+fn one_process_per_gpu_is_refused_on_the_simulator() -> BoxResult<()> {
     // The simulator's NCCL lives in one process: `--spawn 2` says so before
     // starting any rank. On a GPU it would start two ranks of this test
     // binary: nothing to prove there.
-    if !gpu_sync::select_driver().expect("a driver").is_sim() || std::env::var_os("RANK").is_some() {
-        return;
+    if !gpu_sync::select_driver()?.is_sim() || std::env::var_os("RANK").is_some() {
+        return Ok(());
     }
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let e = main_with(args(&["--spawn", "2", "--buckets", "2"])).expect_err("--spawn ran on the simulator");
-    assert!(e.to_string().contains("cuda-sim cannot join"), "{e}");
+    match main_with(args(&["--spawn", "2", "--buckets", "2"])) {
+        Ok(()) => return Err("--spawn 2 ran on the simulator".into()),
+        Err(e) => assert!(e.to_string().contains("cuda-sim cannot join"), "{e}"),
+    }
     for bad in [&["--spawn"][..], &["--spawn", "0"], &["--spawn", "two"]] {
         assert!(main_with(args(bad)).is_err(), "{bad:?} accepted");
     }
     // The communication streams' priority: high or default, nothing else.
-    assert!(Config::from(Config::GPU, &args(&["--comm-priority", "high"])).expect("high").high_priority);
-    let defaults = Config::from(Config::GPU, &args(&[])).expect("the defaults");
+    assert!(Config::from(Config::GPU, &args(&["--comm-priority", "high"]))?.high_priority);
+    let defaults = Config::from(Config::GPU, &args(&[]))?;
     assert!(!defaults.high_priority || std::env::var_os("DDP_COMM_PRIORITY").is_some());
     assert!(Config::from(Config::GPU, &args(&["--comm-priority", "low"])).is_err(), "low accepted");
     // Holding shared memory: 1 or 0.
-    assert!(!Config::from(Config::GPU, &args(&["--hold-shared", "0"])).expect("0").hold_shared);
+    assert!(!Config::from(Config::GPU, &args(&["--hold-shared", "0"]))?.hold_shared);
     assert!(Config::from(Config::GPU, &args(&["--hold-shared", "2"])).is_err(), "--hold-shared 2 accepted");
     // The calibration's aim: a positive finite ratio.
-    let aimed = Config::from(Config::GPU, &args(&["--c-over-m", "1.4"])).expect("1.4");
-    assert_eq!(aimed.c_over_m, Some(1.4));
+    assert_eq!(Config::from(Config::GPU, &args(&["--c-over-m", "1.4"]))?.c_over_m, Some(1.4));
     for bad in ["0", "-1", "inf", "NaN", "x"] {
         assert!(Config::from(Config::GPU, &args(&["--c-over-m", bad])).is_err(), "--c-over-m {bad} accepted");
     }
+    Ok(())
 }
 
 #[test]
-fn one_rank_per_process() {
+fn one_rank_per_process() -> BoxResult<()> {
     // The per-process path end to end with one rank (all cuda-sim can join):
     // this test re-runs itself alone through `spawn_local`; the rank takes
     // its communicator from the environment and reduces its figures with
@@ -722,16 +725,22 @@ fn one_rank_per_process() {
         env: vec![(RAN.into(), marker.clone().into_os_string())],
     };
     let _ = std::fs::remove_file(&marker);
-    match nccl::spawn_local(1, &opts).expect("the rank failed") {
+    match nccl::spawn_local(1, &opts)? {
         SpawnRole::Parent => {
-            assert!(marker.exists(), "the rank ran no step (did the --exact filter match this test?)");
+            let ran = marker.exists();
             let _ = std::fs::remove_file(&marker);
+            if !ran {
+                return Err("the rank ran no step (did the --exact filter match this test?)".into());
+            }
         }
         SpawnRole::Rank(r) => {
             assert_eq!((r.rank, r.world_size), (0, 1));
-            run(small, Mode::PerProcess).expect("the rank's step failed");
-            let path = std::env::var_os(RAN).expect("the parent names the marker");
-            std::fs::write(path, b"ran").expect("the marker");
+            run(small, Mode::PerProcess)?;
+            let path = std::env::var_os(RAN)
+                .ok_or_else(|| format!("{RAN} is not set: the parent names the marker"))?;
+            std::fs::write(&path, b"ran")
+                .map_err(|e| format!("the marker {}: {e}", path.to_string_lossy()))?;
         }
     }
+    Ok(())
 }
