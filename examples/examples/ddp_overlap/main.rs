@@ -115,6 +115,16 @@ struct Rank {
     fma: Option<(kernels::RooflineKernels, kernels::Grid, u32, std::cell::RefCell<DeviceBuffer<f32>>)>,
 }
 
+impl Rank {
+    /// A new event of this rank's device, recorded on `s` (one of its
+    /// streams).
+    fn event_on(&self, s: &Stream) -> BoxResult<TimingEvent> {
+        let e = TimingEvent::new(&self.device)?;
+        e.record(s)?;
+        Ok(e)
+    }
+}
+
 /// The value rank `r` writes into bucket `i`: small integers, so every sum
 /// is exact in f32.
 fn grad_value(r: usize, i: usize) -> f32 {
@@ -152,9 +162,7 @@ impl Span {
     fn begin(ranks: &[Rank], on_comm: bool) -> BoxResult<Span> {
         let mut start = Vec::new();
         for r in ranks {
-            let e = TimingEvent::new(&r.device)?;
-            e.record(if on_comm { &r.comm_stream } else { &r.compute })?;
-            start.push(e);
+            start.push(r.event_on(if on_comm { &r.comm_stream } else { &r.compute })?);
         }
         Ok(Span { start, ends: Vec::new() })
     }
@@ -164,9 +172,7 @@ impl Span {
             let mut ends = Vec::new();
             for (used, s) in [(compute, &r.compute), (comm, &r.comm_stream)] {
                 if used {
-                    let e = TimingEvent::new(&r.device)?;
-                    e.record(s)?;
-                    ends.push(e);
+                    ends.push(r.event_on(s)?);
                 }
             }
             self.ends.push(ends);
@@ -237,7 +243,7 @@ fn run_buckets(
             }
             cur.push(b);
             if let Some(t) = trace.as_deref_mut().filter(|_| r == 0) {
-                Trace::mark(rank, &rank.compute, &mut t.compute)?;
+                t.compute.push(rank.event_on(&rank.compute)?);
             }
         }
         // Bucket i − 1 is dropped before bucket i's all-reduce is issued:
@@ -251,15 +257,7 @@ fn run_buckets(
             }
         }
         if phase == Phase::Step {
-            nccl::group(|g| {
-                for (rank, b) in ranks.iter().zip(cur.iter_mut()) {
-                    g.all_reduce_in_place(&rank.comm, &rank.comm_stream, b, ReduceOp::Sum)?;
-                }
-                Ok(())
-            })?;
-            if let Some(t) = trace.as_deref_mut() {
-                Trace::mark(&ranks[0], &ranks[0].comm_stream, &mut t.comm)?;
-            }
+            all_reduce_bucket(ranks, &mut cur, trace.as_deref_mut())?;
         }
         if check {
             for (rank, b) in ranks.iter().zip(&cur) {
@@ -276,6 +274,26 @@ fn run_buckets(
         }
     }
     Ok((t, out))
+}
+
+/// One bucket of every rank (`bufs[r]` on rank `r`) all-reduced in place on
+/// the communication streams, one `nccl::group`; traced, an event after it
+/// on the first GPU's communication stream.
+fn all_reduce_bucket(
+    ranks: &[Rank],
+    bufs: &mut [DeviceBuffer<f32>],
+    trace: Option<&mut Trace>,
+) -> BoxResult<()> {
+    nccl::group(|g| {
+        for (rank, b) in ranks.iter().zip(bufs.iter_mut()) {
+            g.all_reduce_in_place(&rank.comm, &rank.comm_stream, b, ReduceOp::Sum)?;
+        }
+        Ok(())
+    })?;
+    if let Some(t) = trace {
+        t.comm.push(ranks[0].event_on(&ranks[0].comm_stream)?);
+    }
+    Ok(())
 }
 
 /// The value bucket `i` of `rank` holds after `phase`.
@@ -306,15 +324,7 @@ fn run_comm(ranks: &[Rank], cfg: &Config, mut trace: Option<&mut Trace>) -> BoxR
     }
     let span = Span::begin(ranks, true)?;
     for set in &mut sets {
-        nccl::group(|g| {
-            for (rank, b) in ranks.iter().zip(set.iter_mut()) {
-                g.all_reduce_in_place(&rank.comm, &rank.comm_stream, b, ReduceOp::Sum)?;
-            }
-            Ok(())
-        })?;
-        if let Some(t) = trace.as_deref_mut() {
-            Trace::mark(&ranks[0], &ranks[0].comm_stream, &mut t.comm)?;
-        }
+        all_reduce_bucket(ranks, set, trace.as_deref_mut())?;
     }
     span.end(ranks, false, true)
 }

@@ -2,7 +2,7 @@
 //! what they show.
 
 use crate::{BoxResult, Rank};
-use gpu_sync::{Stream, TimingEvent};
+use gpu_sync::TimingEvent;
 
 /// Events on the first GPU, bucket by bucket (`--trace-buckets 1`): one at
 /// the start on the stream the run starts on, then after each bucket's
@@ -21,17 +21,8 @@ impl Trace {
     /// A trace of `rank`'s device, its start recorded on the communication
     /// stream (`on_comm`) or the compute stream.
     pub(crate) fn begin(rank: &Rank, on_comm: bool) -> BoxResult<Trace> {
-        let start = TimingEvent::new(&rank.device)?;
-        start.record(if on_comm { &rank.comm_stream } else { &rank.compute })?;
+        let start = rank.event_on(if on_comm { &rank.comm_stream } else { &rank.compute })?;
         Ok(Trace { start, compute: Vec::new(), comm: Vec::new() })
-    }
-
-    /// Records an event on `s` of `rank`'s device into `into`.
-    pub(crate) fn mark(rank: &Rank, s: &Stream, into: &mut Vec<TimingEvent>) -> BoxResult<()> {
-        let e = TimingEvent::new(&rank.device)?;
-        e.record(s)?;
-        into.push(e);
-        Ok(())
     }
 
     /// Seconds from the start to each event of `v`.
