@@ -62,7 +62,7 @@ impl Uses for Args<'_, '_> {
     /// The buffers in a plain loop (the filtering iterator above costs the
     /// eager flavor's passes a branch more per argument).
     #[inline(always)]
-    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
+    fn each<'s>(&'s self, mut f: impl FnMut(Target<'s>, Access)) {
         for a in self.0 {
             if let RawArg(Raw::Buffer { alloc, access, .. }) = a {
                 f(Target::Device(alloc), *access);

@@ -503,7 +503,9 @@ impl<'a> Group<'a> {
         // Every rank in this process (the one-process groups of the hot
         // path): the clique check over the operations as they are.
         if ops.iter().all(|p| p.comm.inner.clique != 0) {
-            refuse_waits_forever(ops.len(), |i| ops[i].member())?;
+            if !one_collective_per_rank(ops) {
+                refuse_waits_forever(ops.len(), |i| ops[i].member())?;
+            }
             return Ok(true);
         }
         // Ranks in other processes (clique 0): collectives only, their
@@ -527,11 +529,12 @@ impl<'a> Group<'a> {
         let nccl = first.comm.inner.nccl;
         let blocking = self.check_blocking()?;
         // On capturing streams, each graph keeps its parts' communicators.
-        let parts: SmallVec<[Part<'_>; 4]> = self
-            .ops
-            .iter()
-            .map(|p| Part::new(&p.stream.inner, p.uses.as_slice()).keeping(&p.comm.inner))
-            .collect();
+        // Pushed one by one: a collect's generic extend costs more than
+        // the few parts of a group.
+        let mut parts: SmallVec<[Part<'_>; 4]> = SmallVec::new();
+        for p in &self.ops {
+            parts.push(Part::new(&p.stream.inner, p.uses.as_slice()).keeping(&p.comm.inner));
+        }
         let ((), tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
             // Refused before any lock by the engine inside host functions;
             // here every NCCL call is made under the books, one group.
@@ -563,6 +566,19 @@ impl<'a> Group<'a> {
         }
         Ok(())
     }
+}
+
+/// Whether `ops` is the usual shape of a one-process group — one clique,
+/// every rank once, in rank order, each giving the same collective — which
+/// [`refuse_waits_forever`] always accepts: one pass, no sort.
+fn one_collective_per_rank(ops: &[Pending<'_>]) -> bool {
+    let Some(first) = ops.first() else { return true };
+    let m = first.member();
+    let Some(kind) = m.call.collective(m.ty) else { return false };
+    ops.len() == m.size
+        && ops.iter().enumerate().all(|(i, p)| {
+            p.comm.inner.clique == m.clique && p.comm.rank() == i && p.call.collective(p.ty) == Some(kind)
+        })
 }
 
 /// The blocking check of [`Group::check_blocking`] over `len` operations

@@ -14,17 +14,18 @@ use std::sync::Arc;
 
 /// The books an operation of `stream` over `uses` needs at least: the
 /// stream's and each resource's.
-pub(super) fn books_of<U: Uses + ?Sized>(stream: &Timeline, uses: &U) -> BookList {
+pub(super) fn books_of<'a, U: Uses + ?Sized>(stream: &'a Timeline, uses: &'a U) -> BookList<'a> {
     let mut list = BookList::default();
     list.add(&stream.book);
-    uses.each(|t, _| list.add(&t.res().book));
+    uses.each(|t, _| list.add(&t.resource().book));
     list
 }
 
 /// Conflicting points of `uses` for an operation on stream `stream` (its
-/// timeline's address, by which `conflicts::OnStream` compares points), each resource read from its own device's book; `Err(list)` when a conflicting
-/// use is on a stream whose device's book is not locked (`list` then names
-/// every book needed so far).
+/// timeline's address, by which `conflicts::OnStream` compares points),
+/// each resource read from its own device's book; `Err(list)` when a
+/// conflicting use is on a stream whose device's book is not locked (`list`
+/// then names every book needed so far).
 pub(super) fn deps_in<U: Uses + ?Sized>(
     books: &mut Books<'_>,
     stream: *const Timeline,
@@ -32,18 +33,32 @@ pub(super) fn deps_in<U: Uses + ?Sized>(
 ) -> Result<SmallVec<[Point; 4]>, Vec<Arc<DeviceBook>>> {
     let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
     let mut missing: Vec<Arc<DeviceBook>> = Vec::new();
+    deps_into(books, stream, uses, &mut deps, &mut missing);
+    if missing.is_empty() { Ok(deps) } else { Err(missing) }
+}
+
+/// [`deps_in`] appending to `deps` and `missing` (the group flavor's parts
+/// share one list of each).
+#[inline(always)]
+pub(super) fn deps_into<U: Uses + ?Sized, const N: usize>(
+    books: &mut Books<'_>,
+    stream: *const Timeline,
+    uses: &U,
+    deps: &mut SmallVec<[Point; N]>,
+    missing: &mut Vec<Arc<DeviceBook>>,
+) {
+    let from = deps.len();
     uses.each(|t, a| {
         let r = t.res();
         if let Some(tr) = books.book(r.book.ordinal).and_then(|b| b.tracker(r.slot)) {
             tr.deps(stream, a, |p| deps.push(p.clone()));
         }
     });
-    for p in &deps {
+    for p in &deps[from..] {
         if !books.has(p.timeline.book.ordinal) {
             missing.push(p.timeline.book.clone());
         }
     }
-    if missing.is_empty() { Ok(deps) } else { Err(missing) }
 }
 
 /// Records the uses at `ticket` of `stream`, each in its own device's book.

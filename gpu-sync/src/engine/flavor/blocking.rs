@@ -73,8 +73,8 @@ fn run_idle<R, U: Uses + ?Sized>(
         let pending = match found {
             Ok(deps) => deps,
             Err(missing) => {
-                for b in &missing {
-                    list.add(b);
+                for b in missing {
+                    list.add_held(b);
                 }
                 continue;
             }

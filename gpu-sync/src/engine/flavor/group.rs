@@ -16,7 +16,7 @@
 //! of its work, and recording uses of work that never ran only makes later
 //! work wait for a marker that completes at once.
 
-use super::across::{deps_in, record_in};
+use super::across::{deps_into, record_in};
 use super::captured::KeepAlive;
 use crate::engine::timeline::Timeline;
 use crate::engine::timeline::book::{self, BookList, Step, book_in};
@@ -99,20 +99,20 @@ pub(in crate::engine) fn run<R>(
             return Err(Error::Capturing { op: op_name });
         }
         list.add(&p.stream.book);
-        p.uses.each(|t, _| list.add(&t.res().book));
+        p.uses.each(|t, _| list.add(&t.resource().book));
     }
     refuse_shared_writes(op_name, parts)?;
     let mut call = Some(call);
     book::locked(&mut list, |books| {
         // Every part's conflicting uses, read before anything is enqueued
         // (this operation's own uses are recorded only after its call).
-        let mut deps: SmallVec<[SmallVec<[Point; 4]>; 4]> = SmallVec::new();
+        // One list for every part's points; `ends[i]` closes part `i`'s.
+        let mut deps: SmallVec<[Point; 4]> = SmallVec::new();
+        let mut ends: SmallVec<[usize; 4]> = SmallVec::new();
         let mut missing = Vec::new();
         for p in parts {
-            match deps_in(books, Arc::as_ptr(p.stream), p.uses) {
-                Ok(d) => deps.push(d),
-                Err(m) => missing.extend(m),
-            }
+            deps_into(books, Arc::as_ptr(p.stream), p.uses, &mut deps, &mut missing);
+            ends.push(deps.len());
         }
         if !missing.is_empty() {
             return Ok(Step::Missing(missing));
@@ -123,7 +123,10 @@ pub(in crate::engine) fn run<R>(
         }
         // Each stream waits for its own part's conflicts, its context bound
         // (another device's marker records with it current).
-        for (p, d) in parts.iter().zip(&deps) {
+        let mut from = 0;
+        for (p, &end) in parts.iter().zip(&ends) {
+            let d = &deps[from..end];
+            from = end;
             // Only a wait on another stream needs the context (a part with
             // none makes no driver call here).
             if d.iter().any(|pt| pt.timeline.id != p.stream.id) {
@@ -132,7 +135,10 @@ pub(in crate::engine) fn run<R>(
             p.stream.wait_before(books, op_name, d)?;
         }
         parts[0].stream.device.inner.bind()?;
-        let raws: SmallVec<[BorrowedStream<'_>; 4]> = parts.iter().map(|p| p.stream.raw()).collect();
+        let mut raws: SmallVec<[BorrowedStream<'_>; 4]> = SmallVec::new();
+        for p in parts {
+            raws.push(p.stream.raw());
+        }
         let call =
             call.take().ok_or_else(|| Error::Internal("the group flavor ran its call twice".into()))?;
         let r = call(&raws);
@@ -151,23 +157,32 @@ pub(in crate::engine) fn run<R>(
 /// [`Error::InvalidArgument`] when one allocation is used by two parts and
 /// written by either: their work is concurrent, so the engine could neither
 /// order it nor keep both writes (a tracker keeps a resource's last write).
+/// Each use is compared with the uses of the parts before its own (a group
+/// holds a few parts of a few uses each), by the resource's address (each
+/// lives at one place while the operation borrows it).
 pub(in crate::engine) fn refuse_shared_writes(op_name: &'static str, parts: &[Part<'_>]) -> Result<()> {
-    let mut seen: SmallVec<[(u64, usize, Access); 16]> = SmallVec::new();
     for (i, p) in parts.iter().enumerate() {
-        for (t, a) in Uses::iter(p.uses) {
-            let id = t.res().id;
-            let clash = seen
-                .iter()
-                .any(|&(other, j, b)| other == id && j != i && (a == Access::Write || b == Access::Write));
-            if clash {
-                return Err(Error::InvalidArgument(format!(
-                    "{op_name}: one buffer is used on two streams of one operation and written on one of them; \
-                     their work runs concurrently, so nothing orders it (split the operation, or use \
-                     separate buffers)"
-                )));
+        for &(t, a) in p.uses {
+            let res: *const _ = t.res();
+            for q in &parts[..i] {
+                for &(u, b) in q.uses {
+                    if std::ptr::eq(u.res(), res) && (a == Access::Write || b == Access::Write) {
+                        return Err(shared_write(op_name));
+                    }
+                }
             }
-            seen.push((id, i, a));
         }
     }
     Ok(())
+}
+
+/// [`refuse_shared_writes`]'s error.
+#[cold]
+#[inline(never)]
+fn shared_write(op_name: &'static str) -> Error {
+    Error::InvalidArgument(format!(
+        "{op_name}: one buffer is used on two streams of one operation and written on one of them; \
+         their work runs concurrently, so nothing orders it (split the operation, or use \
+         separate buffers)"
+    ))
 }

@@ -280,30 +280,66 @@ impl Books<'_> {
     }
 }
 
-/// A set of device books to lock together.
+/// A set of device books to lock together: those the operation knows from
+/// the start are borrowed from its streams and resources (no reference
+/// count touched on the hot path); those found missing under a lock are
+/// held.
 #[derive(Default)]
-pub(in crate::engine) struct BookList(SmallVec<[Arc<DeviceBook>; 2]>);
+pub(in crate::engine) struct BookList<'a>(SmallVec<[BookRef<'a>; 2]>);
 
-impl BookList {
+/// One book of a [`BookList`].
+enum BookRef<'a> {
+    /// Borrowed from a stream or a resource the operation holds.
+    Borrowed(&'a DeviceBook),
+    /// Found under a lock ([`Step::Missing`]): held by the list.
+    Held(Arc<DeviceBook>),
+}
+
+impl std::ops::Deref for BookRef<'_> {
+    type Target = DeviceBook;
+    #[inline(always)]
+    fn deref(&self) -> &DeviceBook {
+        match self {
+            BookRef::Borrowed(b) => b,
+            BookRef::Held(b) => b,
+        }
+    }
+}
+
+impl<'a> BookList<'a> {
     /// Adds `book` (once). In line: a book already listed (every buffer of
     /// a part on its stream's device, the common case) costs a compare.
     #[inline(always)]
-    pub(in crate::engine) fn add(&mut self, book: &Arc<DeviceBook>) {
-        if !self.0.iter().any(|b| Arc::ptr_eq(b, book)) {
-            self.push_new(book);
+    pub(in crate::engine) fn add(&mut self, book: &'a DeviceBook) {
+        if !self.0.iter().any(|b| std::ptr::eq(&**b, book)) {
+            self.push_new(BookRef::Borrowed(book));
         }
     }
 
-    /// [`BookList::add`] of a book not yet listed, kept in ordinal order.
+    /// [`BookList::add`] of a book found missing under a lock, held.
+    pub(in crate::engine) fn add_held(&mut self, book: Arc<DeviceBook>) {
+        if !self.0.iter().any(|b| std::ptr::eq(&**b, &*book)) {
+            self.push_new(BookRef::Held(book));
+        }
+    }
+
+    /// Adds a book not yet listed, kept in ordinal order.
     #[inline(never)]
-    fn push_new(&mut self, book: &Arc<DeviceBook>) {
-        self.0.push(book.clone());
-        self.0.sort_by_key(|b| b.ordinal);
+    fn push_new(&mut self, book: BookRef<'a>) {
+        // Books mostly come in ordinal order: a push, no shift.
+        match self.0.iter().position(|b| b.ordinal > book.ordinal) {
+            None => self.0.push(book),
+            Some(at) => self.0.insert(at, book),
+        }
     }
 
     /// Locks every book, in ordinal order.
     pub(in crate::engine) fn lock(&self) -> Books<'_> {
-        Books { guards: self.0.iter().map(|b| b.lock()).collect() }
+        let mut guards = SmallVec::new();
+        for b in &self.0 {
+            guards.push(b.lock());
+        }
+        Books { guards }
     }
 }
 
@@ -330,7 +366,7 @@ pub(in crate::engine) enum Step<R> {
 /// # Errors
 /// `work`'s error (the books are unlocked before it is returned).
 pub(in crate::engine) fn locked<R>(
-    list: &mut BookList,
+    list: &mut BookList<'_>,
     mut work: impl FnMut(&mut Books<'_>) -> Result<Step<R>>,
 ) -> Result<R> {
     loop {
@@ -341,8 +377,8 @@ pub(in crate::engine) fn locked<R>(
                 Step::Missing(missing) => missing,
             }
         };
-        for b in &missing {
-            list.add(b);
+        for b in missing {
+            list.add_held(b);
         }
     }
 }

@@ -117,9 +117,15 @@ pub(crate) enum Target<'a> {
     Host(&'a Resource),
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
     #[inline(always)]
     pub(in crate::engine) fn res(&self) -> &Resource {
+        self.resource()
+    }
+
+    /// The resource, borrowed for as long as the target's own borrow.
+    #[inline(always)]
+    pub(in crate::engine) fn resource(self) -> &'a Resource {
         match self {
             Target::Device(a) => &a.res,
             Target::Host(r) => r,
@@ -140,7 +146,7 @@ pub(crate) trait Uses {
     /// [`Uses::iter`] filters (a launch's arguments) writes it as a plain
     /// loop: the filtering iterator's nested loop costs a pass more.
     #[inline(always)]
-    fn each(&self, mut f: impl FnMut(Target<'_>, Access)) {
+    fn each<'s>(&'s self, mut f: impl FnMut(Target<'s>, Access)) {
         for (t, a) in self.iter() {
             f(t, a);
         }
