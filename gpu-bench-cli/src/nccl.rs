@@ -271,7 +271,7 @@ pub fn run(
         crate::args::fits(&format!("nccl --max-bytes {max}"), d, 2 * max, 3 * max)?;
     }
     if args.host_cost {
-        return host_cost(ctx, &devices, &opts, format, out);
+        return host_cost(ctx, &devices, &opts, args.batches.unwrap_or(11), format, out);
     }
     let report = gpu_bench::nccl::run(&devices, &opts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
@@ -464,18 +464,19 @@ fn host_cost(
     ctx: &Ctx,
     devices: &[Device],
     opts: &NcclOptions,
+    batches: usize,
     format: Format,
     out: Option<&PathBuf>,
 ) -> Result<i32, Failure> {
     use gpu_bench::nccl::{HostCostOptions, host_cost};
     let sizes: Vec<usize> = opts.sizes().into_iter().map(|b| b.div_ceil(4) * 4).collect();
-    let hopts = HostCostOptions { sizes, blocking: opts.blocking, iters: opts.iters, batches: 11 };
+    let hopts = HostCostOptions { sizes, blocking: opts.blocking, iters: opts.iters, batches };
     let rows = host_cost(devices, &hopts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
     let mode = if opts.blocking { "blocking" } else { "non-blocking" };
     let mut md = format!(
         "# NCCL all-reduce: host cost and GPU time, tracked against raw ({} ranks, one process, {mode} \
-         communicators{})\n\nMedians of 11 interleaved batches of {} iterations.\n\n\
+         communicators{})\n\nMedians of {batches} interleaved batches of {} iterations.\n\n\
          | bytes | raw host µs | tracked host µs | added µs | raw GPU µs | tracked GPU µs |\n|---|---|---|---|---|---|\n",
         devices.len(),
         if ctx.sim { ", simulated" } else { "" },

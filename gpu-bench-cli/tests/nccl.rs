@@ -422,3 +422,29 @@ fn cupti_adds_the_kernels_view_and_refuses_host_cost() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cupti"));
 }
+
+#[test]
+fn host_cost_takes_its_batch_count_and_refuses_it_alone_or_zero() {
+    let flags = ["--host-cost", "--batches", "3", "--min-bytes", "256K", "--iters", "2", "--blocking"];
+    let (out, dir) = nccl(2, "host-batches", Some("0"), &flags);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.join("host-cost.md")).expect("host-cost.md");
+    assert!(md.contains("Medians of 3 interleaved batches of 2 iterations"), "{md}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("host-cost.json")).expect("json"))
+            .expect("rows");
+    assert!(!rows.is_empty(), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, extra) in
+        [("batches-alone", &["--batches", "3"][..]), ("batches-zero", &["--host-cost", "--batches", "0"])]
+    {
+        let (out, dir) = nccl(2, name, Some("0"), extra);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--batches"), "{name}: {err}");
+        assert!(
+            !dir.join("host-cost.json").exists() && !dir.join("results.json").exists(),
+            "{name}: nothing ran"
+        );
+    }
+}

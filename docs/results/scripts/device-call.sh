@@ -47,7 +47,9 @@
 #              send-recv 16 MiB-1 GiB beside nccl-tests -g N; ours --procs N and torch.distributed
 #              all-reduce at the same sizes (the busbw target's medians)
 #   smallmed   $ROUNDS rounds of all-reduce 8 B-32 KiB: ours eager and --graph 10 (blocking), nccl-tests
-#              eager and -G 10; then --host-cost --blocking
+#              eager and -G 10, the order alternating; $SMALL_WARMUP/$SMALL_ITERS (10/50) both sides'
+#              -w/-n, SMALL_GRAPH=0 eager only; then --host-cost --blocking ($HC_BATCHES 11, $HC_ITERS 50);
+#              $NGPU ranks (every GPU) for a CUDA_VISIBLE_DEVICES subset
 #   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
 #              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
 #              on $DDP_BUCKETS x $DDP_BUCKET_MIB MiB (32 x 32); $DDP_C_OVER_M aims both at C ≈ R·M,
@@ -415,28 +417,40 @@ for stage in "$@"; do
     smallmed)
       # Small messages, $ROUNDS interleaved rounds: ours (blocking) eager and
       # captured (--graph 10), nccl-tests eager and -G 10; then the host cost.
+      # Odd rounds run ours first, even rounds nccl-tests first.
+      # $SMALL_WARMUP / $SMALL_ITERS (10 / 50) are both sides' -w / -n;
+      # SMALL_GRAPH=0 skips the captured runs; $HC_BATCHES / $HC_ITERS (11 /
+      # 50) are the host cost's; $NGPU (every GPU nvidia-smi lists) the
+      # ranks, for a CUDA_VISIBLE_DEVICES subset.
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-      ngpu=$(nvidia-smi -L | wc -l)
+      ngpu=${NGPU:-$(nvidia-smi -L | wc -l)}
+      sw=${SMALL_WARMUP:-10}; sn=${SMALL_ITERS:-50}
       ntstart
       # The timed rounds without NCCL's tuning log (it writes a line per call
       # on the host); one more run with it names the algorithms.
-      small="--collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters 10 --iters 50 --blocking"
+      small="--collectives all-reduce --min-bytes 8 --max-bytes 32K --warmup-iters $sw --iters $sn --blocking"
       pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
       timeout 100 "$gb" nccl $small --out "$logs/small-algo" >"$logs/small-algo.log" 2>&1 || say "small-algo: exit $?"
+      ntwait || say "no nccl-tests: ours alone"
+      small_ours() {
+        $pin timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$1" >"$logs/small-ours-$1.log" 2>&1 \
+          || say "round $1 ours: exit $?"
+        [ "${SMALL_GRAPH:-1}" = 0 ] || $pin timeout 100 "$gb" nccl $small --no-algorithms --graph 10 \
+          --out "$logs/small-graph-$1" >"$logs/small-graph-$1.log" 2>&1 || say "round $1 graph: exit $?"
+      }
+      small_nt() {
+        [ -x "$nt/all_reduce_perf" ] || return 0
+        NTPIN="$pin" ntrun all_reduce "$logs/small-nt-$1.log" -b 8 -e 32K -f 2 -g "$ngpu" -w "$sw" -n "$sn" \
+          || say "round $1 nccl-tests: exit $?"
+        [ "${SMALL_GRAPH:-1}" = 0 ] || NTPIN="$pin" ntrun all_reduce "$logs/small-ntg-$1.log" -b 8 -e 32K -f 2 \
+          -g "$ngpu" -w "$sw" -n "$sn" -G 10 || say "round $1 -G: exit $?"
+      }
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        $pin timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$r" >"$logs/small-ours-$r.log" 2>&1 \
-          || say "round $r ours: exit $?"
-        $pin timeout 100 "$gb" nccl $small --no-algorithms --graph 10 --out "$logs/small-graph-$r" \
-          >"$logs/small-graph-$r.log" 2>&1 || say "round $r graph: exit $?"
-        if ntwait; then
-          NTPIN="$pin" ntrun all_reduce "$logs/small-nt-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 \
-            || say "round $r nccl-tests: exit $?"
-          NTPIN="$pin" ntrun all_reduce "$logs/small-ntg-$r.log" -b 8 -e 32K -f 2 -g "$ngpu" -w 10 -n 50 -G 10 \
-            || say "round $r -G: exit $?"
-        fi
+        if [ $((r % 2)) = 1 ]; then small_ours "$r"; small_nt "$r"; else small_nt "$r"; small_ours "$r"; fi
         say "small round $r: at $((SECONDS - t0)) s"
       done
-      $pin timeout 150 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters 50 --blocking --no-algorithms \
+      $pin timeout 300 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters "${HC_ITERS:-50}" \
+        --batches "${HC_BATCHES:-11}" --blocking --no-algorithms \
         --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
       grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
