@@ -432,6 +432,7 @@ for stage in "$@"; do
       pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
       timeout 100 "$gb" nccl $small --out "$logs/small-algo" >"$logs/small-algo.log" 2>&1 || say "small-algo: exit $?"
       ntwait || say "no nccl-tests: ours alone"
+      clocks_start "$logs/clocks-small.csv"
       small_ours() {
         $pin timeout 100 "$gb" nccl $small --no-algorithms --out "$logs/small-ours-$1" >"$logs/small-ours-$1.log" 2>&1 \
           || say "round $1 ours: exit $?"
@@ -453,6 +454,8 @@ for stage in "$@"; do
         --batches "${HC_BATCHES:-11}" --blocking --no-algorithms \
         --out "$logs/host-cost" >"$logs/host-cost.log" 2>&1
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
+      clocks_stop
+      clocks_summary "$logs/clocks-small.csv"
       grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
       ;;
     procsblk)
