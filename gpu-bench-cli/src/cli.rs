@@ -455,8 +455,8 @@ pub struct NcclArgs {
     #[arg(long, conflicts_with_all = ["collectives", "dtype", "peers", "peer_peak", "min_busbw", "plant_wrong"])]
     pub host_cost: bool,
     /// With --host-cost: interleaved rounds per size, each one raw and one
-    /// tracked batch of --iters (default 11).
-    #[arg(long, value_parser = crate::bounds::batches, requires = "host_cost")]
+    /// tracked batch of --iters (default 11); refused without it.
+    #[arg(long, value_parser = crate::bounds::batches)]
     pub batches: Option<usize>,
     /// Leave NCCL's tuning log off: the rows name no algorithm ("—").
     /// Without it, unless NCCL_DEBUG is already set, NCCL_DEBUG=INFO,

@@ -246,6 +246,9 @@ pub fn run(
     // Options that cannot run together (--in-place with another
     // collective), before anything starts.
     opts.validate().map_err(|e| Failure::Usage(e.to_string()))?;
+    if args.batches.is_some() && !args.host_cost {
+        return Err(Failure::Usage("--batches counts --host-cost's rounds: give it with --host-cost".into()));
+    }
     if opts.min_bytes > opts.max_bytes {
         return Err(Failure::Usage(format!(
             "--min-bytes {} is above --max-bytes {}: no size to run",

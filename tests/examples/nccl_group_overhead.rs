@@ -1,7 +1,8 @@
 //! gpu-sync's own host cost per tracked NCCL group (issue 30: a tracked
 //! all-reduce group costs at most a raw `ncclGroupStart`, one
 //! `ncclAllReduce` per rank, `ncclGroupEnd` + 1 µs), on the simulator: `N`
-//! groups over 2 ranks (2 simulated devices, blocking communicators unless
+//! groups over `RANKS` ranks (2 unless set; as many simulated devices, so
+//! `CUDA_SIM_DEVICES` at least as many; blocking communicators unless
 //! `BLOCKING=0`) issued raw through `cuda_sys::nccl::result`, then `N`
 //! through `gpu_sync::nccl::group`, each on the same streams and buffers.
 //! `MODE=raw` or `MODE=tracked` runs one side only.
@@ -78,28 +79,34 @@ fn main() -> Result<()> {
     let n: usize = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let mode = std::env::var("MODE").unwrap_or_default();
     let blocking = std::env::var("BLOCKING").map_or(true, |b| b != "0");
+    let ranks: usize = std::env::var("RANKS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let devices = Device::all()?;
-    if devices.len() < 2 {
-        return Err(Error::InvalidArgument(format!("{} simulated devices: 2 needed", devices.len())));
+    if ranks < 2 || devices.len() < ranks {
+        return Err(Error::InvalidArgument(format!(
+            "RANKS={ranks} over {} simulated devices: at least 2 ranks, at most one per device \
+             (set CUDA_SIM_DEVICES)",
+            devices.len()
+        )));
     }
-    let devices = &devices[..2];
+    let devices = &devices[..ranks];
     let table = nccl::installed_nccl().map(Ok).unwrap_or_else(nccl::nccl)?;
     let comms = Communicator::init_all_with(devices, CommOptions { blocking, ..Default::default() })?;
     let raw = raw_comms(table, devices, blocking)?;
-    let streams = [Stream::new(&devices[0])?, Stream::new(&devices[1])?];
-    let sends = [
-        DeviceBuffer::from_slice(&streams[0], &[1.0f32; COUNT])?,
-        DeviceBuffer::from_slice(&streams[1], &[2.0f32; COUNT])?,
-    ];
-    let mut recvs =
-        [DeviceBuffer::<f32>::zeroed(&streams[0], COUNT)?, DeviceBuffer::<f32>::zeroed(&streams[1], COUNT)?];
-    let sync = |streams: &[Stream; 2]| streams.iter().try_for_each(|s| s.synchronize().map(drop));
+    let streams: Vec<Stream> = devices.iter().map(Stream::new).collect::<Result<_>>()?;
+    let sends: Vec<DeviceBuffer<f32>> = streams
+        .iter()
+        .enumerate()
+        .map(|(r, s)| DeviceBuffer::from_slice(s, &[r as f32 + 1.0; COUNT]))
+        .collect::<Result<_>>()?;
+    let mut recvs: Vec<DeviceBuffer<f32>> =
+        streams.iter().map(|s| DeviceBuffer::zeroed(s, COUNT)).collect::<Result<_>>()?;
+    let sync = |streams: &[Stream]| streams.iter().try_for_each(|s| s.synchronize().map(drop));
     if mode != "tracked" {
         let t = Instant::now();
         for i in 0..n {
             nc::group_start(table)?;
             let mut first = Ok(());
-            for r in 0..2 {
+            for r in 0..ranks {
                 // SAFETY: live communicators and streams of the same
                 // devices, rank order; `sends[r]` and `recvs[r]` hold
                 // `COUNT` f32 and live until the streams are synchronized
@@ -135,10 +142,11 @@ fn main() -> Result<()> {
     if mode != "raw" {
         let t = Instant::now();
         for i in 0..n {
-            let [r0, r1] = &mut recvs;
             gpu_sync::nccl::group(|g| {
-                g.all_reduce(&comms[0], &streams[0], &sends[0], r0, ReduceOp::Sum)?;
-                g.all_reduce(&comms[1], &streams[1], &sends[1], r1, ReduceOp::Sum)
+                for (((c, s), send), recv) in comms.iter().zip(&streams).zip(&sends).zip(recvs.iter_mut()) {
+                    g.all_reduce(c, s, send, recv, ReduceOp::Sum)?;
+                }
+                Ok(())
             })?;
             if i % BATCH == BATCH - 1 {
                 sync(&streams)?;

@@ -15,6 +15,7 @@ use super::{Collective, Launch, NcclOptions, Row};
 use crate::spans::DeviceSpans;
 use gpu_sync::nccl::{self, Communicator, ReduceOp};
 use gpu_sync::{DeviceBuffer, DeviceSlice, DeviceSliceMut, GraphExec, Stream, capture_each};
+use smallvec::SmallVec;
 
 /// One rank: its communicator, stream and buffers (allocated once at the
 /// largest size; each size uses their first elements).
@@ -227,6 +228,10 @@ fn launch_all<T: Element>(execs: &[GraphExec], ranks: &[Rank<T>]) -> gpu_sync::R
     Ok(())
 }
 
+/// One rank's communicator, stream, input view and output view, for one
+/// group of [`issue`].
+type RankView<'a, T> = (&'a Communicator, &'a Stream, DeviceSlice<'a, T>, DeviceSliceMut<'a, T>);
+
 /// Issues one iteration of `c` with count `p` per call: this process's
 /// ranks' parts in one group; an all-reduce `in_place` on the output.
 fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: bool) -> gpu_sync::Result<()> {
@@ -238,8 +243,9 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: b
                 Collective::ReduceScatter => (n * p, p),
                 _ => (p, p),
             };
-            let mut views: Vec<(&Communicator, &Stream, DeviceSlice<'_, T>, DeviceSliceMut<'_, T>)> =
-                Vec::with_capacity(n);
+            // On the stack (a machine's ranks): the timed loop allocates
+            // nothing of its own, as nccl-tests' does not.
+            let mut views: SmallVec<[RankView<'_, T>; 8]> = SmallVec::new();
             for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
                 views.push((comm, stream, send.slice(..sl)?, recv.slice_mut(..rl)?));
             }
@@ -264,7 +270,7 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: b
             })
         }
         Collective::Broadcast => {
-            let mut views: Vec<(&Communicator, &Stream, DeviceSliceMut<'_, T>)> = Vec::with_capacity(n);
+            let mut views: SmallVec<[(&Communicator, &Stream, DeviceSliceMut<'_, T>); 8]> = SmallVec::new();
             for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
                 let buf = if comm.rank() == 0 { send } else { recv };
                 views.push((comm, stream, buf.slice_mut(..p)?));

@@ -304,6 +304,35 @@ fn a_group_with_no_stream_or_one_buffer_written_by_two_parts_is_refused_before_a
 }
 
 #[test]
+fn a_buffer_written_by_a_part_and_reached_by_a_part_on_another_device_is_refused() {
+    // The group flavor skips the shared-write check when every buffer is on
+    // its own part's device and no two parts share one; a peer's buffer
+    // must still be checked.
+    let _session = crate::sim::session(0xeb).expect("session");
+    let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
+    let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
+    let x = DeviceBuffer::<u32>::zeroed(&s0, 16).expect("x on device 0");
+    let y = DeviceBuffer::<u32>::zeroed(&s1, 16).expect("y on device 1");
+    let _open = PeerBit::open(&d1, 0);
+    let called = AtomicBool::new(false);
+    let write_x = [(Target::Device(&x.alloc), Access::Write)];
+    let read_x = [(Target::Device(&x.alloc), Access::Read), (Target::Device(&y.alloc), Access::Write)];
+    let parts = [Part::new(&s0.inner, &write_x), Part::new(&s1.inner, &read_x)];
+    let r = submit_group("peer shared write", &parts, |_| {
+        called.store(true, Ordering::Relaxed);
+        Ok(())
+    });
+    assert!(matches!(r, Err(Error::InvalidArgument(ref m)) if m.contains("written")), "{:?}", r.map(drop));
+    assert!(!called.load(Ordering::Relaxed), "a refused group made its call");
+    // Each part on its own device's buffers: no check needed, and none
+    // refuses.
+    let write_y = [(Target::Device(&y.alloc), Access::Write)];
+    let parts = [Part::new(&s0.inner, &write_x), Part::new(&s1.inner, &write_y)];
+    let (_, tickets) = submit_group("local writes", &parts, |_| Ok(())).expect("local writes");
+    assert_eq!(tickets.len(), 2);
+}
+
+#[test]
 fn inside_a_host_function_a_group_refuses_before_taking_any_book() {
     let _session = crate::sim::session(0xea).expect("session");
     let device = Device::get(0).expect("device");

@@ -92,16 +92,29 @@ pub(in crate::engine) fn run<R>(
         )));
     }
     let mut list = BookList::default();
+    // Whether every buffer is in its own part's stream's book (the usual
+    // group: each rank's buffers on its device).
+    let mut local = true;
     for p in parts {
-        // The device rule, before any lock.
-        crate::engine::devices(p.stream, p.uses, Reach::Every("a buffer"))?;
+        // The device rule, before any lock (`engine::devices`, its pass
+        // kept here to learn `local`).
+        let mut here = true;
+        p.uses.each(|t, _| here &= t.res().is_in(&p.stream.book));
+        if !here {
+            crate::engine::reached(p.stream, p.uses, Reach::Every("a buffer"))?;
+            local = false;
+            p.uses.each(|t, _| list.add(&t.resource().book));
+        }
         if p.stream.capture_hint() {
             return Err(Error::Capturing { op: op_name });
         }
         list.add(&p.stream.book);
-        p.uses.each(|t, _| list.add(&t.resource().book));
     }
-    refuse_shared_writes(op_name, parts)?;
+    // Every buffer local and as many books as parts: no two parts share a
+    // device, so none shares a buffer.
+    if !local || list.len() != parts.len() {
+        refuse_shared_writes(op_name, parts)?;
+    }
     let mut call = Some(call);
     book::locked(&mut list, |books| {
         // Every part's conflicting uses, read before anything is enqueued

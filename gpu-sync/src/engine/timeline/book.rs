@@ -264,8 +264,12 @@ impl BookSet for Book {
 /// The locked books of several devices (an operation whose resources or
 /// waits span devices).
 pub(in crate::engine) struct Books<'a> {
-    guards: SmallVec<[BookGuard<'a>; 2]>,
+    guards: SmallVec<[BookGuard<'a>; BOOKS_INLINE]>,
 }
+
+/// The books an operation locks without allocating: the GPUs of one
+/// machine (a larger set spills to the heap).
+const BOOKS_INLINE: usize = 8;
 
 impl BookSet for Books<'_> {
     fn book(&mut self, ordinal: i32) -> Option<&mut Book> {
@@ -285,7 +289,7 @@ impl Books<'_> {
 /// count touched on the hot path); those found missing under a lock are
 /// held.
 #[derive(Default)]
-pub(in crate::engine) struct BookList<'a>(SmallVec<[BookRef<'a>; 2]>);
+pub(in crate::engine) struct BookList<'a>(SmallVec<[BookRef<'a>; BOOKS_INLINE]>);
 
 /// One book of a [`BookList`].
 enum BookRef<'a> {
@@ -314,6 +318,12 @@ impl<'a> BookList<'a> {
         if !self.0.iter().any(|b| std::ptr::eq(&**b, book)) {
             self.push_new(BookRef::Borrowed(book));
         }
+    }
+
+    /// How many books are listed.
+    #[inline(always)]
+    pub(in crate::engine) fn len(&self) -> usize {
+        self.0.len()
     }
 
     /// [`BookList::add`] of a book found missing under a lock, held.
