@@ -48,7 +48,8 @@
 #              all-reduce at the same sizes (the busbw target's medians)
 #   smallmed   $ROUNDS rounds of all-reduce 8 B-32 KiB: ours eager and --graph 10 (blocking), nccl-tests
 #              eager and -G 10, the order alternating; $SMALL_WARMUP/$SMALL_ITERS (10/50) both sides'
-#              -w/-n, SMALL_GRAPH=0 eager only; then --host-cost --blocking ($HC_BATCHES 11, $HC_ITERS 50);
+#              -w/-n, SMALL_GRAPH=0 eager only, SMALL_NT_TWICE=1 nccl-tests twice a round (its A/A control);
+#              then --host-cost --blocking ($HC_BATCHES 11, $HC_ITERS 50);
 #              $NGPU ranks (every GPU) for a CUDA_VISIBLE_DEVICES subset
 #   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
 #              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
@@ -443,6 +444,10 @@ for stage in "$@"; do
         [ -x "$nt/all_reduce_perf" ] || return 0
         NTPIN="$pin" ntrun all_reduce "$logs/small-nt-$1.log" -b 8 -e 32K -f 2 -g "$ngpu" -w "$sw" -n "$sn" \
           || say "round $1 nccl-tests: exit $?"
+        # nccl-tests against itself (SMALL_NT_TWICE=1): how far two of its
+        # own processes differ, the A/A control of the ratio.
+        [ "${SMALL_NT_TWICE:-0}" = 0 ] || NTPIN="$pin" ntrun all_reduce "$logs/small-nt2-$1.log" -b 8 -e 32K -f 2 \
+          -g "$ngpu" -w "$sw" -n "$sn" || say "round $1 nccl-tests again: exit $?"
         [ "${SMALL_GRAPH:-1}" = 0 ] || NTPIN="$pin" ntrun all_reduce "$logs/small-ntg-$1.log" -b 8 -e 32K -f 2 \
           -g "$ngpu" -w "$sw" -n "$sn" -G 10 || say "round $1 -G: exit $?"
       }

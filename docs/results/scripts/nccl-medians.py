@@ -10,7 +10,8 @@ LOGS_DIR holds, per round r:
             (gpu-bench nccl --procs N), med-torch-r.json (torch.distributed)
   smallmed: small-ours-r/ and small-graph-r/results.json (eager and
             --graph 10), small-nt-r.log and small-ntg-r.log (nccl-tests
-            eager and -G 10)
+            eager and -G 10), small-nt2-r.log (nccl-tests eager again: its
+            A/A control, when present)
 
 Per size: the median over the rounds of each side's busbw (large) or time
 per call (small), and the ratio of the medians; beside it the lowest and
@@ -151,6 +152,19 @@ def main():
             f"all_reduce: busbw GB/s, ours (one process per GPU, --procs) vs torch.distributed, {len(rp)} rounds",
             ["bytes", "ours (median)", "torch (median)", "ours / torch", "per round", "rounds"],
             compare(sizes, o, p, "busbw", True),
+        )
+    # nccl-tests against itself (device-call.sh SMALL_NT_TWICE=1): the
+    # same table with its second process of each round in ours' place.
+    r2 = rounds(logs, "small-nt2-{r}.log")
+    if r2:
+        a = [{b: v[0] for b, v in nccl_tests(f"{logs}/small-nt2-{r}.log").items()} for r in r2]
+        p = [{b: v[0] for b, v in nccl_tests(f"{logs}/small-nt-{r}.log").items()} for r in r2]
+        sizes = sorted({b for x in a for b in x})
+        table(
+            f"all_reduce 8 B–32 KiB, eager: µs per call, nccl-tests against itself (A/A: its second process "
+            f"of each round vs its first), {len(r2)} rounds",
+            ["bytes", "second (median)", "first (median)", "second / first", "per round", "rounds"],
+            compare(sizes, a, p, "time", False),
         )
     for kind, ours_pat, nt_pat in (("eager", "small-ours-{r}", "small-nt-{r}.log"), ("graph", "small-graph-{r}", "small-ntg-{r}.log")):
         rr = rounds(logs, ours_pat + "/results.json")

@@ -21,6 +21,9 @@
 //!   waits for the GPU inside it), and per device with events around it
 //!   (GPU µs per iteration: the longest device span / iters, as the
 //!   sweep). The report gives the medians over rounds.
+//! - **Warm-up**: first an untimed raw and tracked batch at every size (on
+//!   4 H200s the first sizes of a run read 1–12 µs slower on both sides
+//!   without it), then one more of each before each size's rounds.
 //!
 //! This file calls NCCL directly (the raw side): its `unsafe` blocks are
 //! argued one by one.
@@ -206,6 +209,11 @@ pub fn host_cost(
         ranks.push(Rank { comm, stream, send, recv, start: TimingEvent::new(d)?, end: TimingEvent::new(d)? });
     }
     let mut rows = Vec::with_capacity(opts.sizes.len());
+    progress("nccl host cost: an untimed pass over every size");
+    for &bytes in &opts.sizes {
+        batch(&raw, &mut ranks, bytes / 4, opts.iters, false)?;
+        batch(&raw, &mut ranks, bytes / 4, opts.iters, true)?;
+    }
     for (i, &bytes) in opts.sizes.iter().enumerate() {
         progress(&format!("nccl host cost: {bytes} B ({}/{})", i + 1, opts.sizes.len()));
         let count = bytes / 4;
