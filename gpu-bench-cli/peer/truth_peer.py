@@ -23,7 +23,8 @@ import os
 import statistics
 
 SIZES = [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")]
-SPINS = [(2e-6, "2 µs"), (10e-6, "10 µs"), (100e-6, "100 µs"), (1e-3, "1 ms"), (10e-3, "10 ms")]
+SPINS = [(250e-9, "250 ns"), (500e-9, "500 ns"), (1e-6, "1 µs"), (2e-6, "2 µs"), (10e-6, "10 µs"),
+         (100e-6, "100 µs"), (1e-3, "1 ms"), (10e-3, "10 ms")]
 BLOCK = 256
 # kernels::TILE_VECTORS (kernels/src/spec.rs): 16-byte vectors a thread per tile.
 TILE_VECTORS = 2

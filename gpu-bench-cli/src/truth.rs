@@ -2,7 +2,9 @@
 //!
 //! Four memory kernels of the `kernels` crate (`scale_f32`, `copy_u32x4`,
 //! `triad_f32`, `read_sum_u32x4`) at 1 Ki, 32 Ki, 1 Mi, 32 Mi and 256 Mi
-//! elements, the spin kernel at 2 µs, 10 µs, 100 µs, 1 ms and 10 ms, then
+//! elements, the spin kernel at 250 ns, 500 ns, 1 µs, 2 µs, 10 µs, 100 µs,
+//! 1 ms and 10 ms (the short ones: is a profiler's reading of a kernel
+//! shorter than its own fixed cost still a reading?), then
 //! launch shapes other than the wrappers' grids: `scale_f32` with one thread
 //! per element at 1 Mi, 4 Mi and 64 Mi elements (most blocks exit at once)
 //! and at an odd size (1,000,003 elements, tiled and one thread per element),
@@ -39,8 +41,9 @@ use gpu_sync::{DeviceBuffer, LaunchConfig, Stream};
 /// Elements of each memory case.
 const SIZES: [(usize, &str); 5] =
     [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")];
-/// Spin lengths, seconds.
-const SPINS: [f64; 5] = [2e-6, 10e-6, 100e-6, 1e-3, 10e-3];
+/// Spin lengths, seconds: a spin's length is known (cycles over the clock),
+/// so the short ones show where each clock stops following the work.
+const SPINS: [f64; 8] = [250e-9, 500e-9, 1e-6, 2e-6, 10e-6, 100e-6, 1e-3, 10e-3];
 /// Sizes of `scale_f32` launched with one thread per element instead of its
 /// tiled grid: 4,096, 16,384 and 262,144 blocks of 256 threads, most of them
 /// past the tiles the kernel works on, exiting at once (the shape issue 26
