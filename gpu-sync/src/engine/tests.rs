@@ -304,15 +304,15 @@ fn a_group_with_no_stream_or_one_buffer_written_by_two_parts_is_refused_before_a
 }
 
 #[test]
-fn a_buffer_written_by_a_part_and_reached_by_a_part_on_another_device_is_refused() {
+fn a_buffer_written_by_a_part_and_reached_by_a_part_on_another_device_is_refused() -> Result<()> {
     // The group flavor skips the shared-write check when every buffer is on
     // its own part's device and no two parts share one; a peer's buffer
     // must still be checked.
-    let _session = crate::sim::session(0xeb).expect("session");
-    let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
-    let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
-    let x = DeviceBuffer::<u32>::zeroed(&s0, 16).expect("x on device 0");
-    let y = DeviceBuffer::<u32>::zeroed(&s1, 16).expect("y on device 1");
+    let _session = crate::sim::session(0xeb)?;
+    let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    let (s0, s1) = (Stream::new(&d0)?, Stream::new(&d1)?);
+    let x = DeviceBuffer::<u32>::zeroed(&s0, 16)?;
+    let y = DeviceBuffer::<u32>::zeroed(&s1, 16)?;
     let _open = PeerBit::open(&d1, 0);
     let called = AtomicBool::new(false);
     let write_x = [(Target::Device(&x.alloc), Access::Write)];
@@ -328,8 +328,9 @@ fn a_buffer_written_by_a_part_and_reached_by_a_part_on_another_device_is_refused
     // refuses.
     let write_y = [(Target::Device(&y.alloc), Access::Write)];
     let parts = [Part::new(&s0.inner, &write_x), Part::new(&s1.inner, &write_y)];
-    let (_, tickets) = submit_group("local writes", &parts, |_| Ok(())).expect("local writes");
+    let (_, tickets) = submit_group("local writes", &parts, |_| Ok(()))?;
     assert_eq!(tickets.len(), 2);
+    Ok(())
 }
 
 #[test]
