@@ -130,8 +130,16 @@ fn an_event_wait_through_submit_takes_a_ticket_and_knows_the_recorded_point() {
     drop(x);
 }
 
+/// Held by every test that reads or sets device 1's peer mask: the
+/// simulated devices are shared by the tests' threads, so a bit one test
+/// opens would let another's refusal through.
+fn peer_mask_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Sets bit `owner` of `device`'s peer mask (as peer access will) for the
-/// life of the value, and clears it again.
+/// life of the value, and clears it again (hold [`peer_mask_lock`]).
 struct PeerBit(Device, i32);
 
 impl PeerBit {
@@ -149,6 +157,7 @@ impl Drop for PeerBit {
 
 #[test]
 fn a_buffer_of_a_device_the_stream_does_not_reach_is_refused_and_a_reached_one_is_tracked_on_both_books() {
+    let _mask = peer_mask_lock();
     let session = crate::sim::session(0xe4).expect("session");
     let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
     let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
@@ -208,6 +217,7 @@ fn home_of<'s>(s: &'s Timeline, uses: &[Use<'_>]) -> Home<'s> {
 
 #[test]
 fn a_home_found_by_the_callers_pass_keeps_the_device_rule() {
+    let _mask = peer_mask_lock();
     let session = crate::sim::session(0xe5).expect("session");
     let (d0, d1) = (Device::get(0).expect("device 0"), Device::get(1).expect("device 1"));
     let (s0, s1) = (Stream::new(&d0).expect("s0"), Stream::new(&d1).expect("s1"));
@@ -308,6 +318,7 @@ fn a_buffer_written_by_a_part_and_reached_by_a_part_on_another_device_is_refused
     // The group flavor skips the shared-write check when every buffer is on
     // its own part's device and no two parts share one; a peer's buffer
     // must still be checked.
+    let _mask = peer_mask_lock();
     let _session = crate::sim::session(0xeb)?;
     let (d0, d1) = (Device::get(0)?, Device::get(1)?);
     let (s0, s1) = (Stream::new(&d0)?, Stream::new(&d1)?);
