@@ -244,7 +244,7 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: b
                 _ => (p, p),
             };
             // On the stack (a machine's ranks): the timed loop allocates
-            // nothing of its own, as nccl-tests' does not.
+            // nothing of its own.
             let mut views: SmallVec<[RankView<'_, T>; 8]> = SmallVec::new();
             for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
                 views.push((comm, stream, send.slice(..sl)?, recv.slice_mut(..rl)?));

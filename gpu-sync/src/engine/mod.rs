@@ -377,9 +377,23 @@ fn group_routed<R>(
 /// [`crate::Error::DeviceMismatch`], as [`reached`].
 #[inline]
 pub(in crate::engine) fn devices<U: Uses + ?Sized>(s: &Timeline, uses: &U, reach: Reach) -> Result<()> {
+    devices_local(s, uses, reach).map(drop)
+}
+
+/// [`devices`], answering also whether every resource is in the stream's
+/// own book (`true`), as the group flavor needs to know.
+///
+/// # Errors
+/// As [`devices`].
+#[inline]
+pub(in crate::engine) fn devices_local<U: Uses + ?Sized>(
+    s: &Timeline,
+    uses: &U,
+    reach: Reach,
+) -> Result<bool> {
     let mut one = true;
     uses.each(|t, _| one &= t.res().is_in(&s.book));
-    if one { Ok(()) } else { reached(s, uses, reach) }
+    if one { Ok(true) } else { reached(s, uses, reach).map(|()| false) }
 }
 
 /// The device rule for an operation whose resources are not all in its

@@ -503,7 +503,7 @@ impl<'a> Group<'a> {
         // Every rank in this process (the one-process groups of the hot
         // path): the clique check over the operations as they are.
         if ops.iter().all(|p| p.comm.inner.clique != 0) {
-            if !one_collective_per_rank(ops) {
+            if !one_collective_per_rank(ops.len(), |i| ops[i].member()) {
                 refuse_waits_forever(ops.len(), |i| ops[i].member())?;
             }
             return Ok(true);
@@ -568,16 +568,20 @@ impl<'a> Group<'a> {
     }
 }
 
-/// Whether `ops` is the usual shape of a one-process group — one clique,
-/// every rank once, in rank order, each giving the same collective — which
-/// [`refuse_waits_forever`] always accepts: one pass, no sort.
-fn one_collective_per_rank(ops: &[Pending<'_>]) -> bool {
-    let Some(first) = ops.first() else { return true };
-    let m = first.member();
+/// Whether the `len` operations (`at(i)` reads the `i`-th) have the usual
+/// shape of a one-process group — one clique, every rank once, in rank
+/// order, each giving the same collective — which [`refuse_waits_forever`]
+/// always accepts: one pass, no sort.
+fn one_collective_per_rank(len: usize, at: impl Fn(usize) -> Member) -> bool {
+    if len == 0 {
+        return true;
+    }
+    let m = at(0);
     let Some(kind) = m.call.collective(m.ty) else { return false };
-    ops.len() == m.size
-        && ops.iter().enumerate().all(|(i, p)| {
-            p.comm.inner.clique == m.clique && p.comm.rank() == i && p.call.collective(p.ty) == Some(kind)
+    len == m.size
+        && (0..len).all(|i| {
+            let o = at(i);
+            o.clique == m.clique && o.rank == i && o.call.collective(o.ty) == Some(kind)
         })
 }
 

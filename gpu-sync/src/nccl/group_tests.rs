@@ -3,7 +3,7 @@
 //! the reference): the same verdict, refusal and message for every group of
 //! a seeded random sample, each refusal met many times.
 
-use super::{Call, Member, refuse_waits_forever};
+use super::{Call, Member, one_collective_per_rank, refuse_waits_forever};
 use crate::error::{Error, Result};
 use cuda_sys::nccl_bindings::{ncclDataType_t, ncclRedOp_t};
 use std::collections::BTreeMap;
@@ -128,12 +128,19 @@ fn the_allocation_free_blocking_check_refuses_what_the_maps_refused_with_the_sam
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     // [passed, a rank missing, other collectives, a send not received]
     let mut seen = [0usize; 4];
+    // Groups the one-pass shortcut accepted without the full check.
+    let mut shortcut = 0;
     for _ in 0..20_000 {
         let ops = group(&mut rng);
         let want = reference(&ops);
         let got = refuse_waits_forever(ops.len(), |i| ops[i]);
         let (w, g) = (format!("{want:?}"), format!("{got:?}"));
         assert_eq!(g, w, "group of {} operations", ops.len());
+        if one_collective_per_rank(ops.len(), |i| ops[i]) {
+            // The shortcut never lets through what the check refuses.
+            assert!(want.is_ok(), "the shortcut accepted a group the check refuses: {w}");
+            shortcut += 1;
+        }
         let kind = match &want {
             Ok(()) => 0,
             Err(e) if e.to_string().contains("no operation for rank") => 1,
@@ -143,6 +150,7 @@ fn the_allocation_free_blocking_check_refuses_what_the_maps_refused_with_the_sam
         seen[kind] += 1;
     }
     assert!(seen.iter().all(|&n| n >= 500), "every verdict met often enough: {seen:?}");
+    assert!(shortcut >= 500, "the shortcut taken {shortcut} times");
 }
 
 /// A blocking rank whose clique has ranks in other processes (clique 0, as

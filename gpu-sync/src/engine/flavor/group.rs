@@ -96,12 +96,8 @@ pub(in crate::engine) fn run<R>(
     // group: each rank's buffers on its device).
     let mut local = true;
     for p in parts {
-        // The device rule, before any lock (`engine::devices`, its pass
-        // kept here to learn `local`).
-        let mut here = true;
-        p.uses.each(|t, _| here &= t.res().is_in(&p.stream.book));
-        if !here {
-            crate::engine::reached(p.stream, p.uses, Reach::Every("a buffer"))?;
+        // The device rule, before any lock.
+        if !crate::engine::devices_local(p.stream, p.uses, Reach::Every("a buffer"))? {
             local = false;
             p.uses.each(|t, _| list.add(&t.resource().book));
         }
