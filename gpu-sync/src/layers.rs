@@ -397,9 +397,6 @@ const ENGINE_CRATE_VISIBLE: &[(&str, &str, &str)] = &[
     ("timeline/marker.rs", "fn", "is_complete"),
     ("timeline/marker.rs", "fn", "tail_mark"),
     ("timeline/marker.rs", "struct", "TailMark"),
-    // A communicator's last point on a stream moved forward in place
-    // (`CommInner::note`, once per NCCL operation): data, no lock or ticket.
-    ("timeline/mod.rs", "fn", "advance_on"),
     ("timeline/mod.rs", "fn", "capture_hint"),
     ("timeline/mod.rs", "fn", "close"),
     ("timeline/mod.rs", "fn", "device"),

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use cuda_sys::nccl::result as nc;
 use cuda_sys::nccl::{CommName, Nccl, NcclError};
 use cuda_sys::nccl_bindings::{NCCL_CONFIG_INITIALIZER, ncclComm_t, ncclUniqueId};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -562,7 +562,8 @@ impl Communicator {
                 blocking: options.blocking,
                 clique,
                 aborted: AtomicBool::new(false),
-                last: Mutex::new(Vec::new()),
+                streams: Mutex::new(Vec::new()),
+                last_stream: AtomicU64::new(0),
             }),
         }
     }
@@ -580,6 +581,17 @@ impl Communicator {
     /// The device this rank runs on.
     pub fn device(&self) -> &Device {
         &self.inner.device
+    }
+
+    /// The raw handle (`ncclComm_t`), for interop with foreign code, as
+    /// [`Stream::as_raw`](crate::Stream::as_raw). Every NCCL call on it is
+    /// `unsafe` (`cuda_sys::nccl::result`): its caller keeps NCCL's rule of
+    /// one call at a time per communicator (gpu-sync calls it from inside
+    /// an engine operation on a stream of its device, or owning it alone at
+    /// init and drop), and work enqueued through it is not tracked — it
+    /// must be finished before the communicator is dropped.
+    pub fn as_raw(&self) -> ncclComm_t {
+        self.inner.raw.get()
     }
 }
 

@@ -535,7 +535,7 @@ impl<'a> Group<'a> {
         for p in &self.ops {
             parts.push(Part::new(&p.stream.inner, p.uses.as_slice()).keeping(&p.comm.inner));
         }
-        let ((), tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
+        let ((), _tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
             // Refused before any lock by the engine inside host functions;
             // here every NCCL call is made under the books, one group.
             nc::group_start(nccl)?;
@@ -561,8 +561,8 @@ impl<'a> Group<'a> {
             }
             Ok(())
         })?;
-        for (p, t) in self.ops.iter().zip(tickets) {
-            p.comm.inner.note(&p.stream.inner, t);
+        for p in &self.ops {
+            p.comm.inner.note(&p.stream.inner);
         }
         Ok(())
     }

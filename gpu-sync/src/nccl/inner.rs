@@ -4,12 +4,12 @@
 
 use super::comm::in_progress_ok;
 use crate::device::Device;
-use crate::engine::{Point, Timeline};
+use crate::engine::Timeline;
 use crate::error::{Error, Result};
 use cuda_sys::nccl::result as nc;
 use cuda_sys::nccl::{CommName, Nccl};
 use cuda_sys::nccl_bindings::{ncclComm_t, ncclResult_t};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,9 +29,12 @@ pub(super) struct CommInner {
     pub(super) clique: u64,
     /// Set once aborted: every later call refuses.
     pub(super) aborted: AtomicBool,
-    /// The points of its last operations (one per stream), waited for
-    /// before it is finalized.
-    pub(super) last: Mutex<Vec<Point>>,
+    /// The streams its operations ran on, each waited for (all its work so
+    /// far) before it is finalized.
+    pub(super) streams: Mutex<Vec<Arc<Timeline>>>,
+    /// The id of the stream [`CommInner::note`] saw last (0: none yet), so
+    /// the usual case — the same stream again — takes no lock.
+    pub(super) last_stream: AtomicU64,
 }
 
 /// A raw communicator handle. NCCL lets a communicator be used from any
@@ -114,14 +117,21 @@ impl CommInner {
         }
     }
 
-    /// Notes `ticket` of `stream` as this communicator's last operation on
-    /// that stream: its point moved there in place (the stream's handle
-    /// cloned only the first time).
-    pub(super) fn note(&self, stream: &Arc<Timeline>, ticket: u64) {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if !last.iter_mut().any(|p| p.advance_on(stream, ticket)) {
-            last.push(Point::new(stream.clone(), ticket));
+    /// Notes that an operation of this communicator ran on `stream`: its
+    /// handle is kept (once) so the drop waits for it. The same stream as
+    /// the last note's is known already: no lock, no clone.
+    #[inline]
+    pub(super) fn note(&self, stream: &Arc<Timeline>) {
+        if self.last_stream.load(Ordering::Relaxed) == stream.id() {
+            return;
         }
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if !streams.iter().any(|s| Arc::ptr_eq(s, stream)) {
+            streams.push(stream.clone());
+        }
+        // Stored with the stream in the list (under the lock): a note that
+        // reads this id finds its stream kept.
+        self.last_stream.store(stream.id(), Ordering::Relaxed);
     }
 }
 
@@ -134,7 +144,7 @@ impl Drop for CommInner {
         if self.aborted.load(Ordering::Acquire) {
             return;
         }
-        let last = std::mem::take(self.last.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let streams = std::mem::take(self.streams.get_mut().unwrap_or_else(|p| p.into_inner()));
         if crate::engine::inside_host_fn() {
             // No host wait or NCCL call inside a host function: the same
             // drop, later, on an ordinary thread.
@@ -148,19 +158,25 @@ impl Drop for CommInner {
                 blocking: self.blocking,
                 clique: self.clique,
                 aborted: AtomicBool::new(false),
-                last: Mutex::new(last),
+                streams: Mutex::new(streams),
+                last_stream: AtomicU64::new(0),
             };
             // This one is now only a shell: nothing more to do on it.
             self.aborted.store(true, Ordering::Release);
             crate::engine::free_now_or_later(None, Box::new(move || drop(later)));
             return;
         }
-        let ready = last.iter().try_for_each(Point::host_wait).and_then(|()| {
-            self.device.inner.bind()?;
-            // SAFETY: a live communicator owned alone here.
-            in_progress_ok(unsafe { nc::comm_finalize(self.nccl, self.raw.get()) })?;
-            self.wait_ready("dropping a communicator (ncclCommFinalize)")
-        });
+        // Everything enqueued so far on the streams it ran on (its own
+        // operations among it: tickets grow).
+        let ready = streams
+            .iter()
+            .try_for_each(|s| s.host_wait_all_so_far("dropping a communicator"))
+            .and_then(|()| {
+                self.device.inner.bind()?;
+                // SAFETY: a live communicator owned alone here.
+                in_progress_ok(unsafe { nc::comm_finalize(self.nccl, self.raw.get()) })?;
+                self.wait_ready("dropping a communicator (ncclCommFinalize)")
+            });
         match ready {
             Ok(()) => {
                 // SAFETY: finalized, owned alone, destroyed once.

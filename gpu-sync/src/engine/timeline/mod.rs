@@ -61,18 +61,6 @@ impl Point {
         Point { timeline, ticket }
     }
 
-    /// Moves this point to `ticket` of `timeline` when it is a point of
-    /// that stream (`true`: no handle cloned), else leaves it (`false`).
-    /// Tickets only grow: an earlier ticket leaves it where it is.
-    #[inline]
-    pub(crate) fn advance_on(&mut self, timeline: &Arc<Timeline>, ticket: u64) -> bool {
-        if !Arc::ptr_eq(&self.timeline, timeline) {
-            return false;
-        }
-        self.ticket = self.ticket.max(ticket);
-        true
-    }
-
     /// The stream's id.
     #[inline]
     pub(in crate::engine) fn stream_id(&self) -> u64 {
