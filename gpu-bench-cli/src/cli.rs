@@ -451,7 +451,9 @@ pub struct NcclArgs {
     pub in_place: bool,
     /// Instead of the sweep: the host cost and GPU time of one all-reduce
     /// group, gpu-sync's tracked one against the same written on NCCL's C
-    /// API, interleaved batches of --iters at each size (f32, sum).
+    /// API (on the same communicators), interleaved batches of --iters at
+    /// each size (f32, sum). With --procs: each rank's raw `ncclAllReduce`
+    /// call against its tracked all-reduce, every rank's rows in the table.
     #[arg(long, conflicts_with_all = ["collectives", "dtype", "peers", "peer_peak", "min_busbw", "plant_wrong"])]
     pub host_cost: bool,
     /// With --host-cost: interleaved rounds per size, each one raw and one

@@ -313,8 +313,11 @@ fn run_procs(
     if opts.blocking {
         // A rank per process is blocking only with its connections made
         // at init (`CommOptions::blocking`), and then runs collectives only.
-        if let Some(c) =
-            opts.collectives.iter().find(|c| matches!(c, Collective::SendRecv | Collective::AllToAll))
+        // (--host-cost runs all-reduce alone.)
+        if let Some(c) = opts
+            .collectives
+            .iter()
+            .find(|c| !args.host_cost && matches!(c, Collective::SendRecv | Collective::AllToAll))
         {
             return Err(Failure::Usage(format!(
                 "--procs --blocking: {} connects its peers on first use, which a blocking rank of one process \
@@ -375,6 +378,24 @@ fn run_procs(
                 Communicator::from_env(CommOptions { blocking: opts.blocking, ..CommOptions::default() })?;
             let max = opts.max_bytes as u64;
             crate::args::fits(&format!("nccl --max-bytes {max}"), comm.device(), 2 * max, 3 * max)?;
+            if args.host_cost {
+                let hopts = host_cost_options(opts, args.batches.unwrap_or(11));
+                let n = comm.size();
+                let rows = if me.rank == 0 {
+                    let r = gpu_bench::nccl::host_cost_rank(comm, &hopts, &mut |m| ctx.progress.step(m))?;
+                    ctx.progress.finish();
+                    r
+                } else {
+                    gpu_bench::nccl::host_cost_rank(comm, &hopts, &mut |_| {})?
+                };
+                // Every rank holds every rank's rows; rank 0 speaks for them.
+                let shape = format!("{n} ranks, one process per GPU");
+                return if me.rank == 0 {
+                    host_cost_report(ctx, &rows, &hopts, &shape, format, out)
+                } else {
+                    Ok(0)
+                };
+            }
             let report = if me.rank == 0 {
                 let r = gpu_bench::nccl::run_rank(comm, opts, &mut |m| ctx.progress.step(m))?;
                 ctx.progress.finish();
@@ -461,8 +482,8 @@ fn write_and_judge(
 }
 
 /// `--host-cost`: the tracked all-reduce against its raw twin
-/// (`gpu_bench::nccl::host_cost`), a table on stdout (and host-cost.md,
-/// host-cost.json in `out`).
+/// (`gpu_bench::nccl::host_cost`), one process driving `devices`; the
+/// table as [`host_cost_report`] writes it.
 fn host_cost(
     ctx: &Ctx,
     devices: &[Device],
@@ -471,29 +492,72 @@ fn host_cost(
     format: Format,
     out: Option<&PathBuf>,
 ) -> Result<i32, Failure> {
-    use gpu_bench::nccl::{HostCostOptions, host_cost};
-    let sizes: Vec<usize> = opts.sizes().into_iter().map(|b| b.div_ceil(4) * 4).collect();
-    let hopts = HostCostOptions { sizes, blocking: opts.blocking, iters: opts.iters, batches };
-    let rows = host_cost(devices, &hopts, &mut |m| ctx.progress.step(m))?;
+    let hopts = host_cost_options(opts, batches);
+    let rows = gpu_bench::nccl::host_cost(devices, &hopts, &mut |m| ctx.progress.step(m))?;
     ctx.progress.finish();
-    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
+    let shape = format!("{} ranks, one process", devices.len());
+    host_cost_report(ctx, &rows, &hopts, &shape, format, out)
+}
+
+/// What `--host-cost` measures: the sweep's sizes rounded up to whole f32
+/// elements, its iterations and blocking mode, `batches` rounds.
+fn host_cost_options(opts: &NcclOptions, batches: usize) -> gpu_bench::nccl::HostCostOptions {
+    let sizes: Vec<usize> = opts.sizes().into_iter().map(|b| b.div_ceil(4) * 4).collect();
+    gpu_bench::nccl::HostCostOptions { sizes, blocking: opts.blocking, iters: opts.iters, batches }
+}
+
+/// Writes `--host-cost`'s table (stdout, and host-cost.md, host-cost.json
+/// in `out`): per size (and rank, one process per GPU) the raw and tracked
+/// host µs per iteration, the added µs per iteration and per
+/// `ncclAllReduce` call, the GPU µs; then the added cost's median and the
+/// sizes above +1 µs per call.
+fn host_cost_report(
+    ctx: &Ctx,
+    rows: &[gpu_bench::nccl::HostCostRow],
+    hopts: &gpu_bench::nccl::HostCostOptions,
+    shape: &str,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<i32, Failure> {
+    let mode = if hopts.blocking { "blocking" } else { "non-blocking" };
+    let per_rank = rows.iter().any(|r| r.rank.is_some());
     let mut md = format!(
-        "# NCCL all-reduce: host cost and GPU time, tracked against raw ({} ranks, one process, {mode} \
-         communicators{})\n\nMedians of {batches} interleaved batches of {} iterations.\n\n\
-         | bytes | raw host µs | tracked host µs | added µs | raw GPU µs | tracked GPU µs |\n|---|---|---|---|---|---|\n",
-        devices.len(),
+        "# NCCL all-reduce: host cost and GPU time, tracked against raw ({shape}, {mode} communicators{})\n\n\
+         Medians of {} interleaved batches of {} iterations. An iteration issues one `ncclAllReduce` per rank \
+         of the process (grouped when several); per call is the iteration's added cost over its calls.\n\n\
+         |{} bytes | calls | raw host µs | tracked host µs | added µs | added µs per call | raw GPU µs | tracked GPU µs |\n\
+         |{}---|---|---|---|---|---|---|---|\n",
         if ctx.sim { ", simulated" } else { "" },
-        opts.iters
+        hopts.batches,
+        hopts.iters,
+        if per_rank { " rank |" } else { "" },
+        if per_rank { "---|" } else { "" },
     );
-    for r in &rows {
+    for r in rows {
+        let rank = r.rank.map_or(String::new(), |k| format!(" {k} |"));
         md += &format!(
-            "| {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} |\n",
+            "|{rank} {} | {} | {:.2} | {:.2} | {:+.2} | {:+.2} | {:.2} | {:.2} |\n",
             r.bytes,
+            r.calls,
             r.raw_host_us,
             r.ours_host_us,
             r.host_added_us(),
+            r.host_added_per_call_us(),
             r.raw_gpu_us,
             r.ours_gpu_us
+        );
+    }
+    let per_call: Vec<f64> = rows.iter().map(|r| r.host_added_per_call_us()).collect();
+    let per_iter: Vec<f64> = rows.iter().map(|r| r.host_added_us()).collect();
+    let above = |v: &[f64]| v.iter().filter(|&&a| a > 1.0).count();
+    if !rows.is_empty() {
+        md += &format!(
+            "\nAdded µs: median {:+.2} per iteration ({} of {} rows above +1), {:+.2} per call ({} above +1).\n",
+            gpu_bench::stats::median(&per_iter),
+            above(&per_iter),
+            rows.len(),
+            gpu_bench::stats::median(&per_call),
+            above(&per_call),
         );
     }
     let json = serde_json::to_string_pretty(&rows).map_err(|e| Failure::Io(e.to_string()))? + "\n";

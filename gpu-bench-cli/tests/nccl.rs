@@ -217,6 +217,37 @@ fn procs_blocking_refuses_point_to_point_and_a_runtime_connect_left_on() {
     let (out, _) = nccl(2, "pblk-ok", Some("0"), &ar);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cuda-sim's NCCL joins no other process"));
+    // --host-cost runs all-reduce alone: no point-to-point to refuse.
+    let (out, _) = nccl(2, "pblk-hc", Some("0"), &["--blocking", "--host-cost", "--procs"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cuda-sim's NCCL joins no other process"), "{err}");
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs and NCCL (one process per GPU: cuda-sim's NCCL joins no other process)"]
+fn one_process_per_gpu_host_cost_on_gpus() {
+    // Each rank's raw ncclAllReduce call against its tracked all-reduce;
+    // rank 0 writes every rank's rows (gathered by NCCL), one call each.
+    let out = Command::new(support::gpu_bench())
+        .env_remove("RUST_LOG")
+        .env_remove("NCCL_RUNTIME_CONNECT")
+        .env("NCCL_NVLS_ENABLE", "0")
+        .args(["--driver", "cuda", "--format", "json", "nccl", "--procs", "2", "--host-cost", "--blocking"])
+        .args(["--min-bytes", "8", "--max-bytes", "64", "--iters", "20", "--batches", "3"])
+        .output()
+        .expect("gpu-bench runs");
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON rows on stdout");
+    // 8 B to 64 B by a factor of 2: 4 sizes, for each of 2 ranks.
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["rank"], i / 4, "{r}");
+        assert_eq!(r["calls"], 1, "{r}");
+        for k in ["raw_host_us", "ours_host_us", "raw_gpu_us", "ours_gpu_us"] {
+            assert!(r[k].as_f64().is_some_and(|v| v > 0.0), "{k}: {r}");
+        }
+    }
 }
 
 #[test]
@@ -434,6 +465,17 @@ fn host_cost_takes_its_batch_count_and_refuses_it_alone_or_zero() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("host-cost.json")).expect("json"))
             .expect("rows");
     assert!(!rows.is_empty(), "{md}");
+    // One process driving 2 devices: 2 calls an iteration, the added cost
+    // per call half the iteration's.
+    assert!(md.contains("| added µs | added µs per call |") && md.contains("Added µs: median"), "{md}");
+    for r in &rows {
+        assert_eq!(r["calls"], 2, "{r}");
+        assert!(r.get("rank").is_none(), "{r}");
+        let added = r["ours_host_us"].as_f64().expect("ours") - r["raw_host_us"].as_f64().expect("raw");
+        let line = format!("| {} | 2 |", r["bytes"]);
+        let row = md.lines().find(|l| l.starts_with(&line)).unwrap_or_else(|| panic!("{line} in {md}"));
+        assert!(row.contains(&format!("{:+.2} | {:+.2} |", added, added / 2.0)), "{row}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     for (name, extra) in
         [("batches-alone", &["--batches", "3"][..]), ("batches-zero", &["--host-cost", "--batches", "0"])]

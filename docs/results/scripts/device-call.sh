@@ -79,6 +79,9 @@
 #              blocking, without CUPTI, with --cupti (concurrent records) and --cupti --kernel-records serial
 #   hang:B:F   test F of binary B (under tests/) in the background with NCCL_DEBUG=INFO; after
 #              $HANG_AFTER (25) s, every thread's stack (gdb, else eu-stack, else /proc wchan), then killed
+#   hcprocs    the host cost with one process per GPU (issue 30): `gpu-bench nccl --procs $NGPU --host-cost
+#              --blocking` 8 B-32 KiB ($HC_BATCHES 21, $HC_ITERS 50): each rank's raw ncclAllReduce call
+#              against its tracked all-reduce, every rank's rows; under `taskset -c $PIN` when PIN is set
 #   ncclcupti  the CUPTI check of the event times (issue 30): gpu-bench nccl --cupti, all-reduce,
 #              eager 8 B-32 KiB (blocking) and 16 MiB-256 MiB, then --procs N 8 B-64 MiB (non-blocking)
 set -u
@@ -461,7 +464,16 @@ for stage in "$@"; do
       say "gpu-bench nccl --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
       clocks_stop
       clocks_summary "$logs/clocks-small.csv"
-      grep -E '^\| [0-9]' "$logs/host-cost/host-cost.md" | tee -a "$summary"
+      grep -E '^\| [0-9]|^Added' "$logs/host-cost/host-cost.md" | tee -a "$summary"
+      ;;
+    hcprocs)
+      ngpu=${NGPU:-$(nvidia-smi -L | wc -l)}
+      pin=""; [ -n "${PIN:-}" ] && pin="taskset -c $PIN"
+      $pin timeout 300 "$gb" nccl --procs "$ngpu" --host-cost --blocking --min-bytes 8 --max-bytes 32K \
+        --iters "${HC_ITERS:-50}" --batches "${HC_BATCHES:-21}" --no-algorithms \
+        --out "$logs/host-cost-procs" >"$logs/host-cost-procs.log" 2>&1
+      say "gpu-bench nccl --procs $ngpu --host-cost --blocking: exit $? at $((SECONDS - t0)) s"
+      grep -E '^\| [0-9]|^Added' "$logs/host-cost-procs/host-cost.md" | tee -a "$summary"
       ;;
     procsblk)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -94,7 +94,7 @@ mod twin;
 pub use render::size_name;
 
 pub use element::Dtype;
-pub use twin::{HostCostOptions, HostCostRow, host_cost};
+pub use twin::{HostCostOptions, HostCostRow, host_cost, host_cost_rank};
 
 use gpu_sync::Device;
 use serde::{Deserialize, Serialize};

@@ -99,8 +99,10 @@ pub(super) fn run<T: Element>(
             spans.start_all(ranks.iter().map(|r| &r.stream))?;
             match &execs {
                 None => {
+                    // The views made once: the loop times the groups.
+                    let mut views = Views::new(c, &mut ranks, p)?;
                     for _ in 0..opts.iters {
-                        issue(c, &mut ranks, p, opts.in_place)?;
+                        views.issue(c, opts.in_place)?;
                     }
                 }
                 Some(execs) => {
@@ -229,68 +231,101 @@ fn launch_all<T: Element>(execs: &[GraphExec], ranks: &[Rank<T>]) -> gpu_sync::R
 }
 
 /// One rank's communicator, stream, input view and output view, for one
-/// group of [`issue`].
+/// group of [`Views::issue`].
 type RankView<'a, T> = (&'a Communicator, &'a Stream, DeviceSlice<'a, T>, DeviceSliceMut<'a, T>);
 
-/// Issues one iteration of `c` with count `p` per call: this process's
-/// ranks' parts in one group; an all-reduce `in_place` on the output.
-fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: bool) -> gpu_sync::Result<()> {
-    let n = world(ranks);
-    match c {
-        Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::SendRecv => {
-            let (sl, rl) = match c {
-                Collective::AllGather => (p, n * p),
-                Collective::ReduceScatter => (n * p, p),
-                _ => (p, p),
-            };
-            // On the stack (a machine's ranks): the timed loop allocates
-            // nothing of its own.
-            let mut views: SmallVec<[RankView<'_, T>; 8]> = SmallVec::new();
-            for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
-                views.push((comm, stream, send.slice(..sl)?, recv.slice_mut(..rl)?));
+/// The views one iteration of a collective issues on, made once for a
+/// row's timed loop (as nccl-tests computes its pointers outside the call):
+/// a view of each rank's buffers, checked when made.
+enum Views<'a, T: Element> {
+    /// All-reduce, all-gather, reduce-scatter, send/recv: each rank's input
+    /// and output (on the stack: a machine's ranks).
+    Pairs(SmallVec<[RankView<'a, T>; 8]>),
+    /// Broadcast in place: rank 0's input, the others' output.
+    Broadcast(SmallVec<[(&'a Communicator, &'a Stream, DeviceSliceMut<'a, T>); 8]>),
+    /// All-to-all: each rank's input blocks and output blocks.
+    AllToAll(Vec<(&'a Communicator, &'a Stream, AllToAllParts<'a, T>)>),
+}
+
+/// A rank's all-to-all blocks: its input's, and one output per source.
+type AllToAllParts<'b, T> = (Vec<DeviceSlice<'b, T>>, Vec<DeviceSliceMut<'b, T>>);
+
+impl<'a, T: Element> Views<'a, T> {
+    /// The views of `c` with count `p` per call over `ranks`.
+    fn new(c: Collective, ranks: &'a mut [Rank<T>], p: usize) -> gpu_sync::Result<Views<'a, T>> {
+        let n = world(ranks);
+        Ok(match c {
+            Collective::AllReduce
+            | Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::SendRecv => {
+                let (sl, rl) = match c {
+                    Collective::AllGather => (p, n * p),
+                    Collective::ReduceScatter => (n * p, p),
+                    _ => (p, p),
+                };
+                let mut views = SmallVec::new();
+                for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
+                    views.push((&*comm, &*stream, send.slice(..sl)?, recv.slice_mut(..rl)?));
+                }
+                Views::Pairs(views)
             }
-            nccl::group(|g| {
-                for (comm, stream, s, d) in views.iter_mut() {
-                    let (comm, stream) = (*comm, *stream);
-                    match c {
-                        Collective::AllReduce if in_place => {
-                            g.all_reduce_in_place(comm, stream, d, ReduceOp::Sum)?
-                        }
-                        Collective::AllReduce => g.all_reduce(comm, stream, &*s, d, ReduceOp::Sum)?,
-                        Collective::AllGather => g.all_gather(comm, stream, &*s, d)?,
-                        Collective::ReduceScatter => g.reduce_scatter(comm, stream, &*s, d, ReduceOp::Sum)?,
-                        _ => {
-                            let r = comm.rank();
-                            g.send(comm, stream, &*s, (r + 1) % n)?;
-                            g.recv(comm, stream, d, (r + n - 1) % n)?;
+            Collective::Broadcast => {
+                let mut views = SmallVec::new();
+                for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
+                    let buf = if comm.rank() == 0 { send } else { recv };
+                    views.push((&*comm, &*stream, buf.slice_mut(..p)?));
+                }
+                Views::Broadcast(views)
+            }
+            Collective::AllToAll => {
+                let mut views = Vec::with_capacity(n);
+                for Rank { comm, stream, send, blocks, .. } in ranks.iter_mut() {
+                    let sends = (0..n).map(|j| send.slice(j * p..(j + 1) * p)).collect::<Result<_, _>>()?;
+                    let recvs = blocks.iter_mut().map(|b| b.slice_mut(..p)).collect::<Result<_, _>>()?;
+                    views.push((&*comm, &*stream, (sends, recvs)));
+                }
+                Views::AllToAll(views)
+            }
+        })
+    }
+
+    /// Issues one iteration of `c` (the collective the views were made
+    /// for): this process's ranks' parts in one group; an all-reduce
+    /// `in_place` on the output.
+    fn issue(&mut self, c: Collective, in_place: bool) -> gpu_sync::Result<()> {
+        match self {
+            Views::Pairs(views) => {
+                let n = views.first().map_or(0, |v| v.0.size());
+                nccl::group(|g| {
+                    for (comm, stream, s, d) in views.iter_mut() {
+                        let (comm, stream) = (*comm, *stream);
+                        match c {
+                            Collective::AllReduce if in_place => {
+                                g.all_reduce_in_place(comm, stream, d, ReduceOp::Sum)?
+                            }
+                            Collective::AllReduce => g.all_reduce(comm, stream, &*s, d, ReduceOp::Sum)?,
+                            Collective::AllGather => g.all_gather(comm, stream, &*s, d)?,
+                            Collective::ReduceScatter => {
+                                g.reduce_scatter(comm, stream, &*s, d, ReduceOp::Sum)?
+                            }
+                            _ => {
+                                let r = comm.rank();
+                                g.send(comm, stream, &*s, (r + 1) % n)?;
+                                g.recv(comm, stream, d, (r + n - 1) % n)?;
+                            }
                         }
                     }
-                }
-                Ok(())
-            })
-        }
-        Collective::Broadcast => {
-            let mut views: SmallVec<[(&Communicator, &Stream, DeviceSliceMut<'_, T>); 8]> = SmallVec::new();
-            for Rank { comm, stream, send, recv, .. } in ranks.iter_mut() {
-                let buf = if comm.rank() == 0 { send } else { recv };
-                views.push((comm, stream, buf.slice_mut(..p)?));
+                    Ok(())
+                })
             }
-            nccl::group(|g| {
+            Views::Broadcast(views) => nccl::group(|g| {
                 for (comm, stream, b) in views.iter_mut() {
                     g.broadcast_in_place(comm, stream, b, 0)?;
                 }
                 Ok(())
-            })
-        }
-        Collective::AllToAll => {
-            type Parts<'b, T> = (Vec<DeviceSlice<'b, T>>, Vec<DeviceSliceMut<'b, T>>);
-            let mut views: Vec<(&Communicator, &Stream, Parts<'_, T>)> = Vec::with_capacity(n);
-            for Rank { comm, stream, send, blocks, .. } in ranks.iter_mut() {
-                let sends = (0..n).map(|j| send.slice(j * p..(j + 1) * p)).collect::<Result<_, _>>()?;
-                let recvs = blocks.iter_mut().map(|b| b.slice_mut(..p)).collect::<Result<_, _>>()?;
-                views.push((comm, stream, (sends, recvs)));
-            }
-            nccl::group(|g| {
+            }),
+            Views::AllToAll(views) => nccl::group(|g| {
                 for (comm, stream, (sends, recvs)) in views.iter_mut() {
                     for (j, (s, d)) in sends.iter().zip(recvs.iter_mut()).enumerate() {
                         g.send(comm, stream, s, j)?;
@@ -298,9 +333,15 @@ fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: b
                     }
                 }
                 Ok(())
-            })
+            }),
         }
     }
+}
+
+/// Issues one iteration of `c` with count `p` per call over `ranks`, its
+/// views made for it alone (warm-up, capture, the checked iterations).
+fn issue<T: Element>(c: Collective, ranks: &mut [Rank<T>], p: usize, in_place: bool) -> gpu_sync::Result<()> {
+    Views::new(c, ranks, p)?.issue(c, in_place)
 }
 
 /// One checked iteration: every output cleared (every byte `0xFF`; an

@@ -1,19 +1,20 @@
 //! The raw twin of the all-reduce: the same collective written against
 //! NCCL's C API through cuda-sys, and gpu-sync's tracked one, measured
-//! side by side in one process, on the same streams and buffers — the host
-//! cost of issuing one all-reduce group (issue 30: tracked ≤ raw + 1 µs)
-//! and its time on the GPU.
+//! side by side in one process, on the same communicators, streams and
+//! buffers — the host cost of issuing one all-reduce (issue 30: tracked ≤
+//! raw + 1 µs) and its time on the GPU.
 //!
 //! # Method
-//! - **Raw**: its own communicators, made as gpu-sync makes its own (one
-//!   `ncclCommInitRankConfig` per device inside one group, blocking as
-//!   asked); an iteration is `ncclGroupStart`, one `ncclAllReduce` (sum,
-//!   out of place) per rank on the rank's stream, `ncclGroupEnd`, and on a
-//!   non-blocking communicator a poll of `ncclCommGetAsyncError` on each
-//!   until it reports success (what a program must do before it may use
-//!   the work as enqueued).
+//! - **Raw**: on each gpu-sync communicator's own handle
+//!   ([`Communicator::as_raw`]), an iteration is one `ncclAllReduce` (sum,
+//!   out of place) per rank of this process on the rank's stream — between
+//!   `ncclGroupStart` and `ncclGroupEnd` when the process holds several
+//!   ranks, alone when it holds one (one process per GPU, as nccl-tests
+//!   calls it with `-g 1`) — and on a non-blocking communicator a poll of
+//!   `ncclCommGetAsyncError` on each until it reports success (what a
+//!   program must do before it may use the work as enqueued).
 //! - **Tracked**: `gpu_sync::nccl::group` with one `Group::all_reduce` per
-//!   rank, on communicators of the same blocking mode.
+//!   rank of this process.
 //! - **Interleaved batches**: per size, `batches` rounds; in each, a batch
 //!   of `iters` raw iterations and a batch of `iters` tracked ones (their
 //!   order alternating round by round). A batch is timed twice: with the
@@ -24,6 +25,10 @@
 //! - **Warm-up**: first an untimed raw and tracked batch at every size (on
 //!   4 H200s the first sizes of a run read 1–12 µs slower on both sides
 //!   without it), then one more of each before each size's rounds.
+//! - **One process per GPU** ([`host_cost_rank`]): every rank measures its
+//!   own calls, in the same order as its peers (a collective finishes once
+//!   every rank has issued it), and the rows of every rank are gathered
+//!   (an NCCL all-gather) so each process holds all of them.
 //!
 //! This file calls NCCL directly (the raw side): its `unsafe` blocks are
 //! argued one by one.
@@ -32,9 +37,7 @@
 use crate::error::Result;
 use gpu_sync::cuda_sys::nccl::result as nc;
 use gpu_sync::cuda_sys::nccl::{self, Nccl, NcclError};
-use gpu_sync::cuda_sys::nccl_bindings::{
-    NCCL_CONFIG_INITIALIZER, ncclComm_t, ncclDataType_t, ncclRedOp_t, ncclResult_t,
-};
+use gpu_sync::cuda_sys::nccl_bindings::{ncclDataType_t, ncclRedOp_t, ncclResult_t};
 use gpu_sync::nccl::{CommOptions, Communicator, ReduceOp};
 use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
 use serde::{Deserialize, Serialize};
@@ -45,9 +48,18 @@ use std::time::{Duration, Instant};
 pub struct HostCostRow {
     /// Bytes per rank (f32 elements × 4).
     pub bytes: u64,
-    /// Host µs to issue one raw all-reduce group.
+    /// `ncclAllReduce` calls per iteration: the ranks this process drives
+    /// (1 with one process per GPU).
+    #[serde(default)]
+    pub calls: usize,
+    /// The rank that measured the row, with one process per GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+    /// Host µs to issue one raw iteration (`calls` raw calls, grouped
+    /// when several).
     pub raw_host_us: f64,
-    /// Host µs to issue one tracked all-reduce group.
+    /// Host µs to issue one tracked iteration (one `gpu_sync::nccl::group`
+    /// of `calls` all-reduces).
     pub ours_host_us: f64,
     /// GPU µs per raw all-reduce (longest device span / iterations).
     pub raw_gpu_us: f64,
@@ -56,9 +68,15 @@ pub struct HostCostRow {
 }
 
 impl HostCostRow {
-    /// Tracked host µs minus raw host µs.
+    /// Tracked host µs minus raw host µs, per iteration.
     pub fn host_added_us(&self) -> f64 {
         self.ours_host_us - self.raw_host_us
+    }
+
+    /// [`HostCostRow::host_added_us`] per `ncclAllReduce` call (the
+    /// iteration's added cost over its `calls`).
+    pub fn host_added_per_call_us(&self) -> f64 {
+        self.host_added_us() / self.calls.max(1) as f64
     }
 }
 
@@ -75,83 +93,6 @@ pub struct HostCostOptions {
     pub batches: usize,
 }
 
-/// The raw side's communicators, destroyed (or aborted) on drop.
-struct RawComms {
-    nccl: &'static Nccl,
-    comms: Vec<ncclComm_t>,
-    blocking: bool,
-}
-
-impl RawComms {
-    fn new(nccl: &'static Nccl, devices: &[Device], blocking: bool) -> Result<RawComms> {
-        let id = nc::get_unique_id(nccl).map_err(gpu_sync::Error::from)?;
-        let n = devices.len();
-        let mut me = RawComms { nccl, comms: vec![std::ptr::null_mut(); n], blocking };
-        nc::group_start(nccl).map_err(gpu_sync::Error::from)?;
-        let mut first = Ok(());
-        for (rank, d) in devices.iter().enumerate() {
-            let mut config = NCCL_CONFIG_INITIALIZER;
-            config.blocking = i32::from(blocking);
-            // The device's context current on this thread, as NCCL needs.
-            let r = d.make_current().map_err(Into::into).and_then(|()| {
-                // SAFETY: a valid out-pointer; `config` starts from the
-                // initializer and holds no strings; the rank's device is
-                // current.
-                in_progress_ok(unsafe {
-                    nc::comm_init_rank_config(nccl, &mut me.comms[rank], n, id, rank, &mut config)
-                })
-            });
-            if r.is_err() {
-                first = r;
-                break;
-            }
-        }
-        let ended = in_progress_ok(nc::group_end(nccl));
-        first?;
-        ended?;
-        me.wait_ready()?;
-        Ok(me)
-    }
-
-    /// Polls every communicator until NCCL reports it ready (a
-    /// non-blocking one's init or group), for at most a minute.
-    fn wait_ready(&self) -> Result<()> {
-        let start = Instant::now();
-        for &c in &self.comms {
-            loop {
-                // SAFETY: a live communicator of `self.nccl`.
-                let s = unsafe { nc::comm_get_async_error(self.nccl, c) }.map_err(gpu_sync::Error::from)?;
-                match s {
-                    ncclResult_t::ncclSuccess => break,
-                    ncclResult_t::ncclInProgress if start.elapsed() < Duration::from_secs(60) => {
-                        std::thread::yield_now()
-                    }
-                    other => {
-                        return Err(gpu_sync::Error::InvalidArgument(format!(
-                            "the raw twin's communicator reports {other:?}"
-                        ))
-                        .into());
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for RawComms {
-    fn drop(&mut self) {
-        for &c in self.comms.iter().filter(|c| !c.is_null()) {
-            // SAFETY: a live communicator owned here alone, its work done
-            // (the caller synchronized every stream); destroyed once.
-            let r = unsafe { nc::comm_destroy(self.nccl, c) };
-            if let Err(e) = r {
-                log::error!("ncclCommDestroy of the raw twin: {e}");
-            }
-        }
-    }
-}
-
 fn in_progress_ok(r: std::result::Result<(), NcclError>) -> Result<()> {
     match r {
         Ok(()) | Err(NcclError::InProgress { .. }) => Ok(()),
@@ -160,8 +101,8 @@ fn in_progress_ok(r: std::result::Result<(), NcclError>) -> Result<()> {
 }
 
 /// A rank: its tracked communicator, stream, buffers and timing events.
-struct Rank {
-    comm: Communicator,
+struct Rank<'c> {
+    comm: &'c Communicator,
     stream: Stream,
     send: DeviceBuffer<f32>,
     recv: DeviceBuffer<f32>,
@@ -170,7 +111,9 @@ struct Rank {
 }
 
 /// Measures the host cost and GPU time of one all-reduce group, raw and
-/// tracked, at each size of `opts` over `devices` (see the module docs).
+/// tracked, at each size of `opts` over `devices`, one process driving
+/// every one (see the module docs). Each row's `calls` is the number of
+/// devices.
 ///
 /// # Errors
 /// [`crate::Error::Gpu`] for a driver or NCCL error (NCCL missing
@@ -181,11 +124,73 @@ pub fn host_cost(
     opts: &HostCostOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<HostCostRow>> {
-    let bad = |m: String| -> crate::Error { gpu_sync::Error::InvalidArgument(m).into() };
-    if devices.len() < 2 || opts.sizes.is_empty() || opts.iters == 0 || opts.batches == 0 {
+    if devices.len() < 2 {
+        return Err(bad(format!("nccl host cost: {} devices (at least 2)", devices.len())));
+    }
+    validate(opts)?;
+    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
+    progress(&format!("nccl host cost: {} {mode} communicators, raw and tracked", devices.len()));
+    let comms =
+        Communicator::init_all_with(devices, CommOptions { blocking: opts.blocking, ..Default::default() })?;
+    measure(&comms, opts, progress)
+}
+
+/// [`host_cost`] for one rank of a clique with one process per GPU: this
+/// process's raw `ncclAllReduce` call against its tracked all-reduce (a
+/// group of one), in the same interleaved batches as every other rank,
+/// which must call it with the same `opts`. Returns the rows of every
+/// rank (each row's `rank` set, `calls` 1), gathered over the clique.
+///
+/// # Errors
+/// As [`host_cost`]; a communicator of one rank is refused.
+pub fn host_cost_rank(
+    comm: Communicator,
+    opts: &HostCostOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<HostCostRow>> {
+    if comm.size() < 2 {
+        return Err(bad(format!("nccl host cost: a clique of {} rank (at least 2)", comm.size())));
+    }
+    validate(opts)?;
+    let size = comm.size();
+    let mine = measure(std::slice::from_ref(&comm), opts, progress)?;
+    // Every rank's rows, in rank order, `FIELDS` numbers a size (copied
+    // bit for bit: this rank's own come back as measured).
+    const FIELDS: usize = 4;
+    let flat: Vec<f64> =
+        mine.iter().flat_map(|r| [r.raw_host_us, r.ours_host_us, r.raw_gpu_us, r.ours_gpu_us]).collect();
+    let stream = Stream::new(comm.device())?;
+    let send = DeviceBuffer::from_slice(&stream, &flat)?;
+    let mut recv = DeviceBuffer::<f64>::zeroed(&stream, flat.len() * size)?;
+    gpu_sync::nccl::group(|g| g.all_gather(&comm, &stream, &send, &mut recv))?;
+    let all = stream.to_vec(&recv)?;
+    let mut rows = Vec::with_capacity(mine.len() * size);
+    for (r, block) in all.chunks_exact(flat.len()).enumerate() {
+        for (row, v) in mine.iter().zip(block.chunks_exact(FIELDS)) {
+            rows.push(HostCostRow {
+                rank: Some(r),
+                raw_host_us: v[0],
+                ours_host_us: v[1],
+                raw_gpu_us: v[2],
+                ours_gpu_us: v[3],
+                ..row.clone()
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// An invalid-argument error of this module.
+fn bad(m: String) -> crate::Error {
+    gpu_sync::Error::InvalidArgument(m).into()
+}
+
+/// Refuses no size, a size not a multiple of 4, zero iterations or zero
+/// batches.
+fn validate(opts: &HostCostOptions) -> Result<()> {
+    if opts.sizes.is_empty() || opts.iters == 0 || opts.batches == 0 {
         return Err(bad(format!(
-            "nccl host cost: {} devices, {} sizes, {} iterations, {} batches (at least 2, 1, 1, 1)",
-            devices.len(),
+            "nccl host cost: {} sizes, {} iterations, {} batches (at least 1 of each)",
             opts.sizes.len(),
             opts.iters,
             opts.batches
@@ -194,20 +199,35 @@ pub fn host_cost(
     if let Some(s) = opts.sizes.iter().find(|&&s| s == 0 || s % 4 != 0) {
         return Err(bad(format!("nccl host cost: {s} B is not a whole number of f32 elements")));
     }
-    let table = nccl::installed_nccl().map(Ok).unwrap_or_else(nccl::nccl).map_err(gpu_sync::Error::from)?;
-    let mode = if opts.blocking { "blocking" } else { "non-blocking" };
-    progress(&format!("nccl host cost: {} {mode} communicators, raw and tracked", devices.len()));
-    let comms =
-        Communicator::init_all_with(devices, CommOptions { blocking: opts.blocking, ..Default::default() })?;
-    let raw = RawComms::new(table, devices, opts.blocking)?;
+    Ok(())
+}
+
+/// The measurement over this process's communicators (every rank of a
+/// clique, or its own one).
+fn measure(
+    comms: &[Communicator],
+    opts: &HostCostOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<HostCostRow>> {
+    let nccl = nccl::installed_nccl().map(Ok).unwrap_or_else(nccl::nccl).map_err(gpu_sync::Error::from)?;
     let max = opts.sizes.iter().copied().max().unwrap_or(4) / 4;
-    let mut ranks = Vec::with_capacity(devices.len());
-    for (comm, d) in comms.into_iter().zip(devices) {
-        let stream = Stream::new(d)?;
+    let calls = comms.len();
+    let mut ranks = Vec::with_capacity(calls);
+    for comm in comms {
+        let d = comm.device().clone();
+        let stream = Stream::new(&d)?;
         let send = DeviceBuffer::from_slice(&stream, &vec![1.0f32; max])?;
         let recv = DeviceBuffer::zeroed(&stream, max)?;
-        ranks.push(Rank { comm, stream, send, recv, start: TimingEvent::new(d)?, end: TimingEvent::new(d)? });
+        ranks.push(Rank {
+            comm,
+            stream,
+            send,
+            recv,
+            start: TimingEvent::new(&d)?,
+            end: TimingEvent::new(&d)?,
+        });
     }
+    let raw = Raw { nccl, blocking: opts.blocking };
     let mut rows = Vec::with_capacity(opts.sizes.len());
     progress("nccl host cost: an untimed pass over every size");
     for &bytes in &opts.sizes {
@@ -232,6 +252,8 @@ pub fn host_cost(
         let [[mut rh, mut rg], [mut oh, mut og]] = samples;
         rows.push(HostCostRow {
             bytes: bytes as u64,
+            calls,
+            rank: None,
             raw_host_us: us(&mut rh),
             ours_host_us: us(&mut oh),
             raw_gpu_us: us(&mut rg),
@@ -244,9 +266,15 @@ pub fn host_cost(
     Ok(rows)
 }
 
+/// The raw side: NCCL's table and whether the communicators block.
+struct Raw {
+    nccl: &'static Nccl,
+    blocking: bool,
+}
+
 /// One batch of `iters` all-reduce groups of `count` elements, raw or
 /// tracked: (host seconds of the issue loop, longest device span seconds).
-fn batch(raw: &RawComms, ranks: &mut [Rank], count: usize, iters: usize, ours: bool) -> Result<(f64, f64)> {
+fn batch(raw: &Raw, ranks: &mut [Rank<'_>], count: usize, iters: usize, ours: bool) -> Result<(f64, f64)> {
     for r in ranks.iter() {
         r.start.record(&r.stream)?;
     }
@@ -255,7 +283,7 @@ fn batch(raw: &RawComms, ranks: &mut [Rank], count: usize, iters: usize, ours: b
         // the loop times the groups alone.
         let mut views = Vec::with_capacity(ranks.len());
         for r in ranks.iter_mut() {
-            views.push((&r.comm, &r.stream, r.send.slice(..count)?, r.recv.slice_mut(..count)?));
+            views.push((r.comm, &r.stream, r.send.slice(..count)?, r.recv.slice_mut(..count)?));
         }
         let t = Instant::now();
         for _ in 0..iters {
@@ -286,16 +314,23 @@ fn batch(raw: &RawComms, ranks: &mut [Rank], count: usize, iters: usize, ours: b
     Ok((host, longest))
 }
 
-/// One raw all-reduce group over every rank.
-fn raw_all_reduce(raw: &RawComms, ranks: &[Rank], count: usize) -> Result<()> {
-    nc::group_start(raw.nccl).map_err(gpu_sync::Error::from)?;
+/// One raw all-reduce over this process's ranks: in a group when there
+/// are several, the one call alone otherwise; then, non-blocking, each
+/// communicator polled until NCCL reports the work enqueued.
+fn raw_all_reduce(raw: &Raw, ranks: &[Rank<'_>], count: usize) -> Result<()> {
+    let grouped = ranks.len() > 1;
+    if grouped {
+        nc::group_start(raw.nccl).map_err(gpu_sync::Error::from)?;
+    }
     let mut first = Ok(());
-    for (r, &c) in ranks.iter().zip(&raw.comms) {
-        // SAFETY: live communicators and streams of the same devices, rank
-        // order; `send` and `recv` hold at least `count` f32 elements and
-        // live until every stream is synchronized (end of `host_cost`);
-        // the raw work is ordered with the tracked work by sharing the
-        // rank's stream, and only the raw side writes `recv` meanwhile.
+    for r in ranks {
+        // SAFETY: a live communicator (owned by `r`, which outlives the
+        // call; nothing else calls NCCL on it meanwhile: this thread makes
+        // every call of the measurement) and a stream of its device;
+        // `send` and `recv` hold at least `count` f32 elements and live
+        // until every stream is synchronized (end of `measure`); the raw
+        // work is ordered with the tracked work by sharing the rank's
+        // stream, and only the raw side writes `recv` meanwhile.
         let res = unsafe {
             nc::all_reduce(
                 raw.nccl,
@@ -304,7 +339,7 @@ fn raw_all_reduce(raw: &RawComms, ranks: &[Rank], count: usize) -> Result<()> {
                 count,
                 ncclDataType_t::ncclFloat32,
                 ncclRedOp_t::ncclSum,
-                c,
+                r.comm.as_raw(),
                 r.stream.as_raw(),
             )
         };
@@ -313,11 +348,35 @@ fn raw_all_reduce(raw: &RawComms, ranks: &[Rank], count: usize) -> Result<()> {
             break;
         }
     }
-    let ended = in_progress_ok(nc::group_end(raw.nccl));
+    let ended = if grouped { in_progress_ok(nc::group_end(raw.nccl)) } else { Ok(()) };
     first?;
     ended?;
     if !raw.blocking {
-        raw.wait_ready()?;
+        wait_ready(raw.nccl, ranks)?;
+    }
+    Ok(())
+}
+
+/// Polls every rank's communicator until NCCL reports it ready (a
+/// non-blocking one's group), for at most a minute.
+fn wait_ready(nccl: &'static Nccl, ranks: &[Rank<'_>]) -> Result<()> {
+    let start = Instant::now();
+    for r in ranks {
+        loop {
+            // SAFETY: a live communicator of `nccl`, called from the one
+            // thread that makes the measurement's NCCL calls.
+            let s =
+                unsafe { nc::comm_get_async_error(nccl, r.comm.as_raw()) }.map_err(gpu_sync::Error::from)?;
+            match s {
+                ncclResult_t::ncclSuccess => break,
+                ncclResult_t::ncclInProgress if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::yield_now()
+                }
+                other => {
+                    return Err(bad(format!("the raw twin's communicator reports {other:?}")));
+                }
+            }
+        }
     }
     Ok(())
 }
