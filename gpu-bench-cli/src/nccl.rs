@@ -524,9 +524,12 @@ fn host_cost_report(
     let mut md = format!(
         "# NCCL all-reduce: host cost and GPU time, tracked against raw ({shape}, {mode} communicators{})\n\n\
          Medians of {} interleaved batches of {} iterations. An iteration issues one `ncclAllReduce` per rank \
-         of the process (grouped when several); per call is the iteration's added cost over its calls.\n\n\
-         |{} bytes | calls | raw host µs | tracked host µs | added µs | added µs per call | raw GPU µs | tracked GPU µs |\n\
-         |{}---|---|---|---|---|---|---|---|\n",
+         of the process (grouped when several); per call is the iteration's added cost over its calls. Raw \
+         and tracked use gpu-sync's buffers (`cuMemAllocAsync`); the last two columns are raw calls on \
+         buffers from `cuMemAlloc`, as nccl-tests and PyTorch allocate.\n\n\
+         |{} bytes | calls | raw host µs | tracked host µs | added µs | added µs per call | raw GPU µs | tracked GPU µs \
+         | raw on cuMemAlloc host µs | its GPU µs |\n\
+         |{}---|---|---|---|---|---|---|---|---|---|\n",
         if ctx.sim { ", simulated" } else { "" },
         hopts.batches,
         hopts.iters,
@@ -536,7 +539,7 @@ fn host_cost_report(
     for r in rows {
         let rank = r.rank.map_or(String::new(), |k| format!(" {k} |"));
         md += &format!(
-            "|{rank} {} | {} | {:.2} | {:.2} | {:+.2} | {:+.2} | {:.2} | {:.2} |\n",
+            "|{rank} {} | {} | {:.2} | {:.2} | {:+.2} | {:+.2} | {:.2} | {:.2} | {:.2} | {:.2} |\n",
             r.bytes,
             r.calls,
             r.raw_host_us,
@@ -544,7 +547,9 @@ fn host_cost_report(
             r.host_added_us(),
             r.host_added_per_call_us(),
             r.raw_gpu_us,
-            r.ours_gpu_us
+            r.ours_gpu_us,
+            r.raw_legacy_host_us,
+            r.raw_legacy_gpu_us
         );
     }
     let per_call: Vec<f64> = rows.iter().map(|r| r.host_added_per_call_us()).collect();

@@ -15,9 +15,13 @@
 //!   program must do before it may use the work as enqueued).
 //! - **Tracked**: `gpu_sync::nccl::group` with one `Group::all_reduce` per
 //!   rank of this process.
+//! - **Raw on `cuMemAlloc` memory**: the raw iteration on a second pair of
+//!   buffers per rank from `cuMemAlloc`, the kind nccl-tests and PyTorch
+//!   use (gpu-sync's come from the stream-ordered pool): whether the kind
+//!   of memory changes NCCL's own cost per call.
 //! - **Interleaved batches**: per size, `batches` rounds; in each, a batch
-//!   of `iters` raw iterations and a batch of `iters` tracked ones (their
-//!   order alternating round by round). A batch is timed twice: with the
+//!   of `iters` iterations of each side (each side first, second and last
+//!   in turn, round by round). A batch is timed twice: with the
 //!   host clock around its issue loop (host µs per iteration: nothing
 //!   waits for the GPU inside it), and per device with events around it
 //!   (GPU µs per iteration: the longest device span / iters, as the
@@ -38,6 +42,8 @@ use crate::error::Result;
 use gpu_sync::cuda_sys::nccl::result as nc;
 use gpu_sync::cuda_sys::nccl::{self, Nccl, NcclError};
 use gpu_sync::cuda_sys::nccl_bindings::{ncclDataType_t, ncclRedOp_t, ncclResult_t};
+use gpu_sync::cuda_sys::result as cu;
+use gpu_sync::cuda_sys::{Borrowed, CUdeviceptr};
 use gpu_sync::nccl::{CommOptions, Communicator, ReduceOp};
 use gpu_sync::{Device, DeviceBuffer, Stream, TimingEvent};
 use serde::{Deserialize, Serialize};
@@ -65,6 +71,15 @@ pub struct HostCostRow {
     pub raw_gpu_us: f64,
     /// GPU µs per tracked all-reduce.
     pub ours_gpu_us: f64,
+    /// Host µs of a raw iteration on buffers from `cuMemAlloc` (the kind
+    /// nccl-tests and PyTorch use; gpu-sync's come from the stream-ordered
+    /// pool, `cuMemAllocAsync`): whether the memory's kind changes NCCL's
+    /// own cost per call.
+    #[serde(default)]
+    pub raw_legacy_host_us: f64,
+    /// GPU µs per raw all-reduce on the `cuMemAlloc` buffers.
+    #[serde(default)]
+    pub raw_legacy_gpu_us: f64,
 }
 
 impl HostCostRow {
@@ -106,8 +121,72 @@ struct Rank<'c> {
     stream: Stream,
     send: DeviceBuffer<f32>,
     recv: DeviceBuffer<f32>,
+    /// The same two buffers from `cuMemAlloc` (nccl-tests' and PyTorch's
+    /// kind of memory; gpu-sync's come from the stream-ordered pool).
+    legacy: Legacy,
     start: TimingEvent,
     end: TimingEvent,
+}
+
+/// A send and a receive buffer from `cuMemAlloc` on one device, freed on
+/// drop once `stream` (the only stream that uses them) is synchronized.
+struct Legacy {
+    stream: Stream,
+    send: CUdeviceptr,
+    recv: CUdeviceptr,
+}
+
+impl Legacy {
+    /// `elems` f32 elements each on `stream`'s device, zeroed on it (the
+    /// sums' values do not change what NCCL does).
+    fn new(stream: &Stream, elems: usize) -> Result<Legacy> {
+        let drv = gpu_sync::cuda_sys::installed()
+            .ok_or_else(|| bad("nccl host cost: no CUDA driver in use".into()))?;
+        stream.device().make_current()?;
+        let bytes = elems * 4;
+        let mut me = Legacy { stream: stream.clone(), send: 0, recv: 0 };
+        me.send = cu::memory::alloc(drv, bytes).map_err(gpu_sync::Error::from)?;
+        me.recv = cu::memory::alloc(drv, bytes).map_err(gpu_sync::Error::from)?;
+        // SAFETY: `me.stream` is a live gpu-sync stream, held by `me` for
+        // as long as the borrowed handle is used (this function).
+        let raw = unsafe { Borrowed::borrow_raw(drv, me.stream.as_raw()) };
+        for p in [me.send, me.recv] {
+            // SAFETY: a live allocation of `bytes` on this device (made
+            // above, freed only by drop after the stream is synchronized);
+            // nothing else uses it until this is done (the same stream).
+            unsafe { cu::memory::memset_d8_async(p, 0, bytes, &raw) }.map_err(gpu_sync::Error::from)?;
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for Legacy {
+    fn drop(&mut self) {
+        if let Err(e) = self.stream.synchronize() {
+            log::error!("nccl host cost: the cuMemAlloc buffers are leaked (their stream: {e})");
+            return;
+        }
+        let Some(drv) = gpu_sync::cuda_sys::installed() else { return };
+        for p in [self.send, self.recv].into_iter().filter(|&p| p != 0) {
+            // SAFETY: an allocation of `cuMemAlloc` made by `Legacy::new`,
+            // freed once; its only stream is synchronized, so no work on it
+            // is pending.
+            if let Err(e) = unsafe { cu::memory::free(drv, p) } {
+                log::error!("nccl host cost: cuMemFree: {e}");
+            }
+        }
+    }
+}
+
+/// Which side a batch runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// Raw calls on gpu-sync's buffers.
+    Raw,
+    /// gpu-sync's tracked group on the same buffers.
+    Tracked,
+    /// Raw calls on the `cuMemAlloc` buffers.
+    RawLegacy,
 }
 
 /// Measures the host cost and GPU time of one all-reduce group, raw and
@@ -156,9 +235,20 @@ pub fn host_cost_rank(
     let mine = measure(std::slice::from_ref(&comm), opts, progress)?;
     // Every rank's rows, in rank order, `FIELDS` numbers a size (copied
     // bit for bit: this rank's own come back as measured).
-    const FIELDS: usize = 4;
-    let flat: Vec<f64> =
-        mine.iter().flat_map(|r| [r.raw_host_us, r.ours_host_us, r.raw_gpu_us, r.ours_gpu_us]).collect();
+    const FIELDS: usize = 6;
+    let flat: Vec<f64> = mine
+        .iter()
+        .flat_map(|r| {
+            [
+                r.raw_host_us,
+                r.ours_host_us,
+                r.raw_gpu_us,
+                r.ours_gpu_us,
+                r.raw_legacy_host_us,
+                r.raw_legacy_gpu_us,
+            ]
+        })
+        .collect();
     let stream = Stream::new(comm.device())?;
     let send = DeviceBuffer::from_slice(&stream, &flat)?;
     let mut recv = DeviceBuffer::<f64>::zeroed(&stream, flat.len() * size)?;
@@ -173,6 +263,8 @@ pub fn host_cost_rank(
                 ours_host_us: v[1],
                 raw_gpu_us: v[2],
                 ours_gpu_us: v[3],
+                raw_legacy_host_us: v[4],
+                raw_legacy_gpu_us: v[5],
                 ..row.clone()
             });
         }
@@ -218,11 +310,13 @@ fn measure(
         let stream = Stream::new(&d)?;
         let send = DeviceBuffer::from_slice(&stream, &vec![1.0f32; max])?;
         let recv = DeviceBuffer::zeroed(&stream, max)?;
+        let legacy = Legacy::new(&stream, max)?;
         ranks.push(Rank {
             comm,
             stream,
             send,
             recv,
+            legacy,
             start: TimingEvent::new(&d)?,
             end: TimingEvent::new(&d)?,
         });
@@ -230,34 +324,42 @@ fn measure(
     let raw = Raw { nccl, blocking: opts.blocking };
     let mut rows = Vec::with_capacity(opts.sizes.len());
     progress("nccl host cost: an untimed pass over every size");
+    const SIDES: [Side; 3] = [Side::Raw, Side::Tracked, Side::RawLegacy];
     for &bytes in &opts.sizes {
-        batch(&raw, &mut ranks, bytes / 4, opts.iters, false)?;
-        batch(&raw, &mut ranks, bytes / 4, opts.iters, true)?;
+        for side in SIDES {
+            batch(&raw, &mut ranks, bytes / 4, opts.iters, side)?;
+        }
     }
     for (i, &bytes) in opts.sizes.iter().enumerate() {
         progress(&format!("nccl host cost: {bytes} B ({}/{})", i + 1, opts.sizes.len()));
         let count = bytes / 4;
-        let mut samples: [[Vec<f64>; 2]; 2] = Default::default(); // [raw, ours][host, gpu]
-        // One untimed batch of each warms both paths.
-        batch(&raw, &mut ranks, count, opts.iters, false)?;
-        batch(&raw, &mut ranks, count, opts.iters, true)?;
+        // [side][host, gpu] seconds per batch.
+        let mut samples: [[Vec<f64>; 2]; 3] = Default::default();
+        // One untimed batch of each warms every path.
+        for side in SIDES {
+            batch(&raw, &mut ranks, count, opts.iters, side)?;
+        }
         for round in 0..opts.batches {
-            for ours in if round % 2 == 0 { [false, true] } else { [true, false] } {
-                let (host, gpu) = batch(&raw, &mut ranks, count, opts.iters, ours)?;
-                samples[usize::from(ours)][0].push(host);
-                samples[usize::from(ours)][1].push(gpu);
+            // Each side first, second and last in turn.
+            for k in 0..SIDES.len() {
+                let j = (round + k) % SIDES.len();
+                let (host, gpu) = batch(&raw, &mut ranks, count, opts.iters, SIDES[j])?;
+                samples[j][0].push(host);
+                samples[j][1].push(gpu);
             }
         }
-        let us = |v: &mut Vec<f64>| crate::stats::median(v) * 1e6 / opts.iters as f64;
-        let [[mut rh, mut rg], [mut oh, mut og]] = samples;
+        let us = |v: &[f64]| crate::stats::median(v) * 1e6 / opts.iters as f64;
+        let [raw_s, ours_s, legacy_s] = &samples;
         rows.push(HostCostRow {
             bytes: bytes as u64,
             calls,
             rank: None,
-            raw_host_us: us(&mut rh),
-            ours_host_us: us(&mut oh),
-            raw_gpu_us: us(&mut rg),
-            ours_gpu_us: us(&mut og),
+            raw_host_us: us(&raw_s[0]),
+            ours_host_us: us(&ours_s[0]),
+            raw_gpu_us: us(&raw_s[1]),
+            ours_gpu_us: us(&ours_s[1]),
+            raw_legacy_host_us: us(&legacy_s[0]),
+            raw_legacy_gpu_us: us(&legacy_s[1]),
         });
     }
     for r in &ranks {
@@ -274,11 +376,11 @@ struct Raw {
 
 /// One batch of `iters` all-reduce groups of `count` elements, raw or
 /// tracked: (host seconds of the issue loop, longest device span seconds).
-fn batch(raw: &Raw, ranks: &mut [Rank<'_>], count: usize, iters: usize, ours: bool) -> Result<(f64, f64)> {
+fn batch(raw: &Raw, ranks: &mut [Rank<'_>], count: usize, iters: usize, side: Side) -> Result<(f64, f64)> {
     for r in ranks.iter() {
         r.start.record(&r.stream)?;
     }
-    let host = if ours {
+    let host = if side == Side::Tracked {
         // The views, made once per batch as the raw side's pointers are:
         // the loop times the groups alone.
         let mut views = Vec::with_capacity(ranks.len());
@@ -298,8 +400,9 @@ fn batch(raw: &Raw, ranks: &mut [Rank<'_>], count: usize, iters: usize, ours: bo
         t.elapsed().as_secs_f64()
     } else {
         let t = Instant::now();
+        let legacy = side == Side::RawLegacy;
         for _ in 0..iters {
-            raw_all_reduce(raw, ranks, count)?;
+            raw_all_reduce(raw, ranks, count, legacy)?;
         }
         t.elapsed().as_secs_f64()
     };
@@ -317,25 +420,28 @@ fn batch(raw: &Raw, ranks: &mut [Rank<'_>], count: usize, iters: usize, ours: bo
 /// One raw all-reduce over this process's ranks: in a group when there
 /// are several, the one call alone otherwise; then, non-blocking, each
 /// communicator polled until NCCL reports the work enqueued.
-fn raw_all_reduce(raw: &Raw, ranks: &[Rank<'_>], count: usize) -> Result<()> {
+fn raw_all_reduce(raw: &Raw, ranks: &[Rank<'_>], count: usize, legacy: bool) -> Result<()> {
     let grouped = ranks.len() > 1;
     if grouped {
         nc::group_start(raw.nccl).map_err(gpu_sync::Error::from)?;
     }
     let mut first = Ok(());
     for r in ranks {
+        let (send, recv) =
+            if legacy { (r.legacy.send, r.legacy.recv) } else { (r.send.as_raw(), r.recv.as_raw()) };
         // SAFETY: a live communicator (owned by `r`, which outlives the
         // call; nothing else calls NCCL on it meanwhile: this thread makes
         // every call of the measurement) and a stream of its device;
         // `send` and `recv` hold at least `count` f32 elements and live
-        // until every stream is synchronized (end of `measure`); the raw
-        // work is ordered with the tracked work by sharing the rank's
-        // stream, and only the raw side writes `recv` meanwhile.
+        // until every stream is synchronized (end of `measure`; the legacy
+        // pair's drop synchronizes first); the raw work is ordered with
+        // the tracked work by sharing the rank's stream, and only the raw
+        // side writes `recv` meanwhile.
         let res = unsafe {
             nc::all_reduce(
                 raw.nccl,
-                r.send.as_raw() as usize as *const std::ffi::c_void,
-                r.recv.as_raw() as usize as *mut std::ffi::c_void,
+                send as usize as *const std::ffi::c_void,
+                recv as usize as *mut std::ffi::c_void,
                 count,
                 ncclDataType_t::ncclFloat32,
                 ncclRedOp_t::ncclSum,
