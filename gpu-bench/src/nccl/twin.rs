@@ -154,7 +154,7 @@ impl Legacy {
             // SAFETY: a live allocation of `bytes` on this device (made
             // above, freed only by drop after the stream is synchronized);
             // nothing else uses it until this is done (the same stream).
-            unsafe { cu::memory::memset_d8_async(p, 0, bytes, &raw) }.map_err(gpu_sync::Error::from)?;
+            unsafe { cu::memory::memset_d8_async(p, 0, bytes, raw) }.map_err(gpu_sync::Error::from)?;
         }
         Ok(me)
     }
