@@ -174,7 +174,8 @@ impl std::fmt::Debug for UniqueId {
 /// joining, a first collective's connections, the finalize on drop), the
 /// communicator polls its state up to [`CommOptions::timeout`], then aborts
 /// with [`Error::NcclTimeout`] — never a hang. Dropping it waits for its
-/// last collectives, finalizes and destroys it (aborting on any error).
+/// last collectives (all the work so far of the streams they ran on),
+/// finalizes and destroys it (aborting on any error).
 ///
 /// ```
 /// # gpu_sync::sim::install()?;
