@@ -314,10 +314,9 @@ fn run_procs(
         // A rank per process is blocking only with its connections made
         // at init (`CommOptions::blocking`), and then runs collectives only.
         // (--host-cost runs all-reduce alone.)
-        if let Some(c) = opts
-            .collectives
-            .iter()
-            .find(|c| !args.host_cost && matches!(c, Collective::SendRecv | Collective::AllToAll))
+        if !args.host_cost
+            && let Some(c) =
+                opts.collectives.iter().find(|c| matches!(c, Collective::SendRecv | Collective::AllToAll))
         {
             return Err(Failure::Usage(format!(
                 "--procs --blocking: {} connects its peers on first use, which a blocking rank of one process \

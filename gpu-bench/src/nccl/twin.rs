@@ -197,7 +197,8 @@ enum Side {
 /// # Errors
 /// [`crate::Error::Gpu`] for a driver or NCCL error (NCCL missing
 /// included); [`crate::Error::Gpu`] with an invalid argument for fewer than
-/// two devices, no size, a size not a multiple of 4, or zero iterations.
+/// two devices, no size, a size not a multiple of 4, zero iterations or
+/// zero batches.
 pub fn host_cost(
     devices: &[Device],
     opts: &HostCostOptions,
