@@ -484,11 +484,33 @@ mod generate {
         "cuptiActivityGetNumDroppedRecords",
         "cuptiActivityPushExternalCorrelationId",
         "cuptiActivityPopExternalCorrelationId",
+        // The range profiler (kernel mode's `profiler` records): one
+        // counter, `gpu__time_duration.sum`, per kernel.
+        "cuptiProfilerInitialize",
+        "cuptiDeviceGetChipName",
+        "cuptiProfilerGetCounterAvailability",
+        "cuptiProfilerHostInitialize",
+        "cuptiProfilerHostDeinitialize",
+        "cuptiProfilerHostConfigAddMetrics",
+        "cuptiProfilerHostGetConfigImageSize",
+        "cuptiProfilerHostGetConfigImage",
+        "cuptiProfilerHostGetNumOfPasses",
+        "cuptiProfilerHostEvaluateToGpuValues",
+        "cuptiRangeProfilerEnable",
+        "cuptiRangeProfilerDisable",
+        "cuptiRangeProfilerGetCounterDataSize",
+        "cuptiRangeProfilerCounterDataImageInitialize",
+        "cuptiRangeProfilerSetConfig",
+        "cuptiRangeProfilerStart",
+        "cuptiRangeProfilerStop",
+        "cuptiRangeProfilerDecodeData",
+        "cuptiRangeProfilerGetCounterDataInfo",
     ];
 
     /// `cuda-sys/src/cupti_bindings.rs`: CUPTI's activity record types
     /// (kernel, memcpy, memset, external correlation, synchronization,
-    /// overhead), result and kind enums, callback types, and a
+    /// overhead), result and kind enums, callback types, the range
+    /// profiler's and profiler host's parameter structs, and a
     /// `PFN_` typedef per [`CUPTI_FUNCTIONS`] entry, from the pinned wheel's
     /// headers. The table itself is hand-written in cuda-sys over these
     /// typedefs, so cuda-sim can fill it as it fills the driver's.
@@ -496,18 +518,37 @@ mod generate {
         let home = wheels::ensure(&["nvidia-cuda-runtime", "nvidia-cuda-crt", CUPTI_WHEEL])?;
         let include = home.join("include");
         let mut hashes = String::new();
-        for h in ["cupti_activity.h", "cupti_callbacks.h", "cupti_result.h", "cupti_version.h"] {
+        for h in [
+            "cupti_activity.h",
+            "cupti_callbacks.h",
+            "cupti_result.h",
+            "cupti_version.h",
+            "cupti_target.h",
+            "cupti_profiler_target.h",
+            "cupti_profiler_host.h",
+            "cupti_range_profiler.h",
+        ] {
             let bytes = std::fs::read(include.join(h))
                 .with_context(|| format!("reading {h} (wheel {CUPTI_WHEEL})"))?;
             writeln!(hashes, "// {h} sha256 {}", sha256_hex(&bytes))?;
         }
-        let mut wrapper = String::from("#include <cupti.h>\n");
+        let mut wrapper = String::from(
+            "#include <cupti.h>\n#include <cupti_target.h>\n#include <cupti_profiler_target.h>\n\
+             #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\n",
+        );
         for f in CUPTI_FUNCTIONS {
             writeln!(wrapper, "typedef __typeof__({f}) *PFN_{f};")?;
         }
+        // cupti_profiler_host.h includes C++'s <string> though it declares
+        // only C: an empty one, first on the include path, lets it parse
+        // as C.
+        let shim = std::env::temp_dir().join("xtask-cupti-shim");
+        std::fs::create_dir_all(&shim)?;
+        std::fs::write(shim.join("string"), "/* empty: see xtask's generate_cupti */\n")?;
         let mut builder = common(
             bindgen::Builder::default()
                 .header_contents("cupti_table.h", &wrapper)
+                .clang_arg(format!("-I{}", shim.display()))
                 .clang_arg(format!("-I{}", include.display())),
         )
         .use_core()
@@ -528,7 +569,10 @@ mod generate {
         .allowlist_type("CUpti_ActivityMemcpyKind")
         .allowlist_type("CUpti_ActivityFlag")
         .allowlist_type("CUpti_CallbackDomain")
-        .allowlist_type("CUpti_CallbackId");
+        .allowlist_type("CUpti_CallbackId")
+        .allowlist_type("CUpti_ProfilerType")
+        .allowlist_type("CUpti_ProfilerRange")
+        .allowlist_type("CUpti_ProfilerReplayMode");
         for f in CUPTI_FUNCTIONS {
             builder = builder.allowlist_type(format!("PFN_{f}"));
         }

@@ -21,12 +21,17 @@
 //!   profiling interface, subscribing fails and [`activity`] returns
 //!   [`CuptiError::Unavailable`].
 //!
+//! - [`KernelDurations`]: the range profiler with one counter,
+//!   `gpu__time_duration.sum` (the duration Nsight Compute reports), per
+//!   kernel, for a kernel clock that adds no code to the kernels.
+//!
 //! Nothing here knows about gpu-sync's safety rules: it types the calls and
 //! turns CUPTI's binary records into plain Rust values.
 
 mod activity;
 mod error;
 mod load;
+mod range;
 mod records;
 
 pub use activity::{Activity, Consumer, activity};
@@ -34,4 +39,5 @@ pub use error::{CuptiError, cupti_result_name};
 pub use load::{
     CUPTI_HEADER_VERSION, Cupti, LIBCUPTI_ENV, cupti, cupti_candidates, install_cupti, load_cupti,
 };
+pub use range::{KERNEL_DURATION_METRIC, KernelDurations};
 pub use records::{ActivityKind, ActivityOp, ActivityRecord, EXTERNAL_KIND_CUSTOM0, StreamRecords, SyncKind};

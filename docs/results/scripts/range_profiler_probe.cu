@@ -1,0 +1,324 @@
+// Issue 26: does CUPTI's range profiler (gpu__time_duration.sum, the counter
+// Nsight Compute reads) time the launch shapes that CUPTI's concurrent
+// kernel records misread, without slowing them? Built and run on the GPU
+// machine:
+//
+//   nvcc -O2 -o /tmp/rpp range_profiler_probe.cu \
+//     -I/usr/local/cuda/extras/CUPTI/include -L/usr/local/cuda/extras/CUPTI/lib64 \
+//     -lcupti -lcuda
+//   /tmp/rpp auto 50     # events, auto ranges, events under them: medians in ns
+//   /tmp/rpp user 50     # the same with user ranges
+//   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+//     --csv /tmp/rpp plain 50
+//
+// Methods, per case (N launches each, after a warm-up):
+//   events    a pair of CUDA events around each launch, no profiler;
+//   auto      range profiler, auto range (one range per kernel), kernel replay;
+//   user      range profiler, user range pushed and popped around each launch,
+//             user replay (gpu__time_duration is one pass);
+//   ev-auto   events around each launch while `auto` profiles it (does the
+//             profiler slow the kernel?).
+#include <cuda.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(x)                                                                   \
+  do {                                                                          \
+    CUresult r_ = (x);                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                   \
+      const char* s_ = nullptr;                                                 \
+      cuGetErrorName(r_, &s_);                                                  \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+#define CP(x)                                                                   \
+  do {                                                                          \
+    CUptiResult r_ = (x);                                                       \
+    if (r_ != CUPTI_SUCCESS) {                                                  \
+      const char* s_ = nullptr;                                                 \
+      cuptiGetResultString(r_, &s_);                                            \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+__global__ void empty_k() {}
+
+__global__ void spin_k(long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// One thread per element.
+__global__ void scale_1t(float* y, const float* x, float a, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+
+// Tiles of 256 × 8 elements per block; blocks past the last tile exit at once.
+__global__ void scale_tiled(float* y, const float* x, float a, size_t n) {
+  size_t base = (size_t)blockIdx.x * blockDim.x * 8;
+  if (base >= n) return;
+  for (int k = 0; k < 8; k++) {
+    size_t i = base + (size_t)k * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+  }
+}
+
+struct Case {
+  const char* name;
+  int kind;  // 0 empty, 1 spin, 2 scale_1t, 3 scale_tiled
+  long long arg;
+  unsigned grid, block;
+};
+
+static float *X, *Y;
+
+static void launch(const Case& c, CUstream s) {
+  switch (c.kind) {
+    case 0: empty_k<<<c.grid, c.block, 0, s>>>(); break;
+    case 1: spin_k<<<c.grid, c.block, 0, s>>>(c.arg); break;
+    case 2: scale_1t<<<c.grid, c.block, 0, s>>>(Y, X, 2.0f, (size_t)c.arg); break;
+    case 3: scale_tiled<<<c.grid, c.block, 0, s>>>(Y, X, 2.0f, (size_t)c.arg); break;
+  }
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+static std::vector<double> events(const Case& c, CUstream s, int n) {
+  std::vector<CUevent> ev(2 * n);
+  for (auto& e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+  for (int i = 0; i < n; i++) {
+    CK(cuEventRecord(ev[2 * i], s));
+    launch(c, s);
+    CK(cuEventRecord(ev[2 * i + 1], s));
+  }
+  CK(cuStreamSynchronize(s));
+  std::vector<double> out;
+  for (int i = 0; i < n; i++) {
+    float ms;
+    CK(cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+    out.push_back(ms * 1e6);
+  }
+  for (auto& e : ev) CK(cuEventDestroy(e));
+  return out;
+}
+
+static const char* METRIC = "gpu__time_duration.sum";
+
+struct Profiler {
+  CUpti_Profiler_Host_Object* host = nullptr;
+  CUpti_RangeProfiler_Object* rp = nullptr;
+  std::vector<uint8_t> config;
+};
+
+static Profiler make_profiler(CUcontext ctx, int dev) {
+  Profiler p;
+  CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CP(cuptiProfilerInitialize(&ip));
+  CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  cn.deviceIndex = dev;
+  CP(cuptiDeviceGetChipName(&cn));
+  CUpti_Profiler_GetCounterAvailability_Params ca = {CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  ca.ctx = ctx;
+  CP(cuptiProfilerGetCounterAvailability(&ca));
+  std::vector<uint8_t> avail(ca.counterAvailabilityImageSize);
+  ca.pCounterAvailabilityImage = avail.data();
+  CP(cuptiProfilerGetCounterAvailability(&ca));
+  CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hi.pChipName = cn.pChipName;
+  hi.pCounterAvailabilityImage = avail.data();
+  CP(cuptiProfilerHostInitialize(&hi));
+  p.host = hi.pHostObject;
+  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  am.pHostObject = p.host;
+  am.ppMetricNames = &METRIC;
+  am.numMetrics = 1;
+  CP(cuptiProfilerHostConfigAddMetrics(&am));
+  CUpti_Profiler_Host_GetConfigImageSize_Params gs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  gs.pHostObject = p.host;
+  CP(cuptiProfilerHostGetConfigImageSize(&gs));
+  p.config.resize(gs.configImageSize);
+  CUpti_Profiler_Host_GetConfigImage_Params gi = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  gi.pHostObject = p.host;
+  gi.pConfigImage = p.config.data();
+  gi.configImageSize = p.config.size();
+  CP(cuptiProfilerHostGetConfigImage(&gi));
+  CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  np.pConfigImage = p.config.data();
+  np.configImageSize = p.config.size();
+  CP(cuptiProfilerHostGetNumOfPasses(&np));
+  printf("# chip %s, passes for %s: %zu\n", cn.pChipName, METRIC, np.numOfPasses);
+  CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  CP(cuptiRangeProfilerEnable(&en));
+  p.rp = en.pRangeProfilerObject;
+  return p;
+}
+
+// n launches profiled, one value per range (ns). With `ev`, events around
+// each launch too (their medians go to *evs).
+static std::vector<double> profiled(Profiler& p, const Case& c, CUstream s, int n, bool user,
+                                    std::vector<double>* evs) {
+  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  ds.pRangeProfilerObject = p.rp;
+  ds.pMetricNames = &METRIC;
+  ds.numMetrics = 1;
+  ds.maxNumOfRanges = n;
+  ds.maxNumRangeTreeNodes = n;
+  CP(cuptiRangeProfilerGetCounterDataSize(&ds));
+  std::vector<uint8_t> data(ds.counterDataSize);
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  di.pRangeProfilerObject = p.rp;
+  di.counterDataSize = data.size();
+  di.pCounterData = data.data();
+  CP(cuptiRangeProfilerCounterDataImageInitialize(&di));
+  CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  sc.pRangeProfilerObject = p.rp;
+  sc.configSize = p.config.size();
+  sc.pConfig = p.config.data();
+  sc.counterDataImageSize = data.size();
+  sc.pCounterDataImage = data.data();
+  sc.range = user ? CUPTI_UserRange : CUPTI_AutoRange;
+  sc.replayMode = user ? CUPTI_UserReplay : CUPTI_KernelReplay;
+  sc.maxRangesPerPass = n;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  CP(cuptiRangeProfilerSetConfig(&sc));
+  std::vector<CUevent> ev;
+  if (evs) {
+    ev.resize(2 * n);
+    for (auto& e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+  }
+  CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  st.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerStart(&st));
+  for (int i = 0; i < n; i++) {
+    if (evs) CK(cuEventRecord(ev[2 * i], s));
+    if (user) {
+      CUpti_RangeProfiler_PushRange_Params pr = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+      pr.pRangeProfilerObject = p.rp;
+      pr.pRangeName = "run";
+      CP(cuptiRangeProfilerPushRange(&pr));
+    }
+    launch(c, s);
+    if (user) {
+      CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+      pp.pRangeProfilerObject = p.rp;
+      CP(cuptiRangeProfilerPopRange(&pp));
+    }
+    if (evs) CK(cuEventRecord(ev[2 * i + 1], s));
+  }
+  CK(cuStreamSynchronize(s));
+  CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  sp.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerStop(&sp));
+  if (!sp.isAllPassSubmitted) fprintf(stderr, "# not every pass submitted after one pass\n");
+  CUpti_RangeProfiler_DecodeData_Params dd = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  dd.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerDecodeData(&dd));
+  if (dd.numOfRangeDropped) fprintf(stderr, "# %zu ranges dropped\n", dd.numOfRangeDropped);
+  CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  gi.pCounterDataImage = data.data();
+  gi.counterDataImageSize = data.size();
+  CP(cuptiRangeProfilerGetCounterDataInfo(&gi));
+  std::vector<double> out;
+  for (size_t r = 0; r < gi.numTotalRanges; r++) {
+    double v = 0;
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params e = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    e.pHostObject = p.host;
+    e.pCounterDataImage = data.data();
+    e.counterDataImageSize = data.size();
+    e.rangeIndex = r;
+    e.ppMetricNames = &METRIC;
+    e.numMetrics = 1;
+    e.pMetricValues = &v;
+    CP(cuptiProfilerHostEvaluateToGpuValues(&e));
+    out.push_back(v);
+  }
+  if ((int)out.size() != n) fprintf(stderr, "# %s: %zu ranges for %d launches\n", c.name, out.size(), n);
+  if (evs) {
+    for (int i = 0; i < n; i++) {
+      float ms;
+      CK(cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+      evs->push_back(ms * 1e6);
+    }
+    for (auto& e : ev) CK(cuEventDestroy(e));
+  }
+  return out;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "all";
+  int n = argc > 2 ? atoi(argv[2]) : 50;
+  CK(cuInit(0));
+  CUdevice dev;
+  CK(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  size_t big = (size_t)64 << 20;
+  CK(cuMemAlloc((CUdeviceptr*)&X, big * 4));
+  CK(cuMemAlloc((CUdeviceptr*)&Y, big * 4));
+  CK(cuMemsetD32((CUdeviceptr)X, 0x3f800000, big));
+  std::vector<Case> cases = {
+      {"empty", 0, 0, 1, 1},
+      {"spin 2k cycles", 1, 2000, 1, 32},
+      {"spin 20k cycles", 1, 20000, 1, 32},
+      {"spin 200k cycles", 1, 200000, 1, 32},
+      {"scale_1t 32Ki (128 blocks)", 2, 32 << 10, 128, 256},
+      {"scale_tiled 32Ki (16 blocks)", 3, 32 << 10, 16, 256},
+      {"scale_tiled 1Mi (512 blocks)", 3, 1 << 20, 512, 256},
+      {"scale_1t 1Mi (4096 blocks)", 2, 1 << 20, 4096, 256},
+      {"scale_tiled 1Mi over 4096 blocks", 3, 1 << 20, 4096, 256},
+      {"scale_1t 4Mi (16384 blocks)", 2, 4 << 20, 16384, 256},
+      {"scale_1t 64Mi (262144 blocks)", 2, 64 << 20, 262144, 256},
+      {"scale_tiled 64Mi over 262144 blocks", 3, 64 << 20, 262144, 256},
+      {"scale_tiled 64Mi (32768 blocks)", 3, 64 << 20, 32768, 256},
+  };
+  if (!strcmp(mode, "plain")) {
+    for (auto& c : cases)
+      for (int i = 0; i < n; i++) launch(c, s);
+    CK(cuStreamSynchronize(s));
+    return 0;
+  }
+  // `auto` or `user`: one range mode per process (one range profiler object
+  // per context).
+  bool user = !strcmp(mode, "user");
+  Profiler p = make_profiler(ctx, 0);
+  printf("%-38s %10s %10s %10s   (%s ranges)\n", "case (median ns)", "events", "profiler", "ev-prof",
+         user ? "user" : "auto");
+  for (auto& c : cases) {
+    for (int i = 0; i < 5; i++) launch(c, s);
+    CK(cuStreamSynchronize(s));
+    profiled(p, c, s, 4, user, nullptr);  // warm the profiler for this kernel
+    double e = median(events(c, s, n));
+    std::vector<double> ep;
+    double a = median(profiled(p, c, s, n, user, &ep));
+    double e2 = median(events(c, s, n));
+    printf("%-38s %10.1f %10.1f %10.1f   (events again %.1f)\n", c.name, e, a, median(ep), e2);
+    fflush(stdout);
+  }
+  return 0;
+}
