@@ -113,6 +113,10 @@ pub enum KernelRecordsArg {
     Concurrent,
     /// `CUPTI_ACTIVITY_KIND_KERNEL` (CUPTI serializes every kernel).
     Serial,
+    /// CUPTI's range profiler, `gpu__time_duration.sum` per kernel (the
+    /// duration Nsight Compute reports; no code added to the kernel, every
+    /// kernel serialized; kernels only).
+    Profiler,
 }
 
 impl KernelRecordsArg {
@@ -121,6 +125,7 @@ impl KernelRecordsArg {
         match self {
             KernelRecordsArg::Concurrent => gpu_bench::KernelRecords::Concurrent,
             KernelRecordsArg::Serial => gpu_bench::KernelRecords::Serialized,
+            KernelRecordsArg::Profiler => gpu_bench::KernelRecords::Profiler,
         }
     }
 }
@@ -182,8 +187,10 @@ pub enum Command {
         launch_only: Option<usize>,
         /// Which CUPTI kernel records kernel mode reads (and the CUPTI
         /// host-cost record enables): concurrent (CUPTI instruments each
-        /// kernel to time it) or serial (CUPTI serializes the kernels). Not
-        /// with --launch-only, which builds no timer.
+        /// kernel to time it), serial (CUPTI serializes the kernels) or
+        /// profiler (CUPTI's range profiler: the duration counter Nsight
+        /// Compute reads, no code added to the kernels, each kernel
+        /// serialized). Not with --launch-only, which builds no timer.
         #[arg(long, value_enum, default_value_t = KernelRecordsArg::Concurrent, conflicts_with = "launch_only")]
         kernel_records: KernelRecordsArg,
     },

@@ -131,7 +131,9 @@ impl Plan<'_> {
 }
 
 /// Host time to submit one launch of the empty spin with CUPTI's activity
-/// recording off and on (kernels of the `records` kind, copies, memsets):
+/// recording off and on (kernels of the `records` kind, copies, memsets;
+/// for the range profiler's records, copies and memsets with the profiler
+/// started):
 /// 2,000 launches a round,
 /// submission time only (the GPU drains between rounds), off and on
 /// alternating over 9 rounds each; medians per launch.
@@ -141,7 +143,7 @@ fn cupti_host_cost(
     out: &mut DeviceBuffer<u64>,
     records: KernelRecords,
 ) -> Result<gpu_bench::Record, Failure> {
-    use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
+    use gpu_sync::cuda_sys::cupti::{ActivityKind, KernelDurations, activity};
     const LAUNCHES: usize = 2000;
     let a = activity().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
     let k = &ctx.kernels;
@@ -155,16 +157,41 @@ fn cupti_host_cost(
         stream.synchronize()?;
         Ok(t)
     };
+    let cupti_err =
+        |e: gpu_sync::cuda_sys::cupti::CuptiError| Failure::Bench(gpu_bench::Error::Kernel(e.to_string()));
+    // The range profiler, for its records: every launch of a round is one
+    // of its ranges.
+    let mut counters = match records {
+        KernelRecords::Profiler => {
+            let device = stream.device();
+            device.make_current()?;
+            let ordinal = usize::try_from(device.ordinal()).unwrap_or(0);
+            Some(KernelDurations::new(device.raw_context(), ordinal, LAUNCHES).map_err(cupti_err)?)
+        }
+        _ => None,
+    };
     round(out)?;
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for _ in 0..9 {
         off.push(round(out)?);
-        let c = a
-            .consumer(&[records.activity_kind(), ActivityKind::Memcpy, ActivityKind::Memset])
-            .map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
-        on.push(round(out)?);
+        let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
+        kinds.extend(records.activity_kind());
+        let c = a.consumer(&kinds).map_err(cupti_err)?;
+        if let Some(p) = counters.as_mut() {
+            p.start().map_err(cupti_err)?;
+        }
+        let t = round(out);
+        if let Some(p) = counters.as_mut() {
+            let n = p.stop().map_err(cupti_err)?.len();
+            if n != LAUNCHES {
+                return Err(Failure::Bench(gpu_bench::Error::Kernel(format!(
+                    "the range profiler read {n} kernels of {LAUNCHES} launched"
+                ))));
+            }
+        }
+        on.push(t?);
         // The records are taken so the buffers do not grow.
-        c.take().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
+        c.take().map_err(cupti_err)?;
     }
     let (m_off, m_on) = (gpu_bench::stats::median(&off), gpu_bench::stats::median(&on));
     let mut r = gpu_bench::Record::new(
@@ -432,10 +459,11 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>, records: KernelRecords) -> Res
             pass(&plan, &mut report, &mut timer, &mut b)?;
             kernel_mode = true;
             report.notes.push(format!(
-                "kernel mode read CUPTI's {} kernel records ({}; --kernel-records {})",
+                "kernel mode read {} ({}; --kernel-records {})",
                 match records {
-                    KernelRecords::Concurrent => "concurrent",
-                    KernelRecords::Serialized => "serialized",
+                    KernelRecords::Concurrent => "CUPTI's concurrent kernel records",
+                    KernelRecords::Serialized => "CUPTI's serialized kernel records",
+                    KernelRecords::Profiler => "CUPTI's range profiler, one range per kernel",
                 },
                 records.cupti_name(),
                 records.name()

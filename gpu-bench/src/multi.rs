@@ -191,18 +191,24 @@ impl Bench {
         rec: &mut Record,
         f: &mut dyn FnMut(&[Stream]) -> Result<()>,
     ) -> BenchResult<Option<Sampled>> {
-        let runs = lead.kernel_clock().and_then(|()| MultiKernelRuns::new(lead, others, &mut *f));
+        let runs = if lead.kernel_records() == crate::KernelRecords::Profiler {
+            Err("the range profiler's records (--kernel-records profiler) time one stream's kernels, \
+                 without timestamps to span several streams: use concurrent or serial records"
+                .to_owned())
+        } else {
+            lead.kernel_clock().and_then(|()| MultiKernelRuns::new(lead, others, &mut *f))
+        };
         let mut runs = match runs {
             Ok(runs) => runs,
             Err(why) => {
-                lead.kernel_clock = None;
+                lead.drop_kernel_clock();
                 self.unavailable(rec, Mode::Kernel, why)?;
                 return Ok(None);
             }
         };
         let r = self.sample(lead, Mode::Kernel, 1, &mut runs);
         // CUPTI records only while kernel mode samples.
-        lead.kernel_clock = None;
+        lead.drop_kernel_clock();
         let mut r = r?;
         for (j, lo, hi) in runs.slack.skew_vs_first() {
             let dev = |k: usize| runs.streams.get(k).map_or(-1, |s| s.device().ordinal());

@@ -8,7 +8,7 @@
 use crate::info::{ClockCheck, Resolution};
 use crate::instruments::{Instruments, SpinGate};
 use gpu_sync::cuda_sys::CUdevice_attribute as A;
-use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer, StreamRecords};
+use gpu_sync::cuda_sys::cupti::{ActivityKind, Consumer, KernelDurations, StreamRecords};
 use gpu_sync::{DeviceBuffer, Error, Result, Stream, TimingEvent};
 use std::sync::Arc;
 
@@ -48,33 +48,52 @@ pub enum KernelRecords {
     /// records: +8 to +10 %), but small kernels read about 1.7 µs longer
     /// than with the concurrent kind (`docs/results/*/2026-11-27-tenth-session.md`).
     Serialized,
+    /// CUPTI's range profiler ([`KernelDurations`]): the counter Nsight
+    /// Compute reports as a kernel's duration, `gpu__time_duration.sum`,
+    /// one range per kernel. It adds no code to the kernels (the concurrent
+    /// records' per-block cost) and serializes each kernel; a sample is the
+    /// sum of its run's kernel durations, since the counter has no
+    /// timestamps. It sees kernels only: kernel mode fails when a run
+    /// enqueues a copy or memset on the timing stream (they are watched
+    /// through CUPTI's memcpy and memset records), and it times one stream
+    /// (not [`Bench::run_streams`](crate::Bench::run_streams)).
+    Profiler,
 }
 
 impl KernelRecords {
-    /// The CUPTI kind kernel mode's consumer asks for.
-    pub fn activity_kind(self) -> ActivityKind {
+    /// The CUPTI activity kind kernel mode's consumer asks for; `None` for
+    /// [`KernelRecords::Profiler`], which reads no activity records of
+    /// kernels.
+    pub fn activity_kind(self) -> Option<ActivityKind> {
         match self {
-            KernelRecords::Concurrent => ActivityKind::Kernel,
-            KernelRecords::Serialized => ActivityKind::SerialKernel,
+            KernelRecords::Concurrent => Some(ActivityKind::Kernel),
+            KernelRecords::Serialized => Some(ActivityKind::SerialKernel),
+            KernelRecords::Profiler => None,
         }
     }
 
-    /// The CUPTI activity kind's name.
+    /// The CUPTI source's name.
     pub fn cupti_name(self) -> &'static str {
         match self {
             KernelRecords::Concurrent => "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
             KernelRecords::Serialized => "CUPTI_ACTIVITY_KIND_KERNEL",
+            KernelRecords::Profiler => "the CUPTI range profiler's gpu__time_duration.sum",
         }
     }
 
-    /// Its name, as the CLI spells it (`concurrent`, `serial`).
+    /// Its name, as the CLI spells it (`concurrent`, `serial`, `profiler`).
     pub fn name(self) -> &'static str {
         match self {
             KernelRecords::Concurrent => "concurrent",
             KernelRecords::Serialized => "serial",
+            KernelRecords::Profiler => "profiler",
         }
     }
 }
+
+/// Kernels the range profiler has room for between a start and a stop
+/// (kernel mode's round is cut to fit).
+pub(crate) const PROFILER_MAX_KERNELS: usize = 1024;
 
 /// The engine's state for one caller stream: a timing stream, a pair of
 /// timing events, the instruments and their buffers, and what was measured
@@ -111,6 +130,9 @@ pub struct Timer {
     /// The CUPTI consumer of kernel mode and CUPTI's id of the timing
     /// stream, made at the first kernel-mode run.
     pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
+    /// The range profiler of [`KernelRecords::Profiler`], made with
+    /// `kernel_clock` (whose consumer then takes only copies and memsets).
+    pub(crate) kernel_counters: Option<KernelDurations>,
     /// Which kernel records `kernel_clock` asks for.
     kernel_records: KernelRecords,
     /// Rounds of gated samples dropped because the gate timed out.
@@ -155,6 +177,7 @@ impl Timer {
             reported_mhz,
             resolution,
             kernel_clock: None,
+            kernel_counters: None,
             kernel_records: KernelRecords::default(),
             dropped_rounds: 0,
             last_warmup: Vec::new(),
@@ -241,21 +264,35 @@ impl Timer {
 
     /// Makes kernel mode's CUPTI consumer (kernels of the
     /// [`KernelRecords`] kind set, copies, memsets) and finds the timing
-    /// stream's CUPTI id, once; the reason as text when CUPTI cannot be
-    /// used here.
+    /// stream's CUPTI id, once; with [`KernelRecords::Profiler`] the
+    /// consumer takes copies and memsets only, and the range profiler is
+    /// made beside it. The reason as text when CUPTI cannot be used here.
     pub(crate) fn kernel_clock(&mut self) -> std::result::Result<(), String> {
         if self.kernel_clock.is_some() {
             return Ok(());
         }
         let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
-        let kernels = self.kernel_records.activity_kind();
-        let c =
-            a.consumer(&[kernels, ActivityKind::Memcpy, ActivityKind::Memset]).map_err(|e| e.to_string())?;
-        let sid = a
-            .stream_records(self.stream.device().raw_context(), self.stream.as_raw())
-            .map_err(|e| e.to_string())?;
+        let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
+        kinds.extend(self.kernel_records.activity_kind());
+        let c = a.consumer(&kinds).map_err(|e| e.to_string())?;
+        let device = self.stream.device();
+        let sid = a.stream_records(device.raw_context(), self.stream.as_raw()).map_err(|e| e.to_string())?;
+        if self.kernel_records == KernelRecords::Profiler {
+            device.make_current().map_err(|e| e.to_string())?;
+            let ordinal = usize::try_from(device.ordinal()).map_err(|e| e.to_string())?;
+            let counters = KernelDurations::new(device.raw_context(), ordinal, PROFILER_MAX_KERNELS)
+                .map_err(|e| format!("CUPTI's range profiler: {e}"))?;
+            self.kernel_counters = Some(counters);
+        }
         self.kernel_clock = Some((c, sid));
         Ok(())
+    }
+
+    /// Drops kernel mode's CUPTI consumer and range profiler: CUPTI
+    /// records only while kernel mode samples.
+    pub(crate) fn drop_kernel_clock(&mut self) {
+        self.kernel_counters = None;
+        self.kernel_clock = None;
     }
 
     /// Whether kernel mode can run here (CUPTI loads and no other tool owns
@@ -266,7 +303,7 @@ impl Timer {
     /// The reason, as text.
     pub fn kernel_mode_available(&mut self) -> std::result::Result<(), String> {
         let r = self.kernel_clock();
-        self.kernel_clock = None;
+        self.drop_kernel_clock();
         r
     }
 
@@ -275,7 +312,7 @@ impl Timer {
     /// so the next kernel-mode sample asks for the new one.
     pub fn set_kernel_records(&mut self, records: KernelRecords) {
         if records != self.kernel_records {
-            self.kernel_clock = None;
+            self.drop_kernel_clock();
         }
         self.kernel_records = records;
     }

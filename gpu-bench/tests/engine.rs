@@ -311,6 +311,30 @@ fn kernel_mode_reads_the_devices_time_from_serialized_kernel_records() {
     drop(concurrent);
 }
 
+/// Kernel mode on CUPTI's range profiler: the simulator's CUPTI table has
+/// no range profiler, so kernel mode is unavailable with a reason naming
+/// the profiler and the missing call (never a panic, never the concurrent
+/// records in its place); multi-stream kernel mode refuses it by name.
+#[test]
+fn kernel_mode_on_the_range_profiler_says_why_it_cannot_run_on_the_simulator() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut timer = Timer::new(&stream, None).unwrap();
+    timer.set_kernel_records(KernelRecords::Profiler);
+    assert_eq!(timer.kernel_records().name(), "profiler");
+    let why = timer.kernel_mode_available().unwrap_err();
+    assert!(why.contains("range profiler") && why.contains("cuptiProfilerInitialize"), "{why}");
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let err = Bench::new("spin 20 µs")
+        .modes(&[Mode::Kernel])
+        .settings(Settings::quick())
+        .run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out))
+        .unwrap_err();
+    assert!(err.to_string().contains("range profiler"), "{err}");
+    timer.set_kernel_records(KernelRecords::Concurrent);
+    assert!(timer.kernel_mode_available().is_ok());
+}
+
 /// `run_more` adds kernel mode to a record the event modes made earlier
 /// (gpu-bench truth's two passes): the differences are computed over all
 /// of the record's modes, once each, and a mode the record has is refused.

@@ -286,3 +286,78 @@ fn cupti_recording_on_a_block_bound_kernel() {
         }
     }
 }
+
+/// Kernel mode on CUPTI's range profiler (`KernelRecords::Profiler`), on a
+/// GPU: `scale_f32` with one thread per element over 64 Mi floats (262,144
+/// blocks, the launch shape the concurrent kernel records slow by 8–10 %)
+/// reads within 1 % of batch mode (event pairs around 8 launches, with no
+/// CUPTI), and a 1 ms spin within 1 % of cycles over the clock; a run
+/// that also enqueues a memset is refused with a reason that names it
+/// (the profiler sees kernels only). Under a tool that owns the profiling
+/// interface kernel mode is unavailable, with a reason.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_mode_on_the_range_profiler_reads_a_many_block_grid_as_the_events_do() {
+    use gpu_bench::{KernelRecords, Timer};
+    use gpu_sync::LaunchConfig;
+    match gpu_sync::select_driver() {
+        Ok(d) if !d.is_sim() => {}
+        _ => return, // the simulator has no range profiler: engine.rs tests the refusal
+    }
+    let device = Device::get(0).expect("device 0");
+    let stream = Stream::new(&device).expect("stream");
+    let k = kernels::Kernels::load(&device).expect("kernels");
+    let n = 64usize << 20;
+    let x = DeviceBuffer::<f32>::zeroed(&stream, n).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&stream, n).unwrap();
+    let grid = LaunchConfig::for_elements(n as u64, 256);
+    let mut timer = Timer::new(&stream, None).unwrap();
+    timer.set_kernel_records(KernelRecords::Profiler);
+    let bench =
+        |modes: &[Mode]| Bench::new("scale_f32, 262,144 blocks").modes(modes).settings(Settings::quick());
+    let kernel = match bench(&[Mode::Kernel])
+        .run_on(&mut timer, None, |s| k.scale_f32_with_grid(s, grid, &x, &mut y, 2.0))
+    {
+        Ok(r) => r.mode(Mode::Kernel).unwrap().median(),
+        Err(Error::Unavailable { mode: Mode::Kernel, why }) => {
+            eprintln!("kernel mode unavailable here: {why}");
+            assert!(why.contains("CUPTI") || why.contains("libcupti"), "{why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let batch = bench(&[Mode::Batch])
+        .run_on(&mut timer, None, |s| k.scale_f32_with_grid(s, grid, &x, &mut y, 2.0))
+        .unwrap()
+        .mode(Mode::Batch)
+        .unwrap()
+        .median();
+    println!("262,144 blocks: range profiler {:.2} µs, batch {:.2} µs", kernel * 1e6, batch * 1e6);
+    assert!((kernel / batch - 1.0).abs() < 0.01, "range profiler {kernel} s, batch {batch} s");
+
+    let mhz = f64::from(
+        device.attribute(gpu_sync::cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap(),
+    ) / 1e3;
+    let cycles = (1e-3 * mhz * 1e6) as u64;
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let spin = Bench::new("spin 1 ms")
+        .modes(&[Mode::Kernel])
+        .settings(Settings::quick())
+        .run_on(&mut timer, None, |s| k.spin(s, cycles, &mut out))
+        .unwrap()
+        .mode(Mode::Kernel)
+        .unwrap()
+        .median();
+    println!("spin of {cycles} cycles at {mhz} MHz: range profiler {:.2} µs", spin * 1e6);
+    assert!((spin / 1e-3 - 1.0).abs() < 0.01, "spin {spin} s for 1 ms of cycles");
+
+    let err = Bench::new("memset + spin")
+        .modes(&[Mode::Kernel])
+        .settings(Settings::quick())
+        .run_on(&mut timer, None, |s| {
+            s.fill_bytes(&mut y, 0)?;
+            k.spin(s, 1000, &mut out)
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("copies or memsets"), "{err}");
+}

@@ -28,6 +28,10 @@ pub(crate) struct KernelRuns<'f> {
 impl Clock for KernelRuns<'_> {
     fn next(&mut self, t: &mut Timer) -> BenchResult<f64> {
         while self.ready.is_empty() {
+            if t.kernel_counters.is_some() {
+                self.profiled_round(t)?;
+                continue;
+            }
             let n = self.depth.min(self.left.max(1));
             let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
                 return Err(BenchError::Kernel("no CUPTI consumer".into()));
@@ -93,6 +97,77 @@ impl Clock for KernelRuns<'_> {
 
     fn clear_side(&mut self) {
         self.sums.clear();
+    }
+}
+
+impl KernelRuns<'_> {
+    /// One round under CUPTI's range profiler ([`KernelRecords::Profiler`](crate::KernelRecords::Profiler)):
+    /// each run's sample is the sum of its kernels' `gpu__time_duration`
+    /// (the kernels are serialized; the counter has no timestamps). The
+    /// consumer beside it watches the timing stream for copies and memsets,
+    /// which the profiler does not see.
+    fn profiled_round(&mut self, t: &mut Timer) -> BenchResult<()> {
+        let kernel = |e: String| BenchError::Kernel(e);
+        // One run first, to learn its kernels; then as many as fit.
+        let room = self.per_run.map_or(1, |k| crate::timer::PROFILER_MAX_KERNELS / k.max(1));
+        let n = self.depth.min(self.left.max(1)).min(room.max(1));
+        let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
+            return Err(kernel("no CUPTI consumer".into()));
+        };
+        let sid = *sid;
+        consumer.take().map_err(|e| kernel(e.to_string()))?;
+        t.stream.device().make_current()?;
+        let Some(counters) = t.kernel_counters.as_mut() else {
+            return Err(kernel("no range profiler".into()));
+        };
+        counters.start().map_err(|e| kernel(e.to_string()))?;
+        let mut ran = Ok(());
+        for _ in 0..n {
+            ran = (self.f)(&t.stream);
+            if ran.is_err() {
+                break;
+            }
+        }
+        let synced = t.stream.synchronize();
+        let Some(counters) = t.kernel_counters.as_mut() else {
+            return Err(kernel("no range profiler".into()));
+        };
+        // Stopped whatever happened to the runs, so the next round can start.
+        let durations = counters.stop().map_err(|e| kernel(e.to_string()));
+        ran?;
+        synced?;
+        let durations = durations?;
+        let Some((consumer, _)) = t.kernel_clock.as_ref() else {
+            return Err(kernel("no CUPTI consumer".into()));
+        };
+        let others = sid.select(consumer.take().map_err(|e| kernel(e.to_string()))?);
+        if !others.is_empty() {
+            return Err(kernel(format!(
+                "the runs enqueued {} copies or memsets on the timing stream, which the range profiler \
+                 (--kernel-records profiler) does not time: use concurrent or serial records",
+                others.len()
+            )));
+        }
+        if durations.is_empty() {
+            return Err(kernel(
+                "the range profiler saw no kernel in the runs (does the closure launch its kernels on the \
+                 stream it is given?)"
+                    .into(),
+            ));
+        }
+        let k = *self.per_run.get_or_insert(durations.len() / n);
+        if k == 0 || durations.len() != k * n {
+            return Err(kernel(format!(
+                "{} kernels profiled for {n} runs: each run must launch the same number ({k} in the first round)",
+                durations.len()
+            )));
+        }
+        for run in durations.chunks(k) {
+            let sum: f64 = run.iter().sum::<f64>() * 1e-9;
+            self.ready.push_back((sum, sum));
+        }
+        self.left = self.left.saturating_sub(n);
+        Ok(())
     }
 }
 

@@ -37,7 +37,7 @@ impl Method for KernelMethod {
         let r = bench.sample(timer, Mode::Kernel, 1, &mut runs);
         // CUPTI records only while kernel mode samples: the other modes run
         // without it.
-        timer.kernel_clock = None;
+        timer.drop_kernel_clock();
         let mut r = r?;
         if !sums.is_empty() {
             r.counters.push(Counter::new("device-op sum", crate::stats::median(&sums), Unit::Seconds));

@@ -43,7 +43,13 @@ impl KernelCheck {
         };
         let filters = StreamFilters::new(streams).map_err(unavailable)?;
         let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| unavailable(e.to_string()))?;
-        let consumer = a.consumer(&[records.activity_kind()]).map_err(|e| unavailable(e.to_string()))?;
+        let kind = records.activity_kind().ok_or_else(|| {
+            unavailable(format!(
+                "{} has no timestamps to span a collective over its ranks' streams: use concurrent or serial",
+                records.cupti_name()
+            ))
+        })?;
+        let consumer = a.consumer(&[kind]).map_err(|e| unavailable(e.to_string()))?;
         Ok(KernelCheck { consumer, filters })
     }
 
