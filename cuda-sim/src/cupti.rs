@@ -24,6 +24,11 @@
 //! (`ncclDevKernel_AllReduce`, `ncclDevKernel_SendRecv`), with the part's
 //! simulated start and end. Nothing is ever dropped.
 //!
+//! The range profiler (`cuptiProfiler*`, `cuptiRangeProfiler*`: one
+//! counter, `gpu__time_duration.sum`, auto ranges, kernel replay, one pass)
+//! lives in `cupti_profiler.rs`; it reads each kernel's span from the
+//! same place as the kernel records, so the two agree to the nanosecond.
+//!
 //! A call from inside the simulator (a host function, a registered
 //! kernel's CPU version: the simulator's lock is held by that very thread)
 //! is refused with `CUPTI_ERROR_INVALID_OPERATION` by the same door as the
@@ -169,11 +174,14 @@ pub(crate) struct CuptiState {
     requested: Option<unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize)>,
     completed: Option<unsafe extern "C" fn(CUcontext, u32, *mut u8, usize, usize)>,
     pending: Vec<SimRecord>,
+    /// The range profiler's hosts and objects.
+    pub(crate) profiler: crate::cupti_profiler::ProfilerState,
 }
 
 // SAFETY: the two callback pointers are plain `extern "C"` functions (no
 // data); the records hold a kernel-name pointer into `names()`, which lives
-// for the process. Nothing here is tied to a thread.
+// for the process; the profiler's state is `Send` by itself (its image
+// pointer's wrapper argues it). Nothing here is tied to a thread.
 unsafe impl Send for CuptiState {}
 
 impl std::fmt::Debug for CuptiState {
@@ -182,6 +190,7 @@ impl std::fmt::Debug for CuptiState {
             .field("subscribed", &self.subscribed)
             .field("enabled", &self.enabled)
             .field("pending", &self.pending.len())
+            .field("profiler", &self.profiler)
             .finish()
     }
 }
@@ -196,20 +205,28 @@ fn intern(name: &str) -> *const c_char {
     c.as_ptr()
 }
 
-/// Adds the records of `op`, which is executing now, for the enabled kinds.
+/// Adds the records of `op`, which is executing now, for the enabled kinds,
+/// and hands each kernel of it to the range profiler
+/// ([`crate::cupti_profiler::on_kernel`]) while one collects.
 pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
     let kernels = kernel_kind(&st.cupti.enabled);
-    if !(kernels.is_some() || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET]) {
+    let records = kernels.is_some() || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET];
+    let ranges = st.cupti.profiler.collecting();
+    if !(records || ranges) {
         return;
     }
     // The kind of the kernel records, read only where `kernels` is `Some`.
     let kind = kernels.unwrap_or(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     let device = st.streams.get(&op.stream).map_or(0, |s| s.device);
-    let mut cursor = start;
-    let mut add = |st: &mut State, work: &Work, dur: u64, graph_id: u32, graph_node: u64| {
-        let (s, e) = (cursor, cursor.saturating_add(dur));
-        cursor = e;
-        let (stream_id, corr) = (op.stream as u32, op.id as u32);
+    let (stream_id, corr) = (op.stream as u32, op.id as u32);
+    for (work, (s, e), graph_id, graph_node) in spans(op, start) {
+        if ranges && matches!(work, Work::Kernel(_) | Work::Nccl(_)) {
+            let ctx = st.ctx_of(device);
+            crate::cupti_profiler::on_kernel(st, ctx, op.id, e - s);
+        }
+        if !records {
+            continue;
+        }
         let c = &mut st.cupti;
         match work {
             Work::Kernel(l) if kernels.is_some() => {
@@ -269,18 +286,29 @@ pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
             }
             _ => {}
         }
-    };
-    match &op.work {
-        Work::Graph(g) => {
-            for (i, n) in g.nodes.iter().enumerate() {
-                add(st, &n.work, n.duration, 1, i as u64 + 1);
-            }
-        }
-        w => {
-            let dur = op.end.saturating_sub(start);
-            add(st, w, dur, 0, 0);
-        }
     }
+}
+
+/// The parts of `op` CUPTI sees, each with its simulated `(start, end)`,
+/// its graph id and node id (1 and the node's number from 1 for a graph
+/// launch's nodes, laid one after the other from `start`; 0 and 0 for any
+/// other operation, which spans `start..op.end`). The activity records and
+/// the range profiler both read their times from here, so they agree.
+fn spans(op: &Op, start: u64) -> impl Iterator<Item = (&Work, (u64, u64), u32, u64)> {
+    let (nodes, single) = match &op.work {
+        Work::Graph(g) => (&g.nodes[..], None),
+        w => (&[][..], Some((w, op.end.saturating_sub(start)))),
+    };
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (&n.work, n.duration, 1, i as u64 + 1))
+        .chain(single.map(|(w, dur)| (w, dur, 0, 0)))
+        .scan(start, |cursor, (w, dur, graph_id, node)| {
+            let s = *cursor;
+            *cursor = s.saturating_add(dur);
+            Some((w, (s, *cursor), graph_id, node))
+        })
 }
 
 /// The kind of the kernel records to write: the enabled one of the two
@@ -647,6 +675,7 @@ pub fn table() -> Cupti {
     t.cuptiActivityGetNumDroppedRecords = Some(cuptiActivityGetNumDroppedRecords);
     t.cuptiActivityPushExternalCorrelationId = Some(cuptiActivityPushExternalCorrelationId);
     t.cuptiActivityPopExternalCorrelationId = Some(cuptiActivityPopExternalCorrelationId);
+    crate::cupti_profiler::fill(&mut t);
     t
 }
 

@@ -136,6 +136,7 @@
 mod clock;
 mod config;
 pub mod cupti;
+mod cupti_profiler;
 mod device;
 mod entry;
 mod event;
