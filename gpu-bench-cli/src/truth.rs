@@ -132,8 +132,7 @@ impl Plan<'_> {
 
 /// Host time to submit one launch of the empty spin with CUPTI's activity
 /// recording off and on (kernels of the `records` kind, copies, memsets;
-/// for the range profiler's records, copies and memsets with the profiler
-/// started):
+/// for the range profiler, the profiler started and no activity records):
 /// 2,000 launches a round,
 /// submission time only (the GPU drains between rounds), off and on
 /// alternating over 9 rounds each; medians per launch.
@@ -145,7 +144,12 @@ fn cupti_host_cost(
 ) -> Result<gpu_bench::Record, Failure> {
     use gpu_sync::cuda_sys::cupti::{ActivityKind, KernelDurations, activity};
     const LAUNCHES: usize = 2000;
-    let a = activity().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?;
+    // The activity records, for every kind but the profiler's (which runs
+    // without them, as kernel mode runs it).
+    let a = match records.activity_kind() {
+        Some(_) => Some(activity().map_err(|e| Failure::Bench(gpu_bench::Error::Kernel(e.to_string())))?),
+        None => None,
+    };
     let k = &ctx.kernels;
     let round = |out: &mut DeviceBuffer<u64>| -> Result<f64, Failure> {
         stream.synchronize()?;
@@ -174,9 +178,12 @@ fn cupti_host_cost(
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for _ in 0..9 {
         off.push(round(out)?);
-        let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
-        kinds.extend(records.activity_kind());
-        let c = a.consumer(&kinds).map_err(cupti_err)?;
+        let c = match (a, records.activity_kind()) {
+            (Some(a), Some(k)) => {
+                Some(a.consumer(&[k, ActivityKind::Memcpy, ActivityKind::Memset]).map_err(cupti_err)?)
+            }
+            _ => None,
+        };
         if let Some(p) = counters.as_mut() {
             p.start().map_err(cupti_err)?;
         }
@@ -191,7 +198,9 @@ fn cupti_host_cost(
         }
         on.push(t?);
         // The records are taken so the buffers do not grow.
-        c.take().map_err(cupti_err)?;
+        if let Some(c) = c {
+            c.take().map_err(cupti_err)?;
+        }
     }
     let (m_off, m_on) = (gpu_bench::stats::median(&off), gpu_bench::stats::median(&on));
     let mut r = gpu_bench::Record::new(
@@ -201,7 +210,9 @@ fn cupti_host_cost(
     r.counters.push(Counter::new("host submit, CUPTI off", m_off, Unit::Seconds));
     r.counters.push(Counter::new("host submit, CUPTI on", m_on, Unit::Seconds));
     r.counters.push(Counter::new("CUPTI on - off", m_on - m_off, Unit::Seconds));
-    r.counters.push(Counter::new("records dropped (process)", a.dropped() as f64, Unit::Count));
+    if let Some(a) = a {
+        r.counters.push(Counter::new("records dropped (process)", a.dropped() as f64, Unit::Count));
+    }
     Ok(r)
 }
 

@@ -191,13 +191,7 @@ impl Bench {
         rec: &mut Record,
         f: &mut dyn FnMut(&[Stream]) -> Result<()>,
     ) -> BenchResult<Option<Sampled>> {
-        let runs = if lead.kernel_records() == crate::KernelRecords::Profiler {
-            Err("the range profiler's records (--kernel-records profiler) time one stream's kernels, \
-                 without timestamps to span several streams: use concurrent or serial records"
-                .to_owned())
-        } else {
-            lead.kernel_clock().and_then(|()| MultiKernelRuns::new(lead, others, &mut *f))
-        };
+        let runs = lead.kernel_clock().and_then(|()| MultiKernelRuns::new(lead, others, &mut *f));
         let mut runs = match runs {
             Ok(runs) => runs,
             Err(why) => {

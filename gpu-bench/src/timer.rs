@@ -54,9 +54,10 @@ pub enum KernelRecords {
     /// records' per-block cost) and serializes each kernel; a sample is the
     /// sum of its run's kernel durations, since the counter has no
     /// timestamps. It sees kernels only: kernel mode fails when a run
-    /// enqueues a copy or memset on the timing stream (they are watched
-    /// through CUPTI's memcpy and memset records), and it times one stream
-    /// (not [`Bench::run_streams`](crate::Bench::run_streams)).
+    /// enqueues a copy or memset on the timing stream (one run is first
+    /// watched through CUPTI's memcpy and memset records, off again before
+    /// the profiler starts). [`Bench::run_streams`](crate::Bench::run_streams)
+    /// makes its own timers, on concurrent records.
     Profiler,
 }
 
@@ -131,7 +132,9 @@ pub struct Timer {
     /// stream, made at the first kernel-mode run.
     pub(crate) kernel_clock: Option<(Consumer, StreamRecords)>,
     /// The range profiler of [`KernelRecords::Profiler`], made with
-    /// `kernel_clock` (whose consumer then takes only copies and memsets).
+    /// `kernel_clock`, whose consumer then takes only copies and memsets:
+    /// kernel mode's first run is checked with it, then it is dropped
+    /// before the profiler starts.
     pub(crate) kernel_counters: Option<KernelDurations>,
     /// Which kernel records `kernel_clock` asks for.
     kernel_records: KernelRecords,
@@ -271,19 +274,22 @@ impl Timer {
         if self.kernel_clock.is_some() {
             return Ok(());
         }
-        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
-        let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
-        kinds.extend(self.kernel_records.activity_kind());
-        let c = a.consumer(&kinds).map_err(|e| e.to_string())?;
         let device = self.stream.device();
-        let sid = a.stream_records(device.raw_context(), self.stream.as_raw()).map_err(|e| e.to_string())?;
-        if self.kernel_records == KernelRecords::Profiler {
+        if self.kernel_records == KernelRecords::Profiler && self.kernel_counters.is_none() {
+            // The profiler first, before this process's activity records
+            // are enabled (a kernel's activity records and the profiler's
+            // ranges do not mix).
             device.make_current().map_err(|e| e.to_string())?;
             let ordinal = usize::try_from(device.ordinal()).map_err(|e| e.to_string())?;
             let counters = KernelDurations::new(device.raw_context(), ordinal, PROFILER_MAX_KERNELS)
                 .map_err(|e| format!("CUPTI's range profiler: {e}"))?;
             self.kernel_counters = Some(counters);
         }
+        let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
+        let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
+        kinds.extend(self.kernel_records.activity_kind());
+        let c = a.consumer(&kinds).map_err(|e| e.to_string())?;
+        let sid = a.stream_records(device.raw_context(), self.stream.as_raw()).map_err(|e| e.to_string())?;
         self.kernel_clock = Some((c, sid));
         Ok(())
     }

@@ -311,28 +311,44 @@ fn kernel_mode_reads_the_devices_time_from_serialized_kernel_records() {
     drop(concurrent);
 }
 
-/// Kernel mode on CUPTI's range profiler: the simulator's CUPTI table has
-/// no range profiler, so kernel mode is unavailable with a reason naming
-/// the profiler and the missing call (never a panic, never the concurrent
-/// records in its place); multi-stream kernel mode refuses it by name.
+/// Kernel mode on CUPTI's range profiler (the simulator's, whose ranges
+/// are its kernels' simulated durations): a run of two spins reads their
+/// sum exactly; a run that also enqueues a memset is refused with a reason
+/// naming it (the profiler sees kernels only); back on concurrent records
+/// the memset run is timed, memset included.
 #[test]
-fn kernel_mode_on_the_range_profiler_says_why_it_cannot_run_on_the_simulator() {
+fn kernel_mode_on_the_range_profiler_sums_each_runs_kernels() {
     let _one = one_at_a_time();
     let (_device, stream, k) = setup();
     let mut timer = Timer::new(&stream, None).unwrap();
     timer.set_kernel_records(KernelRecords::Profiler);
     assert_eq!(timer.kernel_records().name(), "profiler");
-    let why = timer.kernel_mode_available().unwrap_err();
-    assert!(why.contains("range profiler") && why.contains("cuptiProfilerInitialize"), "{why}");
     let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
-    let err = Bench::new("spin 20 µs")
-        .modes(&[Mode::Kernel])
-        .settings(Settings::quick())
-        .run_on(&mut timer, None, |s| k.spin(s, 20 * CYCLES_PER_US, &mut out))
-        .unwrap_err();
-    assert!(err.to_string().contains("range profiler"), "{err}");
+    let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 1 << 20).unwrap();
+    let bench = |name: &str| Bench::new(name).modes(&[Mode::Kernel]).settings(Settings::quick());
+    let rec = bench("spin 20 µs + spin 10 µs")
+        .run_on(&mut timer, None, |s| {
+            k.spin(s, 20 * CYCLES_PER_US, &mut out)?;
+            k.spin(s, 10 * CYCLES_PER_US, &mut out)
+        })
+        .unwrap();
+    let kernel = rec.mode(Mode::Kernel).unwrap();
+    assert!((kernel.median() - 30e-6).abs() < 1e-9, "{}", kernel.median());
+    let sum = kernel.counters.iter().find(|c| c.name == "device-op sum").unwrap();
+    assert!((sum.value - 30e-6).abs() < 1e-9, "{}", sum.value);
+
+    let memset_run = |s: &Stream, buf: &mut DeviceBuffer<u32>, out: &mut DeviceBuffer<u64>| {
+        s.fill_bytes(buf, 3)?;
+        k.spin(s, 20 * CYCLES_PER_US, out)
+    };
+    let err =
+        bench("memset + spin").run_on(&mut timer, None, |s| memset_run(s, &mut buf, &mut out)).unwrap_err();
+    assert!(err.to_string().contains("copies or memsets"), "{err}");
+
     timer.set_kernel_records(KernelRecords::Concurrent);
-    assert!(timer.kernel_mode_available().is_ok());
+    let rec = bench("memset + spin").run_on(&mut timer, None, |s| memset_run(s, &mut buf, &mut out)).unwrap();
+    let memset = cuda_sim::model::memory_ns(4 << 20) as f64 * 1e-9;
+    assert!((rec.mode(Mode::Kernel).unwrap().median() - (20e-6 + memset)).abs() < 1e-9);
 }
 
 /// `run_more` adds kernel mode to a record the event modes made earlier

@@ -103,19 +103,36 @@ impl Clock for KernelRuns<'_> {
 impl KernelRuns<'_> {
     /// One round under CUPTI's range profiler ([`KernelRecords::Profiler`](crate::KernelRecords::Profiler)):
     /// each run's sample is the sum of its kernels' `gpu__time_duration`
-    /// (the kernels are serialized; the counter has no timestamps). The
-    /// consumer beside it watches the timing stream for copies and memsets,
-    /// which the profiler does not see.
+    /// (the kernels are serialized; the counter has no timestamps). Before
+    /// the first round, one run is watched for copies and memsets on the
+    /// timing stream (which the profiler does not see) by the consumer made
+    /// beside the profiler, then the consumer is dropped.
     fn profiled_round(&mut self, t: &mut Timer) -> BenchResult<()> {
         let kernel = |e: String| BenchError::Kernel(e);
+        if let Some((consumer, sid)) = t.kernel_clock.as_ref() {
+            // The first round: one run watched for copies and memsets (the
+            // closure enqueues the same each run), then the records off, so
+            // the profiler runs alone.
+            let sid = *sid;
+            consumer.take().map_err(|e| kernel(e.to_string()))?;
+            (self.f)(&t.stream)?;
+            t.stream.synchronize()?;
+            let Some((consumer, _)) = t.kernel_clock.as_ref() else {
+                return Err(kernel("no CUPTI consumer".into()));
+            };
+            let others = sid.select(consumer.take().map_err(|e| kernel(e.to_string()))?);
+            t.kernel_clock = None;
+            if !others.is_empty() {
+                return Err(kernel(format!(
+                    "a run enqueued {} copies or memsets on the timing stream, which the range profiler \
+                     (--kernel-records profiler) does not time: use concurrent or serial records",
+                    others.len()
+                )));
+            }
+        }
         // One run first, to learn its kernels; then as many as fit.
         let room = self.per_run.map_or(1, |k| crate::timer::PROFILER_MAX_KERNELS / k.max(1));
         let n = self.depth.min(self.left.max(1)).min(room.max(1));
-        let Some((consumer, sid)) = t.kernel_clock.as_ref() else {
-            return Err(kernel("no CUPTI consumer".into()));
-        };
-        let sid = *sid;
-        consumer.take().map_err(|e| kernel(e.to_string()))?;
         t.stream.device().make_current()?;
         let Some(counters) = t.kernel_counters.as_mut() else {
             return Err(kernel("no range profiler".into()));
@@ -137,17 +154,6 @@ impl KernelRuns<'_> {
         ran?;
         synced?;
         let durations = durations?;
-        let Some((consumer, _)) = t.kernel_clock.as_ref() else {
-            return Err(kernel("no CUPTI consumer".into()));
-        };
-        let others = sid.select(consumer.take().map_err(|e| kernel(e.to_string()))?);
-        if !others.is_empty() {
-            return Err(kernel(format!(
-                "the runs enqueued {} copies or memsets on the timing stream, which the range profiler \
-                 (--kernel-records profiler) does not time: use concurrent or serial records",
-                others.len()
-            )));
-        }
         if durations.is_empty() {
             return Err(kernel(
                 "the range profiler saw no kernel in the runs (does the closure launch its kernels on the \
