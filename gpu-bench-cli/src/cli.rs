@@ -185,13 +185,14 @@ pub enum Command {
         /// profiler such as Nsight Compute to time the same launches.
         #[arg(long, value_parser = crate::bounds::launches)]
         launch_only: Option<usize>,
-        /// Which CUPTI kernel records kernel mode reads (and the CUPTI
-        /// host-cost record enables): concurrent (CUPTI instruments each
-        /// kernel to time it), serial (CUPTI serializes the kernels) or
-        /// profiler (CUPTI's range profiler: the duration counter Nsight
-        /// Compute reads, no code added to the kernels, each kernel
-        /// serialized). Not with --launch-only, which builds no timer.
-        #[arg(long, value_enum, default_value_t = KernelRecordsArg::Concurrent, conflicts_with = "launch_only")]
+        /// Which CUPTI source kernel mode reads (and the CUPTI host-cost
+        /// record enables): profiler (CUPTI's range profiler, the default:
+        /// the duration counter Nsight Compute reads, no code added to the
+        /// kernels, each kernel serialized), concurrent (CUPTI's kernel
+        /// records; CUPTI instruments each kernel to time it, which slows
+        /// grids of many short blocks) or serial (CUPTI serializes the
+        /// kernels). Not with --launch-only, which builds no timer.
+        #[arg(long, value_enum, default_value_t = KernelRecordsArg::Profiler, conflicts_with = "launch_only")]
         kernel_records: KernelRecordsArg,
     },
     /// The right and wrong ways to time, and what synchronization costs.

@@ -25,10 +25,13 @@
 //! CUPTI, once initialized, stays attached, and event pairs measured after
 //! it read more.
 //!
-//! `--kernel-records serial` has kernel mode (and the CUPTI host-cost
-//! record) read `CUPTI_ACTIVITY_KIND_KERNEL` instead of the concurrent kind
-//! (issue 26: the concurrent kind instruments kernel code, which slows grids
-//! of many short blocks); the report's notes say which kind was read.
+//! Kernel mode (and the CUPTI host-cost record) reads CUPTI's range
+//! profiler by default (`--kernel-records profiler`: `gpu__time_duration.sum`
+//! per kernel, the counter Nsight Compute reads, with no code added to the
+//! kernels); `concurrent` reads `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`
+//! (issue 26: it instruments kernel code, which slows grids of many short
+//! blocks) and `serial` `CUPTI_ACTIVITY_KIND_KERNEL`; the report's notes
+//! say which was read.
 //!
 //! On the simulator (`--driver sim`) or with `--quick` the sizes stop at
 //! 1 Mi elements (the odd size still runs) and the spin lengths at 100 µs.

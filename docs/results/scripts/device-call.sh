@@ -74,7 +74,9 @@
 #              (--blocking --procs N: blocking ranks split from non-blocking ones, NCCL_RUNTIME_CONNECT=0)
 #              and torch.distributed (N processes), no CUPTI, no tuning log
 #   truthser   `gpu-bench truth --kernel-records serial` (kernel mode on CUPTI's serialized records)
-#   truthprof  `gpu-bench truth --kernel-records profiler` (kernel mode on CUPTI's range profiler)
+#   truthprof  `gpu-bench truth --kernel-records profiler` (kernel mode on CUPTI's range profiler,
+#              truth's default since 2026-11-28)
+#   truthcon   `gpu-bench truth --kernel-records concurrent` (CUPTI's concurrent kernel records)
 #   (smallmed and procsmed run both sides under `taskset -c $PIN` when PIN is set)
 #   ncclrec    what CUPTI's kernel records cost NCCL: all-reduce 8 B-32 KiB and 16-256 MiB, one process,
 #              blocking, without CUPTI, with --cupti (concurrent records) and --cupti --kernel-records serial
@@ -581,6 +583,11 @@ for stage in "$@"; do
         pack
       done
       python3 docs/results/scripts/handoff-ab.py "$logs" | tee -a "$summary"
+      ;;
+    truthcon)
+      timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --kernel-records concurrent --out "$logs/truth-concurrent" \
+        >"$logs/truth-concurrent.log" 2>&1
+      say "gpu-bench truth --kernel-records concurrent: exit $? in $((SECONDS - t0)) s"
       ;;
     truthprof)
       timeout "${TRUTH_TIMEOUT:-240}" "$gb" truth --kernel-records profiler --out "$logs/truth-profiler" \
