@@ -6,11 +6,15 @@
 //!
 //! Unlike CUPTI's concurrent kernel records, the profiler does not add code
 //! to the kernel: on an H100 a 262,144-block grid read 223.9 µs here
-//! against Nsight Compute's 224.4 µs, where the concurrent records slow it
-//! by 8–10 % (`docs/results/scripts/range_profiler_probe.cu`). Its price is
-//! time between kernels: each profiled kernel is serialized and costs tens
-//! of microseconds of host and GPU time around it, which the counter does
-//! not include.
+//! against Nsight Compute's 224.4 µs, where the concurrent records read it
+//! 6–7 % long (`docs/results/h100/2026-11-28-range-profiler.md`). Its
+//! price is time between kernels: each profiled kernel is serialized and
+//! costs 75–150 µs of host time around it, which the counter does not
+//! include.
+//!
+//! CUPTI's memcpy and memset activity records must be off while it
+//! profiles: with them on it records no range (seen on an H100 and an
+//! H200, CUPTI 13.0).
 
 use super::error::{CuptiError, check};
 use super::load::{Cupti, cupti};

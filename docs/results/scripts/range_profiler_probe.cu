@@ -23,6 +23,9 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -84,8 +87,25 @@ struct Case {
 };
 
 static float *X, *Y;
+// Set by `drv`: every launch through cuLaunchKernel from cuGetProcAddress,
+// as cuda-sys launches.
+static bool DRIVER = false;
+static CUfunction FN[4];
+typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
+static LaunchFn LAUNCH = nullptr;
 
 static void launch(const Case& c, CUstream s) {
+  if (DRIVER) {
+    float a = 2.0f;
+    size_t n = (size_t)c.arg;
+    long long cycles = c.arg;
+    void* scale[] = {&Y, &X, &a, &n};
+    void* spin[] = {&cycles};
+    void** p = c.kind == 0 ? nullptr : c.kind == 1 ? spin : scale;
+    CK(LAUNCH(FN[c.kind], c.grid, 1, 1, c.block, 1, 1, 0, s, p, nullptr));
+    return;
+  }
   switch (c.kind) {
     case 0: empty_k<<<c.grid, c.block, 0, s>>>(); break;
     case 1: spin_k<<<c.grid, c.block, 0, s>>>(c.arg); break;
@@ -267,9 +287,39 @@ static std::vector<double> profiled(Profiler& p, const Case& c, CUstream s, int 
   return out;
 }
 
+static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* max) {
+  *size = 1 << 20;
+  *b = (uint8_t*)aligned_alloc(8, *size);
+  *max = 0;
+}
+static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t* b, size_t, size_t) { free(b); }
+
+// argv[3], what else the process does with CUPTI before the profiler, as
+// gpu-bench's kernel mode did: "sub" cuptiSubscribe; "act" that and the
+// memcpy and memset activity kinds enabled; "actoff" those enabled and
+// disabled again; "drv" launches through the driver's cuLaunchKernel.
 int main(int argc, char** argv) {
-  const char* mode = argc > 1 ? argv[1] : "all";
+  const char* mode = argc > 1 ? argv[1] : "auto";
   int n = argc > 2 ? atoi(argv[2]) : 50;
+  const char* extra = argc > 3 ? argv[3] : "";
+  if (!strcmp(extra, "sub") || !strcmp(extra, "act") || !strcmp(extra, "actoff")) {
+    CUpti_SubscriberHandle h;
+    CP(cuptiSubscribe(&h, (CUpti_CallbackFunc)on_cb, nullptr));
+    printf("# subscribed\n");
+  }
+  if (!strcmp(extra, "act") || !strcmp(extra, "actoff")) {
+    CP(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+    printf("# memcpy and memset activity enabled\n");
+  }
+  if (!strcmp(extra, "actoff")) {
+    CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET));
+    CP(cuptiActivityFlushAll(1));
+    printf("# and disabled again\n");
+  }
   CK(cuInit(0));
   CUdevice dev;
   CK(cuDeviceGet(&dev, 0));
@@ -278,10 +328,22 @@ int main(int argc, char** argv) {
   CK(cuCtxSetCurrent(ctx));
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  size_t big = (size_t)64 << 20;
+  size_t big = (size_t)256 << 20;
   CK(cuMemAlloc((CUdeviceptr*)&X, big * 4));
   CK(cuMemAlloc((CUdeviceptr*)&Y, big * 4));
   CK(cuMemsetD32((CUdeviceptr)X, 0x3f800000, big));
+  if (!strcmp(extra, "drv")) {
+    DRIVER = true;
+    CUdriverProcAddressQueryResult q;
+    CK(cuGetProcAddress("cuLaunchKernel", (void**)&LAUNCH, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    const void* syms[4] = {(const void*)empty_k, (const void*)spin_k, (const void*)scale_1t, (const void*)scale_tiled};
+    for (int i = 0; i < 4; i++) {
+      cudaFunction_t f;
+      if (cudaGetFuncBySymbol(&f, syms[i]) != cudaSuccess) exit(2);
+      FN[i] = (CUfunction)f;
+    }
+    printf("# launches through cuLaunchKernel from cuGetProcAddress\n");
+  }
   std::vector<Case> cases = {
       {"empty", 0, 0, 1, 1},
       {"spin 2k cycles", 1, 2000, 1, 32},
@@ -296,6 +358,8 @@ int main(int argc, char** argv) {
       {"scale_1t 64Mi (262144 blocks)", 2, 64 << 20, 262144, 256},
       {"scale_tiled 64Mi over 262144 blocks", 3, 64 << 20, 262144, 256},
       {"scale_tiled 64Mi (32768 blocks)", 3, 64 << 20, 32768, 256},
+      {"scale_tiled 256Mi (131072 blocks)", 3, 256 << 20, 131072, 256},
+      {"scale_1t 256Mi (1048576 blocks)", 2, 256 << 20, 1048576, 256},
   };
   if (!strcmp(mode, "plain")) {
     for (auto& c : cases)
