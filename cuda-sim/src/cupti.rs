@@ -207,11 +207,15 @@ fn intern(name: &str) -> *const c_char {
 
 /// Adds the records of `op`, which is executing now, for the enabled kinds,
 /// and hands each kernel of it to the range profiler
-/// ([`crate::cupti_profiler::on_kernel`]) while one collects.
+/// ([`crate::cupti_profiler::on_kernel`]) while one collects and neither
+/// the memcpy nor the memset kind is enabled.
 pub(crate) fn on_execute(st: &mut State, op: &Op, start: u64) {
     let kernels = kernel_kind(&st.cupti.enabled);
     let records = kernels.is_some() || st.cupti.enabled[MEMCPY] || st.cupti.enabled[MEMSET];
-    let ranges = st.cupti.profiler.collecting();
+    // As CUPTI 13.0 on an H100 and an H200 (2026-11-28): the range
+    // profiler records no range while the memcpy or memset activity kinds
+    // are enabled.
+    let ranges = st.cupti.profiler.collecting() && !st.cupti.enabled[MEMCPY] && !st.cupti.enabled[MEMSET];
     if !(records || ranges) {
         return;
     }

@@ -166,16 +166,21 @@ fn cupti_host_cost(
     };
     let cupti_err =
         |e: gpu_sync::cuda_sys::cupti::CuptiError| Failure::Bench(gpu_bench::Error::Kernel(e.to_string()));
-    // The range profiler, for its records: every launch of a round is one
-    // of its ranges.
-    let mut counters = match records {
-        KernelRecords::Profiler => {
-            let device = stream.device();
-            device.make_current()?;
-            let ordinal = usize::try_from(device.ordinal()).unwrap_or(0);
-            Some(KernelDurations::new(device.raw_context(), ordinal, LAUNCHES).map_err(cupti_err)?)
+    // The range profiler, for its records, made for each "on" round and
+    // dropped (disabled) after it, so the "off" rounds run without it:
+    // every launch of a round is one of its ranges.
+    let device = stream.device();
+    let ordinal = usize::try_from(device.ordinal()).map_err(|e| {
+        Failure::Bench(gpu_bench::Error::Kernel(format!("device ordinal {}: {e}", device.ordinal())))
+    })?;
+    let profiler = || -> Result<Option<KernelDurations<'static>>, Failure> {
+        match records {
+            KernelRecords::Profiler => {
+                device.make_current()?;
+                Ok(Some(KernelDurations::new(device.context(), ordinal, LAUNCHES).map_err(cupti_err)?))
+            }
+            _ => Ok(None),
         }
-        _ => None,
     };
     round(out)?;
     let (mut off, mut on) = (Vec::new(), Vec::new());
@@ -187,6 +192,7 @@ fn cupti_host_cost(
             }
             _ => None,
         };
+        let mut counters = profiler()?;
         if let Some(p) = counters.as_mut() {
             p.start().map_err(cupti_err)?;
         }
@@ -555,6 +561,20 @@ mod tests {
             Ok(r) => panic!("the serialized kind beside a concurrent consumer was not refused: {r:?}"),
         }
         drop(concurrent);
+        // The profiler's host cost: every launch of each "on" round one of
+        // its ranges (else the record fails), and no activity records.
+        let r = cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Profiler)?;
+        assert_eq!(r.params.get("kernel records").map(String::as_str), Some("profiler"), "{:?}", r.params);
+        assert!(r.counter("host submit, CUPTI on").is_some_and(|c| c.value > 0.0));
+        assert!(r.counter("records dropped (process)").is_none(), "activity records were read");
+        // Beside a consumer of memcpy records the profiler records nothing,
+        // as on the GPUs: the record says so instead of a host cost.
+        let copies = activity().map_err(cupti)?.consumer(&[ActivityKind::Memcpy]).map_err(cupti)?;
+        match cupti_host_cost(&ctx, &stream, &mut out, KernelRecords::Profiler) {
+            Err(e) => assert!(e.to_string().contains("read 0 kernels of 2000"), "{e}"),
+            Ok(r) => panic!("the profiler beside memcpy records read every launch: {r:?}"),
+        }
+        drop(copies);
         Ok(())
     }
 }

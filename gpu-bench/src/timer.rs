@@ -135,7 +135,7 @@ pub struct Timer {
     /// `kernel_clock`, whose consumer then takes only copies and memsets:
     /// kernel mode's first run is checked with it, then it is dropped
     /// before the profiler starts.
-    pub(crate) kernel_counters: Option<KernelDurations>,
+    pub(crate) kernel_counters: Option<KernelDurations<'static>>,
     /// Which kernel records `kernel_clock` asks for.
     kernel_records: KernelRecords,
     /// Rounds of gated samples dropped because the gate timed out.
@@ -275,21 +275,29 @@ impl Timer {
             return Ok(());
         }
         let device = self.stream.device();
-        if self.kernel_records == KernelRecords::Profiler && self.kernel_counters.is_none() {
+        // Made into locals and kept only once all of it is made, so a
+        // failure leaves no profiler enabled.
+        let counters = match self.kernel_records {
             // The profiler first, before this process's activity records
-            // are enabled (a kernel's activity records and the profiler's
-            // ranges do not mix).
-            device.make_current().map_err(|e| e.to_string())?;
-            let ordinal = usize::try_from(device.ordinal()).map_err(|e| e.to_string())?;
-            let counters = KernelDurations::new(device.raw_context(), ordinal, PROFILER_MAX_KERNELS)
-                .map_err(|e| format!("CUPTI's range profiler: {e}"))?;
-            self.kernel_counters = Some(counters);
-        }
+            // are enabled (the profiler records nothing while the memcpy
+            // and memset kinds are on).
+            KernelRecords::Profiler if self.kernel_counters.is_none() => {
+                device.make_current().map_err(|e| e.to_string())?;
+                let ordinal = usize::try_from(device.ordinal()).map_err(|e| e.to_string())?;
+                let counters = KernelDurations::new(device.context(), ordinal, PROFILER_MAX_KERNELS)
+                    .map_err(|e| format!("CUPTI's range profiler: {e}"))?;
+                Some(counters)
+            }
+            _ => None,
+        };
         let a = gpu_sync::cuda_sys::cupti::activity().map_err(|e| e.to_string())?;
         let mut kinds = vec![ActivityKind::Memcpy, ActivityKind::Memset];
         kinds.extend(self.kernel_records.activity_kind());
         let c = a.consumer(&kinds).map_err(|e| e.to_string())?;
         let sid = a.stream_records(device.raw_context(), self.stream.as_raw()).map_err(|e| e.to_string())?;
+        if counters.is_some() {
+            self.kernel_counters = counters;
+        }
         self.kernel_clock = Some((c, sid));
         Ok(())
     }

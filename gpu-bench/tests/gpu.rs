@@ -302,7 +302,7 @@ fn kernel_mode_on_the_range_profiler_reads_a_many_block_grid_as_the_events_do() 
     use gpu_sync::LaunchConfig;
     match gpu_sync::select_driver() {
         Ok(d) if !d.is_sim() => {}
-        _ => return, // the simulator has no range profiler: engine.rs tests the refusal
+        _ => return, // engine.rs tests the simulator's range profiler
     }
     let device = Device::get(0).expect("device 0");
     let stream = Stream::new(&device).expect("stream");

@@ -184,6 +184,14 @@ impl Device {
         self.inner.ctx.as_raw()
     }
 
+    /// The primary context as cuda-sys's borrowed handle, alive for the
+    /// whole process (it is retained and never released), for cuda-sys
+    /// calls that keep the context (CUPTI's range profiler,
+    /// `cuda_sys::cupti::KernelDurations`).
+    pub fn context(&self) -> BorrowedContext<'static> {
+        self.inner.ctx
+    }
+
     /// Whether stream-ordered allocation (`cuMemAllocAsync`) is used for this
     /// device's buffers; without it buffers use `cuMemAlloc`/`cuMemFree`.
     pub fn has_memory_pools(&self) -> bool {

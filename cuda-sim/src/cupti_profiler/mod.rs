@@ -20,7 +20,8 @@
 //! activity records report (`crate::cupti::on_execute` hands them over with
 //! the same span). Its value is the kernel's simulated duration in
 //! nanoseconds (end − start of its record). Copies and memsets are not
-//! ranges. Kernels past `maxRangesPerPass` are dropped and counted
+//! ranges. While the memcpy or memset activity kind is enabled no kernel
+//! is a range, as CUPTI 13.0 behaved on an H100 and an H200. Kernels past `maxRangesPerPass` are dropped and counted
 //! (`numOfRangeDropped` of `cuptiRangeProfilerDecodeData`). A kernel queued
 //! between the start and the stop that has not run by the stop (the host
 //! did not wait for it) is not profiled: the caller waits first, as

@@ -65,6 +65,13 @@ struct Env {
     module: Option<OwnedModule>,
 }
 
+impl Env {
+    /// cuda-sys's range profiler on the primary context.
+    fn durations(&self, max_kernels: usize) -> Result<KernelDurations<'static>, CuptiError> {
+        KernelDurations::new(self.ctx, 0, max_kernels)
+    }
+}
+
 fn env(seed: u64) -> Env {
     register();
     let session = Session::new(seed);
@@ -331,7 +338,7 @@ fn kernel_durations_reads_each_kernels_simulated_duration_as_its_activity_record
     let a = activity().expect("the simulator's CUPTI");
     let sid = a.stream_id(e.ctx.as_raw(), s.as_raw()).expect("cuptiGetStreamIdEx");
     let records = a.consumer(&[ActivityKind::Kernel]).expect("consumer");
-    let mut k = KernelDurations::new(e.ctx.as_raw(), 0, 8).expect("the simulator's range profiler");
+    let mut k = e.durations(8).expect("the simulator's range profiler");
     let buf = memory::alloc(d(), 4096).expect("cuMemAlloc");
     k.start().expect("start");
     e.spin(&s, 2_000);
@@ -365,12 +372,38 @@ fn kernel_durations_reads_each_kernels_simulated_duration_as_its_activity_record
     e.finish(s);
 }
 
+/// As CUPTI 13.0 on an H100 and an H200: while a consumer keeps the memcpy
+/// (or memset) activity kind on, the profiler records no range; once it
+/// is dropped, every kernel is a range again.
+#[test]
+fn no_range_while_the_memcpy_or_memset_records_are_on() {
+    let _serial = serial();
+    let e = env(0x9f07);
+    let s = e.stream();
+    let a = activity().expect("the simulator's CUPTI");
+    let mut k = e.durations(8).expect("the simulator's range profiler");
+    for kind in [ActivityKind::Memcpy, ActivityKind::Memset] {
+        let copies = a.consumer(&[kind]).expect("consumer");
+        k.start().expect("start");
+        e.spin(&s, 2_000);
+        stream::synchronize(&s).expect("sync");
+        assert_eq!(k.stop().expect("stop"), Vec::<f64>::new(), "{kind:?} records on: no range");
+        drop(copies);
+    }
+    k.start().expect("start");
+    e.spin(&s, 2_000);
+    stream::synchronize(&s).expect("sync");
+    assert_eq!(k.stop().expect("stop"), [2_000.0], "the records off: the kernel is a range");
+    drop(k);
+    e.finish(s);
+}
+
 #[test]
 fn a_kernel_queued_before_the_start_is_no_range_even_if_it_runs_after() {
     let _serial = serial();
     let e = env(0x9f02);
     let s = e.stream();
-    let mut k = KernelDurations::new(e.ctx.as_raw(), 0, 8).expect("profiler");
+    let mut k = e.durations(8).expect("profiler");
     e.spin(&s, 4_000);
     k.start().expect("start");
     e.spin(&s, 2_000);
@@ -385,7 +418,7 @@ fn kernels_past_the_room_are_dropped_and_counted() {
     let _serial = serial();
     let e = env(0x9f03);
     let s = e.stream();
-    let mut k = KernelDurations::new(e.ctx.as_raw(), 0, 8).expect("profiler");
+    let mut k = e.durations(8).expect("profiler");
     k.start().expect("start");
     for i in 0..10 {
         e.spin(&s, 1_000 + i);
@@ -421,8 +454,8 @@ fn misuse_is_an_error_and_never_a_panic() {
     let _serial = serial();
     let e = env(0x9f04);
     let s = e.stream();
-    let first = KernelDurations::new(e.ctx.as_raw(), 0, 8).expect("profiler");
-    match KernelDurations::new(e.ctx.as_raw(), 0, 8) {
+    let first = e.durations(8).expect("profiler");
+    match e.durations(8) {
         Err(CuptiError::Call { call, name }) => {
             assert_eq!((call, name), ("cuptiRangeProfilerEnable", INVALID_OPERATION));
         }

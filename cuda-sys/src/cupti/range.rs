@@ -18,9 +18,10 @@
 
 use super::error::{CuptiError, check};
 use super::load::{Cupti, cupti};
-use crate::CUcontext;
+use crate::BorrowedContext;
 use crate::cupti_bindings as sys;
 use std::ffi::{CStr, c_char};
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 /// The counter [`KernelDurations`] reads.
@@ -47,7 +48,11 @@ macro_rules! call {
         // SAFETY: `f` is the library's function of this name, typed by its
         // header; `$params` is a live, fully initialized parameter struct
         // of the type it takes, its size field set by `struct_size!`, and
-        // every pointer in it points at memory that outlives the call.
+        // every pointer in it points at memory that outlives the call. The
+        // counter data and config images `cuptiRangeProfilerSetConfig` is
+        // given stay with the profiler object: they are Vecs of
+        // `KernelDurations`, never resized after `new`, freed only after a
+        // successful `cuptiRangeProfilerDisable` (or leaked).
         check(stringify!($f), unsafe { f($params) })
     }};
 }
@@ -73,7 +78,7 @@ fn initialize(table: &'static Cupti) -> Result<(), CuptiError> {
 ///
 /// While it exists the context's kernels are profiled only between
 /// `start` and `stop`; between them every kernel is serialized.
-pub struct KernelDurations {
+pub struct KernelDurations<'a> {
     table: &'static Cupti,
     host: *mut sys::CUpti_Profiler_Host_Object,
     object: *mut sys::CUpti_RangeProfiler_Object,
@@ -81,15 +86,20 @@ pub struct KernelDurations {
     data: Vec<u8>,
     max_kernels: usize,
     started: bool,
+    /// The context, which CUPTI keeps in the profiler object, outlives it.
+    _context: PhantomData<BorrowedContext<'a>>,
 }
 
 // SAFETY: the CUPTI objects behind the two pointers belong to this value
-// alone (nothing else holds them) and CUPTI does not tie them to the
-// creating thread; every use goes through `&mut self`, so one thread at a
-// time uses them.
-unsafe impl Send for KernelDurations {}
+// alone (nothing else holds them), and the buffers CUPTI reads are owned
+// Vecs. CUPTI's calls on them need the context current on the calling
+// thread, not the creating thread: on another thread a call without it
+// fails with an error (which every method returns and `Drop` ignores), it
+// does not touch freed memory. Every use goes through `&mut self`, so one
+// thread at a time uses them.
+unsafe impl Send for KernelDurations<'_> {}
 
-impl std::fmt::Debug for KernelDurations {
+impl std::fmt::Debug for KernelDurations<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelDurations")
             .field("max_kernels", &self.max_kernels)
@@ -98,11 +108,12 @@ impl std::fmt::Debug for KernelDurations {
     }
 }
 
-impl KernelDurations {
+impl<'a> KernelDurations<'a> {
     /// The range profiler on `context` (of CUDA device ordinal `device`),
-    /// room for `max_kernels` kernels between a start and a stop. The
+    /// room for `max_kernels` kernels between a start and a stop; the
+    /// borrow keeps the context alive while the profiler exists. The
     /// context must be current on the calling thread, here and at every
-    /// call after.
+    /// call after (a call without it fails).
     ///
     /// Calls `cuptiProfilerInitialize` (once per process),
     /// `cuptiDeviceGetChipName`, `cuptiProfilerGetCounterAvailability`,
@@ -115,7 +126,13 @@ impl KernelDurations {
     /// profiler owns the counters, no permission to read them:
     /// `CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`, a GPU the profiler does not
     /// know), or a counter that needs more than one pass.
-    pub fn new(context: CUcontext, device: usize, max_kernels: usize) -> Result<KernelDurations, CuptiError> {
+    ///
+    pub fn new(
+        context: BorrowedContext<'a>,
+        device: usize,
+        max_kernels: usize,
+    ) -> Result<KernelDurations<'a>, CuptiError> {
+        let context = context.as_raw();
         let table = cupti()?;
         initialize(table)?;
         let mut chip = sys::CUpti_Device_GetChipName_Params {
@@ -157,6 +174,7 @@ impl KernelDurations {
             data: Vec::new(),
             max_kernels: max_kernels.max(1),
             started: false,
+            _context: PhantomData,
         };
         let metric: *const c_char = METRIC.as_ptr();
         let mut metrics = [metric];
@@ -286,13 +304,13 @@ impl KernelDurations {
         if !self.started {
             return Err(CuptiError::Call { call: "cuptiRangeProfilerStop", name: "not started" });
         }
-        self.started = false;
         let mut stop = sys::CUpti_RangeProfiler_Stop_Params {
             structSize: struct_size!(sys::CUpti_RangeProfiler_Stop_Params, isAllPassSubmitted),
             pRangeProfilerObject: self.object,
             ..Default::default()
         };
         call!(self.table, cuptiRangeProfilerStop, &mut stop)?;
+        self.started = false;
         let mut decode = sys::CUpti_RangeProfiler_DecodeData_Params {
             structSize: struct_size!(sys::CUpti_RangeProfiler_DecodeData_Params, numOfRangeDropped),
             pRangeProfilerObject: self.object,
@@ -335,7 +353,7 @@ impl KernelDurations {
     }
 }
 
-impl KernelDurations {
+impl KernelDurations<'_> {
     /// `cuptiRangeProfilerDisable`, once.
     fn disable(&mut self) -> Result<(), CuptiError> {
         if self.object.is_null() {
@@ -365,14 +383,20 @@ impl KernelDurations {
     }
 }
 
-impl Drop for KernelDurations {
+impl Drop for KernelDurations<'_> {
     fn drop(&mut self) {
         // Errors are ignored: nothing can be done about them here, and the
         // objects are not used again.
         if self.started {
             let _ = self.stop();
         }
-        let _ = self.disable();
+        let configured = !self.object.is_null();
+        if self.disable().is_err() && configured {
+            // The profiler may still hold the counter data and config
+            // images `start` gave it: leaked, never freed under it.
+            std::mem::forget(std::mem::take(&mut self.data));
+            std::mem::forget(std::mem::take(&mut self.config));
+        }
         let _ = self.deinitialize();
     }
 }

@@ -146,6 +146,7 @@ impl KernelRuns<'_> {
             }
         }
         let synced = t.stream.synchronize();
+        let current = t.stream.device().make_current();
         let Some(counters) = t.kernel_counters.as_mut() else {
             return Err(kernel("no range profiler".into()));
         };
@@ -153,11 +154,14 @@ impl KernelRuns<'_> {
         let durations = counters.stop().map_err(|e| kernel(e.to_string()));
         ran?;
         synced?;
+        current?;
         let durations = durations?;
         if durations.is_empty() {
             return Err(kernel(
-                "the range profiler saw no kernel in the runs (does the closure launch its kernels on the \
-                 stream it is given?)"
+                "the range profiler saw no kernel in the runs: does the closure launch its kernels on the \
+                 stream it is given? Does another CUPTI user in this process (a trace, a profile, a \
+                 consumer of CUPTI's memcpy or memset records) keep activity records on? The profiler \
+                 records nothing while they are"
                     .into(),
             ));
         }
