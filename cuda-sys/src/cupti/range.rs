@@ -9,7 +9,7 @@
 //! against Nsight Compute's 224.4 µs, where the concurrent records read it
 //! 6–7 % long (`docs/results/h100/2026-11-28-range-profiler.md`). Its
 //! price is time between kernels: each profiled kernel is serialized and
-//! costs 75–150 µs of host time around it, which the counter does not
+//! costs 74–149 µs of host time around it, which the counter does not
 //! include.
 //!
 //! CUPTI's memcpy and memset activity records must be off while it
