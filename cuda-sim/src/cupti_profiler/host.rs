@@ -4,6 +4,13 @@
 
 use super::*;
 
+/// The simulator's `cuptiProfilerInitialize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerInitialize(
     p: *mut sys::CUpti_Profiler_Initialize_Params,
 ) -> CUptiResult {
@@ -19,6 +26,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerInitialize(
     })
 }
 
+/// The simulator's `cuptiDeviceGetChipName`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiDeviceGetChipName(
     p: *mut sys::CUpti_Device_GetChipName_Params,
 ) -> CUptiResult {
@@ -40,6 +54,13 @@ pub(super) unsafe extern "C" fn cuptiDeviceGetChipName(
     })
 }
 
+/// The simulator's `cuptiProfilerGetCounterAvailability`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerGetCounterAvailability(
     p: *mut sys::CUpti_Profiler_GetCounterAvailability_Params,
 ) -> CUptiResult {
@@ -71,6 +92,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerGetCounterAvailability(
     })
 }
 
+/// The simulator's `cuptiProfilerHostInitialize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostInitialize(
     p: *mut sys::CUpti_Profiler_Host_Initialize_Params,
 ) -> CUptiResult {
@@ -109,6 +137,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostInitialize(
     })
 }
 
+/// The simulator's `cuptiProfilerHostDeinitialize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostDeinitialize(
     p: *mut sys::CUpti_Profiler_Host_Deinitialize_Params,
 ) -> CUptiResult {
@@ -120,6 +155,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostDeinitialize(
     })
 }
 
+/// The simulator's `cuptiProfilerHostConfigAddMetrics`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
     p: *mut sys::CUpti_Profiler_Host_ConfigAddMetrics_Params,
 ) -> CUptiResult {
@@ -137,6 +179,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
     })
 }
 
+/// The simulator's `cuptiProfilerHostGetConfigImageSize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostGetConfigImageSize(
     p: *mut sys::CUpti_Profiler_Host_GetConfigImageSize_Params,
 ) -> CUptiResult {
@@ -152,6 +201,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostGetConfigImageSize(
     })
 }
 
+/// The simulator's `cuptiProfilerHostGetConfigImage`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
     p: *mut sys::CUpti_Profiler_Host_GetConfigImage_Params,
 ) -> CUptiResult {
@@ -173,6 +229,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
     })
 }
 
+/// The simulator's `cuptiProfilerHostGetNumOfPasses`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostGetNumOfPasses(
     p: *mut sys::CUpti_Profiler_Host_GetNumOfPasses_Params,
 ) -> CUptiResult {
@@ -190,6 +253,13 @@ pub(super) unsafe extern "C" fn cuptiProfilerHostGetNumOfPasses(
     })
 }
 
+/// The simulator's `cuptiProfilerHostEvaluateToGpuValues`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiProfilerHostEvaluateToGpuValues(
     p: *mut sys::CUpti_Profiler_Host_EvaluateToGpuValues_Params,
 ) -> CUptiResult {

@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// The simulator's `cuptiRangeProfilerEnable`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerEnable(
     p: *mut sys::CUpti_RangeProfiler_Enable_Params,
 ) -> CUptiResult {
@@ -29,6 +36,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerEnable(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerDisable`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerDisable(
     p: *mut sys::CUpti_RangeProfiler_Disable_Params,
 ) -> CUptiResult {
@@ -40,6 +54,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerDisable(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerGetCounterDataSize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerGetCounterDataSize(
     p: *mut sys::CUpti_RangeProfiler_GetCounterDataSize_Params,
 ) -> CUptiResult {
@@ -62,6 +83,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerGetCounterDataSize(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerCounterDataImageInitialize`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerCounterDataImageInitialize(
     p: *mut sys::CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
 ) -> CUptiResult {
@@ -87,6 +115,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerCounterDataImageInitialize(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerSetConfig`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerSetConfig(
     p: *mut sys::CUpti_RangeProfiler_SetConfig_Params,
 ) -> CUptiResult {
@@ -122,6 +157,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerSetConfig(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerStart`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerStart(
     p: *mut sys::CUpti_RangeProfiler_Start_Params,
 ) -> CUptiResult {
@@ -143,6 +185,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerStart(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerStop`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerStop(
     p: *mut sys::CUpti_RangeProfiler_Stop_Params,
 ) -> CUptiResult {
@@ -165,6 +214,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerStop(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerDecodeData`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerDecodeData(
     p: *mut sys::CUpti_RangeProfiler_DecodeData_Params,
 ) -> CUptiResult {
@@ -206,6 +262,13 @@ pub(super) unsafe extern "C" fn cuptiRangeProfilerDecodeData(
     })
 }
 
+/// The simulator's `cuptiRangeProfilerGetCounterDataInfo`.
+///
+/// # Safety
+/// CUPTI's contract: the parameter struct pointer is null or points at
+/// the header's parameter struct, its first `structSize` bytes readable
+/// and writable, and every pointer in it valid for what the header says
+/// the call reads or writes (the images for their stated sizes).
 pub(super) unsafe extern "C" fn cuptiRangeProfilerGetCounterDataInfo(
     p: *mut sys::CUpti_RangeProfiler_GetCounterDataInfo_Params,
 ) -> CUptiResult {
