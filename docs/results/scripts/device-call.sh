@@ -388,6 +388,50 @@ for stage in "$@"; do
       say "test $b $f: exit $?; $(grep -E '^test result' "$logs/test-$b-$f.log" | tail -1)"
       grep -E 'µs|clock' "$logs/test-$b-$f.log" | head -5 | tee -a "$summary"
       ;;
+    sanf:*)
+      # One test of one binary under compute-sanitizer: sanf:TOOL:BINARY:FILTER.
+      spec=${stage#sanf:}; tool=${spec%%:*}; spec=${spec#*:}; b=${spec%%:*}; f=${spec#*:}
+      cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      GPU_SYNC_DRIVER=cuda timeout "${TEST_TIMEOUT:-120}" "$cs" --tool "$tool" --report-api-errors no \
+        --error-exitcode 99 --print-limit 20 $B/tests/$b "$f" --include-ignored --test-threads=1 --nocapture \
+        >"$logs/san-$tool-$b-$f.log" 2>&1
+      say "compute-sanitizer --tool $tool $b $f: exit $?; $(grep -E '^test result|SUMMARY' "$logs/san-$tool-$b-$f.log" | tr '\n' ' ')"
+      ;;
+    phases)
+      # Issue 26: the range profiler's CUPTI calls, each timed, over one case's life.
+      t=/usr/local/cuda/targets/x86_64-linux
+      cl=$t/lib
+      "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -arch=sm_90 -o /tmp/phases \
+        docs/results/scripts/profiler_phases.cu -I$t/include -L$cl -lcupti -lcuda >"$logs/phases-build.log" 2>&1 ||
+        say "phases probe: build failed"
+      LD_LIBRARY_PATH=$cl:${LD_LIBRARY_PATH:-} timeout 120 /tmp/phases "${PHASES_N:-256}" >"$logs/phases.txt" 2>&1
+      say "phases probe: exit $?"
+      tee -a "$summary" <"$logs/phases.txt"
+      ;;
+    gap)
+      # Issue 26: does a kernel after an idle GPU run longer (as under ncu)?
+      "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap docs/results/scripts/idle_gap_probe.cu -lcuda >"$logs/gap-build.log" 2>&1 ||
+        say "gap probe: build failed"
+      timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" >"$logs/gap.txt" 2>&1
+      say "gap probe: exit $?"
+      cat "$logs/gap.txt" | tee -a "$summary"
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      timeout 200 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        /tmp/gap kernels/fatbin "${GAP_N:-50}" plain >"$logs/gap-ncu.csv" 2>"$logs/gap-ncu.err"
+      say "ncu gap probe plain: exit $?; $(grep -c gpu__time_duration "$logs/gap-ncu.csv") rows"
+      python3 - "$logs/gap-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
+import csv, collections, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+k, v, u = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+by = collections.defaultdict(list)
+for r in body:
+    x = float(r[v].replace(",", ""))
+    by[r[k]].append(x * {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}.get(r[u], 1.0))
+for name, xs in by.items():
+    print("  ncu %-12s median %.1f ns over %d" % (name, statistics.median(xs), len(xs)))
+PY
+      ;;
     ncclmed)
       # Issue 30's busbw target wants the median of >= 5 runs in the same call:
       # $ROUNDS rounds, each ours (one process, blocking) over four collectives
