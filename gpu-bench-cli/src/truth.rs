@@ -488,12 +488,21 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>, records: KernelRecords) -> Res
                 records.cupti_name(),
                 records.name()
             ));
+            if let Some(setup) = timer.kernel_mode_setup_s() {
+                report.notes.push(format!(
+                    "the range profiler was made and first started once, in {setup:.2} s (its first start \
+                     is the costly part), then kept enabled and stopped between the cases: no case's warm-up \
+                     pays for it"
+                ));
+            }
         }
         Err(why) => report
             .notes
             .push(format!("kernel mode (CUPTI, {} kernel records) not measured: {why}", records.name())),
     }
     let mhz = mhz.unwrap_or(device_mhz);
+    // The host-cost record makes its own profilers: one per context.
+    timer.end_kernel_mode();
     if kernel_mode {
         ctx.progress.step("truth: CUPTI's host cost per launch");
         report.records.push(cupti_host_cost(ctx, &stream, &mut b.empty_out, records)?);

@@ -134,8 +134,12 @@ pub struct Timer {
     /// The range profiler of [`KernelRecords::Profiler`], made with
     /// `kernel_clock`, whose consumer then takes only copies and memsets:
     /// kernel mode's first run is checked with it, then it is dropped
-    /// before the profiler starts.
+    /// before the profiler starts. Kept, enabled and stopped, from one
+    /// kernel-mode measurement to the next (see [`Timer::end_kernel_mode`]).
     pub(crate) kernel_counters: Option<KernelDurations<'static>>,
+    /// Seconds to make the range profiler and start it once (its first
+    /// start is the dear one), when it was made.
+    kernel_setup_s: Option<f64>,
     /// Which kernel records `kernel_clock` asks for.
     kernel_records: KernelRecords,
     /// Rounds of gated samples dropped because the gate timed out.
@@ -181,6 +185,7 @@ impl Timer {
             resolution,
             kernel_clock: None,
             kernel_counters: None,
+            kernel_setup_s: None,
             kernel_records: KernelRecords::default(),
             dropped_rounds: 0,
             last_warmup: Vec::new(),
@@ -274,7 +279,7 @@ impl Timer {
         if self.kernel_clock.is_some() {
             return Ok(());
         }
-        let device = self.stream.device();
+        let device = self.stream.device().clone();
         // Made into locals and kept only once all of it is made, so a
         // failure leaves no profiler enabled.
         let counters = match self.kernel_records {
@@ -282,10 +287,13 @@ impl Timer {
             // are enabled (the profiler records nothing while the memcpy
             // and memset kinds are on).
             KernelRecords::Profiler if self.kernel_counters.is_none() => {
+                let began = std::time::Instant::now();
                 device.make_current().map_err(|e| e.to_string())?;
                 let ordinal = usize::try_from(device.ordinal()).map_err(|e| e.to_string())?;
-                let counters = KernelDurations::new(device.context(), ordinal, PROFILER_MAX_KERNELS)
+                let mut counters = KernelDurations::new(device.context(), ordinal, PROFILER_MAX_KERNELS)
                     .map_err(|e| format!("CUPTI's range profiler: {e}"))?;
+                self.first_start(&mut counters).map_err(|e| format!("CUPTI's range profiler: {e}"))?;
+                self.kernel_setup_s = Some(began.elapsed().as_secs_f64());
                 Some(counters)
             }
             _ => None,
@@ -302,16 +310,57 @@ impl Timer {
         Ok(())
     }
 
-    /// Drops kernel mode's CUPTI consumer and range profiler: CUPTI
-    /// records only while kernel mode samples.
+    /// With instruments loaded, starts the new range profiler once around
+    /// one short spin and stops it: its first start costs about a second
+    /// (1.0–1.26 s on an H200, CUPTI 13.0; later starts about 1 µs), paid
+    /// here, once, rather than in a benchmark's warm-up.
+    fn first_start(&mut self, counters: &mut KernelDurations<'static>) -> std::result::Result<(), String> {
+        let (Some(inst), Some(out)) = (&self.instruments, self.primer_out.as_mut()) else {
+            return Ok(());
+        };
+        counters.start().map_err(|e| e.to_string())?;
+        let ran = inst.clock_probe(&self.stream, 1_000, out).and_then(|()| self.stream.synchronize());
+        let current = self.stream.device().make_current().map_err(|e| e.to_string());
+        // Stopped whatever the spin did, so the profiler can start again.
+        let read = counters.stop().map_err(|e| e.to_string());
+        ran.map_err(|e| e.to_string())?;
+        current?;
+        read.map(drop)
+    }
+
+    /// Drops kernel mode's CUPTI consumer: CUPTI records only while kernel
+    /// mode samples. The range profiler stays enabled and stopped (it
+    /// records nothing) for the next kernel-mode measurement.
     pub(crate) fn drop_kernel_clock(&mut self) {
-        self.kernel_counters = None;
         self.kernel_clock = None;
+    }
+
+    /// Ends kernel mode on this timer: drops its CUPTI consumer and
+    /// disables the range profiler that [`KernelRecords::Profiler`] keeps
+    /// enabled (stopped) from one kernel-mode measurement to the next.
+    /// Making and first starting the profiler costs about a second, so it
+    /// is made once per timer; a context has one range profiler at a
+    /// time, so call this before anything else in the process uses one
+    /// (another timer, `cuda_sys::cupti::KernelDurations`, a profiling
+    /// tool). Dropping the timer does the same; the next kernel-mode
+    /// measurement makes a new one.
+    pub fn end_kernel_mode(&mut self) {
+        self.kernel_clock = None;
+        self.kernel_counters = None;
+    }
+
+    /// Seconds it took to make kernel mode's range profiler and start it
+    /// the first time ([`KernelRecords::Profiler`]), once per timer; `None`
+    /// before it is made or with other kernel records.
+    pub fn kernel_mode_setup_s(&self) -> Option<f64> {
+        self.kernel_counters.as_ref().and(self.kernel_setup_s)
     }
 
     /// Whether kernel mode can run here (CUPTI loads and no other tool owns
     /// the profiling interface); the reason when it cannot. CUPTI records
     /// nothing after this returns: kernel mode enables it while it samples.
+    /// With [`KernelRecords::Profiler`] the range profiler made here is
+    /// kept, stopped, for kernel mode ([`Timer::end_kernel_mode`]).
     ///
     /// # Errors
     /// The reason, as text.
@@ -326,7 +375,7 @@ impl Timer {
     /// so the next kernel-mode sample asks for the new one.
     pub fn set_kernel_records(&mut self, records: KernelRecords) {
         if records != self.kernel_records {
-            self.drop_kernel_clock();
+            self.end_kernel_mode();
         }
         self.kernel_records = records;
     }

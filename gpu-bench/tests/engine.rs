@@ -351,6 +351,44 @@ fn kernel_mode_on_the_range_profiler_sums_each_runs_kernels() {
     assert!((rec.mode(Mode::Kernel).unwrap().median() - (20e-6 + memset)).abs() < 1e-9);
 }
 
+/// The range profiler is made (and first started, around one spin of the
+/// instruments) once per timer and kept, stopped, between kernel-mode
+/// measurements: while the timer holds it, the context has no room for
+/// another (CUPTI's one range profiler per context, as the simulator
+/// keeps it); `end_kernel_mode` disables it, and the next kernel-mode
+/// measurement makes a new one that reads as the first did.
+#[cfg(feature = "kernels")]
+#[test]
+fn the_range_profiler_is_made_once_per_timer_and_ended_on_request() {
+    use gpu_sync::cuda_sys::cupti::KernelDurations;
+    let _one = one_at_a_time();
+    let (device, stream, k) = setup();
+    let inst = gpu_bench::instruments::load(&device).unwrap();
+    let mut timer = Timer::new(&stream, Some(inst)).unwrap();
+    timer.set_kernel_records(KernelRecords::Profiler);
+    assert_eq!(timer.kernel_mode_setup_s(), None);
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut spin = |timer: &mut Timer, us: u64| {
+        let rec = Bench::new("spin")
+            .modes(&[Mode::Kernel])
+            .settings(Settings::quick())
+            .run_on(timer, None, |s| k.spin(s, us * CYCLES_PER_US, &mut out))
+            .unwrap();
+        rec.mode(Mode::Kernel).unwrap().median()
+    };
+    let another = || KernelDurations::new(device.context(), 0, 4).map(drop);
+    assert!((spin(&mut timer, 20) - 20e-6).abs() < 1e-9);
+    let setup = timer.kernel_mode_setup_s().expect("the profiler was made");
+    assert!(another().is_err(), "the timer keeps its profiler enabled between measurements");
+    assert!((spin(&mut timer, 10) - 10e-6).abs() < 1e-9);
+    assert_eq!(timer.kernel_mode_setup_s(), Some(setup), "made once, not again");
+    timer.end_kernel_mode();
+    assert_eq!(timer.kernel_mode_setup_s(), None);
+    another().expect("ended: the context has room for another profiler");
+    assert!((spin(&mut timer, 10) - 10e-6).abs() < 1e-9);
+    assert!(timer.kernel_mode_setup_s().is_some());
+}
+
 /// `run_more` adds kernel mode to a record the event modes made earlier
 /// (gpu-bench truth's two passes): the differences are computed over all
 /// of the record's modes, once each, and a mode the record has is refused.
