@@ -410,14 +410,19 @@ for stage in "$@"; do
       ;;
     gap)
       # Issue 26: does a kernel after an idle GPU run longer (as under ncu)?
-      "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap docs/results/scripts/idle_gap_probe.cu -lcuda >"$logs/gap-build.log" 2>&1 ||
-        say "gap probe: build failed"
-      timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" >"$logs/gap.txt" 2>&1
+      t=/usr/local/cuda/targets/x86_64-linux
+      "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap docs/results/scripts/idle_gap_probe.cu \
+        -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1 || say "gap probe: build failed"
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" >"$logs/gap.txt" 2>&1
       say "gap probe: exit $?"
-      cat "$logs/gap.txt" | tee -a "$summary"
+      tee -a "$summary" <"$logs/gap.txt"
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" prof \
+        >"$logs/gap-prof.txt" 2>&1
+      say "gap probe on the range profiler: exit $?"
+      tee -a "$summary" <"$logs/gap-prof.txt"
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-      timeout 200 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-        /tmp/gap kernels/fatbin "${GAP_N:-50}" plain >"$logs/gap-ncu.csv" 2>"$logs/gap-ncu.err"
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "${GAP_N:-50}" plain >"$logs/gap-ncu.csv" 2>"$logs/gap-ncu.err"
       say "ncu gap probe plain: exit $?; $(grep -c gpu__time_duration "$logs/gap-ncu.csv") rows"
       python3 - "$logs/gap-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
 import csv, collections, statistics, sys

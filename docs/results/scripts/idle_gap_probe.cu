@@ -6,8 +6,10 @@
 // from the committed fatbin, with truth's grids. Built and run on the GPU
 // machine:
 //
-//   nvcc -O2 -o /tmp/gap idle_gap_probe.cu -lcuda
+//   nvcc -O2 -o /tmp/gap idle_gap_probe.cu -I$CUDA/targets/x86_64-linux/include \
+//     -L$CUDA/targets/x86_64-linux/lib -lcupti -lcuda
 //   /tmp/gap kernels/fatbin 50          # events: back to back, then after idle gaps
+//   /tmp/gap kernels/fatbin 50 prof     # the same on CUPTI's range profiler (ncu's counter)
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
 //
@@ -15,7 +17,13 @@
 //   b2b       enqueued back to back (as gpu-bench's batch and hot modes);
 //   gap G     the stream synchronized, then the host sleeps G, then the launch
 //             (the GPU idle for G before each kernel, as under ncu).
+// With `prof`, the range profiler's gpu__time_duration.sum per kernel (auto
+// ranges, kernel replay: the kernels serialized) instead of events.
 #include <cuda.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +44,127 @@
       exit(1);                                                                  \
     }                                                                           \
   } while (0)
+
+#define CP(x)                                                                   \
+  do {                                                                          \
+    CUptiResult r_ = (x);                                                       \
+    if (r_ != CUPTI_SUCCESS) {                                                  \
+      const char* s_ = nullptr;                                                 \
+      cuptiGetResultString(r_, &s_);                                            \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+static const char* METRIC = "gpu__time_duration.sum";
+
+// The range profiler, one counter, as gpu-bench's KernelDurations makes it.
+struct Prof {
+  CUpti_Profiler_Host_Object* host = nullptr;
+  CUpti_RangeProfiler_Object* rp = nullptr;
+  std::vector<uint8_t> config, data;
+};
+
+static Prof make_prof(CUcontext ctx, size_t max_ranges) {
+  Prof p;
+  CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CP(cuptiProfilerInitialize(&ip));
+  CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  CP(cuptiDeviceGetChipName(&cn));
+  CUpti_Profiler_GetCounterAvailability_Params ca = {CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  ca.ctx = ctx;
+  CP(cuptiProfilerGetCounterAvailability(&ca));
+  std::vector<uint8_t> avail(ca.counterAvailabilityImageSize);
+  ca.pCounterAvailabilityImage = avail.data();
+  CP(cuptiProfilerGetCounterAvailability(&ca));
+  CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hi.pChipName = cn.pChipName;
+  hi.pCounterAvailabilityImage = avail.data();
+  CP(cuptiProfilerHostInitialize(&hi));
+  p.host = hi.pHostObject;
+  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  am.pHostObject = p.host;
+  am.ppMetricNames = &METRIC;
+  am.numMetrics = 1;
+  CP(cuptiProfilerHostConfigAddMetrics(&am));
+  CUpti_Profiler_Host_GetConfigImageSize_Params gs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  gs.pHostObject = p.host;
+  CP(cuptiProfilerHostGetConfigImageSize(&gs));
+  p.config.resize(gs.configImageSize);
+  CUpti_Profiler_Host_GetConfigImage_Params gi = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  gi.pHostObject = p.host;
+  gi.pConfigImage = p.config.data();
+  gi.configImageSize = p.config.size();
+  CP(cuptiProfilerHostGetConfigImage(&gi));
+  CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  CP(cuptiRangeProfilerEnable(&en));
+  p.rp = en.pRangeProfilerObject;
+  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  ds.pRangeProfilerObject = p.rp;
+  ds.pMetricNames = &METRIC;
+  ds.numMetrics = 1;
+  ds.maxNumOfRanges = max_ranges;
+  ds.maxNumRangeTreeNodes = max_ranges;
+  CP(cuptiRangeProfilerGetCounterDataSize(&ds));
+  p.data.resize(ds.counterDataSize);
+  return p;
+}
+
+static void prof_start(Prof& p, size_t max_ranges) {
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  di.pRangeProfilerObject = p.rp;
+  di.counterDataSize = p.data.size();
+  di.pCounterData = p.data.data();
+  CP(cuptiRangeProfilerCounterDataImageInitialize(&di));
+  CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  sc.pRangeProfilerObject = p.rp;
+  sc.configSize = p.config.size();
+  sc.pConfig = p.config.data();
+  sc.counterDataImageSize = p.data.size();
+  sc.pCounterDataImage = p.data.data();
+  sc.range = CUPTI_AutoRange;
+  sc.replayMode = CUPTI_KernelReplay;
+  sc.maxRangesPerPass = max_ranges;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  CP(cuptiRangeProfilerSetConfig(&sc));
+  CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  st.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerStart(&st));
+}
+
+static std::vector<double> prof_stop(Prof& p) {
+  CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  sp.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerStop(&sp));
+  CUpti_RangeProfiler_DecodeData_Params dd = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  dd.pRangeProfilerObject = p.rp;
+  CP(cuptiRangeProfilerDecodeData(&dd));
+  CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  gi.pCounterDataImage = p.data.data();
+  gi.counterDataImageSize = p.data.size();
+  CP(cuptiRangeProfilerGetCounterDataInfo(&gi));
+  std::vector<double> out;
+  for (size_t r = 0; r < gi.numTotalRanges; r++) {
+    double v = 0;
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params e = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    e.pHostObject = p.host;
+    e.pCounterDataImage = p.data.data();
+    e.counterDataImageSize = p.data.size();
+    e.rangeIndex = r;
+    e.ppMetricNames = &METRIC;
+    e.numMetrics = 1;
+    e.pMetricValues = &v;
+    CP(cuptiProfilerHostEvaluateToGpuValues(&e));
+    out.push_back(v);
+  }
+  return out;
+}
 
 static std::vector<char> slurp(const std::string& path) {
   FILE* f = fopen(path.c_str(), "rb");
@@ -67,9 +196,28 @@ static const unsigned GRID = 131072, BLOCK = 256;
 
 static void launch(K& k, CUstream s) { CK(cuLaunchKernel(k.f, GRID, 1, 1, BLOCK, 1, 1, 0, s, k.args.data(), nullptr)); }
 
+static Prof* PROF = nullptr;
+
+// Medians (ns) of n launches on the range profiler; gap_us as `timed`.
+static double profiled(K& k, CUstream s, int n, int gap_us) {
+  prof_start(*PROF, n);
+  for (int i = 0; i < n; i++) {
+    if (gap_us >= 0) {
+      CK(cuStreamSynchronize(s));
+      std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    }
+    launch(k, s);
+  }
+  CK(cuStreamSynchronize(s));
+  std::vector<double> v = prof_stop(*PROF);
+  if ((int)v.size() != n) fprintf(stderr, "# %s: %zu ranges for %d launches\n", k.name, v.size(), n);
+  return median(v);
+}
+
 // Medians (ns) of n launches with a pair of events around each; gap_us < 0:
 // back to back; else synchronized and idle gap_us before each launch.
 static double timed(K& k, CUstream s, int n, int gap_us) {
+  if (PROF) return profiled(k, s, n, gap_us);
   std::vector<CUevent> ev(2 * n);
   for (auto& e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
   for (int i = 0; i < n; i++) {
@@ -96,6 +244,7 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "kernels/fatbin";
   int n = argc > 2 ? atoi(argv[2]) : 50;
   bool plain = argc > 3 && !strcmp(argv[3], "plain");
+  bool prof = argc > 3 && !strcmp(argv[3], "prof");
   CK(cuInit(0));
   CUdevice dev;
   CK(cuDeviceGet(&dev, 0));
@@ -132,6 +281,12 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; i++) launch(k, s);
     CK(cuStreamSynchronize(s));
     return 0;
+  }
+  Prof p;
+  if (prof) {
+    p = make_prof(ctx, n);
+    PROF = &p;
+    printf("# range profiler, gpu__time_duration.sum\n");
   }
   const int gaps[] = {-1, 100, 1000, 5000, 20000};
   printf("%-20s %10s %10s %10s %10s %10s %10s\n", "kernel (median ns)", "b2b", "gap 100us", "gap 1ms", "gap 5ms",

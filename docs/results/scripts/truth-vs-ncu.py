@@ -11,7 +11,10 @@ N launches each).
 Per case: ncu's median duration, each run's kernel mode (median) and its
 difference from ncu minus the offset (ncu - kernel mode on the empty spin,
 each run its own), within max(1 %, 64 ns) or not; hot, batch and graph of
-the first run, and batch - ncu.
+the first run, and batch - ncu. "Within" is inclusive: the readings are
+whole nanoseconds, so a difference is rounded to a thousandth of one
+before the rule (before 2026-11-28 a difference of exactly 64 ns could
+read as −64.0000001 and count as a miss).
 
 Reads files only: it loads no CUDA and no NCCL. The multicast switches are
 set all the same, as in every script here:
@@ -47,6 +50,11 @@ def modes(rec):
     return {m["mode"]: statistics.median(m["samples"]) * 1e6 for m in rec["modes"] if m["samples"]}
 
 
+def within_rule(d_ns, ncu_us):
+    """max(1 %, 64 ns) of ncu, inclusive, d to a thousandth of a ns."""
+    return abs(round(d_ns, 3)) <= max(0.01 * ncu_us * 1e3, 64)
+
+
 def key(rec):
     p = ";".join(f"{k}={v}" for k, v in rec["params"].items())
     return f"{rec['name']}{{{p}}}" if p else rec["name"]
@@ -73,7 +81,7 @@ def main():
         for j, c in enumerate(cases):
             k = modes(c[i])["kernel"]
             d = (k - (ncu_med[i] - offsets[j])) * 1e3
-            ok = abs(d) <= max(0.01 * ncu_med[i] * 1e3, 64)
+            ok = within_rule(d, ncu_med[i])
             within[j] += ok
             line += f" {k:.3f} | {d:+.0f} | {'yes' if ok else 'NO'} |"
         m = modes(cases[0][i])
