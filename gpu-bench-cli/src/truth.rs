@@ -443,8 +443,11 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>, records: KernelRecords) -> Res
         return self::launch_only(ctx, n, report);
     }
     let stream = Stream::new(&ctx.device)?;
-    let mut timer = ctx.timer(&stream)?;
+    // The buffers first, as `launch_only` makes them: the same allocations
+    // in the same order, so an external profiler's run of launch-only
+    // times kernels on buffers placed as the timed run's are.
     let mut b = Buffers::new(ctx, &stream)?;
+    let mut timer = ctx.timer(&stream)?;
     // The spins' cycles, from the clock measured in the first pass (the
     // second runs the same cycles).
     let mut mhz: Option<f64> = None;

@@ -408,6 +408,16 @@ for stage in "$@"; do
       say "phases probe: exit $?"
       tee -a "$summary" <"$logs/phases.txt"
       ;;
+    place)
+      # Issue 26: does where a 1 GiB buffer sits change a kernel's time (range profiler)?
+      t=/usr/local/cuda/targets/x86_64-linux
+      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "${PLACE_N:-20}" place \
+        >"$logs/place.txt" 2>&1
+      say "placement probe: exit $?"
+      tee -a "$summary" <"$logs/place.txt"
+      ;;
     gap)
       # Issue 26: does a kernel after an idle GPU run longer (as under ncu)?
       t=/usr/local/cuda/targets/x86_64-linux

@@ -10,6 +10,8 @@
 //     -L$CUDA/targets/x86_64-linux/lib -lcupti -lcuda
 //   /tmp/gap kernels/fatbin 50          # events: back to back, then after idle gaps
 //   /tmp/gap kernels/fatbin 50 prof     # the same on CUPTI's range profiler (ncu's counter)
+//   /tmp/gap kernels/fatbin 20 place    # the range profiler over other buffers: does where
+//                                       # a 1 GiB buffer sits change the kernel's time?
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
 //
@@ -245,6 +247,7 @@ int main(int argc, char** argv) {
   int n = argc > 2 ? atoi(argv[2]) : 50;
   bool plain = argc > 3 && !strcmp(argv[3], "plain");
   bool prof = argc > 3 && !strcmp(argv[3], "prof");
+  bool place = argc > 3 && !strcmp(argv[3], "place");
   CK(cuInit(0));
   CUdevice dev;
   CK(cuDeviceGet(&dev, 0));
@@ -283,6 +286,45 @@ int main(int argc, char** argv) {
     return 0;
   }
   Prof p;
+  if (place) {
+    // Four inputs and six outputs of 1 GiB each, pads of 2-62 MiB between
+    // them (all kept), then scale_f32 and copy_u32x4 from each input to
+    // each output on the range profiler: medians (ns), the same kernel and
+    // grid, only the buffers' places differ.
+    p = make_prof(ctx, n);
+    PROF = &p;
+    std::vector<CUdeviceptr> ins, outs;
+    const size_t pads_mib[] = {2, 6, 14, 30, 62, 2, 6, 14, 30, 62};
+    for (int i = 0; i < 10; i++) {
+      CUdeviceptr pad, b;
+      CK(cuMemAlloc(&pad, pads_mib[i] << 20));
+      CK(cuMemAlloc(&b, n_f * 4));
+      CK(cuMemsetD32(b, 0x3f800000, n_f));
+      (i < 4 ? ins : outs).push_back(b);
+    }
+    ins.insert(ins.begin(), x);
+    outs.insert(outs.begin(), z);
+    for (int which = 0; which < 2; which++) {
+      printf("%s 256Mi (median ns on the range profiler; rows inputs, columns outputs)\n", ks[which].name);
+      std::vector<double> all;
+      for (CUdeviceptr& in : ins) {
+        for (CUdeviceptr& out : outs) {
+          K k = ks[which];
+          k.args = which == 0 ? std::vector<void*>{&in, &out, &a, &n_f} : std::vector<void*>{&in, &out, &n4};
+          for (int i = 0; i < 3; i++) launch(k, s);
+          double m = profiled(k, s, n, -1);
+          all.push_back(m);
+          printf(" %9.1f", m);
+        }
+        printf("\n");
+      }
+      std::sort(all.begin(), all.end());
+      printf("  min %.1f, median %.1f, max %.1f: max/min %.4f\n", all.front(), all[all.size() / 2], all.back(),
+             all.back() / all.front());
+      fflush(stdout);
+    }
+    return 0;
+  }
   if (prof) {
     p = make_prof(ctx, n);
     PROF = &p;
