@@ -446,7 +446,7 @@ impl Bench {
                         s.max_noise_pct
                     ),
                     Rule::Drift => format!(
-                        "the halves' medians differ by {:.2}% (more than {:.2}%)",
+                        "the halves' interquartile means differ by {:.2}% (more than {:.2}%)",
                         stop::drift(&r.samples) * 100.0,
                         2.0 * s.max_noise_pct
                     ),
