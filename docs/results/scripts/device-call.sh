@@ -408,6 +408,33 @@ for stage in "$@"; do
       say "phases probe: exit $?"
       tee -a "$summary" <"$logs/phases.txt"
       ;;
+    cycle)
+      # Issue 26: the empty spin and scale_f32 1 Ki launch by launch on the range profiler, then under ncu.
+      t=/usr/local/cuda/targets/x86_64-linux
+      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      for m in cycle cycleact; do
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
+        say "$m probe: exit $?"
+        tee -a "$summary" <"$logs/$m.txt"
+      done
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 100 smallplain >"$logs/cycle-ncu.csv" 2>"$logs/cycle-ncu.err"
+      say "ncu cycle probe: exit $?"
+      python3 - "$logs/cycle-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
+import csv, collections, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+by = collections.defaultdict(list)
+for r in body:
+    by[r[k]].append(float(r[v].replace(",", "")))
+for name, xs in by.items():
+    c = collections.Counter(xs).most_common(4)
+    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
+PY
+      ;;
     place)
       # Issue 26: does where a 1 GiB buffer sits change a kernel's time (range profiler)?
       t=/usr/local/cuda/targets/x86_64-linux

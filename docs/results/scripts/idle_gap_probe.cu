@@ -12,6 +12,9 @@
 //   /tmp/gap kernels/fatbin 50 prof     # the same on CUPTI's range profiler (ncu's counter)
 //   /tmp/gap kernels/fatbin 20 place    # the range profiler over other buffers: does where
 //                                       # a 1 GiB buffer sits change the kernel's time?
+//   /tmp/gap kernels/fatbin 512 cycle   # small kernels launch by launch on the range profiler
+//   /tmp/gap kernels/fatbin 512 cycleact  # the same, CUPTI's memcpy/memset records on and off first
+//   ncu … /tmp/gap kernels/fatbin 100 smallplain   # the same small launches under ncu
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
 //
@@ -26,6 +29,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <cupti_activity.h>
 
 #include <algorithm>
 #include <chrono>
@@ -168,6 +172,29 @@ static std::vector<double> prof_stop(Prof& p) {
   return out;
 }
 
+static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* max) {
+  *size = 1 << 20;
+  *b = (uint8_t*)aligned_alloc(8, *size);
+  *max = 0;
+}
+static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t* b, size_t, size_t) { free(b); }
+
+// What gpu-bench's kernel mode does before each case on the profiler: the
+// memcpy and memset activity kinds enabled (a consumer watching one run),
+// then disabled and flushed.
+static void activity_on_off() {
+  static bool registered = false;
+  if (!registered) {
+    CP(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    registered = true;
+  }
+  CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET));
+  CP(cuptiActivityFlushAll(1));
+}
+
 static std::vector<char> slurp(const std::string& path) {
   FILE* f = fopen(path.c_str(), "rb");
   if (!f) {
@@ -248,6 +275,9 @@ int main(int argc, char** argv) {
   bool plain = argc > 3 && !strcmp(argv[3], "plain");
   bool prof = argc > 3 && !strcmp(argv[3], "prof");
   bool place = argc > 3 && !strcmp(argv[3], "place");
+  bool cycle = argc > 3 && (!strcmp(argv[3], "cycle") || !strcmp(argv[3], "cycleact"));
+  bool act = argc > 3 && !strcmp(argv[3], "cycleact");
+  bool smallplain = argc > 3 && !strcmp(argv[3], "smallplain");
   CK(cuInit(0));
   CUdevice dev;
   CK(cuDeviceGet(&dev, 0));
@@ -286,6 +316,60 @@ int main(int argc, char** argv) {
     return 0;
   }
   Prof p;
+  if (cycle || smallplain) {
+    // truth's empty spin (one cycle, one block of one thread) and scale_f32
+    // over 1 Ki (one block of 256), each n times back to back: on the
+    // range profiler, the two levels the readings sit on, the share on the
+    // upper one, how often a reading is on the level of the one 4 and 8
+    // launches before, and the median; or (smallplain) plain, for ncu.
+    std::vector<char> sp = slurp(dir + "/spin.fatbin");
+    CUmodule msp;
+    CK(cuModuleLoadData(&msp, sp.data()));
+    CUfunction fspin, fscale = ks[0].f;
+    CK(cuModuleGetFunction(&fspin, msp, "spin_cycles"));
+    unsigned long long one = 1, small = 1024;
+    void* spin_args[] = {&one, &y};
+    void* scale_args[] = {&x, &z, &a, &small};
+    struct S {
+      const char* name;
+      CUfunction f;
+      void** args;
+      unsigned block;
+    } smalls[] = {{"spin_cycles 1 cycle", fspin, spin_args, 1}, {"scale_f32 1Ki", fscale, scale_args, 256}};
+    if (smallplain) {
+      for (auto& k : smalls)
+        for (int i = 0; i < n; i++) CK(cuLaunchKernel(k.f, 1, 1, 1, k.block, 1, 1, 0, s, k.args, nullptr));
+      CK(cuStreamSynchronize(s));
+      return 0;
+    }
+    p = make_prof(ctx, n);
+    printf("%-22s %6s %6s %6s %6s %6s %6s\n", "kernel (ns)", "lower", "upper", "share", "same4", "same8", "median");
+    if (act) printf("# before each measurement: memcpy and memset activity enabled, disabled, flushed\n");
+    for (int rep = 0; rep < 3; rep++) {
+      for (auto& k : smalls) {
+        if (act) activity_on_off();
+        prof_start(p, n);
+        for (int i = 0; i < n; i++) CK(cuLaunchKernel(k.f, 1, 1, 1, k.block, 1, 1, 0, s, k.args, nullptr));
+        CK(cuStreamSynchronize(s));
+        std::vector<double> v = prof_stop(p);
+        double lo = *std::min_element(v.begin(), v.end());
+        std::vector<int> up;
+        std::vector<double> l, h;
+        for (double t : v) {
+          up.push_back(t > lo + 64);
+          (t > lo + 64 ? h : l).push_back(t);
+        }
+        auto same = [&](size_t k) {
+          size_t m = 0;
+          for (size_t i = k; i < up.size(); i++) m += up[i] == up[i - k];
+          return up.size() > k ? (double)m / (up.size() - k) : 0.0;
+        };
+        printf("%-22s %6.0f %6.0f %6.2f %6.2f %6.2f %6.0f\n", k.name, median(l), h.empty() ? 0.0 : median(h),
+               (double)h.size() / v.size(), same(4), same(8), median(v));
+      }
+    }
+    return 0;
+  }
   if (place) {
     // Four inputs and six outputs of 1 GiB each, pads of 2-62 MiB between
     // them (all kept), then scale_f32 and copy_u32x4 from each input to
