@@ -435,6 +435,13 @@ for name, xs in by.items():
     print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
 PY
       ;;
+    kcycle)
+      # Issue 26: gpu-bench's kernel_cycle example (built on the build machine: cargo build --release
+      # -p gpu-bench --features kernels --example kernel_cycle; carried as target/cyc/kernel_cycle).
+      GPU_SYNC_DRIVER=cuda timeout 200 target/cyc/kernel_cycle >"$logs/kcycle.txt" 2>&1
+      say "kernel_cycle: exit $?"
+      tee -a "$summary" <"$logs/kcycle.txt"
+      ;;
     place)
       # Issue 26: does where a 1 GiB buffer sits change a kernel's time (range profiler)?
       t=/usr/local/cuda/targets/x86_64-linux
