@@ -260,16 +260,17 @@ mod tests {
     /// `truth` reads CUPTI's range profiler unless told otherwise (issue 26:
     /// the source that matched Nsight Compute on every case on an H100).
     #[test]
-    fn truth_reads_the_range_profiler_by_default() {
-        let records = |args: &[&str]| {
-            let m = command().try_get_matches_from(args).expect("parses");
-            match Cli::from_arg_matches(&m).expect("a Cli").command {
-                Command::Truth { kernel_records, .. } => kernel_records.records(),
-                _ => panic!("not truth"),
-            }
+    fn truth_reads_the_range_profiler_by_default() -> Result<(), clap::Error> {
+        let records = |args: &[&str]| -> Result<Option<gpu_bench::KernelRecords>, clap::Error> {
+            let m = command().try_get_matches_from(args)?;
+            Ok(match Cli::from_arg_matches(&m)?.command {
+                Command::Truth { kernel_records, .. } => Some(kernel_records.records()),
+                _ => None,
+            })
         };
-        assert_eq!(records(&["gpu-bench", "truth"]), gpu_bench::KernelRecords::Profiler);
-        let concurrent = records(&["gpu-bench", "truth", "--kernel-records", "concurrent"]);
-        assert_eq!(concurrent, gpu_bench::KernelRecords::Concurrent);
+        assert_eq!(records(&["gpu-bench", "truth"])?, Some(gpu_bench::KernelRecords::Profiler));
+        let concurrent = records(&["gpu-bench", "truth", "--kernel-records", "concurrent"])?;
+        assert_eq!(concurrent, Some(gpu_bench::KernelRecords::Concurrent));
+        Ok(())
     }
 }

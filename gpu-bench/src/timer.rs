@@ -312,8 +312,9 @@ impl Timer {
 
     /// With instruments loaded, starts the new range profiler once around
     /// one short spin and stops it: its first start costs about a second
-    /// (1.0–1.26 s on an H200, CUPTI 13.0; later starts about 1 µs), paid
-    /// here, once, rather than in a benchmark's warm-up.
+    /// (0.94–1.26 s on an H200, 0.97–1.20 s on an H100, CUPTI 13.0; later
+    /// starts about 1 µs), paid here, once, rather than in a benchmark's
+    /// warm-up.
     fn first_start(&mut self, counters: &mut KernelDurations<'static>) -> std::result::Result<(), String> {
         let (Some(inst), Some(out)) = (&self.instruments, self.primer_out.as_mut()) else {
             return Ok(());

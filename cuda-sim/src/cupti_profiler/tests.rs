@@ -18,8 +18,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn d() -> &'static Driver {
-    crate::install().expect("cuda-sim installs")
+/// A test's result: each failing call is an error naming it.
+type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+fn d() -> TestResult<&'static Driver> {
+    Ok(crate::install()?)
 }
 
 fn spin(_: &mut KernelCall<'_>) -> Result<(), KernelFault> {
@@ -72,20 +75,20 @@ impl Env {
     }
 }
 
-fn env(seed: u64) -> Env {
+fn env(seed: u64) -> TestResult<Env> {
     register();
     let session = Session::new(seed);
-    init::init(d(), 0).expect("cuInit");
-    let ctx = primary_ctx::retain(d(), 0).expect("cuDevicePrimaryCtxRetain");
-    context::set_current(d(), Some(ctx)).expect("cuCtxSetCurrent");
+    init::init(d()?, 0)?;
+    let ctx = primary_ctx::retain(d()?, 0)?;
+    context::set_current(d()?, Some(ctx))?;
     // SAFETY: a NUL-terminated PTX image.
-    let module = unsafe { module::load_data(d(), c".version 8.0\n".as_ptr().cast()) }.expect("module");
-    Env { session, ctx, module: Some(module) }
+    let module = unsafe { module::load_data(d()?, c".version 8.0\n".as_ptr().cast()) }?;
+    Ok(Env { session, ctx, module: Some(module) })
 }
 
 impl Env {
-    fn stream(&self) -> OwnedStream {
-        stream::create_with_priority(d(), 0, 0).expect("cuStreamCreateWithPriority")
+    fn stream(&self) -> TestResult<OwnedStream> {
+        Ok(stream::create_with_priority(d()?, 0, 0)?)
     }
 
     /// The context as CUPTI's headers type it.
@@ -94,28 +97,30 @@ impl Env {
     }
 
     /// Launches `name` with `args` on `s`.
-    fn launch(&self, name: &CStr, s: &OwnedStream, args: &mut [*mut c_void]) {
-        let m = self.module.as_ref().expect("module").as_borrowed();
-        let f = module::get_function(m, name).expect("cuModuleGetFunction");
+    fn launch(&self, name: &CStr, s: &OwnedStream, args: &mut [*mut c_void]) -> TestResult {
+        let m = self.module.as_ref().ok_or("the environment's module was unloaded")?.as_borrowed();
+        let f = module::get_function(m, name)?;
         // SAFETY: the simulator's CPU kernels read their parameters
         // through checked accessors; these touch no memory.
-        unsafe { launch::launch_kernel(f, [1, 1, 1], [1, 1, 1], 0, s, args) }.expect("cuLaunchKernel");
+        unsafe { launch::launch_kernel(f, [1, 1, 1], [1, 1, 1], 0, s, args) }?;
+        Ok(())
     }
 
     /// A spin kernel of `ns` simulated nanoseconds on `s`.
-    fn spin(&self, s: &OwnedStream, mut ns: u64) {
-        self.launch(c"profiler_spin", s, &mut [(&raw mut ns).cast()]);
+    fn spin(&self, s: &OwnedStream, mut ns: u64) -> TestResult {
+        self.launch(c"profiler_spin", s, &mut [(&raw mut ns).cast()])
     }
 
-    fn finish(mut self, s: OwnedStream) {
-        stream::destroy(s).expect("cuStreamDestroy");
+    fn finish(mut self, s: OwnedStream) -> TestResult {
+        stream::destroy(s)?;
         if let Some(m) = self.module.take() {
-            module::unload(m).expect("cuModuleUnload");
+            module::unload(m)?;
         }
         // SAFETY: every handle of the context was dropped above.
-        unsafe { primary_ctx::release(d(), 0) }.expect("cuDevicePrimaryCtxRelease");
+        unsafe { primary_ctx::release(d()?, 0) }?;
         let live = self.session.live();
         assert!(live.is_empty(), "leaked: {live:?}");
+        Ok(())
     }
 }
 
@@ -326,32 +331,32 @@ impl Drop for Raw {
 }
 
 #[test]
-fn every_function_of_the_table_is_filled() {
+fn every_function_of_the_table_is_filled() -> TestResult {
     assert_eq!(crate::cupti::table().missing(), Vec::<&str>::new());
+    Ok(())
 }
 
 #[test]
-fn kernel_durations_reads_each_kernels_simulated_duration_as_its_activity_record_does() {
+fn kernel_durations_reads_each_kernels_simulated_duration_as_its_activity_record_does() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f01);
-    let s = e.stream();
-    let a = activity().expect("the simulator's CUPTI");
-    let sid = a.stream_id(e.ctx.as_raw(), s.as_raw()).expect("cuptiGetStreamIdEx");
-    let records = a.consumer(&[ActivityKind::Kernel]).expect("consumer");
-    let mut k = e.durations(8).expect("the simulator's range profiler");
-    let buf = memory::alloc(d(), 4096).expect("cuMemAlloc");
-    k.start().expect("start");
-    e.spin(&s, 2_000);
+    let e = env(0x9f01)?;
+    let s = e.stream()?;
+    let a = activity()?;
+    let sid = a.stream_id(e.ctx.as_raw(), s.as_raw())?;
+    let records = a.consumer(&[ActivityKind::Kernel])?;
+    let mut k = e.durations(8)?;
+    let buf = memory::alloc(d()?, 4096)?;
+    k.start()?;
+    e.spin(&s, 2_000)?;
     // SAFETY: `buf` is 4 KiB of device memory, freed after the sync.
-    unsafe { memory::memset_d32_async(buf, 7, 1024, &s) }.expect("memset");
-    e.spin(&s, 5_000);
-    e.spin(&s, 7_500);
-    stream::synchronize(&s).expect("sync");
-    let ranges = k.stop().expect("stop");
+    unsafe { memory::memset_d32_async(buf, 7, 1024, &s) }?;
+    e.spin(&s, 5_000)?;
+    e.spin(&s, 7_500)?;
+    stream::synchronize(&s)?;
+    let ranges = k.stop()?;
     assert_eq!(ranges, [2_000.0, 5_000.0, 7_500.0], "the memset is no range");
     let kernels: Vec<f64> = records
-        .take()
-        .expect("take")
+        .take()?
         .into_iter()
         .filter(|r| r.stream_id == sid && matches!(r.op, ActivityOp::Kernel { .. }))
         .map(|r| r.duration_ns() as f64)
@@ -359,71 +364,74 @@ fn kernel_durations_reads_each_kernels_simulated_duration_as_its_activity_record
     assert_eq!(kernels, ranges, "the activity records say the same");
     // A kernel after the stop is in no range; the next round has only
     // its own.
-    e.spin(&s, 1_500);
-    stream::synchronize(&s).expect("sync");
-    k.start().expect("second start");
-    e.spin(&s, 3_000);
-    stream::synchronize(&s).expect("sync");
-    assert_eq!(k.stop().expect("second stop"), [3_000.0]);
+    e.spin(&s, 1_500)?;
+    stream::synchronize(&s)?;
+    k.start()?;
+    e.spin(&s, 3_000)?;
+    stream::synchronize(&s)?;
+    assert_eq!(k.stop()?, [3_000.0]);
     drop(k);
     drop(records);
     // SAFETY: every use of `buf` completed (synchronized above).
-    unsafe { memory::free(d(), buf) }.expect("cuMemFree");
-    e.finish(s);
+    unsafe { memory::free(d()?, buf) }?;
+    e.finish(s)?;
+    Ok(())
 }
 
 /// As CUPTI 13.0 on an H100 and an H200: while a consumer keeps the memcpy
 /// (or memset) activity kind on, the profiler records no range; once it
 /// is dropped, every kernel is a range again.
 #[test]
-fn no_range_while_the_memcpy_or_memset_records_are_on() {
+fn no_range_while_the_memcpy_or_memset_records_are_on() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f07);
-    let s = e.stream();
-    let a = activity().expect("the simulator's CUPTI");
-    let mut k = e.durations(8).expect("the simulator's range profiler");
+    let e = env(0x9f07)?;
+    let s = e.stream()?;
+    let a = activity()?;
+    let mut k = e.durations(8)?;
     for kind in [ActivityKind::Memcpy, ActivityKind::Memset] {
-        let copies = a.consumer(&[kind]).expect("consumer");
-        k.start().expect("start");
-        e.spin(&s, 2_000);
-        stream::synchronize(&s).expect("sync");
-        assert_eq!(k.stop().expect("stop"), Vec::<f64>::new(), "{kind:?} records on: no range");
+        let copies = a.consumer(&[kind])?;
+        k.start()?;
+        e.spin(&s, 2_000)?;
+        stream::synchronize(&s)?;
+        assert_eq!(k.stop()?, Vec::<f64>::new(), "{kind:?} records on: no range");
         drop(copies);
     }
-    k.start().expect("start");
-    e.spin(&s, 2_000);
-    stream::synchronize(&s).expect("sync");
-    assert_eq!(k.stop().expect("stop"), [2_000.0], "the records off: the kernel is a range");
+    k.start()?;
+    e.spin(&s, 2_000)?;
+    stream::synchronize(&s)?;
+    assert_eq!(k.stop()?, [2_000.0], "the records off: the kernel is a range");
     drop(k);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn a_kernel_queued_before_the_start_is_no_range_even_if_it_runs_after() {
+fn a_kernel_queued_before_the_start_is_no_range_even_if_it_runs_after() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f02);
-    let s = e.stream();
-    let mut k = e.durations(8).expect("profiler");
-    e.spin(&s, 4_000);
-    k.start().expect("start");
-    e.spin(&s, 2_000);
-    stream::synchronize(&s).expect("sync");
-    assert_eq!(k.stop().expect("stop"), [2_000.0]);
+    let e = env(0x9f02)?;
+    let s = e.stream()?;
+    let mut k = e.durations(8)?;
+    e.spin(&s, 4_000)?;
+    k.start()?;
+    e.spin(&s, 2_000)?;
+    stream::synchronize(&s)?;
+    assert_eq!(k.stop()?, [2_000.0]);
     drop(k);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn kernels_past_the_room_are_dropped_and_counted() {
+fn kernels_past_the_room_are_dropped_and_counted() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f03);
-    let s = e.stream();
-    let mut k = e.durations(8).expect("profiler");
-    k.start().expect("start");
+    let e = env(0x9f03)?;
+    let s = e.stream()?;
+    let mut k = e.durations(8)?;
+    k.start()?;
     for i in 0..10 {
-        e.spin(&s, 1_000 + i);
+        e.spin(&s, 1_000 + i)?;
     }
-    stream::synchronize(&s).expect("sync");
+    stream::synchronize(&s)?;
     match k.stop() {
         Err(CuptiError::Call { call, name }) => {
             assert_eq!(call, "cuptiRangeProfilerDecodeData");
@@ -437,24 +445,25 @@ fn kernels_past_the_room_are_dropped_and_counted() {
     assert_eq!(raw.set_config(8), SUCCESS);
     assert_eq!(raw.start(), SUCCESS);
     for i in 0..10 {
-        e.spin(&s, 1_000 + i);
+        e.spin(&s, 1_000 + i)?;
     }
-    stream::synchronize(&s).expect("sync");
+    stream::synchronize(&s)?;
     assert_eq!(raw.stop(), SUCCESS);
     assert_eq!(raw.decode(), (SUCCESS, 2));
     assert_eq!(Raw::ranges_in(&raw.data), (SUCCESS, 8));
     assert_eq!(raw.value(7, METRIC), (SUCCESS, 1_007.0));
     assert_eq!(raw.value(8, METRIC).0, INVALID_PARAMETER);
     drop(raw);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn misuse_is_an_error_and_never_a_panic() {
+fn misuse_is_an_error_and_never_a_panic() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f04);
-    let s = e.stream();
-    let first = e.durations(8).expect("profiler");
+    let e = env(0x9f04)?;
+    let s = e.stream()?;
+    let first = e.durations(8)?;
     match e.durations(8) {
         Err(CuptiError::Call { call, name }) => {
             assert_eq!((call, name), ("cuptiRangeProfilerEnable", INVALID_OPERATION));
@@ -502,14 +511,15 @@ fn misuse_is_an_error_and_never_a_panic() {
     assert_eq!(raw.disable(), INVALID_PARAMETER, "disabled twice");
     assert_eq!(raw.start(), INVALID_PARAMETER, "a disabled object");
     drop(raw);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn only_gpu_time_duration_is_known() {
+fn only_gpu_time_duration_is_known() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f05);
-    let s = e.stream();
+    let e = env(0x9f05)?;
+    let s = e.stream()?;
     let raw = Raw::new(e.cupti_ctx(), 2);
     assert_eq!(raw.add_metric(c"sm__cycles_elapsed.avg"), INVALID_PARAMETER);
     assert_eq!(raw.add_metric(c"gpu__time_duration.max"), INVALID_PARAMETER);
@@ -570,14 +580,15 @@ fn only_gpu_time_duration_is_known() {
     assert_eq!(name_of(cuptiProfilerHostGetNumOfPasses, &mut passes), SUCCESS);
     assert_eq!(passes.numOfPasses, 1);
     drop(raw);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn images_are_checked_where_they_come_back() {
+fn images_are_checked_where_they_come_back() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f06);
-    let s = e.stream();
+    let e = env(0x9f06)?;
+    let s = e.stream()?;
     let mut raw = Raw::new(e.cupti_ctx(), 2);
     assert_eq!(Raw::ranges_in(&raw.data), (SUCCESS, 0));
     assert_eq!(Raw::ranges_in(&raw.data[..COUNTER_HEADER - 1]).0, INVALID_PARAMETER, "short");
@@ -604,8 +615,8 @@ fn images_are_checked_where_they_come_back() {
     // decode is refused, not written.
     assert_eq!(raw.set_config(2), SUCCESS);
     assert_eq!(raw.start(), SUCCESS);
-    e.spin(&s, 2_500);
-    stream::synchronize(&s).expect("sync");
+    e.spin(&s, 2_500)?;
+    stream::synchronize(&s)?;
     assert_eq!(raw.stop(), SUCCESS);
     raw.data[0] ^= 0xff;
     assert_eq!(raw.decode().0, INVALID_PARAMETER);
@@ -613,18 +624,20 @@ fn images_are_checked_where_they_come_back() {
     assert_eq!(raw.decode(), (SUCCESS, 0));
     assert_eq!(raw.value(0, METRIC), (SUCCESS, 2_500.0));
     drop(raw);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
 
 #[test]
-fn a_profiler_call_from_inside_a_kernel_is_refused() {
+fn a_profiler_call_from_inside_a_kernel_is_refused() -> TestResult {
     let _serial = serial();
-    let e = env(0x9f07);
-    let s = e.stream();
+    let e = env(0x9f07)?;
+    let s = e.stream()?;
     INSIDE.store(u32::MAX, Ordering::SeqCst);
-    e.launch(c"profiler_calls_in", &s, &mut []);
-    stream::synchronize(&s).expect("sync");
+    e.launch(c"profiler_calls_in", &s, &mut [])?;
+    stream::synchronize(&s)?;
     let r = CUptiResult(INSIDE.load(Ordering::SeqCst));
     assert_eq!(cupti_result_name(r), INVALID_OPERATION);
-    e.finish(s);
+    e.finish(s)?;
+    Ok(())
 }
