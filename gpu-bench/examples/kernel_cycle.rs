@@ -1,24 +1,55 @@
-//! Kernel mode's readings of two small kernels, launch by launch (issue 26):
-//! `truth`'s empty spin (one cycle) and `scale_f32` over 1 Ki, on CUPTI's
-//! range profiler, through gpu-sync's launch path, in a fresh process —
-//! first with nothing run before, then again after the event modes (hot,
-//! batch, graph) have run on the same kernels, as `truth` runs them.
+//! Kernel mode's readings of small kernels, launch by launch (issue 26):
+//! `truth`'s empty spin (one cycle), `scale_f32` over 1 Ki, and a probe that
+//! writes the SM it ran on (`%smid`), on CUPTI's range profiler, through
+//! gpu-sync's launch path, in a fresh process.
 //!
 //!     cargo run --release -p gpu-bench --features kernels --example kernel_cycle
 //!
-//! Per kernel and phase: the lower and upper level the readings sit on (a
-//! reading is upper when it lies more than 64 ns above the minimum), the
-//! share on the upper one, how often a reading is on the level of the one
-//! 4 and 8 launches before, and the median. `truth` on an H200 read both
+//! First on a range profiler of its own (no `Timer`), one variant at a
+//! time: 512 launches in one range-profiler pass, passes of 256, passes of
+//! 256 with a clock probe between them (as kernel mode takes them); then
+//! through gpu-bench's kernel mode (`Bench` with `Mode::Kernel`).
+//!
+//! Per row: the lower and upper level the readings sit on (a reading is
+//! upper when it lies more than 64 ns above the minimum), the share on the
+//! upper one, how often a reading is on the level of the one 4 and 8
+//! launches before, and the median. For the SM probe, a second line gives
+//! the median reading per SM it ran on. `truth` on an H200 read small
 //! kernels on two levels in an 8-launch cycle; a raw `cuLaunchKernel` probe
-//! in a fresh process read one level (`docs/results/scripts/idle_gap_probe.cu
-//! … cycle`). Without a GPU it runs on the simulator, whose times are exact.
+//! in a fresh process read one (`docs/results/scripts/idle_gap_probe.cu …
+//! cycle`). Without a GPU it runs on the simulator, whose times are exact.
 use gpu_bench::{Bench, KernelRecords, Mode, Settings, Timer};
-use gpu_sync::{Device, DeviceBuffer, Stream};
+use gpu_sync::cuda_sys::cupti::KernelDurations;
+use gpu_sync::{Device, DeviceBuffer, Kernel, LaunchConfig, Module, Out, Stream};
+use std::collections::BTreeMap;
 
-/// Levels, share, agreement at lags 4 and 8, median (ns) of `samples` (s).
-fn cycle(samples: &[f64]) -> String {
-    let ns: Vec<f64> = samples.iter().map(|s| s * 1e9).collect();
+/// One thread writes `%smid` to `out[i]`.
+const SMID_PTX: &std::ffi::CStr = c"
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry smid_probe(.param .u64 out, .param .u64 i)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [i];
+    cvta.to.global.u64 %rd3, %rd1;
+    shl.b64 %rd4, %rd2, 2;
+    add.s64 %rd5, %rd3, %rd4;
+    mov.u32 %r1, %smid;
+    st.global.u32 [%rd5], %r1;
+    ret;
+}
+";
+
+/// Slots of the SM probe's output (launches wrap around it).
+const SLOTS: usize = 1 << 16;
+
+type Run<'a> = Box<dyn FnMut(&Stream) -> gpu_sync::Result<()> + 'a>;
+
+/// Levels, share, agreement at lags 4 and 8, median (ns) of `ns`.
+fn cycle(ns: &[f64]) -> String {
     let floor = ns.iter().copied().fold(f64::INFINITY, f64::min);
     let up: Vec<bool> = ns.iter().map(|&x| x > floor + 64.0).collect();
     let (hi, lo): (Vec<f64>, Vec<f64>) = ns.iter().partition(|&&x| x > floor + 64.0);
@@ -34,45 +65,156 @@ fn cycle(samples: &[f64]) -> String {
         hi.len() as f64 / ns.len().max(1) as f64,
         same(4),
         same(8),
-        med(&ns),
+        med(ns),
         ns.len()
     )
 }
 
+/// The median reading (ns) per SM, and the first 16 SMs in launch order.
+fn by_sm(ns: &[f64], sms: &[u32]) -> String {
+    let mut per: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for (t, sm) in ns.iter().zip(sms) {
+        per.entry(*sm).or_default().push(*t);
+    }
+    let each: Vec<String> = per
+        .iter()
+        .map(|(sm, v)| format!("{sm}:{:.0}x{}", gpu_bench::stats::median(v), v.len()))
+        .collect();
+    let first: Vec<String> = sms.iter().take(16).map(u32::to_string).collect();
+    format!("    SMs in order [{}]; median ns x launches per SM: {}", first.join(" "), each.join(" "))
+}
+
+/// `launches` runs on a range profiler of this process, in passes of
+/// `per_pass`, `between` run between passes (outside them); ns in order.
+fn direct(
+    profiler: &mut KernelDurations<'static>,
+    stream: &Stream,
+    run: &mut Run<'_>,
+    launches: usize,
+    per_pass: usize,
+    between: &mut dyn FnMut(&Stream) -> gpu_sync::Result<()>,
+) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+    let mut ns = Vec::with_capacity(launches);
+    while ns.len() < launches {
+        between(stream)?;
+        stream.synchronize()?;
+        stream.device().make_current()?;
+        profiler.start()?;
+        let n = per_pass.min(launches - ns.len());
+        let ran = (0..n).try_for_each(|_| run(stream));
+        let synced = stream.synchronize();
+        stream.device().make_current()?;
+        let read = profiler.stop();
+        ran?;
+        synced?;
+        ns.extend(read?);
+    }
+    Ok(ns)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    if gpu_sync::select_driver()?.is_sim() {
+    let sim = gpu_sync::select_driver()?.is_sim();
+    if sim {
         kernels::register_sim_kernels();
+        gpu_sync::sim::register::<(Out<u32>, u64)>("smid_probe", |(out, i)| out[i as usize] = 0);
     }
     let device = Device::get(0)?;
     let stream = Stream::new(&device)?;
     let k = kernels::Kernels::load(&device)?;
+    let module = Module::load_ptx(&device, SMID_PTX)?;
+    // SAFETY: `smid_probe` takes (u32*, u64) and writes `out[i]` only; every
+    // launch below passes `i < SLOTS`, the length of the one `Out` view.
+    let smid: Kernel<(Out<u32>, u64)> = unsafe { module.kernel("smid_probe")? };
     let x = DeviceBuffer::from_slice(&stream, &vec![1.0f32; 1024])?;
     let mut y = DeviceBuffer::<f32>::zeroed(&stream, 1024)?;
     let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
-    let mut timer = Timer::new(&stream, Some(gpu_bench::instruments::load(&device)?))?;
-    timer.set_kernel_records(KernelRecords::Profiler);
-    let settings = Settings::default();
-    println!(
-        "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6}",
-        "kernel, phase (ns)", "lower", "upper", "share", "same4", "same8", "median", "n"
+    let mut probe_out = DeviceBuffer::<u64>::zeroed(&stream, 2)?;
+    let mut sms = DeviceBuffer::<u32>::zeroed(&stream, SLOTS)?;
+    let inst = gpu_bench::instruments::load(&device)?;
+    let header = format!(
+        "{:<52} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6}",
+        "kernel, how (ns)", "lower", "upper", "share", "same4", "same8", "median", "n"
     );
-    for phase in ["fresh", "after the event modes"] {
-        for name in ["spin_cycles 1 cycle", "scale_f32 1 Ki"] {
-            let mut run = |s: &Stream| {
-                if name.starts_with("spin") { k.spin(s, 1, &mut out) } else { k.scale(s, &x, &mut y, 2.0) }
-            };
-            if phase != "fresh" {
-                Bench::new(name)
-                    .modes(&[Mode::Hot, Mode::Batch, Mode::Graph])
-                    .settings(settings)
-                    .run_on(&mut timer, None, &mut run)?;
+    let names = ["spin_cycles 1 cycle", "scale_f32 1 Ki", "smid_probe"];
+    let mut next = 0usize;
+    let sms_from = |sms: &DeviceBuffer<u32>, start: usize, n: usize| -> gpu_sync::Result<Vec<u32>> {
+        let all = stream.to_vec(sms)?;
+        Ok((start..start + n).map(|i| all[i % SLOTS]).collect())
+    };
+
+    println!("On a range profiler of this process (no Timer):\n{header}");
+    {
+        device.make_current()?;
+        let ordinal = usize::try_from(device.ordinal())?;
+        let mut profiler = KernelDurations::new(device.context(), ordinal, 1024)?;
+        for name in names {
+            for (how, per_pass, probe) in
+                [("512 in one pass", 512, false), ("passes of 256", 256, false), ("256, probe between", 256, true)]
+            {
+                let first = next;
+                let mut run: Run<'_> = match name {
+                    "spin_cycles 1 cycle" => Box::new(|s: &Stream| k.spin(s, 1, &mut out)),
+                    "scale_f32 1 Ki" => Box::new(|s: &Stream| k.scale(s, &x, &mut y, 2.0)),
+                    _ => Box::new(|s: &Stream| {
+                        let i = (next % SLOTS) as u64;
+                        next += 1;
+                        smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
+                    }),
+                };
+                let mut between = |s: &Stream| if probe { inst.clock_probe(s, 1_000, &mut probe_out) } else { Ok(()) };
+                let ns = direct(&mut profiler, &stream, &mut run, 512, per_pass, &mut between)?;
+                drop(run);
+                println!("{:<52} {}", format!("{name}, {how}"), cycle(&ns));
+                if name == "smid_probe" {
+                    println!("{}", by_sm(&ns, &sms_from(&sms, first, ns.len())?));
+                }
             }
-            let rec = Bench::new(name)
-                .modes(&[Mode::Kernel])
-                .settings(settings)
-                .run_on(&mut timer, None, &mut run)?;
-            let samples = rec.mode(Mode::Kernel).map(|m| m.samples.clone()).unwrap_or_default();
-            println!("{:<40} {}", format!("{name}, {phase}"), cycle(&samples));
+        }
+        // The same after a Timer is made (its event pairs, gate and clock
+        // probes), on this stream and on the timer's.
+        let timer = Timer::new(&stream, Some(inst.clone()))?;
+        for (how, on) in [("after Timer::new", &stream), ("after Timer::new, timer's stream", timer.stream())] {
+            let first = next;
+            let mut run: Run<'_> = Box::new(|s: &Stream| {
+                let i = (next % SLOTS) as u64;
+                next += 1;
+                smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
+            });
+            let ns = direct(&mut profiler, on, &mut run, 512, 512, &mut |_| Ok(()))?;
+            drop(run);
+            println!("{:<52} {}", format!("smid_probe, 512 in one pass, {how}"), cycle(&ns));
+            println!("{}", by_sm(&ns, &sms_from(&sms, first, ns.len())?));
+        }
+    }
+
+    println!("\nThrough gpu-bench's kernel mode:\n{header}");
+    let mut timer = Timer::new(&stream, Some(inst.clone()))?;
+    timer.set_kernel_records(KernelRecords::Profiler);
+    for name in names {
+        let first = next;
+        let mut run: Run<'_> = match name {
+            "spin_cycles 1 cycle" => Box::new(|s: &Stream| k.spin(s, 1, &mut out)),
+            "scale_f32 1 Ki" => Box::new(|s: &Stream| k.scale(s, &x, &mut y, 2.0)),
+            _ => Box::new(|s: &Stream| {
+                let i = (next % SLOTS) as u64;
+                next += 1;
+                smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
+            }),
+        };
+        let rec = Bench::new(name)
+            .modes(&[Mode::Kernel])
+            .settings(Settings::default())
+            .run_on(&mut timer, None, &mut run)?;
+        drop(run);
+        let ns: Vec<f64> =
+            rec.mode(Mode::Kernel).map(|m| m.samples.iter().map(|s| s * 1e9).collect()).unwrap_or_default();
+        println!("{:<52} {}", format!("{name}, kernel mode"), cycle(&ns));
+        if name == "smid_probe" {
+            // The samples are the last runs launched (every run after the
+            // first, watched one, is profiled).
+            let launched = next - first;
+            let start = first + launched.saturating_sub(ns.len());
+            println!("{}", by_sm(&ns, &sms_from(&sms, start, ns.len().min(launched))?));
         }
     }
     Ok(())

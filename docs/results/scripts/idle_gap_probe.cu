@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <map>
 
 #define CK(x)                                                                   \
   do {                                                                          \
@@ -343,6 +344,55 @@ int main(int argc, char** argv) {
       return 0;
     }
     p = make_prof(ctx, n);
+    // The SM each launch ran on (%smid), as the kernel_cycle example's probe.
+    static const char* SMID_PTX =
+        ".version 7.8\n.target sm_90\n.address_size 64\n"
+        ".visible .entry smid_probe(.param .u64 out, .param .u64 i)\n{\n"
+        ".reg .b32 %r<2>;\n.reg .b64 %rd<6>;\n"
+        "ld.param.u64 %rd1, [out];\nld.param.u64 %rd2, [i];\ncvta.to.global.u64 %rd3, %rd1;\n"
+        "shl.b64 %rd4, %rd2, 2;\nadd.s64 %rd5, %rd3, %rd4;\nmov.u32 %r1, %smid;\n"
+        "st.global.u32 [%rd5], %r1;\nret;\n}\n";
+    CUmodule mid;
+    CK(cuModuleLoadData(&mid, SMID_PTX));
+    CUfunction fsmid;
+    CK(cuModuleGetFunction(&fsmid, mid, "smid_probe"));
+    CUdeviceptr sms;
+    CK(cuMemAlloc(&sms, 4 * (size_t)n));
+    // The spin writing to an 8-byte buffer of the stream-ordered pool, as
+    // gpu-sync's buffers are.
+    CUdeviceptr pool_out;
+    CK(cuMemAllocAsync(&pool_out, 8, s));
+    CK(cuStreamSynchronize(s));
+    for (int rep = 0; rep < 2; rep++) {
+      for (int which = 0; which < 2; which++) {
+        prof_start(p, n);
+        unsigned long long idx = 0;
+        void* smid_args[] = {&sms, &idx};
+        void* pool_args[] = {&one, &pool_out};
+        for (int i = 0; i < n; i++) {
+          idx = i;
+          if (which == 0) CK(cuLaunchKernel(fsmid, 1, 1, 1, 1, 1, 1, 0, s, smid_args, nullptr));
+          else CK(cuLaunchKernel(fspin, 1, 1, 1, 1, 1, 1, 0, s, pool_args, nullptr));
+        }
+        CK(cuStreamSynchronize(s));
+        std::vector<double> v = prof_stop(p);
+        std::vector<unsigned> sm(n);
+        CK(cuMemcpyDtoH(sm.data(), sms, 4 * (size_t)n));
+        std::vector<double> sorted = v;
+        std::sort(sorted.begin(), sorted.end());
+        printf("%s: min %.0f median %.0f max %.0f ns\n", which == 0 ? "smid_probe raw" : "spin, pool out",
+               sorted.front(), sorted[sorted.size() / 2], sorted.back());
+        if (which == 0 && v.size() == sm.size()) {
+          std::map<unsigned, std::vector<double>> per;
+          for (size_t i = 0; i < v.size(); i++) per[sm[i]].push_back(v[i]);
+          printf("  SMs in order [");
+          for (int i = 0; i < 16 && i < n; i++) printf("%s%u", i ? " " : "", sm[i]);
+          printf("]; median ns x launches per SM:");
+          for (auto& c : per) printf(" %u:%.0fx%zu", c.first, median(c.second), c.second.size());
+          printf("\n");
+        }
+      }
+    }
     printf("%-22s %6s %6s %6s %6s %6s %6s\n", "kernel (ns)", "lower", "upper", "share", "same4", "same8", "median");
     if (act) printf("# before each measurement: memcpy and memset activity enabled, disabled, flushed\n");
     for (int rep = 0; rep < 3; rep++) {
