@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
 #   testf:B:F  test binary B (under tests/) filtered to F, with its output
 #   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
@@ -434,6 +435,19 @@ for name, xs in by.items():
     c = collections.Counter(xs).most_common(4)
     print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
 PY
+      ;;
+    streams)
+      # Issue 26: the small kernels on 13 streams of one process, with CUDA_DEVICE_MAX_CONNECTIONS unset, 1 and 32.
+      t=/usr/local/cuda/targets/x86_64-linux
+      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      for c in unset 1 32; do
+        if [ $c = unset ]; then env=(); else env=(CUDA_DEVICE_MAX_CONNECTIONS=$c); fi
+        env "${env[@]}" LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 256 streams \
+          >"$logs/streams-$c.txt" 2>&1
+        say "streams probe (connections $c): exit $?"
+        tee -a "$summary" <"$logs/streams-$c.txt"
+      done
       ;;
     kcycle)
       # Issue 26: gpu-bench's kernel_cycle example (built on the build machine: cargo build --release

@@ -14,6 +14,8 @@
 //                                       # a 1 GiB buffer sits change the kernel's time?
 //   /tmp/gap kernels/fatbin 512 cycle   # small kernels launch by launch on the range profiler
 //   /tmp/gap kernels/fatbin 512 cycleact  # the same, CUPTI's memcpy/memset records on and off first
+//   /tmp/gap kernels/fatbin 256 streams  # the same small kernels on 12 streams made one after
+//                                        # another: does a stream's reading depend on which it is?
 //   ncu … /tmp/gap kernels/fatbin 100 smallplain   # the same small launches under ncu
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
@@ -276,7 +278,8 @@ int main(int argc, char** argv) {
   bool plain = argc > 3 && !strcmp(argv[3], "plain");
   bool prof = argc > 3 && !strcmp(argv[3], "prof");
   bool place = argc > 3 && !strcmp(argv[3], "place");
-  bool cycle = argc > 3 && (!strcmp(argv[3], "cycle") || !strcmp(argv[3], "cycleact"));
+  bool streams = argc > 3 && !strcmp(argv[3], "streams");
+  bool cycle = argc > 3 && (!strcmp(argv[3], "cycle") || !strcmp(argv[3], "cycleact") || streams);
   bool act = argc > 3 && !strcmp(argv[3], "cycleact");
   bool smallplain = argc > 3 && !strcmp(argv[3], "smallplain");
   CK(cuInit(0));
@@ -344,6 +347,42 @@ int main(int argc, char** argv) {
       return 0;
     }
     p = make_prof(ctx, n);
+    if (streams) {
+      // 12 more non-blocking streams, made one after another; each kernel n
+      // times on each, twice over: lower and upper level, upper share, same8, median.
+      const int NS = 12;
+      std::vector<CUstream> ss(NS);
+      for (auto& x : ss) CK(cuStreamCreate(&x, CU_STREAM_NON_BLOCKING));
+      const char* env = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+      printf("# CUDA_DEVICE_MAX_CONNECTIONS=%s; stream 0 is the probe's first, 1-12 made after it\n",
+             env ? env : "(unset)");
+      printf("%-30s %6s %6s %6s %6s %6s\n", "kernel, stream (ns)", "lower", "upper", "share", "same8", "median");
+      for (int rep = 0; rep < 2; rep++) {
+        for (int k = 0; k <= NS; k++) {
+          CUstream on = k == 0 ? s : ss[k - 1];
+          for (auto& kk : smalls) {
+            prof_start(p, n);
+            for (int i = 0; i < n; i++) CK(cuLaunchKernel(kk.f, 1, 1, 1, kk.block, 1, 1, 0, on, kk.args, nullptr));
+            CK(cuStreamSynchronize(on));
+            std::vector<double> v = prof_stop(p);
+            double lo = *std::min_element(v.begin(), v.end());
+            std::vector<double> l, h;
+            std::vector<int> up;
+            for (double t : v) {
+              up.push_back(t > lo + 64);
+              (t > lo + 64 ? h : l).push_back(t);
+            }
+            size_t m = 0;
+            for (size_t i = 8; i < up.size(); i++) m += up[i] == up[i - 8];
+            char label[64];
+            snprintf(label, sizeof label, "%s, stream %d", kk.name, k);
+            printf("%-30s %6.0f %6.0f %6.2f %6.2f %6.0f\n", label, median(l), h.empty() ? 0.0 : median(h),
+                   (double)h.size() / v.size(), up.size() > 8 ? (double)m / (up.size() - 8) : 0.0, median(v));
+          }
+        }
+      }
+      return 0;
+    }
     // The SM each launch ran on (%smid), as the kernel_cycle example's probe.
     static const char* SMID_PTX =
         ".version 7.8\n.target sm_90\n.address_size 64\n"
