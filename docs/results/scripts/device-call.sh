@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
 #   testf:B:F  test binary B (under tests/) filtered to F, with its output
@@ -447,6 +448,36 @@ PY
           >"$logs/streams-$c.txt" 2>&1
         say "streams probe (connections $c): exit $?"
         tee -a "$summary" <"$logs/streams-$c.txt"
+      done
+      ;;
+    second)
+      # Issue 26: the small kernels on a second stream (made after the first had work, as the timer's),
+      # on the range profiler, then under ncu on the first stream and on the second.
+      t=/usr/local/cuda/targets/x86_64-linux
+      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      for m in cycle second; do
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
+        say "$m probe: exit $?"
+        tee -a "$summary" <"$logs/$m.txt"
+      done
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      for m in smallplain secondplain; do
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
+          --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 100 $m >"$logs/$m-ncu.csv" 2>"$logs/$m-ncu.err"
+        say "ncu $m: exit $?"
+        python3 - "$logs/$m-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
+import csv, collections, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+by = collections.defaultdict(list)
+for r in body:
+    by[r[k]].append(float(r[v].replace(",", "")))
+for name, xs in by.items():
+    c = collections.Counter(xs).most_common(4)
+    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
+PY
       done
       ;;
     kcycle)

@@ -17,6 +17,9 @@
 //   /tmp/gap kernels/fatbin 256 streams  # the same small kernels on 12 streams made one after
 //                                        # another: does a stream's reading depend on which it is?
 //   ncu … /tmp/gap kernels/fatbin 100 smallplain   # the same small launches under ncu
+//   /tmp/gap kernels/fatbin 512 second   # cycle's launches on a second stream, made after the
+//                                        # first had work (as gpu-bench's timer makes its stream)
+//   ncu … /tmp/gap kernels/fatbin 100 secondplain  # smallplain's launches on that second stream
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
 //
@@ -279,9 +282,11 @@ int main(int argc, char** argv) {
   bool prof = argc > 3 && !strcmp(argv[3], "prof");
   bool place = argc > 3 && !strcmp(argv[3], "place");
   bool streams = argc > 3 && !strcmp(argv[3], "streams");
-  bool cycle = argc > 3 && (!strcmp(argv[3], "cycle") || !strcmp(argv[3], "cycleact") || streams);
+  bool cycle = argc > 3 && (!strcmp(argv[3], "cycle") || !strcmp(argv[3], "cycleact") || streams ||
+                            !strcmp(argv[3], "second"));
   bool act = argc > 3 && !strcmp(argv[3], "cycleact");
-  bool smallplain = argc > 3 && !strcmp(argv[3], "smallplain");
+  bool second = argc > 3 && (!strcmp(argv[3], "second") || !strcmp(argv[3], "secondplain"));
+  bool smallplain = argc > 3 && (!strcmp(argv[3], "smallplain") || !strcmp(argv[3], "secondplain"));
   CK(cuInit(0));
   CUdevice dev;
   CK(cuDeviceGet(&dev, 0));
@@ -340,6 +345,14 @@ int main(int argc, char** argv) {
       void** args;
       unsigned block;
     } smalls[] = {{"spin_cycles 1 cycle", fspin, spin_args, 1}, {"scale_f32 1Ki", fscale, scale_args, 256}};
+    if (second) {
+      // The first stream gets work (one memset), then a second one is made
+      // and every launch below goes to it.
+      CK(cuMemsetD8Async(y, 0, 8, s));
+      CK(cuStreamSynchronize(s));
+      CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+      printf("# on a second stream, made after the first had work\n");
+    }
     if (smallplain) {
       for (auto& k : smalls)
         for (int i = 0; i < n; i++) CK(cuLaunchKernel(k.f, 1, 1, 1, k.block, 1, 1, 0, s, k.args, nullptr));
