@@ -4,6 +4,7 @@
 //! gpu-sync's launch path, in a fresh process.
 //!
 //!     cargo run --release -p gpu-bench --features kernels --example kernel_cycle
+//!     ncu … target/release/examples/kernel_cycle plain   # the launches alone, for ncu
 //!
 //! First on a range profiler of its own (no `Timer`), one variant at a
 //! time: 512 launches in one range-profiler pass, passes of 256, passes of
@@ -76,10 +77,8 @@ fn by_sm(ns: &[f64], sms: &[u32]) -> String {
     for (t, sm) in ns.iter().zip(sms) {
         per.entry(*sm).or_default().push(*t);
     }
-    let each: Vec<String> = per
-        .iter()
-        .map(|(sm, v)| format!("{sm}:{:.0}x{}", gpu_bench::stats::median(v), v.len()))
-        .collect();
+    let each: Vec<String> =
+        per.iter().map(|(sm, v)| format!("{sm}:{:.0}x{}", gpu_bench::stats::median(v), v.len())).collect();
     let first: Vec<String> = sms.iter().take(16).map(u32::to_string).collect();
     format!("    SMs in order [{}]; median ns x launches per SM: {}", first.join(" "), each.join(" "))
 }
@@ -131,6 +130,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut probe_out = DeviceBuffer::<u64>::zeroed(&stream, 2)?;
     let mut sms = DeviceBuffer::<u32>::zeroed(&stream, SLOTS)?;
     let inst = gpu_bench::instruments::load(&device)?;
+    // `plain`: only the launches (the spin, then scale_f32, 100 each), for
+    // Nsight Compute to time in this process as the probe's `smallplain`.
+    if std::env::args().nth(1).as_deref() == Some("plain") {
+        (0..100).try_for_each(|_| k.spin(&stream, 1, &mut out))?;
+        (0..100).try_for_each(|_| k.scale(&stream, &x, &mut y, 2.0))?;
+        stream.synchronize()?;
+        return Ok(());
+    }
     let header = format!(
         "{:<52} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6}",
         "kernel, how (ns)", "lower", "upper", "share", "same4", "same8", "median", "n"
@@ -148,9 +155,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ordinal = usize::try_from(device.ordinal())?;
         let mut profiler = KernelDurations::new(device.context(), ordinal, 1024)?;
         for name in names {
-            for (how, per_pass, probe) in
-                [("512 in one pass", 512, false), ("passes of 256", 256, false), ("256, probe between", 256, true)]
-            {
+            for (how, per_pass, probe) in [
+                ("512 in one pass", 512, false),
+                ("passes of 256", 256, false),
+                ("256, probe between", 256, true),
+            ] {
                 let first = next;
                 let mut run: Run<'_> = match name {
                     "spin_cycles 1 cycle" => Box::new(|s: &Stream| k.spin(s, 1, &mut out)),
@@ -161,7 +170,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
                     }),
                 };
-                let mut between = |s: &Stream| if probe { inst.clock_probe(s, 1_000, &mut probe_out) } else { Ok(()) };
+                let mut between =
+                    |s: &Stream| if probe { inst.clock_probe(s, 1_000, &mut probe_out) } else { Ok(()) };
                 let ns = direct(&mut profiler, &stream, &mut run, 512, per_pass, &mut between)?;
                 drop(run);
                 println!("{:<52} {}", format!("{name}, {how}"), cycle(&ns));
@@ -173,7 +183,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The same after a Timer is made (its event pairs, gate and clock
         // probes), on this stream and on the timer's.
         let timer = Timer::new(&stream, Some(inst.clone()))?;
-        for (how, on) in [("after Timer::new", &stream), ("after Timer::new, timer's stream", timer.stream())] {
+        for (how, on) in [("after Timer::new", &stream), ("after Timer::new, timer's stream", timer.stream())]
+        {
             let first = next;
             let mut run: Run<'_> = Box::new(|s: &Stream| {
                 let i = (next % SLOTS) as u64;

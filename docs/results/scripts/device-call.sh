@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
@@ -479,6 +480,28 @@ for name, xs in by.items():
     print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
 PY
       done
+      ;;
+    kcncu)
+      # Issue 26: Nsight Compute on the kernel_cycle example's plain launches (gpu-sync's launch path,
+      # gpu-bench's process): does ncu read the spin there as our range profiler does, or as on raw launches?
+      t=/usr/local/cuda/targets/x86_64-linux
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      GPU_SYNC_DRIVER=cuda LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none \
+        --cache-control none --metrics gpu__time_duration.sum --csv target/cyc/kernel_cycle plain \
+        >"$logs/kcycle-ncu.csv" 2>"$logs/kcycle-ncu.err"
+      say "ncu kernel_cycle plain: exit $?"
+      python3 - "$logs/kcycle-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
+import csv, collections, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+by = collections.defaultdict(list)
+for r in body:
+    by[r[k]].append(float(r[v].replace(",", "")))
+for name, xs in by.items():
+    c = collections.Counter(xs).most_common(4)
+    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
+PY
       ;;
     kcycle)
       # Issue 26: gpu-bench's kernel_cycle example (built on the build machine: cargo build --release
