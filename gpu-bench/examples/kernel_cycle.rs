@@ -153,7 +153,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     {
         device.make_current()?;
         let ordinal = usize::try_from(device.ordinal())?;
-        let mut profiler = KernelDurations::new(device.context(), ordinal, 1024)?;
+        // Room for 1,024 kernels per pass (kernel mode's), or KC_MAX_KERNELS.
+        let room = std::env::var("KC_MAX_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
+        println!("# the profiler made for {room} kernels per pass");
+        let mut profiler = KernelDurations::new(device.context(), ordinal, room)?;
         for name in names {
             for (how, per_pass, probe) in [
                 ("512 in one pass", 512, false),

@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
@@ -509,6 +510,25 @@ PY
       GPU_SYNC_DRIVER=cuda timeout 200 target/cyc/kernel_cycle >"$logs/kcycle.txt" 2>&1
       say "kernel_cycle: exit $?"
       tee -a "$summary" <"$logs/kcycle.txt"
+      ;;
+    rooms)
+      # Issue 26: does the room the range profiler is made for (maxRangesPerPass) change a small kernel's
+      # reading? kernel_cycle with 512 and 1024; the raw probe's cycle with 256, 512 and 1024 launches
+      # (its profiler is made for as many as it launches per pass).
+      for r in 512 1024; do
+        KC_MAX_KERNELS=$r GPU_SYNC_DRIVER=cuda timeout 200 target/cyc/kernel_cycle >"$logs/kcycle-$r.txt" 2>&1
+        say "kernel_cycle, room $r: exit $?"
+        head -10 "$logs/kcycle-$r.txt" | tee -a "$summary"
+      done
+      t=/usr/local/cuda/targets/x86_64-linux
+      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      for n in 256 512 1024; do
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin $n cycle >"$logs/cycle-$n.txt" 2>&1
+        say "cycle probe, $n launches per pass: exit $?"
+        grep -v "SMs in order\|smid_probe raw" "$logs/cycle-$n.txt" | tee -a "$summary"
+      done
+      ls -l /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* $t/lib/libcupti.so* 2>&1 | tee -a "$summary"
       ;;
     place)
       # Issue 26: does where a 1 GiB buffer sits change a kernel's time (range profiler)?
