@@ -183,6 +183,57 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
+        // The spin of a module loaded here (its code elsewhere), through
+        // gpu-sync and through a raw `cuLaunchKernel`, writing to the pool
+        // buffer or to one from `cuMemAlloc`: which of launch path, code
+        // placement and output buffer moves the reading?
+        let drv = gpu_sync::cuda_sys::driver()?;
+        let own = Module::load(&device, kernels::ModuleId::Spin.fatbin())?;
+        // SAFETY: `spin_cycles` takes (u64 cycles, u64* out) and writes
+        // `out[0]` only (kernels/cu/spin.cu); `out` has one element.
+        let own_spin: Kernel<kernels::SpinSig> = unsafe { own.kernel("spin_cycles")? };
+        device.make_current()?;
+        let raw_out = gpu_sync::cuda_sys::result::memory::alloc(drv, 8)?;
+        let pool_out = out.as_raw();
+        for (how, target) in [
+            ("the crate's module (gpu-sync launch, pool out)", 0),
+            ("a module loaded here, gpu-sync launch, pool out", 1),
+            ("a module loaded here, raw launch, cuMemAlloc out", 2),
+            ("a module loaded here, raw launch, pool out", 3),
+            ("the crate's module again (gpu-sync launch, pool out)", 0),
+        ] {
+            let mut run: Run<'_> = Box::new(|s: &Stream| match target {
+                0 => k.spin(s, 1, &mut out),
+                1 => own_spin.launch(s, LaunchConfig::new(1, 1), (1u64, &mut out)),
+                _ => {
+                    let (mut cycles, mut ptr) = (1u64, if target == 2 { raw_out } else { pool_out });
+                    let mut params = [
+                        std::ptr::from_mut(&mut cycles).cast::<std::ffi::c_void>(),
+                        std::ptr::from_mut(&mut ptr).cast::<std::ffi::c_void>(),
+                    ];
+                    // SAFETY: the function is `own_spin`'s (alive while
+                    // `own` is) and the stream `s`, both made through the
+                    // process-wide table `drv`; the parameters are the
+                    // kernel's two 8-byte slots; `out` points to 8 bytes
+                    // (`raw_out` from `cuMemAlloc`, or the pool buffer `out`,
+                    // which outlives the launches: the stream is synchronized
+                    // after each pass, before any drop).
+                    unsafe {
+                        let f = gpu_sync::cuda_sys::BorrowedFunction::borrow_raw(drv, own_spin.as_raw());
+                        let st = gpu_sync::cuda_sys::BorrowedStream::borrow_raw(drv, s.as_raw());
+                        gpu_sync::cuda_sys::result::launch::launch_kernel(f, [1, 1, 1], [1, 1, 1], 0, st, &mut params)
+                    }
+                    .map_err(gpu_sync::Error::from)
+                }
+            });
+            let ns = direct(&mut profiler, &stream, &mut run, 512, 512, &mut |_| Ok(()))?;
+            drop(run);
+            println!("{:<52} {}", format!("spin, {how}"), cycle(&ns));
+        }
+        stream.synchronize()?;
+        // SAFETY: `raw_out` came from `cuMemAlloc` above, and every launch
+        // that used it has finished (the stream is synchronized).
+        unsafe { gpu_sync::cuda_sys::result::memory::free(drv, raw_out)? };
         // The same after a Timer is made (its event pairs, gate and clock
         // probes), on this stream and on the timer's.
         let timer = Timer::new(&stream, Some(inst.clone()))?;
