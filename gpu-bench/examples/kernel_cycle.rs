@@ -221,7 +221,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     unsafe {
                         let f = gpu_sync::cuda_sys::BorrowedFunction::borrow_raw(drv, own_spin.as_raw());
                         let st = gpu_sync::cuda_sys::BorrowedStream::borrow_raw(drv, s.as_raw());
-                        gpu_sync::cuda_sys::result::launch::launch_kernel(f, [1, 1, 1], [1, 1, 1], 0, st, &mut params)
+                        gpu_sync::cuda_sys::result::launch::launch_kernel(
+                            f,
+                            [1, 1, 1],
+                            [1, 1, 1],
+                            0,
+                            st,
+                            &mut params,
+                        )
                     }
                     .map_err(gpu_sync::Error::from)
                 }
@@ -230,7 +237,59 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop(run);
             println!("{:<52} {}", format!("spin, {how}"), cycle(&ns));
         }
+        // Where the word lies: the raw spin writing at offsets 0 B to 2 MiB
+        // into 4 MiB from `cuMemAlloc`, 256 launches each.
+        let big = gpu_sync::cuda_sys::result::memory::alloc(drv, 4 << 20)?;
+        let mut line = Vec::new();
+        for off in [
+            0u64,
+            8,
+            64,
+            128,
+            256,
+            512,
+            1 << 10,
+            2 << 10,
+            4 << 10,
+            8 << 10,
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+            2 << 20,
+        ] {
+            let mut run: Run<'_> = Box::new(|s: &Stream| {
+                let (mut cycles, mut ptr) = (1u64, big + off);
+                let mut params = [
+                    std::ptr::from_mut(&mut cycles).cast::<std::ffi::c_void>(),
+                    std::ptr::from_mut(&mut ptr).cast::<std::ffi::c_void>(),
+                ];
+                // SAFETY: as the raw launches above; `ptr` lies 8 bytes or
+                // more inside the 4 MiB of `big` (`off` at most 2 MiB).
+                unsafe {
+                    let f = gpu_sync::cuda_sys::BorrowedFunction::borrow_raw(drv, own_spin.as_raw());
+                    let st = gpu_sync::cuda_sys::BorrowedStream::borrow_raw(drv, s.as_raw());
+                    gpu_sync::cuda_sys::result::launch::launch_kernel(
+                        f,
+                        [1, 1, 1],
+                        [1, 1, 1],
+                        0,
+                        st,
+                        &mut params,
+                    )
+                }
+                .map_err(gpu_sync::Error::from)
+            });
+            let ns = direct(&mut profiler, &stream, &mut run, 256, 256, &mut |_| Ok(()))?;
+            drop(run);
+            let lo = ns.iter().copied().fold(f64::INFINITY, f64::min);
+            line.push(format!("{off}:{:.0}/{lo:.0}", gpu_bench::stats::median(&ns)));
+        }
+        println!("spin, raw, the word at offset B into cuMemAlloc memory, median/min ns: {}", line.join(" "));
         stream.synchronize()?;
+        // SAFETY: `big` came from `cuMemAlloc` above and every launch that
+        // used it has finished (the stream is synchronized).
+        unsafe { gpu_sync::cuda_sys::result::memory::free(drv, big)? };
         // SAFETY: `raw_out` came from `cuMemAlloc` above, and every launch
         // that used it has finished (the stream is synchronized).
         unsafe { gpu_sync::cuda_sys::result::memory::free(drv, raw_out)? };
