@@ -237,9 +237,29 @@ struct Buffers {
     /// The output of the launch-shape cases ([`WIDE`], [`ODD`]).
     out_s: DeviceBuffer<f32>,
     sum: DeviceBuffer<u64>,
+    /// The CUPTI host-cost record's spin output.
     empty_out: DeviceBuffer<u64>,
-    spin_out: DeviceBuffer<u64>,
+    /// The spin cases' outputs: [`SPIN_SLOTS`] words, [`SPIN_STRIDE`]
+    /// apart, one per launch in turn ([`Buffers::next_spin_slot`]).
+    spin_slots: DeviceBuffer<u64>,
+    /// The slot the next spin launch writes.
+    next_slot: usize,
+    /// The slot the last spin launch wrote (launch-only checks it).
+    last_slot: usize,
 }
+
+/// Slots the spin cases write their one word to, launch after launch.
+/// Where a one-word store lands moves a one-block kernel's time: on an
+/// H200 the empty spin read 1,376–1,504 ns by the word's offset alone
+/// (seventeenth session, call 8). An external profiler's process places
+/// every buffer elsewhere (its own allocations come first), so one fixed
+/// word would hold kernel mode and Nsight Compute to two different places;
+/// rotating over slots spread across the L2's address hash gives both the
+/// same mix, in the same launch order.
+const SPIN_SLOTS: usize = 64;
+/// Words between two spin slots: 4 KiB and 64 bytes, so consecutive slots
+/// differ in the page, the line and the line's place in its sector group.
+const SPIN_STRIDE: usize = 520;
 
 /// The value of element `i` of `xs` and `ys` (real values, never zeros).
 fn x_at(i: usize) -> f32 {
@@ -271,8 +291,19 @@ impl Buffers {
             out_s: DeviceBuffer::<f32>::alloc(stream, shapes_len(max))?,
             sum: DeviceBuffer::<u64>::zeroed(stream, 1)?,
             empty_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
-            spin_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
+            spin_slots: DeviceBuffer::<u64>::zeroed(stream, SPIN_SLOTS * SPIN_STRIDE)?,
+            next_slot: 0,
+            last_slot: 0,
         })
+    }
+
+    /// The word of `spin_slots` the next spin launch writes, in turn over
+    /// [`SPIN_SLOTS`], noted as the last written.
+    fn next_spin_slot(&mut self) -> usize {
+        let at = self.next_slot * SPIN_STRIDE;
+        self.last_slot = self.next_slot;
+        self.next_slot = (self.next_slot + 1) % SPIN_SLOTS;
+        at
     }
 }
 
@@ -300,7 +331,8 @@ type Work<'a> = dyn FnMut(&Stream) -> gpu_sync::Result<()> + 'a;
 /// cycle of spin, the fixed cost of a launch as each clock sees it; ncu's
 /// offset from CUPTI is taken on it), then per size the four memory
 /// kernels, then the spins, their cycles from `clock()` MHz (asked once the
-/// memory cases have run).
+/// memory cases have run). Each spin launch writes the next of the spin
+/// slots ([`SPIN_SLOTS`]).
 fn cases(
     ctx: &Ctx,
     b: &mut Buffers,
@@ -309,7 +341,11 @@ fn cases(
 ) -> Result<(), Failure> {
     let k = &ctx.kernels;
     let empty = Case { kernel: "spin_cycles", size: "empty", grid: None, bytes: 0, expected: None };
-    visit(empty, &mut |s| k.spin(s, 1, &mut b.empty_out))?;
+    // Every spin writes its word to the next slot (see `SPIN_SLOTS`).
+    visit(empty, &mut |s| {
+        let at = b.next_spin_slot();
+        k.spin(s, 1, &mut b.spin_slots.slice_mut(at..=at)?)
+    })?;
     for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= b.max) {
         let (xv, yv, sv) = (b.xs.slice(..n)?, b.ys.slice(..n)?, b.src.slice(..n)?);
         let (out_f, out_u, sum) = (&mut b.out_f, &mut b.out_u, &mut b.sum);
@@ -332,7 +368,10 @@ fn cases(
             bytes: 0,
             expected: Some(cycles as f64 / (mhz * 1e6)),
         };
-        visit(case, &mut |s| k.spin(s, cycles, &mut b.spin_out))?;
+        visit(case, &mut |s| {
+            let at = b.next_spin_slot();
+            k.spin(s, cycles, &mut b.spin_slots.slice_mut(at..=at)?)
+        })?;
     }
     // The launch shapes, last (the order above is the one the peers join
     // on): `out_s = 2 x` with one thread per element, then the odd size,
@@ -437,7 +476,8 @@ fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failur
             want_s(i)
         )));
     }
-    let spun = stream.to_vec(&b.spin_out)?[0];
+    let last = b.last_slot * SPIN_STRIDE;
+    let spun = stream.to_vec(&b.spin_slots.slice(last..=last)?)?[0];
     if spun < min_spin {
         return Err(bad(&format!("spin_cycles waited {spun} cycles, asked {min_spin}")));
     }
@@ -575,6 +615,27 @@ mod tests {
         assert_eq!(made.len(), 2, "streams made: {made:?}");
         let first_launch = ours.iter().position(|c| *c == "cuLaunchKernel");
         assert!(first_launch.is_some_and(|l| l > made[1]), "a launch before the second stream was made");
+        Ok(())
+    }
+
+    /// Each spin launch writes the next slot: on the simulator every case
+    /// run once leaves the spins' cycles (at least one) in slots 0 to 6
+    /// (the empty spin and six spins), the rest untouched; the slots wrap.
+    #[test]
+    fn each_spin_launch_writes_the_next_slot() -> Result<(), Failure> {
+        let _session = cuda_sim::Session::new(28);
+        let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true)?;
+        let (stream, mut b) = stream_and_buffers(&ctx)?;
+        cases(&ctx, &mut b, &mut || 1_000.0, &mut |_, work| Ok(work(&stream)?))?;
+        let words = stream.to_vec(&b.spin_slots)?;
+        let written: Vec<usize> = (0..words.len()).filter(|&i| words[i] != 0).collect();
+        let expected: Vec<usize> = (0..7).map(|i| i * SPIN_STRIDE).collect();
+        assert_eq!(written, expected, "the words the spins wrote");
+        assert_eq!(b.last_slot, 6);
+        for _ in 0..SPIN_SLOTS - 7 {
+            b.next_spin_slot();
+        }
+        assert_eq!(b.next_spin_slot(), 0, "the slots wrap after {SPIN_SLOTS}");
         Ok(())
     }
 
