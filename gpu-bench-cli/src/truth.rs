@@ -236,30 +236,58 @@ struct Buffers {
     out_u: DeviceBuffer<u32>,
     /// The output of the launch-shape cases ([`WIDE`], [`ODD`]).
     out_s: DeviceBuffer<f32>,
-    sum: DeviceBuffer<u64>,
     /// The CUPTI host-cost record's spin output.
     empty_out: DeviceBuffer<u64>,
-    /// The spin cases' outputs: [`SPIN_SLOTS`] words, [`SPIN_STRIDE`]
-    /// apart, one per launch in turn ([`Buffers::next_spin_slot`]).
-    spin_slots: DeviceBuffer<u64>,
-    /// The slot the next spin launch writes.
-    next_slot: usize,
-    /// The slot the last spin launch wrote (launch-only checks it).
-    last_slot: usize,
+    /// The spins' one-word outputs.
+    spin: Slots,
+    /// `read_sum_u32x4`'s sums (its warps' atomic adds go to one word).
+    sum: Slots,
 }
 
-/// Slots the spin cases write their one word to, launch after launch.
-/// Where a one-word store lands moves a one-block kernel's time: on an
-/// H200 the empty spin read 1,376–1,504 ns by the word's offset alone
-/// (seventeenth session, call 8). An external profiler's process places
-/// every buffer elsewhere (its own allocations come first), so one fixed
-/// word would hold kernel mode and Nsight Compute to two different places;
-/// rotating over slots spread across the L2's address hash gives both the
-/// same mix, in the same launch order.
-const SPIN_SLOTS: usize = 64;
-/// Words between two spin slots: 4 KiB and 64 bytes, so consecutive slots
+/// Words a kernel that writes one word (a spin, a sum's atomic adds) writes
+/// to, launch after launch: [`SLOTS`] of them, [`SLOT_STRIDE`] apart, in
+/// turn. Where one word lies moves a small kernel's time: on an H200 the
+/// empty spin read 1,376–1,504 ns by the word's offset alone (seventeenth
+/// session, call 8). An external profiler's process places every buffer
+/// elsewhere (its own allocations come first), so one fixed word would
+/// hold kernel mode and Nsight Compute to two different places; rotating
+/// over words spread across the L2's address hash gives both the same mix,
+/// in the same launch order.
+struct Slots {
+    words: DeviceBuffer<u64>,
+    /// The slot the next launch writes.
+    next: usize,
+    /// The slot the last launch wrote.
+    last: usize,
+}
+
+/// Slots of a [`Slots`].
+const SLOTS: usize = 64;
+/// Words between two slots: 4 KiB and 64 bytes, so consecutive slots
 /// differ in the page, the line and the line's place in its sector group.
-const SPIN_STRIDE: usize = 520;
+const SLOT_STRIDE: usize = 520;
+
+impl Slots {
+    /// [`SLOTS`] zeroed words, [`SLOT_STRIDE`] apart.
+    fn new(stream: &Stream) -> Result<Slots, Failure> {
+        Ok(Slots { words: DeviceBuffer::<u64>::zeroed(stream, SLOTS * SLOT_STRIDE)?, next: 0, last: 0 })
+    }
+
+    /// The word the next launch writes (a one-element view), in turn over
+    /// the slots; noted as the last written.
+    fn next(&mut self) -> gpu_sync::Result<gpu_sync::DeviceSliceMut<'_, u64>> {
+        let at = self.next * SLOT_STRIDE;
+        self.last = self.next;
+        self.next = (self.next + 1) % SLOTS;
+        self.words.slice_mut(at..=at)
+    }
+
+    /// Every slot's word, in slot order (`stream` reads them).
+    fn read(&self, stream: &Stream) -> Result<Vec<u64>, Failure> {
+        let words = stream.to_vec(&self.words)?;
+        Ok(words.into_iter().step_by(SLOT_STRIDE).collect())
+    }
+}
 
 /// The value of element `i` of `xs` and `ys` (real values, never zeros).
 fn x_at(i: usize) -> f32 {
@@ -289,21 +317,10 @@ impl Buffers {
             out_f: DeviceBuffer::<f32>::alloc(stream, max)?,
             out_u: DeviceBuffer::<u32>::alloc(stream, max)?,
             out_s: DeviceBuffer::<f32>::alloc(stream, shapes_len(max))?,
-            sum: DeviceBuffer::<u64>::zeroed(stream, 1)?,
             empty_out: DeviceBuffer::<u64>::zeroed(stream, 1)?,
-            spin_slots: DeviceBuffer::<u64>::zeroed(stream, SPIN_SLOTS * SPIN_STRIDE)?,
-            next_slot: 0,
-            last_slot: 0,
+            spin: Slots::new(stream)?,
+            sum: Slots::new(stream)?,
         })
-    }
-
-    /// The word of `spin_slots` the next spin launch writes, in turn over
-    /// [`SPIN_SLOTS`], noted as the last written.
-    fn next_spin_slot(&mut self) -> usize {
-        let at = self.next_slot * SPIN_STRIDE;
-        self.last_slot = self.next_slot;
-        self.next_slot = (self.next_slot + 1) % SPIN_SLOTS;
-        at
     }
 }
 
@@ -331,8 +348,8 @@ type Work<'a> = dyn FnMut(&Stream) -> gpu_sync::Result<()> + 'a;
 /// cycle of spin, the fixed cost of a launch as each clock sees it; ncu's
 /// offset from CUPTI is taken on it), then per size the four memory
 /// kernels, then the spins, their cycles from `clock()` MHz (asked once the
-/// memory cases have run). Each spin launch writes the next of the spin
-/// slots ([`SPIN_SLOTS`]).
+/// memory cases have run). Each spin launch writes, and each sum adds to,
+/// the next word of its [`Slots`].
 fn cases(
     ctx: &Ctx,
     b: &mut Buffers,
@@ -341,11 +358,9 @@ fn cases(
 ) -> Result<(), Failure> {
     let k = &ctx.kernels;
     let empty = Case { kernel: "spin_cycles", size: "empty", grid: None, bytes: 0, expected: None };
-    // Every spin writes its word to the next slot (see `SPIN_SLOTS`).
-    visit(empty, &mut |s| {
-        let at = b.next_spin_slot();
-        k.spin(s, 1, &mut b.spin_slots.slice_mut(at..=at)?)
-    })?;
+    // Every spin writes its word to the next slot, every sum adds to the
+    // next one (see `Slots`).
+    visit(empty, &mut |s| k.spin(s, 1, &mut b.spin.next()?))?;
     for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= b.max) {
         let (xv, yv, sv) = (b.xs.slice(..n)?, b.ys.slice(..n)?, b.src.slice(..n)?);
         let (out_f, out_u, sum) = (&mut b.out_f, &mut b.out_u, &mut b.sum);
@@ -354,7 +369,7 @@ fn cases(
         visit(case("scale_f32", 8 * bytes), &mut |s| k.scale(s, &xv, &mut out_f.slice_mut(..n)?, 2.0))?;
         visit(case("copy_u32x4", 8 * bytes), &mut |s| k.copy(s, &sv, &mut out_u.slice_mut(..n)?))?;
         visit(case("triad_f32", 12 * bytes), &mut |s| k.triad(s, &mut out_f.slice_mut(..n)?, &xv, &yv, 0.5))?;
-        visit(case("read_sum_u32x4", 4 * bytes), &mut |s| k.read_sum(s, &sv, sum))?;
+        visit(case("read_sum_u32x4", 4 * bytes), &mut |s| k.read_sum(s, &sv, &mut sum.next()?))?;
     }
     let mhz = clock();
     let small = ctx.quick || ctx.sim;
@@ -368,10 +383,7 @@ fn cases(
             bytes: 0,
             expected: Some(cycles as f64 / (mhz * 1e6)),
         };
-        visit(case, &mut |s| {
-            let at = b.next_spin_slot();
-            k.spin(s, cycles, &mut b.spin_slots.slice_mut(at..=at)?)
-        })?;
+        visit(case, &mut |s| k.spin(s, cycles, &mut b.spin.next()?))?;
     }
     // The launch shapes, last (the order above is the one the peers join
     // on): `out_s = 2 x` with one thread per element, then the odd size,
@@ -461,7 +473,7 @@ fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failur
         .filter(|(s, _)| *s <= b.max)
         .map(|(s, _)| (0..*s).fold(0u64, |a, i| a.wrapping_add(u64::from(word_at(i)))))
         .fold(0u64, |a, one| a.wrapping_add(one.wrapping_mul(n as u64)));
-    let sum = stream.to_vec(&b.sum)?[0];
+    let sum = b.sum.read(&stream)?.into_iter().fold(0u64, u64::wrapping_add);
     if sums == 0 || sum != expected_sum {
         return Err(bad(&format!("read_sum_u32x4 summed {sum:#x}, expected {expected_sum:#x}")));
     }
@@ -476,8 +488,7 @@ fn launch_only(ctx: &Ctx, n: usize, mut report: Report) -> Result<Report, Failur
             want_s(i)
         )));
     }
-    let last = b.last_slot * SPIN_STRIDE;
-    let spun = stream.to_vec(&b.spin_slots.slice(last..=last)?)?[0];
+    let spun = b.spin.read(&stream)?[b.spin.last];
     if spun < min_spin {
         return Err(bad(&format!("spin_cycles waited {spun} cycles, asked {min_spin}")));
     }
@@ -620,22 +631,32 @@ mod tests {
 
     /// Each spin launch writes the next slot: on the simulator every case
     /// run once leaves the spins' cycles (at least one) in slots 0 to 6
-    /// (the empty spin and six spins), the rest untouched; the slots wrap.
+    /// (the empty spin and six spins), the rest untouched; the three
+    /// sums in slots 0 to 2, adding up to the three sizes' sums; the slots
+    /// wrap.
     #[test]
-    fn each_spin_launch_writes_the_next_slot() -> Result<(), Failure> {
+    fn each_spin_and_sum_launch_writes_the_next_slot() -> Result<(), Failure> {
         let _session = cuda_sim::Session::new(28);
         let ctx = Ctx::open(gpu_sync::DriverChoice::Sim, 0, gpu_bench::Settings::sim(), true)?;
         let (stream, mut b) = stream_and_buffers(&ctx)?;
         cases(&ctx, &mut b, &mut || 1_000.0, &mut |_, work| Ok(work(&stream)?))?;
-        let words = stream.to_vec(&b.spin_slots)?;
-        let written: Vec<usize> = (0..words.len()).filter(|&i| words[i] != 0).collect();
-        let expected: Vec<usize> = (0..7).map(|i| i * SPIN_STRIDE).collect();
-        assert_eq!(written, expected, "the words the spins wrote");
-        assert_eq!(b.last_slot, 6);
-        for _ in 0..SPIN_SLOTS - 7 {
-            b.next_spin_slot();
+        let spins = b.spin.read(&stream)?;
+        let written: Vec<usize> = (0..SLOTS).filter(|&i| spins[i] != 0).collect();
+        assert_eq!(written, (0..7).collect::<Vec<_>>(), "the slots the spins wrote");
+        assert_eq!(b.spin.last, 6);
+        let sums = b.sum.read(&stream)?;
+        for (i, &(n, _)) in SIZES.iter().filter(|(n, _)| *n <= b.max).enumerate() {
+            let want = (0..n).fold(0u64, |a, j| a.wrapping_add(u64::from(word_at(j))));
+            assert_eq!(sums[i], want, "slot {i}: the sum of {n} words");
         }
-        assert_eq!(b.next_spin_slot(), 0, "the slots wrap after {SPIN_SLOTS}");
+        assert!(sums[3..].iter().all(|&w| w == 0), "a sum past the third slot");
+        // Every word outside the slots stays untouched.
+        let all = stream.to_vec(&b.spin.words)?;
+        assert!(all.iter().enumerate().all(|(i, &w)| i % SLOT_STRIDE == 0 || w == 0));
+        for _ in 0..SLOTS - 7 {
+            b.spin.next()?;
+        }
+        assert_eq!(b.spin.next, 0, "the slots wrap after {SLOTS}");
         Ok(())
     }
 
