@@ -17,7 +17,7 @@
 //! stream synchronized once and the results checked, so an external
 //! profiler (Nsight Compute) times the same launches.
 //!
-//! The cases run in a fixed order (an empty spin, then per size the four
+//! The cases run in a fixed order (an empty kernel, a one-cycle spin, then per size the four
 //! memory kernels, then the spins, then the launch shapes), the order `peer/truth_table.py` joins
 //! Nsight Compute's launches on. They run twice: first every case in the
 //! event modes, with CUPTI not yet touched in the process, then every case
@@ -344,9 +344,9 @@ struct Case<'a> {
 /// The work of one case, given the stream.
 type Work<'a> = dyn FnMut(&Stream) -> gpu_sync::Result<()> + 'a;
 
-/// Every case, in the fixed order: an (almost) empty kernel first (one
-/// cycle of spin, the fixed cost of a launch as each clock sees it; ncu's
-/// offset from CUPTI is taken on it), then per size the four memory
+/// Every case, in the fixed order: an empty kernel first (the fixed cost of
+/// a launch as each clock sees it, with no memory access; ncu's offset from
+/// CUPTI is taken on it), a one-cycle spin, then per size the four memory
 /// kernels, then the spins, their cycles from `clock()` MHz (asked once the
 /// memory cases have run). Each spin launch writes, and each sum adds to,
 /// the next word of its [`Slots`].
@@ -357,10 +357,14 @@ fn cases(
     visit: &mut dyn FnMut(Case, &mut Work) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let k = &ctx.kernels;
-    let empty = Case { kernel: "spin_cycles", size: "empty", grid: None, bytes: 0, expected: None };
-    // Every spin writes its word to the next slot, every sum adds to the
-    // next one (see `Slots`).
-    visit(empty, &mut |s| k.spin(s, 1, &mut b.spin.next()?))?;
+    // An empty kernel first: no memory access, so no word's place in it
+    // (ncu's offset is taken on it); then the one-cycle spin. Every spin
+    // writes its word to the next slot, every sum adds to the next one (see
+    // `Slots`).
+    let empty = Case { kernel: "empty_kernel", size: "empty", grid: None, bytes: 0, expected: None };
+    visit(empty, &mut |s| k.empty(s))?;
+    let one = Case { kernel: "spin_cycles", size: "1 cycle", grid: None, bytes: 0, expected: None };
+    visit(one, &mut |s| k.spin(s, 1, &mut b.spin.next()?))?;
     for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= b.max) {
         let (xv, yv, sv) = (b.xs.slice(..n)?, b.ys.slice(..n)?, b.src.slice(..n)?);
         let (out_f, out_u, sum) = (&mut b.out_f, &mut b.out_u, &mut b.sum);
@@ -606,10 +610,10 @@ mod tests {
         let calls = session.calls();
         assert!((session.total_calls() - before) as usize <= calls.len(), "the call log kept every call");
         let ours = &calls[calls.len() - (session.total_calls() - before) as usize..];
-        // 1 empty spin, 4 memory kernels at 3 sizes, 6 spins (250 ns to
-        // 100 µs on the simulator), 3 launch shapes (1 Mi one thread per
-        // element, the odd size both ways): 22 cases, 2 each.
-        assert_eq!(ours.iter().filter(|c| **c == "cuLaunchKernel").count(), 44, "launches besides the cases");
+        // The empty kernel, the one-cycle spin, 4 memory kernels at 3 sizes,
+        // 6 spins (250 ns to 100 µs on the simulator), 3 launch shapes (1 Mi
+        // one thread per element, the odd size both ways): 23 cases, 2 each.
+        assert_eq!(ours.iter().filter(|c| **c == "cuLaunchKernel").count(), 46, "launches besides the cases");
         // No timing: the one event is the handoff from the buffers' stream
         // to the launches' (a sync marker, recorded once).
         let events: Vec<_> = ours.iter().filter(|c| c.starts_with("cuEvent")).collect();
@@ -619,7 +623,7 @@ mod tests {
             "launch-only made timing event calls: {events:?}"
         );
         assert!(report.records.is_empty() && report.clock.is_none() && report.resolution.is_none());
-        assert!(report.notes[0].contains("44 launches"), "{:?}", report.notes);
+        assert!(report.notes[0].contains("46 launches"), "{:?}", report.notes);
         // Two streams, the buffers' and then the launches' (placed as the
         // timed run's timer makes its stream), every launch after the second.
         let made: Vec<usize> = (0..ours.len()).filter(|&i| ours[i].starts_with("cuStreamCreate")).collect();
@@ -631,7 +635,7 @@ mod tests {
 
     /// Each spin launch writes the next slot: on the simulator every case
     /// run once leaves the spins' cycles (at least one) in slots 0 to 6
-    /// (the empty spin and six spins), the rest untouched; the three
+    /// (the one-cycle spin and six spins), the rest untouched; the three
     /// sums in slots 0 to 2, adding up to the three sizes' sums; the slots
     /// wrap.
     #[test]

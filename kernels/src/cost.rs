@@ -70,6 +70,11 @@ pub const fn spin_cycles() -> Cost {
     Cost { flops: 0, bytes_read: 0, bytes_written: 8 }
 }
 
+/// `empty_kernel`: nothing read or written.
+pub const fn empty_kernel() -> Cost {
+    Cost { flops: 0, bytes_read: 0, bytes_written: 0 }
+}
+
 /// `fill_pattern_u32`: writes `4*n` bytes.
 pub const fn fill_pattern_u32(n: u64) -> Cost {
     Cost { flops: 0, bytes_read: 0, bytes_written: bytes(n, 4) }
@@ -273,12 +278,14 @@ mod tests {
         assert_eq!(for_kernel(KernelId::TriadF32, 1000), triad_f32(1000));
         assert_eq!(for_kernel(KernelId::ReadSumU32x4, 7), read_sum_u32x4(7));
         assert_eq!(for_kernel(KernelId::SpinCycles, 99), spin_cycles());
+        assert_eq!(for_kernel(KernelId::Empty, 99).bytes(), 0);
         for k in KernelId::ALL {
             // Every kernel but spin has a size argument, and its cost grows with it.
             let has_size = k.info().size_param().is_some();
             let sizeless = matches!(
                 k,
                 KernelId::SpinCycles
+                    | KernelId::Empty
                     | KernelId::ClockProbe
                     | KernelId::Stamp
                     | KernelId::SpinGate

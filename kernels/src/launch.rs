@@ -20,8 +20,8 @@
 use crate::checks::invalid;
 use crate::spec::{DEFAULT_BLOCK, KernelId, ModuleId, TILE_VECTORS};
 use crate::table::{
-    AddSig, BumpSig, CheckPatternSig, CopySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig, SpinSig,
-    TriadSig, declare,
+    AddSig, BumpSig, CheckPatternSig, CopySig, EmptySig, FillPatternSig, MixSig, ReadSumSig, ScaleSig,
+    SpinSig, TriadSig, declare,
 };
 use gpu_sync::cuda_sys::CUdevice_attribute;
 use gpu_sync::{AsDeviceSlice, AsDeviceSliceMut, Device, Kernel as Typed, LaunchConfig, Result, Stream};
@@ -37,6 +37,7 @@ pub struct Kernels {
     copy: Typed<CopySig>,
     triad: Typed<TriadSig>,
     spin: Typed<SpinSig>,
+    empty: Typed<EmptySig>,
     fill_pattern: Typed<FillPatternSig>,
     check_pattern: Typed<CheckPatternSig>,
     scale: Typed<ScaleSig>,
@@ -90,6 +91,7 @@ impl Kernels {
         let copy = declare::CopyU32x4(&stream)?;
         let triad = declare::TriadF32(&stream)?;
         let spin_k = declare::SpinCycles(&spin)?;
+        let empty = declare::Empty(&spin)?;
         let fill_pattern = declare::FillPatternU32(&pattern)?;
         let check_pattern = declare::CheckPatternU32(&pattern)?;
         let scale = declare::ScaleF32(&elementwise)?;
@@ -106,6 +108,7 @@ impl Kernels {
             copy,
             triad,
             spin: spin_k,
+            empty,
             fill_pattern,
             check_pattern,
             scale,
@@ -240,6 +243,16 @@ impl Kernels {
         same(KernelId::SpinCycles, "out must have one element", out.device_len(), 1)?;
         // SAFETY (launch): one thread writes `out[0]`; `out` has one element.
         self.spin.launch(stream, LaunchConfig::new(1, 1), (cycles, out))
+    }
+
+    /// One block of one thread that returns at once (`empty_kernel`): a
+    /// launch's fixed cost, with no memory access.
+    ///
+    /// # Errors
+    /// A launch error.
+    pub fn empty(&self, stream: &Stream) -> Result<()> {
+        // SAFETY (launch): the kernel takes no parameter and touches no memory.
+        self.empty.launch(stream, LaunchConfig::new(1, 1), ())
     }
 
     /// Writes `dst[i] = pattern(seed, i)` (`fill_pattern_u32`).

@@ -62,7 +62,7 @@ pub use spec::{
     TILE_VECTORS, Ty,
 };
 pub use table::{
-    AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, FillPatternSig, MixSig,
-    ReadSumSig, ScaleSig, SpinGateSig, SpinSig, StampSig, TriadSig,
+    AddSig, BumpSig, CheckPatternSig, ClockProbeSig, CopyMappedSig, CopySig, EmptySig, FillPatternSig,
+    MixSig, ReadSumSig, ScaleSig, SpinGateSig, SpinSig, StampSig, TriadSig,
 };
 pub use tensor::TensorKernels;

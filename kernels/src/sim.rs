@@ -293,6 +293,10 @@ pub(crate) fn run_triad_f32(call: &mut KernelCall<'_>) -> Result<(), KernelFault
     triad(call, KernelId::TriadF32, "n", Some)
 }
 
+pub(crate) fn run_empty_kernel(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    Args::new(call, KernelId::Empty).map(drop)
+}
+
 pub(crate) fn run_spin_cycles(call: &mut KernelCall<'_>) -> Result<(), KernelFault> {
     let mut args = Args::new(call, KernelId::SpinCycles)?;
     let cycles = args.scalar::<u64>("cycles")?;

@@ -333,6 +333,15 @@ kernel_table! {
     contract: "2: `out` is only stored to (Out), by one thread; it writes `out[0]` only \
                (`Kernels::spin` checks `out` has one element).";
 
+    /// `empty_kernel()`: returns at once; a launch's fixed cost with no
+    /// memory access (`gpu-bench truth` takes Nsight Compute's offset on it).
+    Empty = "empty_kernel" in Spin,
+    launch: Any, accumulates: false,
+    sig EmptySig(),
+    cost(_n) = cost::empty_kernel(),
+    sim: run_empty_kernel,
+    contract: "2: no parameter; it touches no memory.";
+
     /// `fill_pattern_u32(unsigned* dst, u64 n, unsigned seed)`.
     FillPatternU32 = "fill_pattern_u32" in Pattern,
     launch: Linear, accumulates: false,

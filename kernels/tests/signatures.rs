@@ -60,8 +60,10 @@ fn kernels_in(src: &str) -> Vec<(String, Vec<CParam>)> {
         assert!(head.contains(&"void"), "kernels return void: {head:?}");
         let name = head.last().unwrap().to_string();
         let close = rest[open..].find(')').unwrap() + open;
+        // `()` holds no parameter (not one empty one).
         let params = rest[open + 1..close]
             .split(',')
+            .filter(|p| !p.trim().is_empty())
             .map(|p| {
                 let p = p.replace('*', " * ");
                 let toks: Vec<&str> = p.split_whitespace().filter(|t| *t != "__restrict__").collect();

@@ -9,7 +9,7 @@ N launches each).
     python3 docs/results/scripts/truth-vs-ncu.py LOGS truth truth-serial > truth-vs-ncu.md
 
 Per case: ncu's median duration, each run's kernel mode (median) and its
-difference from ncu minus the offset (ncu - kernel mode on the empty spin,
+difference from ncu minus the offset (ncu - kernel mode on the first case, the empty kernel since 2026-11-28 (before: a one-cycle spin),
 each run its own), within max(1 %, 64 ns) or not; hot, batch and graph of
 the first run, and batch - ncu (and how many cases batch reads within
 max(2 %, 0.35 µs) of ncu). "Within" is inclusive: the readings are
@@ -93,7 +93,7 @@ def main():
         print(line)
     print()
     for j, r in enumerate(runs):
-        print(f"- {r}: offset (ncu − kernel on the empty spin) {offsets[j]:.3f} µs; within max(1 %, 64 ns): {within[j]} of {n}")
+        print(f"- {r}: offset (ncu − kernel on the first case) {offsets[j]:.3f} µs; within max(1 %, 64 ns): {within[j]} of {n}")
     print(
         f"- {runs[0]}: batch within max(2 %, 0.35 µs) of ncu: {n - len(batch_misses)} of {n}"
         + (f" (not: {', '.join(batch_misses)})" if batch_misses else "")
