@@ -41,6 +41,7 @@
 #              `gpu-bench nccl --host-cost` (tracked against raw NCCL calls), each with non-blocking
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
+#   gaps       issue 26: batch mode against CUPTI's kernel records of back-to-back launches (batch_gaps)
 #   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
@@ -510,6 +511,13 @@ PY
       GPU_SYNC_DRIVER=cuda timeout 200 target/cyc/kernel_cycle >"$logs/kcycle.txt" 2>&1
       say "kernel_cycle: exit $?"
       tee -a "$summary" <"$logs/kcycle.txt"
+      ;;
+    gaps)
+      # Issue 26: batch mode against CUPTI's kernel records of back-to-back launches: the gap between
+      # kernels (gpu-bench's batch_gaps example, carried as target/cyc/batch_gaps).
+      GPU_SYNC_DRIVER=cuda timeout 300 target/cyc/batch_gaps >"$logs/gaps.txt" 2>&1
+      say "batch_gaps: exit $?"
+      tee -a "$summary" <"$logs/gaps.txt"
       ;;
     rooms)
       # Issue 26: does the room the range profiler is made for (maxRangesPerPass) change a small kernel's
