@@ -6,10 +6,18 @@
 //!     cargo run --release -p gpu-bench --features kernels --example kernel_cycle
 //!     ncu … target/release/examples/kernel_cycle plain   # the launches alone, for ncu
 //!
-//! First on a range profiler of its own (no `Timer`), one variant at a
+//! First on a range profiler of its own (no `Timer`; room for
+//! `KC_MAX_KERNELS` kernels a pass, 1,024 unless set), one variant at a
 //! time: 512 launches in one range-profiler pass, passes of 256, passes of
-//! 256 with a clock probe between them (as kernel mode takes them); then
-//! through gpu-bench's kernel mode (`Bench` with `Mode::Kernel`).
+//! 256 with a clock probe between them (as kernel mode takes them); the
+//! spin from a module loaded here, through gpu-sync and through a raw
+//! `cuLaunchKernel`, writing to the pool buffer or to `cuMemAlloc` memory;
+//! the raw spin writing its word at offsets 0 B to 2 MiB; the SM probe after
+//! a `Timer` is made, on this stream and on the timer's. Then through
+//! gpu-bench's kernel mode (`Bench` with `Mode::Kernel`). What it found on
+//! an H200 (the output word's place moves the spin by up to 128 ns; launch
+//! path and module placement do not):
+//! `docs/results/h200/2026-11-28-placement.md`.
 //!
 //! Per row: the lower and upper level the readings sit on (a reading is
 //! upper when it lies more than 64 ns above the minimum), the share on the
