@@ -14,6 +14,7 @@
 //! each block (see `ActivityKind::Kernel`), so the durations here may read
 //! a little above ncu's; the gaps are the front end's. Without a GPU it
 //! runs on the simulator, whose kernels follow one another with no gap.
+use gpu_bench::stats::median;
 use gpu_bench::{Bench, Mode, Settings, Timer};
 use gpu_sync::cuda_sys::cupti::{ActivityKind, activity};
 use gpu_sync::{Device, DeviceBuffer, Stream};
@@ -21,12 +22,27 @@ use gpu_sync::{Device, DeviceBuffer, Stream};
 /// Back-to-back launches whose records are read.
 const LAUNCHES: usize = 200;
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
+/// The kernels, by name.
+const KERNELS: [&str; 3] = ["scale_f32", "copy_u32x4", "read_sum_u32x4"];
+
+/// The buffers the kernels read and write.
+struct Buffers {
+    x: DeviceBuffer<f32>,
+    y: DeviceBuffer<f32>,
+    src: DeviceBuffer<u32>,
+    dst: DeviceBuffer<u32>,
+    sum: DeviceBuffer<u64>,
+}
+
+impl Buffers {
+    /// One run of `kernel` (one of [`KERNELS`]) over `n` elements.
+    fn run(&mut self, k: &kernels::Kernels, kernel: &str, s: &Stream, n: usize) -> gpu_sync::Result<()> {
+        match kernel {
+            "scale_f32" => k.scale(s, &self.x.slice(..n)?, &mut self.y.slice_mut(..n)?, 2.0),
+            "copy_u32x4" => k.copy(s, &self.src.slice(..n)?, &mut self.dst.slice_mut(..n)?),
+            _ => k.read_sum(s, &self.src.slice(..n)?, &mut self.sum),
+        }
     }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,11 +54,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let k = kernels::Kernels::load(&device)?;
     let sim = gpu_sync::select_driver()?.is_sim();
     let max: usize = if sim { 1 << 20 } else { 1 << 28 };
-    let x = DeviceBuffer::from_slice(&stream, &vec![1.0f32; max])?;
-    let mut y = DeviceBuffer::<f32>::zeroed(&stream, max)?;
-    let src = DeviceBuffer::from_slice(&stream, &vec![7u32; max])?;
-    let mut dst = DeviceBuffer::<u32>::zeroed(&stream, max)?;
-    let mut sum = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    let mut b = Buffers {
+        x: DeviceBuffer::from_slice(&stream, &vec![1.0f32; max])?,
+        y: DeviceBuffer::<f32>::zeroed(&stream, max)?,
+        src: DeviceBuffer::from_slice(&stream, &vec![7u32; max])?,
+        dst: DeviceBuffer::<u32>::zeroed(&stream, max)?,
+        sum: DeviceBuffer::<u64>::zeroed(&stream, 1)?,
+    };
     let mut timer = Timer::new(&stream, Some(gpu_bench::instruments::load(&device)?))?;
     let sizes: Vec<(usize, &str)> = [(1 << 10, "1 Ki"), (1 << 25, "32 Mi"), (1 << 28, "256 Mi")]
         .into_iter()
@@ -51,13 +69,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Batch mode first, before CUPTI is touched in the process (as truth).
     let mut rows = Vec::new();
     for &(n, label) in &sizes {
-        for kernel in ["scale_f32", "copy_u32x4", "read_sum_u32x4"] {
-            let (xv, sv) = (x.slice(..n)?, src.slice(..n)?);
-            let mut run = |s: &Stream| match kernel {
-                "scale_f32" => k.scale(s, &xv, &mut y.slice_mut(..n)?, 2.0),
-                "copy_u32x4" => k.copy(s, &sv, &mut dst.slice_mut(..n)?),
-                _ => k.read_sum(s, &sv, &mut sum),
-            };
+        for kernel in KERNELS {
+            let mut run = |s: &Stream| b.run(&k, kernel, s, n);
             let rec = Bench::new(kernel)
                 .modes(&[Mode::Batch])
                 .settings(Settings::default())
@@ -73,12 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cupti = activity()?;
     let ids = cupti.stream_records(device.raw_context(), stream.as_raw())?;
     for (kernel, label, n, batch) in rows {
-        let (xv, sv) = (x.slice(..n)?, src.slice(..n)?);
-        let mut run = |s: &Stream| match kernel {
-            "scale_f32" => k.scale(s, &xv, &mut y.slice_mut(..n)?, 2.0),
-            "copy_u32x4" => k.copy(s, &sv, &mut dst.slice_mut(..n)?),
-            _ => k.read_sum(s, &sv, &mut sum),
-        };
+        let mut run = |s: &Stream| b.run(&k, kernel, s, n);
         // A few untimed runs first, then the timed ones back to back.
         (0..10).try_for_each(|_| run(&stream))?;
         stream.synchronize()?;
@@ -88,18 +96,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut recs = ids.select(consumer.take()?);
         drop(consumer);
         recs.sort_by_key(|r| r.start_ns);
-        let mut dur: Vec<f64> = recs.iter().map(|r| r.duration_ns() as f64).collect();
-        let mut gap: Vec<f64> = recs.windows(2).map(|w| w[1].start_ns as f64 - w[0].end_ns as f64).collect();
-        let mut pace: Vec<f64> =
-            recs.windows(2).map(|w| w[1].start_ns as f64 - w[0].start_ns as f64).collect();
-        let d = median(&mut dur) / 1e3;
+        let dur: Vec<f64> = recs.iter().map(|r| r.duration_ns() as f64).collect();
+        let gap: Vec<f64> = recs.windows(2).map(|w| w[1].start_ns as f64 - w[0].end_ns as f64).collect();
+        let pace: Vec<f64> = recs.windows(2).map(|w| w[1].start_ns as f64 - w[0].start_ns as f64).collect();
+        let med = |v: &[f64]| if v.is_empty() { f64::NAN } else { median(v) };
+        let d = med(&dur) / 1e3;
         println!(
             "{:<26} {:>10.3} {:>12.3} {:>10.3} {:>10.3} {:>14.3}   ({} records)",
             format!("{kernel} {label}"),
             batch * 1e6,
             d,
-            median(&mut gap) / 1e3,
-            median(&mut pace) / 1e3,
+            med(&gap) / 1e3,
+            med(&pace) / 1e3,
             batch * 1e6 - d,
             recs.len()
         );

@@ -29,6 +29,8 @@
 //! cycle`). Without a GPU it runs on the simulator, whose times are exact.
 use gpu_bench::{Bench, KernelRecords, Mode, Settings, Timer};
 use gpu_sync::cuda_sys::cupti::KernelDurations;
+use gpu_sync::cuda_sys::result::{launch, memory};
+use gpu_sync::cuda_sys::{BorrowedFunction, BorrowedStream, CUdeviceptr, Driver};
 use gpu_sync::{Device, DeviceBuffer, Kernel, LaunchConfig, Module, Out, Stream};
 use std::collections::BTreeMap;
 
@@ -93,6 +95,7 @@ fn by_sm(ns: &[f64], sms: &[u32]) -> String {
 
 /// `launches` runs on a range profiler of this process, in passes of
 /// `per_pass`, `between` run between passes (outside them); ns in order.
+/// The stream is synchronized after every pass.
 fn direct(
     profiler: &mut KernelDurations<'static>,
     stream: &Stream,
@@ -119,6 +122,79 @@ fn direct(
     Ok(ns)
 }
 
+/// One raw `cuLaunchKernel` of `spin` (`spin_cycles`, one cycle, one
+/// thread) on `s`, writing its word to `out`: the launch a program without
+/// gpu-sync makes.
+///
+/// # Safety
+/// `out` must point to 8 bytes of `s`'s device that nothing else uses while
+/// the kernel runs, and stay allocated until the kernel has finished (the
+/// caller synchronizes `s` before freeing or reusing them).
+unsafe fn raw_spin(
+    drv: &'static Driver,
+    spin: &Kernel<kernels::SpinSig>,
+    s: &Stream,
+    out: CUdeviceptr,
+) -> gpu_sync::Result<()> {
+    let (mut cycles, mut ptr) = (1u64, out);
+    let mut params = [
+        std::ptr::from_mut(&mut cycles).cast::<std::ffi::c_void>(),
+        std::ptr::from_mut(&mut ptr).cast::<std::ffi::c_void>(),
+    ];
+    // SAFETY: `spin` comes from a module gpu-sync loaded through the
+    // process-wide table (`drv`, `cuda_sys::driver()`), and the `Kernel`
+    // keeps its module loaded for the borrow of `spin`.
+    let f = unsafe { BorrowedFunction::borrow_raw(drv, spin.as_raw()) };
+    // SAFETY: gpu-sync made `s` through the same table, and the `Stream`
+    // keeps its `CUstream` alive for the borrow of `s`.
+    let st = unsafe { BorrowedStream::borrow_raw(drv, s.as_raw()) };
+    // SAFETY: `spin_cycles(u64 cycles, u64* out)` takes two 8-byte
+    // parameters, and `params` points to one slot for each; it writes
+    // `out[0]` only, 8 bytes the caller vouches for (this function's
+    // `# Safety`).
+    unsafe { launch::launch_kernel(f, [1, 1, 1], [1, 1, 1], 0, st, &mut params) }
+        .map_err(gpu_sync::Error::from)
+}
+
+/// The kernels this example launches and their buffers.
+struct Smalls<'k> {
+    k: &'k kernels::Kernels,
+    smid: Kernel<(Out<u32>, u64)>,
+    x: DeviceBuffer<f32>,
+    y: DeviceBuffer<f32>,
+    /// The spin's word.
+    out: DeviceBuffer<u64>,
+    /// The SM probe's words, one per launch ([`SLOTS`], wrapping).
+    sms: DeviceBuffer<u32>,
+    /// The SM probe's launches so far.
+    next: usize,
+}
+
+/// The kernels [`Smalls::run`] launches, by name.
+const NAMES: [&str; 3] = ["spin_cycles 1 cycle", "scale_f32 1 Ki", "smid_probe"];
+
+impl Smalls<'_> {
+    /// One run of the kernel named `name` (one of [`NAMES`]).
+    fn run(&mut self, name: &str) -> Run<'_> {
+        let Smalls { k, smid, x, y, out, sms, next } = self;
+        match name {
+            "spin_cycles 1 cycle" => Box::new(move |s: &Stream| k.spin(s, 1, out)),
+            "scale_f32 1 Ki" => Box::new(move |s: &Stream| k.scale(s, &*x, y, 2.0)),
+            _ => Box::new(move |s: &Stream| {
+                let i = (*next % SLOTS) as u64;
+                *next += 1;
+                smid.launch(s, LaunchConfig::new(1, 1), (&mut *sms, i))
+            }),
+        }
+    }
+
+    /// The SMs of the probe's launches `start..start + n`.
+    fn sms(&self, stream: &Stream, start: usize, n: usize) -> gpu_sync::Result<Vec<u32>> {
+        let all = stream.to_vec(&self.sms)?;
+        Ok((start..start + n).map(|i| all[i % SLOTS]).collect())
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sim = gpu_sync::select_driver()?.is_sim();
     if sim {
@@ -129,20 +205,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stream = Stream::new(&device)?;
     let k = kernels::Kernels::load(&device)?;
     let module = Module::load_ptx(&device, SMID_PTX)?;
-    // SAFETY: `smid_probe` takes (u32*, u64) and writes `out[i]` only; every
-    // launch below passes `i < SLOTS`, the length of the one `Out` view.
-    let smid: Kernel<(Out<u32>, u64)> = unsafe { module.kernel("smid_probe")? };
-    let x = DeviceBuffer::from_slice(&stream, &vec![1.0f32; 1024])?;
-    let mut y = DeviceBuffer::<f32>::zeroed(&stream, 1024)?;
-    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1)?;
+    let mut m = Smalls {
+        k: &k,
+        // SAFETY: `smid_probe` takes (u32*, u64) and writes `out[i]` only;
+        // every launch (`Smalls::run`) passes `i < SLOTS`, the length of
+        // the one `Out` view.
+        smid: unsafe { module.kernel("smid_probe")? },
+        x: DeviceBuffer::from_slice(&stream, &vec![1.0f32; 1024])?,
+        y: DeviceBuffer::<f32>::zeroed(&stream, 1024)?,
+        out: DeviceBuffer::<u64>::zeroed(&stream, 1)?,
+        sms: DeviceBuffer::<u32>::zeroed(&stream, SLOTS)?,
+        next: 0,
+    };
     let mut probe_out = DeviceBuffer::<u64>::zeroed(&stream, 2)?;
-    let mut sms = DeviceBuffer::<u32>::zeroed(&stream, SLOTS)?;
     let inst = gpu_bench::instruments::load(&device)?;
     // `plain`: only the launches (the spin, then scale_f32, 100 each), for
     // Nsight Compute to time in this process as the probe's `smallplain`.
     if std::env::args().nth(1).as_deref() == Some("plain") {
-        (0..100).try_for_each(|_| k.spin(&stream, 1, &mut out))?;
-        (0..100).try_for_each(|_| k.scale(&stream, &x, &mut y, 2.0))?;
+        for name in &NAMES[..2] {
+            let mut run = m.run(name);
+            (0..100).try_for_each(|_| run(&stream))?;
+        }
         stream.synchronize()?;
         return Ok(());
     }
@@ -150,12 +233,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:<52} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6}",
         "kernel, how (ns)", "lower", "upper", "share", "same4", "same8", "median", "n"
     );
-    let names = ["spin_cycles 1 cycle", "scale_f32 1 Ki", "smid_probe"];
-    let mut next = 0usize;
-    let sms_from = |sms: &DeviceBuffer<u32>, start: usize, n: usize| -> gpu_sync::Result<Vec<u32>> {
-        let all = stream.to_vec(sms)?;
-        Ok((start..start + n).map(|i| all[i % SLOTS]).collect())
-    };
 
     println!("On a range profiler of this process (no Timer):\n{header}");
     {
@@ -165,29 +242,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let room = std::env::var("KC_MAX_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
         println!("# the profiler made for {room} kernels per pass");
         let mut profiler = KernelDurations::new(device.context(), ordinal, room)?;
-        for name in names {
+        for name in NAMES {
             for (how, per_pass, probe) in [
                 ("512 in one pass", 512, false),
                 ("passes of 256", 256, false),
                 ("256, probe between", 256, true),
             ] {
-                let first = next;
-                let mut run: Run<'_> = match name {
-                    "spin_cycles 1 cycle" => Box::new(|s: &Stream| k.spin(s, 1, &mut out)),
-                    "scale_f32 1 Ki" => Box::new(|s: &Stream| k.scale(s, &x, &mut y, 2.0)),
-                    _ => Box::new(|s: &Stream| {
-                        let i = (next % SLOTS) as u64;
-                        next += 1;
-                        smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
-                    }),
-                };
+                let first = m.next;
                 let mut between =
                     |s: &Stream| if probe { inst.clock_probe(s, 1_000, &mut probe_out) } else { Ok(()) };
-                let ns = direct(&mut profiler, &stream, &mut run, 512, per_pass, &mut between)?;
-                drop(run);
+                let ns = direct(&mut profiler, &stream, &mut m.run(name), 512, per_pass, &mut between)?;
                 println!("{:<52} {}", format!("{name}, {how}"), cycle(&ns));
                 if name == "smid_probe" {
-                    println!("{}", by_sm(&ns, &sms_from(&sms, first, ns.len())?));
+                    println!("{}", by_sm(&ns, &m.sms(&stream, first, ns.len())?));
                 }
             }
         }
@@ -198,11 +265,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let drv = gpu_sync::cuda_sys::driver()?;
         let own = Module::load(&device, kernels::ModuleId::Spin.fatbin())?;
         // SAFETY: `spin_cycles` takes (u64 cycles, u64* out) and writes
-        // `out[0]` only (kernels/cu/spin.cu); `out` has one element.
+        // `out[0]` only (kernels/cu/spin.cu); every launch gives it a
+        // one-element `out`.
         let own_spin: Kernel<kernels::SpinSig> = unsafe { own.kernel("spin_cycles")? };
         device.make_current()?;
-        let raw_out = gpu_sync::cuda_sys::result::memory::alloc(drv, 8)?;
-        let pool_out = out.as_raw();
+        let raw_out = memory::alloc(drv, 8)?;
+        // 4 MiB, where the raw spin writes its word at offsets 0 B to 2 MiB.
+        let big = memory::alloc(drv, 4 << 20)?;
+        let pool_out = m.out.as_raw();
         for (how, target) in [
             ("the crate's module (gpu-sync launch, pool out)", 0),
             ("a module loaded here, gpu-sync launch, pool out", 1),
@@ -210,143 +280,72 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("a module loaded here, raw launch, pool out", 3),
             ("the crate's module again (gpu-sync launch, pool out)", 0),
         ] {
+            let out = &mut m.out;
             let mut run: Run<'_> = Box::new(|s: &Stream| match target {
-                0 => k.spin(s, 1, &mut out),
-                1 => own_spin.launch(s, LaunchConfig::new(1, 1), (1u64, &mut out)),
-                _ => {
-                    let (mut cycles, mut ptr) = (1u64, if target == 2 { raw_out } else { pool_out });
-                    let mut params = [
-                        std::ptr::from_mut(&mut cycles).cast::<std::ffi::c_void>(),
-                        std::ptr::from_mut(&mut ptr).cast::<std::ffi::c_void>(),
-                    ];
-                    // SAFETY: the function is `own_spin`'s (alive while
-                    // `own` is) and the stream `s`, both made through the
-                    // process-wide table `drv`; the parameters are the
-                    // kernel's two 8-byte slots; `out` points to 8 bytes
-                    // (`raw_out` from `cuMemAlloc`, or the pool buffer `out`,
-                    // which outlives the launches: the stream is synchronized
-                    // after each pass, before any drop).
-                    unsafe {
-                        let f = gpu_sync::cuda_sys::BorrowedFunction::borrow_raw(drv, own_spin.as_raw());
-                        let st = gpu_sync::cuda_sys::BorrowedStream::borrow_raw(drv, s.as_raw());
-                        gpu_sync::cuda_sys::result::launch::launch_kernel(
-                            f,
-                            [1, 1, 1],
-                            [1, 1, 1],
-                            0,
-                            st,
-                            &mut params,
-                        )
-                    }
-                    .map_err(gpu_sync::Error::from)
-                }
+                0 => k.spin(s, 1, out),
+                1 => own_spin.launch(s, LaunchConfig::new(1, 1), (1u64, &mut *out)),
+                // SAFETY: `raw_out` (8 bytes from `cuMemAlloc`, used by
+                // nothing else) or `out`'s pool memory (8 bytes, borrowed
+                // mutably for these launches); `direct` synchronizes the
+                // stream after each pass, before either is freed or used
+                // again.
+                _ => unsafe { raw_spin(drv, &own_spin, s, if target == 2 { raw_out } else { pool_out }) },
             });
             let ns = direct(&mut profiler, &stream, &mut run, 512, 512, &mut |_| Ok(()))?;
-            drop(run);
             println!("{:<52} {}", format!("spin, {how}"), cycle(&ns));
         }
-        // Where the word lies: the raw spin writing at offsets 0 B to 2 MiB
-        // into 4 MiB from `cuMemAlloc`, 256 launches each.
-        let big = gpu_sync::cuda_sys::result::memory::alloc(drv, 4 << 20)?;
+        // Where the word lies: 256 launches at each offset into `big`.
         let mut line = Vec::new();
-        for off in [
-            0u64,
-            8,
-            64,
-            128,
-            256,
-            512,
-            1 << 10,
-            2 << 10,
-            4 << 10,
-            8 << 10,
-            16 << 10,
-            64 << 10,
-            256 << 10,
-            1 << 20,
-            2 << 20,
-        ] {
-            let mut run: Run<'_> = Box::new(|s: &Stream| {
-                let (mut cycles, mut ptr) = (1u64, big + off);
-                let mut params = [
-                    std::ptr::from_mut(&mut cycles).cast::<std::ffi::c_void>(),
-                    std::ptr::from_mut(&mut ptr).cast::<std::ffi::c_void>(),
-                ];
-                // SAFETY: as the raw launches above; `ptr` lies 8 bytes or
-                // more inside the 4 MiB of `big` (`off` at most 2 MiB).
-                unsafe {
-                    let f = gpu_sync::cuda_sys::BorrowedFunction::borrow_raw(drv, own_spin.as_raw());
-                    let st = gpu_sync::cuda_sys::BorrowedStream::borrow_raw(drv, s.as_raw());
-                    gpu_sync::cuda_sys::result::launch::launch_kernel(
-                        f,
-                        [1, 1, 1],
-                        [1, 1, 1],
-                        0,
-                        st,
-                        &mut params,
-                    )
-                }
-                .map_err(gpu_sync::Error::from)
-            });
+        for off in [0u64, 8, 64, 128, 256, 512, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10]
+            .into_iter()
+            .chain([256 << 10, 1 << 20, 2 << 20])
+        {
+            // SAFETY: `big + off` lies 8 bytes or more inside `big`'s 4 MiB
+            // (`off` at most 2 MiB), used by nothing else; `direct`
+            // synchronizes the stream after each pass, before `big` is freed.
+            let mut run: Run<'_> = Box::new(|s: &Stream| unsafe { raw_spin(drv, &own_spin, s, big + off) });
             let ns = direct(&mut profiler, &stream, &mut run, 256, 256, &mut |_| Ok(()))?;
-            drop(run);
             let lo = ns.iter().copied().fold(f64::INFINITY, f64::min);
             line.push(format!("{off}:{:.0}/{lo:.0}", gpu_bench::stats::median(&ns)));
         }
         println!("spin, raw, the word at offset B into cuMemAlloc memory, median/min ns: {}", line.join(" "));
         stream.synchronize()?;
-        // SAFETY: `big` came from `cuMemAlloc` above and every launch that
-        // used it has finished (the stream is synchronized).
-        unsafe { gpu_sync::cuda_sys::result::memory::free(drv, big)? };
-        // SAFETY: `raw_out` came from `cuMemAlloc` above, and every launch
-        // that used it has finished (the stream is synchronized).
-        unsafe { gpu_sync::cuda_sys::result::memory::free(drv, raw_out)? };
-        // The same after a Timer is made (its event pairs, gate and clock
-        // probes), on this stream and on the timer's.
+        for ptr in [big, raw_out] {
+            // SAFETY: `ptr` came from `cuMemAlloc` above, once, and every
+            // launch that used it has finished (the stream is synchronized).
+            unsafe { memory::free(drv, ptr)? };
+        }
+        // The SM probe after a Timer is made (its event pairs, gate and
+        // clock probes), on this stream and on the timer's.
         let timer = Timer::new(&stream, Some(inst.clone()))?;
         for (how, on) in [("after Timer::new", &stream), ("after Timer::new, timer's stream", timer.stream())]
         {
-            let first = next;
-            let mut run: Run<'_> = Box::new(|s: &Stream| {
-                let i = (next % SLOTS) as u64;
-                next += 1;
-                smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
-            });
-            let ns = direct(&mut profiler, on, &mut run, 512, 512, &mut |_| Ok(()))?;
-            drop(run);
+            let first = m.next;
+            let ns = direct(&mut profiler, on, &mut m.run("smid_probe"), 512, 512, &mut |_| Ok(()))?;
             println!("{:<52} {}", format!("smid_probe, 512 in one pass, {how}"), cycle(&ns));
-            println!("{}", by_sm(&ns, &sms_from(&sms, first, ns.len())?));
+            println!("{}", by_sm(&ns, &m.sms(&stream, first, ns.len())?));
         }
     }
 
     println!("\nThrough gpu-bench's kernel mode:\n{header}");
     let mut timer = Timer::new(&stream, Some(inst.clone()))?;
     timer.set_kernel_records(KernelRecords::Profiler);
-    for name in names {
-        let first = next;
-        let mut run: Run<'_> = match name {
-            "spin_cycles 1 cycle" => Box::new(|s: &Stream| k.spin(s, 1, &mut out)),
-            "scale_f32 1 Ki" => Box::new(|s: &Stream| k.scale(s, &x, &mut y, 2.0)),
-            _ => Box::new(|s: &Stream| {
-                let i = (next % SLOTS) as u64;
-                next += 1;
-                smid.launch(s, LaunchConfig::new(1, 1), (&mut sms, i))
-            }),
-        };
-        let rec = Bench::new(name)
-            .modes(&[Mode::Kernel])
-            .settings(Settings::default())
-            .run_on(&mut timer, None, &mut run)?;
-        drop(run);
+    for name in NAMES {
+        let first = m.next;
+        let rec = Bench::new(name).modes(&[Mode::Kernel]).settings(Settings::default()).run_on(
+            &mut timer,
+            None,
+            &mut m.run(name),
+        )?;
         let ns: Vec<f64> =
-            rec.mode(Mode::Kernel).map(|m| m.samples.iter().map(|s| s * 1e9).collect()).unwrap_or_default();
+            rec.mode(Mode::Kernel).map(|r| r.samples.iter().map(|s| s * 1e9).collect()).unwrap_or_default();
         println!("{:<52} {}", format!("{name}, kernel mode"), cycle(&ns));
         if name == "smid_probe" {
             // The samples are the last runs launched (every run after the
             // first, watched one, is profiled).
-            let launched = next - first;
+            let launched = m.next - first;
             let start = first + launched.saturating_sub(ns.len());
-            println!("{}", by_sm(&ns, &sms_from(&sms, start, ns.len().min(launched))?));
+            println!("{}", by_sm(&ns, &m.sms(&stream, start, ns.len().min(launched))?));
         }
     }
     Ok(())

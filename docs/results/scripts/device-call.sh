@@ -115,6 +115,33 @@ say() { echo "$*" | tee -a "$summary"; }
 # The logs are packed after every stage, so a call cut short by its time
 # limit still brings back what ran.
 pack() { tar cJf "$o/logs.tar.xz.part" -C "$o" logs && mv "$o/logs.tar.xz.part" "$o/logs.tar.xz"; }
+
+# Builds the idle-gap probe (docs/results/scripts/idle_gap_probe.cu) as /tmp/gap, once per call;
+# sets t to the CUDA toolkit's target tree (CUPTI's headers and libcupti), which the stages'
+# LD_LIBRARY_PATH uses after it.
+gap_build() {
+  t=/usr/local/cuda/targets/x86_64-linux
+  [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
+    docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+}
+
+# Per kernel of an ncu CSV (gpu__time_duration.sum): the median in ns, the count and the most
+# common readings, into the summary.
+ncu_summary() {
+  python3 - "$1" <<'PY' 2>&1 | tee -a "$summary"
+import csv, collections, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+k, v, u = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+scale = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}
+by = collections.defaultdict(list)
+for r in body:
+    by[r[k]].append(float(r[v].replace(",", "")) * scale.get(r[u], 1.0))
+for name, xs in by.items():
+    c = collections.Counter(xs).most_common(4)
+    print("  ncu %-12s median %.1f ns over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
+PY
+}
 # nccl-tests (every *_perf), built once per call in the background against
 # the wheel's libnccl (target/peers/build-nccl-tests.sh: carry a copy of
 # ../shared/peers as target/peers); `ntwait` waits for it and says whether
@@ -415,9 +442,7 @@ for stage in "$@"; do
       ;;
     cycle)
       # Issue 26: the empty spin and scale_f32 1 Ki launch by launch on the range profiler, then under ncu.
-      t=/usr/local/cuda/targets/x86_64-linux
-      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
-        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      gap_build
       for m in cycle cycleact; do
         LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
         say "$m probe: exit $?"
@@ -427,24 +452,11 @@ for stage in "$@"; do
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 100 smallplain >"$logs/cycle-ncu.csv" 2>"$logs/cycle-ncu.err"
       say "ncu cycle probe: exit $?"
-      python3 - "$logs/cycle-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
-import csv, collections, statistics, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head, body = rows[0], rows[1:]
-k, v = head.index("Kernel Name"), head.index("Metric Value")
-by = collections.defaultdict(list)
-for r in body:
-    by[r[k]].append(float(r[v].replace(",", "")))
-for name, xs in by.items():
-    c = collections.Counter(xs).most_common(4)
-    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
-PY
+      ncu_summary "$logs/cycle-ncu.csv"
       ;;
     streams)
       # Issue 26: the small kernels on 13 streams of one process, with CUDA_DEVICE_MAX_CONNECTIONS unset, 1 and 32.
-      t=/usr/local/cuda/targets/x86_64-linux
-      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
-        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      gap_build
       for c in unset 1 32; do
         if [ $c = unset ]; then env=(); else env=(CUDA_DEVICE_MAX_CONNECTIONS=$c); fi
         env "${env[@]}" LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 256 streams \
@@ -456,9 +468,7 @@ PY
     second)
       # Issue 26: the small kernels on a second stream (made after the first had work, as the timer's),
       # on the range profiler, then under ncu on the first stream and on the second.
-      t=/usr/local/cuda/targets/x86_64-linux
-      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
-        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      gap_build
       for m in cycle second; do
         LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
         say "$m probe: exit $?"
@@ -469,18 +479,7 @@ PY
         LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
           --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 100 $m >"$logs/$m-ncu.csv" 2>"$logs/$m-ncu.err"
         say "ncu $m: exit $?"
-        python3 - "$logs/$m-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
-import csv, collections, statistics, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head, body = rows[0], rows[1:]
-k, v = head.index("Kernel Name"), head.index("Metric Value")
-by = collections.defaultdict(list)
-for r in body:
-    by[r[k]].append(float(r[v].replace(",", "")))
-for name, xs in by.items():
-    c = collections.Counter(xs).most_common(4)
-    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
-PY
+        ncu_summary "$logs/$m-ncu.csv"
       done
       ;;
     kcncu)
@@ -492,18 +491,7 @@ PY
         --cache-control none --metrics gpu__time_duration.sum --csv target/cyc/kernel_cycle plain \
         >"$logs/kcycle-ncu.csv" 2>"$logs/kcycle-ncu.err"
       say "ncu kernel_cycle plain: exit $?"
-      python3 - "$logs/kcycle-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
-import csv, collections, statistics, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head, body = rows[0], rows[1:]
-k, v = head.index("Kernel Name"), head.index("Metric Value")
-by = collections.defaultdict(list)
-for r in body:
-    by[r[k]].append(float(r[v].replace(",", "")))
-for name, xs in by.items():
-    c = collections.Counter(xs).most_common(4)
-    print("  ncu %-12s median %.0f over %d; most common %s" % (name, statistics.median(xs), len(xs), c))
-PY
+      ncu_summary "$logs/kcycle-ncu.csv"
       ;;
     kcycle)
       # Issue 26: gpu-bench's kernel_cycle example (built on the build machine: cargo build --release
@@ -528,9 +516,7 @@ PY
         say "kernel_cycle, room $r: exit $?"
         head -10 "$logs/kcycle-$r.txt" | tee -a "$summary"
       done
-      t=/usr/local/cuda/targets/x86_64-linux
-      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
-        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      gap_build
       for n in 256 512 1024; do
         LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin $n cycle >"$logs/cycle-$n.txt" 2>&1
         say "cycle probe, $n launches per pass: exit $?"
@@ -540,9 +526,7 @@ PY
       ;;
     place)
       # Issue 26: does where a 1 GiB buffer sits change a kernel's time (range profiler)?
-      t=/usr/local/cuda/targets/x86_64-linux
-      [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
-        docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+      gap_build
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "${PLACE_N:-20}" place \
         >"$logs/place.txt" 2>&1
       say "placement probe: exit $?"
@@ -564,18 +548,7 @@ PY
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "${GAP_N:-50}" plain >"$logs/gap-ncu.csv" 2>"$logs/gap-ncu.err"
       say "ncu gap probe plain: exit $?; $(grep -c gpu__time_duration "$logs/gap-ncu.csv") rows"
-      python3 - "$logs/gap-ncu.csv" <<'PY' 2>&1 | tee -a "$summary"
-import csv, collections, statistics, sys
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head, body = rows[0], rows[1:]
-k, v, u = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
-by = collections.defaultdict(list)
-for r in body:
-    x = float(r[v].replace(",", ""))
-    by[r[k]].append(x * {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}.get(r[u], 1.0))
-for name, xs in by.items():
-    print("  ncu %-12s median %.1f ns over %d" % (name, statistics.median(xs), len(xs)))
-PY
+      ncu_summary "$logs/gap-ncu.csv"
       ;;
     ncclmed)
       # Issue 30's busbw target wants the median of >= 5 runs in the same call:

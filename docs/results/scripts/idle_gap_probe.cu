@@ -29,154 +29,15 @@
 //             (the GPU idle for G before each kernel, as under ncu).
 // With `prof`, the range profiler's gpu__time_duration.sum per kernel (auto
 // ranges, kernel replay: the kernels serialized) instead of events.
-#include <cuda.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
+#include "range_profiler.h"
+
 #include <cupti_activity.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
-#include <vector>
-#include <map>
-
-#define CK(x)                                                                   \
-  do {                                                                          \
-    CUresult r_ = (x);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                   \
-      const char* s_ = nullptr;                                                 \
-      cuGetErrorName(r_, &s_);                                                  \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-
-#define CP(x)                                                                   \
-  do {                                                                          \
-    CUptiResult r_ = (x);                                                       \
-    if (r_ != CUPTI_SUCCESS) {                                                  \
-      const char* s_ = nullptr;                                                 \
-      cuptiGetResultString(r_, &s_);                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-
-static const char* METRIC = "gpu__time_duration.sum";
-
-// The range profiler, one counter, as gpu-bench's KernelDurations makes it.
-struct Prof {
-  CUpti_Profiler_Host_Object* host = nullptr;
-  CUpti_RangeProfiler_Object* rp = nullptr;
-  std::vector<uint8_t> config, data;
-};
-
-static Prof make_prof(CUcontext ctx, size_t max_ranges) {
-  Prof p;
-  CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  CP(cuptiProfilerInitialize(&ip));
-  CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
-  CP(cuptiDeviceGetChipName(&cn));
-  CUpti_Profiler_GetCounterAvailability_Params ca = {CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-  ca.ctx = ctx;
-  CP(cuptiProfilerGetCounterAvailability(&ca));
-  std::vector<uint8_t> avail(ca.counterAvailabilityImageSize);
-  ca.pCounterAvailabilityImage = avail.data();
-  CP(cuptiProfilerGetCounterAvailability(&ca));
-  CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = cn.pChipName;
-  hi.pCounterAvailabilityImage = avail.data();
-  CP(cuptiProfilerHostInitialize(&hi));
-  p.host = hi.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  am.pHostObject = p.host;
-  am.ppMetricNames = &METRIC;
-  am.numMetrics = 1;
-  CP(cuptiProfilerHostConfigAddMetrics(&am));
-  CUpti_Profiler_Host_GetConfigImageSize_Params gs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  gs.pHostObject = p.host;
-  CP(cuptiProfilerHostGetConfigImageSize(&gs));
-  p.config.resize(gs.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params gi = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  gi.pHostObject = p.host;
-  gi.pConfigImage = p.config.data();
-  gi.configImageSize = p.config.size();
-  CP(cuptiProfilerHostGetConfigImage(&gi));
-  CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-  en.ctx = ctx;
-  CP(cuptiRangeProfilerEnable(&en));
-  p.rp = en.pRangeProfilerObject;
-  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  ds.pRangeProfilerObject = p.rp;
-  ds.pMetricNames = &METRIC;
-  ds.numMetrics = 1;
-  ds.maxNumOfRanges = max_ranges;
-  ds.maxNumRangeTreeNodes = max_ranges;
-  CP(cuptiRangeProfilerGetCounterDataSize(&ds));
-  p.data.resize(ds.counterDataSize);
-  return p;
-}
-
-static void prof_start(Prof& p, size_t max_ranges) {
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  di.pRangeProfilerObject = p.rp;
-  di.counterDataSize = p.data.size();
-  di.pCounterData = p.data.data();
-  CP(cuptiRangeProfilerCounterDataImageInitialize(&di));
-  CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  sc.pRangeProfilerObject = p.rp;
-  sc.configSize = p.config.size();
-  sc.pConfig = p.config.data();
-  sc.counterDataImageSize = p.data.size();
-  sc.pCounterDataImage = p.data.data();
-  sc.range = CUPTI_AutoRange;
-  sc.replayMode = CUPTI_KernelReplay;
-  sc.maxRangesPerPass = max_ranges;
-  sc.numNestingLevels = 1;
-  sc.minNestingLevel = 1;
-  sc.passIndex = 0;
-  sc.targetNestingLevel = 1;
-  CP(cuptiRangeProfilerSetConfig(&sc));
-  CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-  st.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerStart(&st));
-}
-
-static std::vector<double> prof_stop(Prof& p) {
-  CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-  sp.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerStop(&sp));
-  CUpti_RangeProfiler_DecodeData_Params dd = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  dd.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerDecodeData(&dd));
-  CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-  gi.pCounterDataImage = p.data.data();
-  gi.counterDataImageSize = p.data.size();
-  CP(cuptiRangeProfilerGetCounterDataInfo(&gi));
-  std::vector<double> out;
-  for (size_t r = 0; r < gi.numTotalRanges; r++) {
-    double v = 0;
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params e = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    e.pHostObject = p.host;
-    e.pCounterDataImage = p.data.data();
-    e.counterDataImageSize = p.data.size();
-    e.rangeIndex = r;
-    e.ppMetricNames = &METRIC;
-    e.numMetrics = 1;
-    e.pMetricValues = &v;
-    CP(cuptiProfilerHostEvaluateToGpuValues(&e));
-    out.push_back(v);
-  }
-  return out;
-}
 
 static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* max) {
   *size = 1 << 20;
@@ -221,13 +82,31 @@ struct K {
   std::vector<void*> args;
 };
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
 static const unsigned GRID = 131072, BLOCK = 256;
+
+// Readings (ns) on two levels: a reading is upper when it lies more than
+// 64 ns above the minimum. The median of each level (0 for an empty
+// upper one), the upper share, how often a reading is on the level of the
+// one 4 and 8 launches before, and the median of all.
+struct Levels {
+  double lower, upper, share, same4, same8, all;
+};
+
+static Levels levels(const std::vector<double>& v) {
+  double lo = *std::min_element(v.begin(), v.end());
+  std::vector<int> up;
+  std::vector<double> l, h;
+  for (double t : v) {
+    up.push_back(t > lo + 64);
+    (t > lo + 64 ? h : l).push_back(t);
+  }
+  auto same = [&](size_t k) {
+    size_t m = 0;
+    for (size_t i = k; i < up.size(); i++) m += up[i] == up[i - k];
+    return up.size() > k ? (double)m / (up.size() - k) : 0.0;
+  };
+  return {median(l), h.empty() ? 0.0 : median(h), (double)h.size() / v.size(), same(4), same(8), median(v)};
+}
 
 static void launch(K& k, CUstream s) { CK(cuLaunchKernel(k.f, GRID, 1, 1, BLOCK, 1, 1, 0, s, k.args.data(), nullptr)); }
 
@@ -359,7 +238,7 @@ int main(int argc, char** argv) {
       CK(cuStreamSynchronize(s));
       return 0;
     }
-    p = make_prof(ctx, n);
+    p = make_prof(ctx, 0, n);
     if (streams) {
       // 12 more non-blocking streams, made one after another; each kernel n
       // times on each, twice over: lower and upper level, upper share, same8, median.
@@ -377,20 +256,10 @@ int main(int argc, char** argv) {
             prof_start(p, n);
             for (int i = 0; i < n; i++) CK(cuLaunchKernel(kk.f, 1, 1, 1, kk.block, 1, 1, 0, on, kk.args, nullptr));
             CK(cuStreamSynchronize(on));
-            std::vector<double> v = prof_stop(p);
-            double lo = *std::min_element(v.begin(), v.end());
-            std::vector<double> l, h;
-            std::vector<int> up;
-            for (double t : v) {
-              up.push_back(t > lo + 64);
-              (t > lo + 64 ? h : l).push_back(t);
-            }
-            size_t m = 0;
-            for (size_t i = 8; i < up.size(); i++) m += up[i] == up[i - 8];
+            Levels r = levels(prof_stop(p));
             char label[64];
             snprintf(label, sizeof label, "%s, stream %d", kk.name, k);
-            printf("%-30s %6.0f %6.0f %6.2f %6.2f %6.0f\n", label, median(l), h.empty() ? 0.0 : median(h),
-                   (double)h.size() / v.size(), up.size() > 8 ? (double)m / (up.size() - 8) : 0.0, median(v));
+            printf("%-30s %6.0f %6.0f %6.2f %6.2f %6.0f\n", label, r.lower, r.upper, r.share, r.same8, r.all);
           }
         }
       }
@@ -453,21 +322,9 @@ int main(int argc, char** argv) {
         prof_start(p, n);
         for (int i = 0; i < n; i++) CK(cuLaunchKernel(k.f, 1, 1, 1, k.block, 1, 1, 0, s, k.args, nullptr));
         CK(cuStreamSynchronize(s));
-        std::vector<double> v = prof_stop(p);
-        double lo = *std::min_element(v.begin(), v.end());
-        std::vector<int> up;
-        std::vector<double> l, h;
-        for (double t : v) {
-          up.push_back(t > lo + 64);
-          (t > lo + 64 ? h : l).push_back(t);
-        }
-        auto same = [&](size_t k) {
-          size_t m = 0;
-          for (size_t i = k; i < up.size(); i++) m += up[i] == up[i - k];
-          return up.size() > k ? (double)m / (up.size() - k) : 0.0;
-        };
-        printf("%-22s %6.0f %6.0f %6.2f %6.2f %6.2f %6.0f\n", k.name, median(l), h.empty() ? 0.0 : median(h),
-               (double)h.size() / v.size(), same(4), same(8), median(v));
+        Levels r = levels(prof_stop(p));
+        printf("%-22s %6.0f %6.0f %6.2f %6.2f %6.2f %6.0f\n", k.name, r.lower, r.upper, r.share, r.same4, r.same8,
+               r.all);
       }
     }
     return 0;
@@ -477,7 +334,7 @@ int main(int argc, char** argv) {
     // them (all kept), then scale_f32 and copy_u32x4 from each input to
     // each output on the range profiler: medians (ns), the same kernel and
     // grid, only the buffers' places differ.
-    p = make_prof(ctx, n);
+    p = make_prof(ctx, 0, n);
     PROF = &p;
     std::vector<CUdeviceptr> ins, outs;
     const size_t pads_mib[] = {2, 6, 14, 30, 62, 2, 6, 14, 30, 62};
@@ -512,7 +369,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (prof) {
-    p = make_prof(ctx, n);
+    p = make_prof(ctx, 0, n);
     PROF = &p;
     printf("# range profiler, gpu__time_duration.sum\n");
   }

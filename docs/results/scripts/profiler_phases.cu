@@ -9,36 +9,9 @@
 //     -I/usr/local/cuda/targets/x86_64-linux/include -L/usr/local/cuda/targets/x86_64-linux/lib \
 //     -lcupti -lcuda
 //   /tmp/phases 256
-#include <cuda.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
+#include "range_profiler.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CK(x)                                                      \
-  do {                                                             \
-    CUresult r_ = (x);                                             \
-    if (r_ != CUDA_SUCCESS) {                                      \
-      fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, r_); \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
-#define CP(x)                                                                   \
-  do {                                                                          \
-    CUptiResult r_ = (x);                                                       \
-    if (r_ != CUPTI_SUCCESS) {                                                  \
-      const char* s_ = nullptr;                                                 \
-      cuptiGetResultString(r_, &s_);                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
 
 __global__ void empty_k() {}
 
@@ -50,8 +23,6 @@ static void lap(const char* what) {
   printf(" %s %.3f", what, t - last);
   last = now_ms();
 }
-
-static const char* METRIC = "gpu__time_duration.sum";
 
 // Median (ns) of n event pairs, each around one empty launch.
 static double event_median(CUstream s, int n) {

@@ -18,42 +18,14 @@
 //             user replay (gpu__time_duration is one pass);
 //   ev-auto   events around each launch while `auto` profiles it (does the
 //             profiler slow the kernel?).
-#include <cuda.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
+#include "range_profiler.h"
+
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
-#include <vector>
-
-#define CK(x)                                                                   \
-  do {                                                                          \
-    CUresult r_ = (x);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                   \
-      const char* s_ = nullptr;                                                 \
-      cuGetErrorName(r_, &s_);                                                  \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-#define CP(x)                                                                   \
-  do {                                                                          \
-    CUptiResult r_ = (x);                                                       \
-    if (r_ != CUPTI_SUCCESS) {                                                  \
-      const char* s_ = nullptr;                                                 \
-      cuptiGetResultString(r_, &s_);                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
 
 __global__ void empty_k() {}
 
@@ -114,12 +86,6 @@ static void launch(const Case& c, CUstream s) {
   }
 }
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
 static std::vector<double> events(const Case& c, CUstream s, int n) {
   std::vector<CUevent> ev(2 * n);
   for (auto& e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
@@ -139,142 +105,25 @@ static std::vector<double> events(const Case& c, CUstream s, int n) {
   return out;
 }
 
-static const char* METRIC = "gpu__time_duration.sum";
-
-struct Profiler {
-  CUpti_Profiler_Host_Object* host = nullptr;
-  CUpti_RangeProfiler_Object* rp = nullptr;
-  std::vector<uint8_t> config;
-};
-
-static Profiler make_profiler(CUcontext ctx, int dev) {
-  Profiler p;
-  CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  CP(cuptiProfilerInitialize(&ip));
-  CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
-  cn.deviceIndex = dev;
-  CP(cuptiDeviceGetChipName(&cn));
-  CUpti_Profiler_GetCounterAvailability_Params ca = {CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-  ca.ctx = ctx;
-  CP(cuptiProfilerGetCounterAvailability(&ca));
-  std::vector<uint8_t> avail(ca.counterAvailabilityImageSize);
-  ca.pCounterAvailabilityImage = avail.data();
-  CP(cuptiProfilerGetCounterAvailability(&ca));
-  CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = cn.pChipName;
-  hi.pCounterAvailabilityImage = avail.data();
-  CP(cuptiProfilerHostInitialize(&hi));
-  p.host = hi.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  am.pHostObject = p.host;
-  am.ppMetricNames = &METRIC;
-  am.numMetrics = 1;
-  CP(cuptiProfilerHostConfigAddMetrics(&am));
-  CUpti_Profiler_Host_GetConfigImageSize_Params gs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  gs.pHostObject = p.host;
-  CP(cuptiProfilerHostGetConfigImageSize(&gs));
-  p.config.resize(gs.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params gi = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  gi.pHostObject = p.host;
-  gi.pConfigImage = p.config.data();
-  gi.configImageSize = p.config.size();
-  CP(cuptiProfilerHostGetConfigImage(&gi));
-  CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  np.pConfigImage = p.config.data();
-  np.configImageSize = p.config.size();
-  CP(cuptiProfilerHostGetNumOfPasses(&np));
-  printf("# chip %s, passes for %s: %zu\n", cn.pChipName, METRIC, np.numOfPasses);
-  CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-  en.ctx = ctx;
-  CP(cuptiRangeProfilerEnable(&en));
-  p.rp = en.pRangeProfilerObject;
-  return p;
-}
-
-// n launches profiled, one value per range (ns). With `ev`, events around
-// each launch too (their medians go to *evs).
-static std::vector<double> profiled(Profiler& p, const Case& c, CUstream s, int n, bool user,
+// n launches profiled, one value per range (ns). With `evs`, events around
+// each launch too (their readings go to *evs).
+static std::vector<double> profiled(Prof& p, const Case& c, CUstream s, int n, bool user,
                                     std::vector<double>* evs) {
-  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  ds.pRangeProfilerObject = p.rp;
-  ds.pMetricNames = &METRIC;
-  ds.numMetrics = 1;
-  ds.maxNumOfRanges = n;
-  ds.maxNumRangeTreeNodes = n;
-  CP(cuptiRangeProfilerGetCounterDataSize(&ds));
-  std::vector<uint8_t> data(ds.counterDataSize);
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  di.pRangeProfilerObject = p.rp;
-  di.counterDataSize = data.size();
-  di.pCounterData = data.data();
-  CP(cuptiRangeProfilerCounterDataImageInitialize(&di));
-  CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  sc.pRangeProfilerObject = p.rp;
-  sc.configSize = p.config.size();
-  sc.pConfig = p.config.data();
-  sc.counterDataImageSize = data.size();
-  sc.pCounterDataImage = data.data();
-  sc.range = user ? CUPTI_UserRange : CUPTI_AutoRange;
-  sc.replayMode = user ? CUPTI_UserReplay : CUPTI_KernelReplay;
-  sc.maxRangesPerPass = n;
-  sc.numNestingLevels = 1;
-  sc.minNestingLevel = 1;
-  sc.passIndex = 0;
-  sc.targetNestingLevel = 1;
-  CP(cuptiRangeProfilerSetConfig(&sc));
   std::vector<CUevent> ev;
   if (evs) {
     ev.resize(2 * n);
     for (auto& e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
   }
-  CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-  st.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerStart(&st));
+  prof_start(p, n, user);
   for (int i = 0; i < n; i++) {
     if (evs) CK(cuEventRecord(ev[2 * i], s));
-    if (user) {
-      CUpti_RangeProfiler_PushRange_Params pr = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-      pr.pRangeProfilerObject = p.rp;
-      pr.pRangeName = "run";
-      CP(cuptiRangeProfilerPushRange(&pr));
-    }
+    if (user) push_range(p, "run");
     launch(c, s);
-    if (user) {
-      CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-      pp.pRangeProfilerObject = p.rp;
-      CP(cuptiRangeProfilerPopRange(&pp));
-    }
+    if (user) pop_range(p);
     if (evs) CK(cuEventRecord(ev[2 * i + 1], s));
   }
   CK(cuStreamSynchronize(s));
-  CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-  sp.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerStop(&sp));
-  if (!sp.isAllPassSubmitted) fprintf(stderr, "# not every pass submitted after one pass\n");
-  CUpti_RangeProfiler_DecodeData_Params dd = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  dd.pRangeProfilerObject = p.rp;
-  CP(cuptiRangeProfilerDecodeData(&dd));
-  if (dd.numOfRangeDropped) fprintf(stderr, "# %zu ranges dropped\n", dd.numOfRangeDropped);
-  CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-  gi.pCounterDataImage = data.data();
-  gi.counterDataImageSize = data.size();
-  CP(cuptiRangeProfilerGetCounterDataInfo(&gi));
-  std::vector<double> out;
-  for (size_t r = 0; r < gi.numTotalRanges; r++) {
-    double v = 0;
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params e = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    e.pHostObject = p.host;
-    e.pCounterDataImage = data.data();
-    e.counterDataImageSize = data.size();
-    e.rangeIndex = r;
-    e.ppMetricNames = &METRIC;
-    e.numMetrics = 1;
-    e.pMetricValues = &v;
-    CP(cuptiProfilerHostEvaluateToGpuValues(&e));
-    out.push_back(v);
-  }
+  std::vector<double> out = prof_stop(p);
   if ((int)out.size() != n) fprintf(stderr, "# %s: %zu ranges for %d launches\n", c.name, out.size(), n);
   if (evs) {
     for (int i = 0; i < n; i++) {
@@ -370,7 +219,8 @@ int main(int argc, char** argv) {
   // `auto` or `user`: one range mode per process (one range profiler object
   // per context).
   bool user = !strcmp(mode, "user");
-  Profiler p = make_profiler(ctx, 0);
+  Prof p = make_prof(ctx, 0, n);
+  printf("# chip %s, passes for %s: %zu\n", p.chip, METRIC, p.passes);
   printf("%-38s %10s %10s %10s   (%s ranges)\n", "case (median ns)", "events", "profiler", "ev-prof",
          user ? "user" : "auto");
   for (auto& c : cases) {
