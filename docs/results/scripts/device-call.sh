@@ -42,6 +42,9 @@
 #              and with blocking communicators; nccl-tests all_reduce_perf -b 8 -e 32K -g N (built
 #              alone, in the background) with NCCL_COMM_BLOCKING=0 and 1, and with -G 10 (graphs)
 #   gaps       issue 26: batch mode against CUPTI's kernel records of back-to-back launches (batch_gaps)
+#   pace       issue 26: truth's memory kernels in batches of 10 and 50 (idle_gap_probe.cu … pace): the pace by
+#              events and the range profiler's user ranges, ncu's range replay of the same batches and ncu's
+#              duration of each kernel alone ($PACE_ROUNDS rounds, 7)
 #   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
@@ -464,6 +467,50 @@ for stage in "$@"; do
         say "streams probe (connections $c): exit $?"
         tee -a "$summary" <"$logs/streams-$c.txt"
       done
+      ;;
+    pace)
+      # Issue 26: batch mode's pace against one kernel's duration, three clocks on the same batches.
+      gap_build
+      pr=${PACE_ROUNDS:-7}
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "$pr" pace >"$logs/pace.txt" 2>&1
+      say "pace probe: exit $?"
+      tee -a "$summary" <"$logs/pace.txt"
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
+        --cache-control none --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "$pr" pacencu \
+        >"$logs/pace-ranges.csv" 2>"$logs/pace-ranges.err"
+      say "ncu range replay: exit $?"
+      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 20 paceplain \
+        >"$logs/pace-plain.csv" 2>"$logs/pace-plain.err"
+      say "ncu kernel replay: exit $?"
+      python3 - "$logs/pace-ranges.csv" "$logs/pace-plain.csv" "$pr" <<'PY' 2>&1 | tee -a "$summary"
+import csv, statistics, sys
+# The probe's order: per size, per kernel; ranges: rounds x (10, 50); plain: 20 launches.
+names = [f"{k} {s}" for s in ("1 Mi", "32 Mi", "256 Mi")
+         for k in ("scale_f32", "copy_u32x4", "triad_f32", "read_sum_u32x4")]
+scale = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}
+def values(path):
+    rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
+    if not rows:
+        return []
+    head, body = rows[0], rows[1:]
+    v, u = head.index("Metric Value"), head.index("Metric Unit")
+    return [float(r[v].replace(",", "")) * scale.get(r[u], 1.0) for r in body]
+rng, plain, rounds = values(sys.argv[1]), values(sys.argv[2]), int(sys.argv[3])
+print(f"  ncu: {len(rng)} ranges (want {2 * rounds * len(names)}), {len(plain)} kernels (want {20 * len(names)})")
+print("  %-22s %12s %12s %12s %12s" % ("kernel (ns)", "ncu alone", "range 50/k", "range pace", "pace - alone"))
+for i, n in enumerate(names):
+    r = rng[2 * rounds * i: 2 * rounds * (i + 1)]
+    a = plain[20 * i: 20 * (i + 1)]
+    if len(r) < 2 * rounds or len(a) < 20:
+        print(f"  {n}: missing readings")
+        continue
+    pace = statistics.median((r[2 * j + 1] - r[2 * j]) / 40 for j in range(rounds))
+    alone = statistics.median(a)
+    k50 = statistics.median(r[2 * j + 1] for j in range(rounds)) / 50
+    print("  %-22s %12.1f %12.1f %12.1f %+12.1f" % (n, alone, k50, pace, pace - alone))
+PY
       ;;
     second)
       # Issue 26: the small kernels on a second stream (made after the first had work, as the timer's),

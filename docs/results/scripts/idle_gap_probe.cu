@@ -22,6 +22,9 @@
 //   ncu … /tmp/gap kernels/fatbin 100 secondplain  # smallplain's launches on that second stream
 //   ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
 //     --csv /tmp/gap kernels/fatbin 50 plain
+//   /tmp/gap kernels/fatbin 7 pace       # batch mode's pace against one kernel's duration (below)
+//   ncu --replay-mode range … /tmp/gap kernels/fatbin 7 pacencu   # each batch a range of ncu's
+//   ncu … /tmp/gap kernels/fatbin 20 paceplain                     # each kernel alone, under ncu
 //
 // Per kernel, N launches each way, a pair of events around each launch:
 //   b2b       enqueued back to back (as gpu-bench's batch and hot modes);
@@ -29,7 +32,25 @@
 //             (the GPU idle for G before each kernel, as under ncu).
 // With `prof`, the range profiler's gpu__time_duration.sum per kernel (auto
 // ranges, kernel replay: the kernels serialized) instead of events.
+//
+// `pace` (issue 26: batch mode reads truth's 32 Mi memory kernels 1.1-1.7 µs
+// above ncu's duration on the H200). Batch mode is a stream's pace: what a
+// kernel takes back to back, the time the GPU spends between two kernels
+// included; ncu's duration is one kernel's. truth's memory kernels, with
+// truth's grids, at 1 Mi, 32 Mi and 256 Mi elements, each in batches of
+// K = 10 and K = 50 launches back to back, n rounds: the pace is
+// (t50 - t10) / 40 (the batch's fixed cost cancels), the median over rounds,
+// by a pair of events around each batch (as batch mode times) and by the
+// range profiler's user ranges (gpu__time_duration.sum of the whole batch:
+// the GPU's own clock). `pacencu`: the same batches, plain, each between
+// cuProfilerStart and cuProfilerStop, for `ncu --replay-mode range` (ncu's
+// duration of each batch); `paceplain`: each kernel n times, for ncu's
+// kernel replay (one kernel's duration, on these buffers).
 #include "range_profiler.h"
+
+// cudaProfiler.h's two calls (libcuda's; the header is not in every toolkit tree).
+extern "C" CUresult CUDAAPI cuProfilerStart(void);
+extern "C" CUresult CUDAAPI cuProfilerStop(void);
 
 #include <cupti_activity.h>
 
@@ -196,6 +217,121 @@ int main(int argc, char** argv) {
   ks[2].name = "triad_f32 256Mi";
   CK(cuModuleGetFunction(&ks[2].f, ms, "triad_f32"));
   ks[2].args = {&z, &y, &x, &half, &n_f};
+  if (!strncmp(argc > 3 ? argv[3] : "", "pace", 4)) {
+    // See `pace` in the header. Every case's grid as truth's typed wrappers
+    // make it: tiles of 2 x 256 vectors (scale, copy, triad), or one thread
+    // per vector capped at 8 blocks per SM (read_sum).
+    bool ranges = !strcmp(argv[3], "pacencu"), only = !strcmp(argv[3], "paceplain");
+    int sms = 0;
+    CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    CUfunction fsum;
+    CK(cuModuleGetFunction(&fsum, ms, "read_sum_u32x4"));
+    CUdeviceptr sum;
+    CK(cuMemAlloc(&sum, 8));
+    struct P {
+      std::string name;
+      CUfunction f;
+      unsigned grid;
+      unsigned long long n, n4;
+      void* args[5];
+    };
+    std::vector<P> cs;
+    const unsigned long long sizes[] = {1ull << 20, 32ull << 20, 256ull << 20};
+    const char* labels[] = {"1 Mi", "32 Mi", "256 Mi"};
+    for (int i = 0; i < 3; i++) {
+      unsigned long long e = sizes[i], v = (e + 3) / 4;
+      unsigned tiles = (unsigned)((v + 511) / 512);
+      unsigned sum_grid = (unsigned)std::min<unsigned long long>((v + 255) / 256, 8ull * sms);
+      cs.push_back({std::string("scale_f32 ") + labels[i], ks[0].f, tiles, e, v, {}});
+      cs.push_back({std::string("copy_u32x4 ") + labels[i], ks[1].f, tiles, e, v, {}});
+      cs.push_back({std::string("triad_f32 ") + labels[i], ks[2].f, tiles, e, v, {}});
+      cs.push_back({std::string("read_sum_u32x4 ") + labels[i], fsum, sum_grid, e, v, {}});
+    }
+    // The arguments point into the cases, which no longer move.
+    for (size_t i = 0; i < cs.size(); i++) {
+      P& c = cs[i];
+      switch (i % 4) {
+        case 0: c.args[0] = &x; c.args[1] = &z; c.args[2] = &a; c.args[3] = &c.n; break;
+        case 1: c.args[0] = &x; c.args[1] = &z; c.args[2] = &c.n4; break;
+        case 2: c.args[0] = &z; c.args[1] = &y; c.args[2] = &x; c.args[3] = &half; c.args[4] = &c.n; break;
+        default: c.args[0] = &x; c.args[1] = &c.n4; c.args[2] = &sum; break;
+      }
+    }
+    auto go = [&](P& c, int k) {
+      for (int i = 0; i < k; i++) CK(cuLaunchKernel(c.f, c.grid, 1, 1, BLOCK, 1, 1, 0, s, c.args, nullptr));
+    };
+    const int KS[2] = {10, 50};
+    if (only || ranges) {
+      // Under ncu: each kernel alone n times (kernel replay), or each batch
+      // a range (range replay), in the order the table below lists.
+      for (auto& c : cs) {
+        for (int r = 0; r < n; r++) {
+          if (only) {
+            go(c, 1);
+            continue;
+          }
+          for (int k : KS) {
+            CK(cuProfilerStart());
+            go(c, k);
+            CK(cuProfilerStop());
+            CK(cuStreamSynchronize(s));
+          }
+        }
+      }
+      CK(cuStreamSynchronize(s));
+      return 0;
+    }
+    Prof p = make_prof(ctx, 0, 2 * (size_t)n);
+    CUevent e0, e1;
+    CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    printf("# SMs %d; per kernel, ns: batch of 10 and of 50 per kernel, and the pace (t50 - t10) / 40, median of %d\n",
+           sms, n);
+    printf("%-22s %7s %10s %10s %10s | %10s %10s %10s\n", "kernel", "grid", "ev 10/k", "ev 50/k", "ev pace",
+           "rp 10/k", "rp 50/k", "rp pace");
+    for (auto& c : cs) {
+      go(c, 3);
+      CK(cuStreamSynchronize(s));
+      std::vector<double> ev[2], rp[2], evp, rpp;
+      for (int r = 0; r < n; r++) {
+        for (int j = 0; j < 2; j++) {
+          CK(cuEventRecord(e0, s));
+          go(c, KS[j]);
+          CK(cuEventRecord(e1, s));
+          CK(cuStreamSynchronize(s));
+          float ms_;
+          CK(cuEventElapsedTime(&ms_, e0, e1));
+          ev[j].push_back(ms_ * 1e6);
+        }
+        evp.push_back((ev[1].back() - ev[0].back()) / 40);
+      }
+      // The range profiler: warmed on this kernel, then one user range per batch.
+      prof_start(p, 2);
+      go(c, 1);
+      CK(cuStreamSynchronize(s));
+      prof_stop(p);
+      prof_start(p, 2 * (size_t)n, true);
+      for (int r = 0; r < n; r++) {
+        for (int j = 0; j < 2; j++) {
+          push_range(p, j ? "k50" : "k10");
+          go(c, KS[j]);
+          pop_range(p);
+        }
+      }
+      CK(cuStreamSynchronize(s));
+      std::vector<double> v = prof_stop(p);
+      for (size_t i = 0; i + 1 < v.size(); i += 2) {
+        rp[0].push_back(v[i]);
+        rp[1].push_back(v[i + 1]);
+        rpp.push_back((v[i + 1] - v[i]) / 40);
+      }
+      if ((int)v.size() != 2 * n) fprintf(stderr, "# %s: %zu ranges for %d batches\n", c.name.c_str(), v.size(), 2 * n);
+      printf("%-22s %7u %10.1f %10.1f %10.1f | %10.1f %10.1f %10.1f\n", c.name.c_str(), c.grid, median(ev[0]) / 10,
+             median(ev[1]) / 50, median(evp), median(rp[0]) / 10, median(rp[1]) / 50, median(rpp));
+      fflush(stdout);
+    }
+    return 0;
+  }
   if (plain) {
     // Under ncu: each kernel n times (ncu serializes them and idles between).
     for (auto& k : ks)
