@@ -305,9 +305,12 @@ int main(int argc, char** argv) {
         }
         evp.push_back((ev[1].back() - ev[0].back()) / 40);
       }
-      // The range profiler: warmed on this kernel, then one user range per batch.
-      prof_start(p, 2);
+      // The range profiler (user ranges only: one range mode per process):
+      // warmed on this kernel by one pass, then one user range per batch.
+      prof_start(p, 2 * (size_t)n, true);
+      push_range(p, "warm");
       go(c, 1);
+      pop_range(p);
       CK(cuStreamSynchronize(s));
       prof_stop(p);
       prof_start(p, 2 * (size_t)n, true);
