@@ -47,6 +47,8 @@
 #              duration of each kernel alone ($PACE_ROUNDS rounds, 7)
 #   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
+#   idle       issue 26: the empty kernel and the one-cycle spin on the range profiler, back to back and
+#              each after a sync (+ 20 µs idle), in $IDLE_PROCS (3) processes (idle_gap_probe.cu … idle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
@@ -511,6 +513,14 @@ for i, n in enumerate(names):
     k50 = statistics.median(r[2 * j + 1] for j in range(rounds)) / 50
     print("  %-22s %12.1f %12.1f %12.1f %+12.1f" % (n, alone, k50, pace, pace - alone))
 PY
+      ;;
+    idle)
+      gap_build
+      for i in $(seq "${IDLE_PROCS:-3}"); do
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 idle >"$logs/idle-$i.txt" 2>&1
+        say "idle probe, process $i: exit $?"
+        tee -a "$summary" <"$logs/idle-$i.txt"
+      done
       ;;
     second)
       # Issue 26: the small kernels on a second stream (made after the first had work, as the timer's),

@@ -25,6 +25,8 @@
 //   /tmp/gap kernels/fatbin 7 pace       # batch mode's pace against one kernel's duration (below)
 //   ncu --replay-mode range … /tmp/gap kernels/fatbin 7 pacencu   # each batch a range of ncu's
 //   ncu … /tmp/gap kernels/fatbin 20 paceplain                     # each kernel alone, under ncu
+//   /tmp/gap kernels/fatbin 512 idle     # the empty kernel and the one-cycle spin on a second stream,
+//                                        # back to back, then each launch after a sync (+ an idle wait)
 //
 // Per kernel, N launches each way, a pair of events around each launch:
 //   b2b       enqueued back to back (as gpu-bench's batch and hot modes);
@@ -217,6 +219,65 @@ int main(int argc, char** argv) {
   ks[2].name = "triad_f32 256Mi";
   CK(cuModuleGetFunction(&ks[2].f, ms, "triad_f32"));
   ks[2].args = {&z, &y, &x, &half, &n_f};
+  if (argc > 3 && !strcmp(argv[3], "idle")) {
+    // Issue 26: truth's kernel mode reads the empty kernel 1,280 ns in one
+    // process and 1,504 in another (2026-11-28, calls 1 and 2: launches at
+    // about 1,250 or about 1,560 ns at random, the upper share 17 % or
+    // 55 %); ncu, which idles the GPU before each kernel, never reads the
+    // upper level. On a second stream (as the timer's), on the range
+    // profiler (auto ranges, kernel replay, as kernel mode), n launches each
+    // way, four times over: back to back (as kernel mode), each after a
+    // synchronization of the stream, each after a synchronization and 20 µs
+    // of idle GPU.
+    std::vector<char> sp = slurp(dir + "/spin.fatbin");
+    CUmodule msp;
+    CK(cuModuleLoadData(&msp, sp.data()));
+    CUfunction fempty, fspin;
+    CK(cuModuleGetFunction(&fempty, msp, "empty_kernel"));
+    CK(cuModuleGetFunction(&fspin, msp, "spin_cycles"));
+    unsigned long long one = 1;
+    void* spin_args[] = {&one, &y};
+    CK(cuMemsetD8Async(y, 0, 8, s));
+    CK(cuStreamSynchronize(s));
+    CUstream s2;
+    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    Prof p = make_prof(ctx, 0, n);
+    struct {
+      const char* name;
+      CUfunction f;
+      void** args;
+    } ks2[] = {{"empty_kernel", fempty, nullptr}, {"spin 1 cycle", fspin, spin_args}};
+    const char* ways[] = {"back to back", "sync each", "sync + 20 us"};
+    printf("%-14s %-13s %6s %6s %6s %6s %6s\n", "kernel (ns)", "launches", "lower", "upper", "share", "same1",
+           "median");
+    for (int rep = 0; rep < 4; rep++) {
+      for (auto& k : ks2) {
+        for (int w = 0; w < 3; w++) {
+          prof_start(p, n);
+          for (int i = 0; i < n; i++) {
+            CK(cuLaunchKernel(k.f, 1, 1, 1, 1, 1, 1, 0, s2, k.args, nullptr));
+            if (w > 0) CK(cuStreamSynchronize(s2));
+            if (w > 1) std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+          CK(cuStreamSynchronize(s2));
+          std::vector<double> v = prof_stop(p);
+          // Two levels split at 1,450 ns (between the two seen).
+          size_t up = 0, same = 0;
+          std::vector<double> lo, hi;
+          for (size_t i = 0; i < v.size(); i++) {
+            (v[i] > 1450 ? hi : lo).push_back(v[i]);
+            up += v[i] > 1450;
+            if (i) same += (v[i] > 1450) == (v[i - 1] > 1450);
+          }
+          printf("%-14s %-13s %6.0f %6.0f %6.2f %6.2f %6.0f\n", k.name, ways[w], median(lo), median(hi),
+                 v.empty() ? 0.0 : (double)up / v.size(), v.size() > 1 ? (double)same / (v.size() - 1) : 0.0,
+                 median(v));
+          fflush(stdout);
+        }
+      }
+    }
+    return 0;
+  }
   if (!strncmp(argc > 3 ? argv[3] : "", "pace", 4)) {
     // See `pace` in the header. Every case's grid as truth's typed wrappers
     // make it: tiles of 2 x 256 vectors (scale, copy, triad), or one thread
@@ -314,9 +375,15 @@ int main(int argc, char** argv) {
       CK(cuStreamSynchronize(s));
       prof_stop(p);
       prof_start(p, 2 * (size_t)n, true);
+      // A name per range: the profiler sums ranges of one name into one
+      // (call 2 of 2026-11-28 ran with two names, so its columns were sums
+      // over the rounds).
+      std::vector<std::string> names;
+      for (int r = 0; r < n; r++)
+        for (int k : KS) names.push_back("k" + std::to_string(k) + " round " + std::to_string(r));
       for (int r = 0; r < n; r++) {
         for (int j = 0; j < 2; j++) {
-          push_range(p, j ? "k50" : "k10");
+          push_range(p, names[2 * r + j].c_str());
           go(c, KS[j]);
           pop_range(p);
         }
