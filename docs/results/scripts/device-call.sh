@@ -44,7 +44,7 @@
 #   gaps       issue 26: batch mode against CUPTI's kernel records of back-to-back launches (batch_gaps)
 #   pace       issue 26: truth's memory kernels in batches of 10 and 50 (idle_gap_probe.cu … pace): the pace by
 #              events and the range profiler's user ranges, ncu's range replay of the same batches and ncu's
-#              duration of each kernel alone ($PACE_ROUNDS rounds, 7)
+#              duration of each kernel alone ($PACE_ROUNDS rounds, 7; PACE_NCU=0: the probe alone)
 #   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   idle       issue 26: the empty kernel and the one-cycle spin on the range profiler, back to back and
@@ -477,6 +477,7 @@ for stage in "$@"; do
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "$pr" pace >"$logs/pace.txt" 2>&1
       say "pace probe: exit $?"
       tee -a "$summary" <"$logs/pace.txt"
+      [ "${PACE_NCU:-1}" = 0 ] && continue
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
         --cache-control none --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "$pr" pacencu \
