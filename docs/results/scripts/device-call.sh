@@ -477,7 +477,7 @@ for stage in "$@"; do
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "$pr" pace >"$logs/pace.txt" 2>&1
       say "pace probe: exit $?"
       tee -a "$summary" <"$logs/pace.txt"
-      [ "${PACE_NCU:-1}" = 0 ] && continue
+      if [ "${PACE_NCU:-1}" != 0 ]; then
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
         --cache-control none --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "$pr" pacencu \
@@ -514,6 +514,7 @@ for i, n in enumerate(names):
     k50 = statistics.median(r[2 * j + 1] for j in range(rounds)) / 50
     print("  %-22s %12.1f %12.1f %12.1f %+12.1f" % (n, alone, k50, pace, pace - alone))
 PY
+      fi
       ;;
     idle)
       gap_build
