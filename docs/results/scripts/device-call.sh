@@ -478,16 +478,16 @@ for stage in "$@"; do
       say "pace probe: exit $?"
       tee -a "$summary" <"$logs/pace.txt"
       if [ "${PACE_NCU:-1}" != 0 ]; then
-      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
-        --cache-control none --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "$pr" pacencu \
-        >"$logs/pace-ranges.csv" 2>"$logs/pace-ranges.err"
-      say "ncu range replay: exit $?"
-      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
-        --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 20 paceplain \
-        >"$logs/pace-plain.csv" 2>"$logs/pace-plain.err"
-      say "ncu kernel replay: exit $?"
-      python3 - "$logs/pace-ranges.csv" "$logs/pace-plain.csv" "$pr" <<'PY' 2>&1 | tee -a "$summary"
+        ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
+          --cache-control none --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin "$pr" pacencu \
+          >"$logs/pace-ranges.csv" 2>"$logs/pace-ranges.err"
+        say "ncu range replay: exit $?"
+        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
+          --metrics gpu__time_duration.sum --csv /tmp/gap kernels/fatbin 20 paceplain \
+          >"$logs/pace-plain.csv" 2>"$logs/pace-plain.err"
+        say "ncu kernel replay: exit $?"
+        python3 - "$logs/pace-ranges.csv" "$logs/pace-plain.csv" "$pr" <<'PY' 2>&1 | tee -a "$summary"
 import csv, statistics, sys
 # The probe's order: per size, per kernel; ranges: rounds x (10, 50); plain: 20 launches.
 names = [f"{k} {s}" for s in ("1 Mi", "32 Mi", "256 Mi")
