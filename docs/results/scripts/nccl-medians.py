@@ -15,7 +15,11 @@ LOGS_DIR holds, per round r:
 
 Per size: the median over the rounds of each side's busbw (large) or time
 per call (small), and the ratio of the medians; beside it the lowest and
-highest per-round ratio. nccl-tests' out-of-place columns are used (ours is
+highest per-round ratio. For the small eager all-reduce, one more table:
+the ratio of each side's minimum, lower quartile and mean over the rounds,
+and nccl-tests' own A/A ratio of minima (on a host whose processes settle
+at one of two speeds, the median over rounds follows how many processes of
+each side drew the slow one; the minima compare the fast ones). nccl-tests' out-of-place columns are used (ours is
 out of place too); torch.distributed's all_reduce is in place.
 """
 
@@ -116,6 +120,40 @@ def compare(sizes, ours, peer, key, higher_is_better):
     return lines
 
 
+def order_statistics(sizes, ours, peer, aa, n):
+    """The small eager table by order statistics over the rounds: ours ÷
+    nccl-tests by the minimum, the lower quartile and the mean, and (when
+    nccl-tests ran twice a round) nccl-tests' second ÷ first by the minimum."""
+
+    def q1(v):
+        return statistics.quantiles(v, n=4, method="inclusive")[0] if len(v) > 1 else (v[0] if v else float("nan"))
+
+    lines = []
+    for b in sizes:
+        o = [x[b] for x in ours if b in x]
+        p = [x[b] for x in peer if b in x]
+        if not o or not p:
+            continue
+        first = [x[b] for x in peer if b in x]
+        a = aa.get(b, [])
+        lines.append(
+            [
+                str(b),
+                fmt(min(o), 2),
+                fmt(min(p), 2),
+                fmt(min(o) / min(p), 3),
+                fmt(q1(o) / q1(p), 3),
+                fmt(statistics.mean(o) / statistics.mean(p), 3),
+                fmt(min(a) / min(first), 3) if a else "—",
+            ]
+        )
+    table(
+        f"all_reduce 8 B–32 KiB, eager: ours (blocking) vs nccl-tests by order statistics over {n} rounds",
+        ["bytes", "ours (min)", "nccl-tests (min)", "ratio of minima", "of lower quartiles", "of means", "A/A ratio of minima"],
+        lines,
+    )
+
+
 def main():
     logs = sys.argv[1]
     names = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "send_recv": "sendrecv"}
@@ -180,6 +218,11 @@ def main():
             p.append({b: v[0] for b, v in nccl_tests(path).items()} if os.path.exists(path) else {})
         sizes = sorted({b for x in o for b in x})
         peer = "nccl-tests" if kind == "eager" else "nccl-tests -G 10"
+        if kind == "eager":
+            aa = {}
+            if r2:
+                aa = {b: [x[b] for x in a if b in x] for b in sizes}
+            order_statistics(sizes, o, p, aa, len(rr))
         table(
             f"all_reduce 8 B–32 KiB, {kind}: µs per call, ours (blocking) vs {peer}, {len(rr)} rounds (lower is better)",
             ["bytes", "ours (median)", f"{peer} (median)", "ours / peer", "per round", "rounds"],
