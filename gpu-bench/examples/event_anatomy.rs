@@ -6,6 +6,14 @@
 //! queued behind the spin gate (the host is never inside a timed region).
 //!
 //!     cargo run --release -p gpu-bench --features kernels --example event_anatomy
+//!     cargo run --release -p gpu-bench --features kernels --example event_anatomy -- sizes
+//!
+//! (f), in phase A: hot and graph mode against a raw pair around a raw
+//! launch (and around a raw `cuGraphLaunch`) of `scale_f32` with truth's
+//! tiled grid at truth's sizes, 1 Ki to 256 Mi elements, on the same
+//! buffers, with the verdict of issue 26's target (nothing of gpu-bench's
+//! inside the timed region: at most the raw pair + max(64 ns, 0.5 %)).
+//! `sizes` runs (f) alone.
 //!
 //! Three phases in one process: (A) CUPTI never initialized, (B) a CUPTI
 //! activity consumer enabled (kernel records), (C) CUPTI initialized but no
@@ -242,6 +250,104 @@ fn minus(rows: &mut Vec<Row>, phase: &'static str, case: &str, pairs: &[f64], re
     }
 }
 
+/// truth's sizes of `scale_f32`, in elements, with their labels.
+const SIZES: [(usize, &str); 5] =
+    [(1 << 10, "1 Ki"), (32 << 10, "32 Ki"), (1 << 20, "1 Mi"), (32 << 20, "32 Mi"), (256 << 20, "256 Mi")];
+
+/// (f): at each of [`SIZES`], a raw pair around a raw launch of
+/// `scale_f32` (`func`, truth's tiled grid), a raw pair around a raw
+/// `cuGraphLaunch` of a graph of that launch, and gpu-bench's hot and graph
+/// modes on the tracked launch of the same kernel on the same buffers; the
+/// rows, and returns per size a note with hot − raw and graph − raw graph
+/// against max(64 ns, 0.5 % of the raw pair). At most `max` elements.
+fn sizes(
+    timer: &mut Timer,
+    raw: &Raw<'_>,
+    k: &kernels::Kernels,
+    func: BorrowedFunction<'_>,
+    settings: Settings,
+    max: usize,
+    rows: &mut Vec<Row>,
+) -> Res<Vec<String>> {
+    let mut notes = Vec::new();
+    let caller = timer.stream().clone();
+    let x = DeviceBuffer::<f32>::zeroed(&caller, max)?;
+    let mut out = DeviceBuffer::<f32>::zeroed(&caller, max)?;
+    let (xp, op) = (x.as_raw(), out.as_raw());
+    let nothing = &mut |_: BorrowedStream<'_>| Ok(());
+    for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
+        let cfg = k.grid_tiles((n as u64).div_ceil(4));
+        let launch = |s: BorrowedStream<'_>| -> Res<()> {
+            let (mut i, mut o, mut a, mut len) = (xp, op, 2.0f32, n as u64);
+            let mut params = [
+                (&raw mut i).cast::<c_void>(),
+                (&raw mut o).cast::<c_void>(),
+                (&raw mut a).cast::<c_void>(),
+                (&raw mut len).cast::<c_void>(),
+            ];
+            // SAFETY: scale_f32(const float* in, float* out, float a, u64 n)
+            // takes these four values; whatever its grid, it touches in[0..n]
+            // and out[0..n] only, inside `x` and `out` (n <= max elements),
+            // which outlive every launch: the timer's stream and the capture
+            // stream are synchronized, and the graphs dropped, before them.
+            unsafe {
+                launch::launch_kernel(func, [cfg.grid.x, 1, 1], [cfg.block.x, 1, 1], 0, s, &mut params)
+            }?;
+            Ok(())
+        };
+        let pair = pairs(timer, raw, Timing::Around, &mut |s, _| launch(s), nothing)?;
+        let g = raw.graph(&mut |s| launch(s))?;
+        let pair_graph = pairs(timer, raw, Timing::Around, &mut |s, _| Ok(graph::launch(&g, s)?), nothing)?;
+        stream::synchronize(raw.capture.as_borrowed())?;
+        drop(g);
+        let rec = Bench::new("scale_f32").modes(&[Mode::Hot, Mode::Graph]).settings(settings).run_on(
+            timer,
+            None,
+            |s| k.scale(s, &x.slice(..n)?, &mut out.slice_mut(..n)?, 2.0),
+        )?;
+        let ours = |m: Mode| {
+            rec.modes
+                .iter()
+                .find(|r| r.mode == m)
+                .map(|r| r.samples.iter().map(|x| x * 1e9).collect::<Vec<f64>>())
+        };
+        let (hot, graph_mode) = (ours(Mode::Hot).unwrap_or_default(), ours(Mode::Graph).unwrap_or_default());
+        let median = |v: &[f64]| gpu_bench::stats::median(v);
+        let verdict = |ours: f64, base: f64| {
+            let limit = (0.005 * base).max(64.0);
+            format!(
+                "{:+.0} ns (limit {limit:.0}: {})",
+                ours - base,
+                if ours - base <= limit { "within" } else { "OVER" }
+            )
+        };
+        notes.push(format!(
+            "(f) scale_f32 {label}: hot {:.0} ns − raw pair + raw launch {:.0} = {}; graph {:.0} − raw pair + \
+             cuGraphLaunch {:.0} = {}",
+            median(&hot),
+            median(&pair),
+            verdict(median(&hot), median(&pair)),
+            median(&graph_mode),
+            median(&pair_graph),
+            verdict(median(&graph_mode), median(&pair_graph)),
+        ));
+        rows.push(Row { phase: "A", case: format!("(f) raw pair + raw scale_f32 {label}"), v: pair });
+        rows.push(Row {
+            phase: "A",
+            case: format!("(f) raw pair + cuGraphLaunch(scale_f32 {label})"),
+            v: pair_graph,
+        });
+        rows.push(Row { phase: "A", case: format!("(f) gpu-bench hot on scale_f32 {label}"), v: hot });
+        rows.push(Row {
+            phase: "A",
+            case: format!("(f) gpu-bench graph on scale_f32 {label}"),
+            v: graph_mode,
+        });
+    }
+    caller.synchronize()?;
+    Ok(notes)
+}
+
 fn main() -> Res<()> {
     let simulated = gpu_sync::select_driver()?.is_sim();
     if simulated {
@@ -261,6 +367,11 @@ fn main() -> Res<()> {
     let bench_mod = unsafe { module::load_data(drv, kernels::ModuleId::Bench.fatbin().as_ptr().cast()) }?;
     // SAFETY: as above.
     let spin_mod = unsafe { module::load_data(drv, kernels::ModuleId::Spin.fatbin().as_ptr().cast()) }?;
+    // SAFETY: as above.
+    let elementwise_mod =
+        unsafe { module::load_data(drv, kernels::ModuleId::Elementwise.fatbin().as_ptr().cast()) }?;
+    let scale_f32 = module::get_function(elementwise_mod.as_borrowed(), c"scale_f32")?;
+    let only_sizes = std::env::args().nth(1).as_deref() == Some("sizes");
     let stamps = memory::alloc(drv, 2 * 8 * STAMP_SLOTS)?;
     let mut ring = Vec::new();
     for _ in 0..ROUND {
@@ -317,6 +428,14 @@ fn main() -> Res<()> {
             res.step_s.unwrap_or(f64::NAN) * 1e9,
             res.busy_floor_s.unwrap_or(f64::NAN) * 1e9
         ));
+        if tag == "A" {
+            // The simulator's buffers stay small.
+            let max = if simulated { 1 << 20 } else { 256 << 20 };
+            notes.extend(sizes(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
+            if only_sizes {
+                break;
+            }
+        }
         let consumer = match tag {
             "B" => Some(
                 gpu_sync::cuda_sys::cupti::activity()?

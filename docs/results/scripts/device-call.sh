@@ -51,7 +51,8 @@
 #              each after a sync (+ 20 µs idle), in $IDLE_PROCS (3) processes (idle_gap_probe.cu … idle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
-#   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5
+#   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5;
+#              ANATOMY_ARGS=sizes runs its (f) alone: hot and graph against raw pairs, 1 Ki-256 Mi
 #   testf:B:F  test binary B (under tests/) filtered to F, with its output
 #   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
 #              send-recv 16 MiB-1 GiB beside nccl-tests -g N; ours --procs N and torch.distributed
@@ -411,8 +412,10 @@ for stage in "$@"; do
       # build machine (cargo build --release -p gpu-bench --features kernels
       # --example event_anatomy) and carried as target/anatomy/event_anatomy.
       if [ -x target/anatomy/event_anatomy ]; then
-        timeout "${ANATOMY_TIMEOUT:-240}" target/anatomy/event_anatomy >"$logs/anatomy.md" 2>"$logs/anatomy.err"
-        say "event_anatomy: exit $? in $((SECONDS - t0)) s"
+        # shellcheck disable=SC2086 # ANATOMY_ARGS: `sizes` runs (f) alone
+        timeout "${ANATOMY_TIMEOUT:-240}" target/anatomy/event_anatomy ${ANATOMY_ARGS:-} >"$logs/anatomy.md" 2>"$logs/anatomy.err"
+        say "event_anatomy ${ANATOMY_ARGS:-}: exit $? in $((SECONDS - t0)) s"
+        grep "^- (f)" "$logs/anatomy.md" | tee -a "$summary"
       else
         say "event_anatomy: target/anatomy/event_anatomy was not carried"
       fi
