@@ -227,8 +227,8 @@ int main(int argc, char** argv) {
     // upper level. On a second stream (as the timer's), on the range
     // profiler (auto ranges, kernel replay, as kernel mode), n launches each
     // way, four times over: back to back (as kernel mode), each after a
-    // synchronization of the stream, each after a synchronization and 20 µs
-    // of idle GPU.
+    // synchronization of the stream, each after a synchronization and 20 µs,
+    // 200 µs or 2 ms of idle GPU (the last two added after 065dd29's runs).
     std::vector<char> sp = slurp(dir + "/spin.fatbin");
     CUmodule msp;
     CK(cuModuleLoadData(&msp, sp.data()));
@@ -247,17 +247,18 @@ int main(int argc, char** argv) {
       CUfunction f;
       void** args;
     } ks2[] = {{"empty_kernel", fempty, nullptr}, {"spin 1 cycle", fspin, spin_args}};
-    const char* ways[] = {"back to back", "sync each", "sync + 20 us"};
-    printf("%-14s %-13s %6s %6s %6s %6s %6s\n", "kernel (ns)", "launches", "lower", "upper", "share", "same1",
+    const char* ways[] = {"back to back", "sync each", "sync + 20 us", "sync + 200 us", "sync + 2 ms"};
+    const int idle_us[] = {0, 0, 20, 200, 2000};
+    printf("%-14s %-14s %6s %6s %6s %6s %6s\n", "kernel (ns)", "launches", "lower", "upper", "share", "same1",
            "median");
     for (int rep = 0; rep < 4; rep++) {
       for (auto& k : ks2) {
-        for (int w = 0; w < 3; w++) {
+        for (int w = 0; w < 5; w++) {
           prof_start(p, n);
           for (int i = 0; i < n; i++) {
             CK(cuLaunchKernel(k.f, 1, 1, 1, 1, 1, 1, 0, s2, k.args, nullptr));
             if (w > 0) CK(cuStreamSynchronize(s2));
-            if (w > 1) std::this_thread::sleep_for(std::chrono::microseconds(20));
+            if (w > 1) std::this_thread::sleep_for(std::chrono::microseconds(idle_us[w]));
           }
           CK(cuStreamSynchronize(s2));
           std::vector<double> v = prof_stop(p);
@@ -269,7 +270,7 @@ int main(int argc, char** argv) {
             up += v[i] > 1450;
             if (i) same += (v[i] > 1450) == (v[i - 1] > 1450);
           }
-          printf("%-14s %-13s %6.0f %6.0f %6.2f %6.2f %6.0f\n", k.name, ways[w], median(lo), median(hi),
+          printf("%-14s %-14s %6.0f %6.0f %6.2f %6.2f %6.0f\n", k.name, ways[w], median(lo), median(hi),
                  v.empty() ? 0.0 : (double)up / v.size(), v.size() > 1 ? (double)same / (v.size() - 1) : 0.0,
                  median(v));
           fflush(stdout);
