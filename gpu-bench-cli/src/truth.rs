@@ -42,8 +42,7 @@ use gpu_bench::{Bench, KernelRecords, Mode, Report, Timer};
 use gpu_sync::{DeviceBuffer, LaunchConfig, Stream};
 
 /// Elements of each memory case.
-const SIZES: [(usize, &str); 5] =
-    [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")];
+const SIZES: [(usize, &str); 5] = gpu_bench::TRUTH_SIZES;
 /// Spin lengths, seconds: a spin's length is known (cycles over the clock),
 /// so the short ones show where each clock stops following the work.
 const SPINS: [f64; 8] = [250e-9, 500e-9, 1e-6, 2e-6, 10e-6, 100e-6, 1e-3, 10e-3];

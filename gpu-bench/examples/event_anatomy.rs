@@ -250,11 +250,7 @@ fn minus(rows: &mut Vec<Row>, phase: &'static str, case: &str, pairs: &[f64], re
     }
 }
 
-/// truth's sizes of `scale_f32`, in elements, with their labels.
-const SIZES: [(usize, &str); 5] =
-    [(1 << 10, "1 Ki"), (32 << 10, "32 Ki"), (1 << 20, "1 Mi"), (32 << 20, "32 Mi"), (256 << 20, "256 Mi")];
-
-/// (f): at each of [`SIZES`], a raw pair around a raw launch of
+/// (f): at each of truth's sizes ([`gpu_bench::TRUTH_SIZES`]), a raw pair around a raw launch of
 /// `scale_f32` (`func`, truth's tiled grid), a raw pair around a raw
 /// `cuGraphLaunch` of a graph of that launch, and gpu-bench's hot and graph
 /// modes on the tracked launch of the same kernel on the same buffers; the
@@ -275,7 +271,7 @@ fn sizes(
     let mut out = DeviceBuffer::<f32>::zeroed(&caller, max)?;
     let (xp, op) = (x.as_raw(), out.as_raw());
     let nothing = &mut |_: BorrowedStream<'_>| Ok(());
-    for &(n, label) in SIZES.iter().filter(|(n, _)| *n <= max) {
+    for &(n, label) in gpu_bench::TRUTH_SIZES.iter().filter(|(n, _)| *n <= max) {
         let cfg = k.grid_tiles((n as u64).div_ceil(4));
         let launch = |s: BorrowedStream<'_>| -> Res<()> {
             let (mut i, mut o, mut a, mut len) = (xp, op, 2.0f32, n as u64);

@@ -144,3 +144,10 @@ pub use instruments::{GateFlag, Instruments, SpinGate};
 pub use record::{Counter, Mode, ModeResult, Record, Report, TimedBy, Unit, Warning};
 pub use settings::Settings;
 pub use stop::{Rule, StopReason};
+
+/// The element counts `gpu-bench truth` times its memory kernels at (and
+/// the `event_anatomy` example compares hot and graph mode with raw event
+/// pairs at), each with its label: 1 Ki to 256 Mi, from one small block to
+/// well past the L2.
+pub const TRUTH_SIZES: [(usize, &str); 5] =
+    [(1 << 10, "1Ki"), (1 << 15, "32Ki"), (1 << 20, "1Mi"), (1 << 25, "32Mi"), (1 << 28, "256Mi")];

@@ -48,7 +48,8 @@
 #   rooms      issue 26: kernel_cycle and the cycle probe with the profiler made for 256-1024 kernels a pass
 #   kcncu      issue 26: ncu on the kernel_cycle example's plain launches (carried as target/cyc/kernel_cycle)
 #   idle       issue 26: the empty kernel and the one-cycle spin on the range profiler, back to back and
-#              each after a sync (+ 20 µs idle), in $IDLE_PROCS (3) processes (idle_gap_probe.cu … idle)
+#              each after a sync (+ 20 µs, 200 µs or 2 ms idle), in $IDLE_PROCS (3) processes
+#              (idle_gap_probe.cu … idle)
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5;
@@ -129,6 +130,15 @@ gap_build() {
   t=/usr/local/cuda/targets/x86_64-linux
   [ -x /tmp/gap ] || "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap \
     docs/results/scripts/idle_gap_probe.cu -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1
+}
+# gap_run NAME LIMIT ARGS...: the probe (after gap_build) on kernels/fatbin with ARGS, within LIMIT s,
+# into $logs/NAME.txt; its exit and its output into the summary.
+gap_run() {
+  local name=$1 limit=$2
+  shift 2
+  LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout "$limit" /tmp/gap kernels/fatbin "$@" >"$logs/$name.txt" 2>&1
+  say "$name probe: exit $?"
+  tee -a "$summary" <"$logs/$name.txt"
 }
 
 # Per kernel of an ncu CSV (gpu__time_duration.sum): the median in ns, the count and the most
@@ -452,9 +462,7 @@ for stage in "$@"; do
       # Issue 26: the empty spin and scale_f32 1 Ki launch by launch on the range profiler, then under ncu.
       gap_build
       for m in cycle cycleact; do
-        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
-        say "$m probe: exit $?"
-        tee -a "$summary" <"$logs/$m.txt"
+        gap_run "$m" 120 512 "$m"
       done
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 "$ncu" --clock-control none --cache-control none \
@@ -477,9 +485,7 @@ for stage in "$@"; do
       # Issue 26: batch mode's pace against one kernel's duration, three clocks on the same batches.
       gap_build
       pr=${PACE_ROUNDS:-7}
-      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 200 /tmp/gap kernels/fatbin "$pr" pace >"$logs/pace.txt" 2>&1
-      say "pace probe: exit $?"
-      tee -a "$summary" <"$logs/pace.txt"
+      gap_run pace 200 "$pr" pace
       if [ "${PACE_NCU:-1}" != 0 ]; then
         ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
         LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 300 "$ncu" --replay-mode range --clock-control none \
@@ -522,9 +528,7 @@ PY
     idle)
       gap_build
       for i in $(seq "${IDLE_PROCS:-3}"); do
-        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 idle >"$logs/idle-$i.txt" 2>&1
-        say "idle probe, process $i: exit $?"
-        tee -a "$summary" <"$logs/idle-$i.txt"
+        gap_run "idle-$i" 120 512 idle
       done
       ;;
     second)
@@ -532,9 +536,7 @@ PY
       # on the range profiler, then under ncu on the first stream and on the second.
       gap_build
       for m in cycle second; do
-        LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin 512 $m >"$logs/$m.txt" 2>&1
-        say "$m probe: exit $?"
-        tee -a "$summary" <"$logs/$m.txt"
+        gap_run "$m" 120 512 "$m"
       done
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
       for m in smallplain secondplain; do
@@ -599,9 +601,7 @@ PY
       t=/usr/local/cuda/targets/x86_64-linux
       "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -o /tmp/gap docs/results/scripts/idle_gap_probe.cu \
         -I$t/include -L$t/lib -lcupti -lcuda >"$logs/gap-build.log" 2>&1 || say "gap probe: build failed"
-      LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" >"$logs/gap.txt" 2>&1
-      say "gap probe: exit $?"
-      tee -a "$summary" <"$logs/gap.txt"
+      gap_run gap 120 "${GAP_N:-50}"
       LD_LIBRARY_PATH=$t/lib:${LD_LIBRARY_PATH:-} timeout 120 /tmp/gap kernels/fatbin "${GAP_N:-50}" prof \
         >"$logs/gap-prof.txt" 2>&1
       say "gap probe on the range profiler: exit $?"

@@ -223,10 +223,10 @@ int main(int argc, char** argv) {
     // Issue 26: truth's kernel mode reads the empty kernel 1,280 ns in one
     // process and 1,504 in another (2026-11-28, calls 1 and 2: launches at
     // about 1,250 or about 1,560 ns at random, the upper share 17 % or
-    // 55 %); ncu, which idles the GPU before each kernel, never reads the
-    // upper level. On a second stream (as the timer's), on the range
-    // profiler (auto ranges, kernel replay, as kernel mode), n launches each
-    // way, four times over: back to back (as kernel mode), each after a
+    // 55 %); ncu, which runs each kernel it times alone with its own work
+    // around it, never reads the upper level. On a second stream (as the
+    // timer's), on the range profiler (auto ranges, kernel replay, as kernel
+    // mode), n launches each way, four times over: back to back (as kernel mode), each after a
     // synchronization of the stream, each after a synchronization and 20 µs,
     // 200 µs or 2 ms of idle GPU (the last two added after 065dd29's runs).
     std::vector<char> sp = slurp(dir + "/spin.fatbin");

@@ -19,8 +19,9 @@ highest per-round ratio. For the small eager all-reduce, one more table:
 the ratio of each side's minimum, lower quartile and mean over the rounds,
 and nccl-tests' own A/A ratio of minima (on a host whose processes settle
 at one of two speeds, the median over rounds follows how many processes of
-each side drew the slow one; the minima compare the fast ones). nccl-tests' out-of-place columns are used (ours is
-out of place too); torch.distributed's all_reduce is in place.
+each side drew the slow one; the minima compare the fast ones).
+nccl-tests' out-of-place columns are used (ours is out of place too);
+torch.distributed's all_reduce is in place.
 """
 
 import glob
@@ -134,7 +135,6 @@ def order_statistics(sizes, ours, peer, aa, n):
         p = [x[b] for x in peer if b in x]
         if not o or not p:
             continue
-        first = [x[b] for x in peer if b in x]
         a = aa.get(b, [])
         lines.append(
             [
@@ -144,7 +144,7 @@ def order_statistics(sizes, ours, peer, aa, n):
                 fmt(min(o) / min(p), 3),
                 fmt(q1(o) / q1(p), 3),
                 fmt(statistics.mean(o) / statistics.mean(p), 3),
-                fmt(min(a) / min(first), 3) if a else "—",
+                fmt(min(a) / min(p), 3) if a else "—",
             ]
         )
     table(
