@@ -60,7 +60,7 @@ use crate::record::{Counter, Mode, ModeResult, Record, Unit, Warning};
 use crate::settings::Settings;
 use crate::stats::Summary;
 use crate::stop::{self, Rule, StopReason};
-pub use crate::timer::{KernelRecords, PIPELINE_AHEAD_S, PIPELINE_RING, Timer};
+pub use crate::timer::{KernelRecords, PIPELINE_AHEAD_S, PIPELINE_RING, PROFILER_IDLE_S, Timer};
 use crate::timer::{PROBE_EVERY_S, WARMUP_TOLERANCE, WARMUP_WINDOW};
 use crate::warmup::WarmupCurve;
 use gpu_sync::{Result, Stream};

@@ -135,7 +135,7 @@ pub mod stop;
 pub mod timer;
 pub mod warmup;
 
-pub use bench::{Bench, KernelRecords, Timer};
+pub use bench::{Bench, KernelRecords, PROFILER_IDLE_S, Timer};
 pub use clock::host;
 pub use compare::{Compare, Verdict};
 pub use error::{Error, Result};

@@ -351,6 +351,42 @@ fn kernel_mode_on_the_range_profiler_sums_each_runs_kernels() {
     assert!((rec.mode(Mode::Kernel).unwrap().median() - (20e-6 + memset)).abs() < 1e-9);
 }
 
+/// On the range profiler each run is timed alone: when the closure is
+/// called the timing stream has drained (the previous run is done), and
+/// the host has waited at least `PROFILER_IDLE_S` since the previous call
+/// returned (the idle GPU Nsight Compute leaves between the kernels it
+/// times).
+#[test]
+fn the_range_profiler_times_each_run_after_an_idle_gpu() {
+    let _one = one_at_a_time();
+    let (_device, stream, k) = setup();
+    let mut timer = Timer::new(&stream, None).unwrap();
+    timer.set_kernel_records(KernelRecords::Profiler);
+    let mut out = DeviceBuffer::<u64>::zeroed(&stream, 1).unwrap();
+    let mut calls: Vec<(std::time::Instant, std::time::Instant, bool)> = Vec::new();
+    let rec = Bench::new("spin 20 µs")
+        .modes(&[Mode::Kernel])
+        .settings(Settings::quick().min_samples(12).max_samples(12))
+        .run_on(&mut timer, None, |s| {
+            let entered = std::time::Instant::now();
+            let drained = s.query()?.is_some();
+            k.spin(s, 20 * CYCLES_PER_US, &mut out)?;
+            calls.push((entered, std::time::Instant::now(), drained));
+            Ok(())
+        })
+        .unwrap();
+    assert!((rec.mode(Mode::Kernel).unwrap().median() - 20e-6).abs() < 1e-9);
+    assert!(calls.len() >= 12, "{} runs", calls.len());
+    // The first call is the run watched for copies and memsets before the
+    // profiler starts, not a timed one.
+    let busy: Vec<usize> = calls.iter().enumerate().skip(1).filter(|c| !c.1.2).map(|c| c.0).collect();
+    assert!(busy.is_empty(), "runs {busy:?} of {} began with work still on the stream", calls.len());
+    let idle = std::time::Duration::from_secs_f64(gpu_bench::PROFILER_IDLE_S);
+    for w in calls[1..].windows(2) {
+        assert!(w[1].0 - w[0].1 >= idle, "{:?} between runs", w[1].0 - w[0].1);
+    }
+}
+
 /// The range profiler is made (and first started, around one spin of the
 /// instruments) once per timer and kept, stopped, between kernel-mode
 /// measurements: while the timer holds it, the context has no room for

@@ -130,9 +130,13 @@ impl KernelRuns<'_> {
                 )));
             }
         }
-        // One run first, to learn its kernels; then as many as fit.
+        // One run first, to learn its kernels; then as many as fit, and no
+        // more than about PIPELINE_AHEAD_S of idle waits a round, so the
+        // stopping rule sees samples as often as in the other modes.
         let room = self.per_run.map_or(1, |k| crate::timer::PROFILER_MAX_KERNELS / k.max(1));
-        let n = self.depth.min(self.left.max(1)).min(room.max(1));
+        let idle = std::time::Duration::from_secs_f64(crate::timer::PROFILER_IDLE_S);
+        let idle_room = (crate::timer::PIPELINE_AHEAD_S / crate::timer::PROFILER_IDLE_S).ceil() as usize;
+        let n = self.depth.min(self.left.max(1)).min(room.max(1)).min(idle_room.max(1));
         t.stream.device().make_current()?;
         let Some(counters) = t.kernel_counters.as_mut() else {
             return Err(kernel("no range profiler".into()));
@@ -140,7 +144,12 @@ impl KernelRuns<'_> {
         counters.start().map_err(|e| kernel(e.to_string()))?;
         let mut ran = Ok(());
         for _ in 0..n {
-            ran = (self.f)(&t.stream);
+            // Each run alone on an idle GPU (PROFILER_IDLE_S says why): the
+            // stream drained, then the host waits before launching it.
+            ran = t.stream.synchronize().and_then(|_drained| {
+                std::thread::sleep(idle);
+                (self.f)(&t.stream)
+            });
             if ran.is_err() {
                 break;
             }
