@@ -15,6 +15,14 @@
 //! inside the timed region: at most the raw pair + max(64 ns, 0.5 %)).
 //! `sizes` runs (f) alone.
 //!
+//! (g), in phase A (`execs` runs it alone): at 1 Ki and 1 Mi elements,
+//! several graph execs of `scale_f32` (each a fresh capture and
+//! instantiation, through gpu-sync and through the raw driver), each timed
+//! by a raw pair around a raw `cuGraphLaunch` of it; for gpu-sync's execs
+//! also by gpu-bench's hot mode on a tracked [`GraphExec::launch`] of the
+//! same exec (what graph mode times): how much execs of the same work
+//! differ, and what gpu-bench adds to one exec.
+//!
 //! Three phases in one process: (A) CUPTI never initialized, (B) a CUPTI
 //! activity consumer enabled (kernel records), (C) CUPTI initialized but no
 //! kind enabled. Prints one markdown table (medians and quartiles of ≥ 1000
@@ -375,6 +383,122 @@ fn sizes(
     Ok(notes)
 }
 
+/// Graph execs per size in (g).
+const EXECS: usize = 4;
+
+/// (g): see the module docs. Per size and exec a note: the exec's nodes,
+/// the raw pair's median around a raw launch of it, and for gpu-sync's
+/// execs hot mode on its tracked launch with the shift against the raw
+/// pairs (taken half before, half after).
+fn execs(
+    timer: &mut Timer,
+    raw: &Raw<'_>,
+    k: &kernels::Kernels,
+    func: BorrowedFunction<'_>,
+    settings: Settings,
+    rows: &mut Vec<Row>,
+) -> Res<Vec<String>> {
+    let mut notes = Vec::new();
+    let caller = timer.stream().clone();
+    let max = 1 << 20;
+    let x = DeviceBuffer::<f32>::zeroed(&caller, max)?;
+    let mut out = DeviceBuffer::<f32>::zeroed(&caller, max)?;
+    let (xp, op) = (x.as_raw(), out.as_raw());
+    let nothing = &mut |_: BorrowedStream<'_>| Ok(());
+    let median = |v: &[f64]| gpu_bench::stats::median(v);
+    for (n, label) in [(1usize << 10, "1Ki"), (1 << 20, "1Mi")] {
+        let cfg = k.grid_tiles((n as u64).div_ceil(4));
+        let launch = |s: BorrowedStream<'_>| -> Res<()> {
+            let (mut i, mut o, mut a, mut len) = (xp, op, 2.0f32, n as u64);
+            let mut params = [
+                (&raw mut i).cast::<c_void>(),
+                (&raw mut o).cast::<c_void>(),
+                (&raw mut a).cast::<c_void>(),
+                (&raw mut len).cast::<c_void>(),
+            ];
+            // SAFETY: as in `sizes`: scale_f32 takes these four values and
+            // touches in[0..n] and out[0..n] only, inside `x` and `out`
+            // (n <= max elements), which outlive every launch (the timer's
+            // and the capture stream are synchronized before they drop).
+            unsafe {
+                launch::launch_kernel(func, [cfg.grid.x, 1, 1], [cfg.block.x, 1, 1], 0, s, &mut params)
+            }?;
+            Ok(())
+        };
+        for e in 0..EXECS {
+            // A raw capture and exec of the launch.
+            let g = raw.graph(&mut |s| launch(s))?;
+            let raw_exec = pairs(timer, raw, Timing::Around, &mut |s, _| Ok(graph::launch(&g, s)?), nothing)?;
+            stream::synchronize(raw.capture.as_borrowed())?;
+            drop(g);
+            // gpu-sync's capture and exec of the tracked launch, as graph
+            // mode makes them.
+            let captured = timer
+                .stream()
+                .capture(|c| k.scale(c.stream(), &x.slice(..n)?, &mut out.slice_mut(..n)?, 2.0))?;
+            let nodes = captured.node_count()?;
+            let exec = captured.instantiate()?;
+            // SAFETY: a live exec of the installed table, alive until the
+            // end of this iteration (after the timer's stream is drained);
+            // launched raw only from this thread, never while its tracked
+            // launch runs (the calls below follow one another). What it
+            // touches (x, out) outlives it.
+            let ours_raw =
+                unsafe { gpu_sync::cuda_sys::BorrowedGraphExec::borrow_raw(raw.drv, exec.as_raw()) };
+            let mut around = |timer: &mut Timer| {
+                pairs_n(
+                    ROUNDS / 2,
+                    timer,
+                    raw,
+                    Timing::Around,
+                    &mut |s, _| Ok(graph::launch(ours_raw, s)?),
+                    nothing,
+                )
+            };
+            let mut base = around(timer)?;
+            let rec =
+                Bench::new("graph exec")
+                    .modes(&[Mode::Hot])
+                    .settings(settings)
+                    .run_on(timer, None, |s| exec.launch(s))?;
+            base.extend(around(timer)?);
+            caller.synchronize()?;
+            timer.stream().synchronize()?;
+            let hot: Vec<f64> = rec
+                .modes
+                .iter()
+                .find(|r| r.mode == Mode::Hot)
+                .map(|r| r.samples.iter().map(|x| x * 1e9).collect())
+                .unwrap_or_default();
+            let shift = gpu_bench::stats::shift(&base, &hot) + 0.0;
+            let limit = (0.005 * median(&base)).max(64.0);
+            notes.push(format!(
+                "(g) scale_f32 {label}, exec {e}: raw capture's exec, raw pair {:.0} ns; gpu-sync's exec ({nodes} \
+                 node{}), raw pair {:.0} ns, gpu-bench hot on its tracked launch {:.0}: shift {shift:+.0} ns \
+                 (limit {limit:.0}: {})",
+                median(&raw_exec),
+                if nodes == 1 { "" } else { "s" },
+                median(&base),
+                median(&hot),
+                if shift <= limit { "within" } else { "OVER" },
+            ));
+            rows.push(Row { phase: "A", case: format!("(g) raw exec {e}, scale_f32 {label}"), v: raw_exec });
+            rows.push(Row {
+                phase: "A",
+                case: format!("(g) gpu-sync exec {e} raw, scale_f32 {label}"),
+                v: base,
+            });
+            rows.push(Row {
+                phase: "A",
+                case: format!("(g) gpu-sync exec {e} hot, scale_f32 {label}"),
+                v: hot,
+            });
+        }
+    }
+    caller.synchronize()?;
+    Ok(notes)
+}
+
 fn main() -> Res<()> {
     let simulated = gpu_sync::select_driver()?.is_sim();
     if simulated {
@@ -398,7 +522,9 @@ fn main() -> Res<()> {
     let elementwise_mod =
         unsafe { module::load_data(drv, kernels::ModuleId::Elementwise.fatbin().as_ptr().cast()) }?;
     let scale_f32 = module::get_function(elementwise_mod.as_borrowed(), c"scale_f32")?;
-    let only_sizes = std::env::args().nth(1).as_deref() == Some("sizes");
+    let arg = std::env::args().nth(1);
+    let only_sizes = arg.as_deref() == Some("sizes");
+    let only_execs = arg.as_deref() == Some("execs");
     let stamps = memory::alloc(drv, 2 * 8 * STAMP_SLOTS)?;
     let mut ring = Vec::new();
     for _ in 0..ROUND {
@@ -458,8 +584,13 @@ fn main() -> Res<()> {
         if tag == "A" {
             // The simulator's buffers stay small.
             let max = if simulated { 1 << 20 } else { 256 << 20 };
-            notes.extend(sizes(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
-            if only_sizes {
+            if !only_execs {
+                notes.extend(sizes(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
+            }
+            if only_execs || !only_sizes {
+                notes.extend(execs(&mut timer, &raw, &k, scale_f32, settings, &mut rows)?);
+            }
+            if only_sizes || only_execs {
                 break;
             }
         }

@@ -22,9 +22,9 @@ use crate::error::{Error, Result};
 use crate::ffi::call;
 use crate::stream::Stream;
 use crate::trace::{OpDesc, OpKind};
-use cuda_sys::CUgraph;
 use cuda_sys::handle::kind::{GraphExecKind, GraphKind};
 use cuda_sys::result as cu;
+use cuda_sys::{CUgraph, CUgraphExec};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -357,6 +357,18 @@ impl GraphExec {
         })?;
         st.last = Some(Point::new(stream.inner.clone(), ticket));
         Ok(())
+    }
+}
+
+impl GraphExec {
+    /// The raw handle (`CUgraphExec`), for a call gpu-sync does not make: a
+    /// benchmark's raw `cuGraphLaunch` held against [`GraphExec::launch`].
+    /// A launch through it is not tracked (its caller orders the buffers
+    /// the graph touches) and must not race a [`GraphExec::launch`] of the
+    /// same exec.
+    pub fn as_raw(&self) -> CUgraphExec {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.exec.as_ref().map_or(std::ptr::null_mut(), |e| e.get().as_raw())
     }
 }
 

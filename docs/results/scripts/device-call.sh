@@ -53,6 +53,7 @@
 #   second     issue 26: the small kernels on a second stream (probe and ncu), beside the first
 #   streams    issue 26: truth's small kernels on 13 streams (idle_gap_probe.cu … streams), connections unset, 1, 32
 #   anatomy    the event anatomy example (carried as target/anatomy/event_anatomy), issue 26 item 5;
+#              ANATOMY_ARGS=execs runs its (g) alone: graph execs of one launch, raw and through gpu-sync;
 #              ANATOMY_ARGS=sizes runs its (f) alone: hot and graph against raw pairs, 1 Ki-256 Mi
 #   testf:B:F  test binary B (under tests/) filtered to F, with its output
 #   ncclmed    $ROUNDS (5) rounds: ours (one process, blocking) all-reduce/all-gather/reduce-scatter/
@@ -422,10 +423,10 @@ for stage in "$@"; do
       # build machine (cargo build --release -p gpu-bench --features kernels
       # --example event_anatomy) and carried as target/anatomy/event_anatomy.
       if [ -x target/anatomy/event_anatomy ]; then
-        # shellcheck disable=SC2086 # ANATOMY_ARGS: `sizes` runs (f) alone
+        # shellcheck disable=SC2086 # ANATOMY_ARGS: `sizes` runs (f) alone, `execs` (g)
         timeout "${ANATOMY_TIMEOUT:-240}" target/anatomy/event_anatomy ${ANATOMY_ARGS:-} >"$logs/anatomy.md" 2>"$logs/anatomy.err"
         say "event_anatomy ${ANATOMY_ARGS:-}: exit $? in $((SECONDS - t0)) s"
-        grep "^- (f)" "$logs/anatomy.md" | tee -a "$summary"
+        grep -E "^- \((f|g)\)" "$logs/anatomy.md" | tee -a "$summary"
       else
         say "event_anatomy: target/anatomy/event_anatomy was not carried"
       fi
