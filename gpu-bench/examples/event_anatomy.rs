@@ -15,8 +15,8 @@
 //! inside the timed region: at most the raw pair + max(64 ns, 0.5 %)).
 //! `sizes` runs (f) alone.
 //!
-//! (g), in phase A (`execs` runs it alone): at 1 Ki and 1 Mi elements,
-//! several graph execs of `scale_f32` (each a fresh capture and
+//! (g), in phase A (`execs` runs it alone): at truth's sizes, several
+//! graph execs of `scale_f32` (each a fresh capture and
 //! instantiation, through gpu-sync and through the raw driver), each timed
 //! by a raw pair around a raw `cuGraphLaunch` of it; for gpu-sync's execs
 //! also by gpu-bench's hot mode on a tracked [`GraphExec::launch`] of the
@@ -384,9 +384,10 @@ fn sizes(
 }
 
 /// Graph execs per size in (g).
-const EXECS: usize = 4;
+const EXECS: usize = 3;
 
-/// (g): see the module docs. Per size and exec a note: the exec's nodes,
+/// (g): see the module docs; at most `max` elements. Per size and exec a
+/// note: the exec's nodes,
 /// the raw pair's median around a raw launch of it, and for gpu-sync's
 /// execs hot mode on its tracked launch with the shift against the raw
 /// pairs (taken half before, half after).
@@ -396,17 +397,17 @@ fn execs(
     k: &kernels::Kernels,
     func: BorrowedFunction<'_>,
     settings: Settings,
+    max: usize,
     rows: &mut Vec<Row>,
 ) -> Res<Vec<String>> {
     let mut notes = Vec::new();
     let caller = timer.stream().clone();
-    let max = 1 << 20;
     let x = DeviceBuffer::<f32>::zeroed(&caller, max)?;
     let mut out = DeviceBuffer::<f32>::zeroed(&caller, max)?;
     let (xp, op) = (x.as_raw(), out.as_raw());
     let nothing = &mut |_: BorrowedStream<'_>| Ok(());
     let median = |v: &[f64]| gpu_bench::stats::median(v);
-    for (n, label) in [(1usize << 10, "1Ki"), (1 << 20, "1Mi")] {
+    for &(n, label) in gpu_bench::TRUTH_SIZES.iter().filter(|(n, _)| *n <= max) {
         let cfg = k.grid_tiles((n as u64).div_ceil(4));
         let launch = |s: BorrowedStream<'_>| -> Res<()> {
             let (mut i, mut o, mut a, mut len) = (xp, op, 2.0f32, n as u64);
@@ -588,7 +589,7 @@ fn main() -> Res<()> {
                 notes.extend(sizes(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
             }
             if only_execs || !only_sizes {
-                notes.extend(execs(&mut timer, &raw, &k, scale_f32, settings, &mut rows)?);
+                notes.extend(execs(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
             }
             if only_sizes || only_execs {
                 break;
