@@ -28,7 +28,8 @@
 //! Kernel mode (and the CUPTI host-cost record) reads CUPTI's range
 //! profiler by default (`--kernel-records profiler`: `gpu__time_duration.sum`
 //! per kernel, the counter Nsight Compute reads, with no code added to the
-//! kernels); `concurrent` reads `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`
+//! kernels, each run after [`gpu_bench::PROFILER_IDLE_S`] of idle GPU, as
+//! Nsight Compute times a kernel); `concurrent` reads `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`
 //! (issue 26: it instruments kernel code, which slows grids of many short
 //! blocks) and `serial` `CUPTI_ACTIVITY_KIND_KERNEL`; the report's notes
 //! say which was read.
@@ -558,9 +559,12 @@ pub fn run(ctx: &Ctx, launch_only: Option<usize>, records: KernelRecords) -> Res
             report.notes.push(format!(
                 "kernel mode read {} ({}; --kernel-records {})",
                 match records {
-                    KernelRecords::Concurrent => "CUPTI's concurrent kernel records",
-                    KernelRecords::Serialized => "CUPTI's serialized kernel records",
-                    KernelRecords::Profiler => "CUPTI's range profiler, one range per kernel",
+                    KernelRecords::Concurrent => "CUPTI's concurrent kernel records".to_string(),
+                    KernelRecords::Serialized => "CUPTI's serialized kernel records".to_string(),
+                    KernelRecords::Profiler => format!(
+                        "CUPTI's range profiler, one range per kernel, each run after {} ms of idle GPU",
+                        gpu_bench::PROFILER_IDLE_S * 1e3
+                    ),
                 },
                 records.cupti_name(),
                 records.name()
