@@ -185,8 +185,9 @@ pub fn ratio_ci(a: &[f64], b: &[f64], resamples: usize) -> (f64, (f64, f64)) {
 /// the two medians it moves little when both samples sit on the same two
 /// levels in slightly different shares (a median jumps to the other level
 /// as its share passes one half). Found without forming the differences:
-/// each order statistic by bisection over the value, counting in O(n + m)
-/// with the sorted samples.
+/// each order statistic by bisection over the 64-bit order of the
+/// floating-point values (at most 64 steps), counting in O(n + m) with the
+/// sorted samples.
 pub fn shift(a: &[f64], b: &[f64]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return f64::NAN;
@@ -200,46 +201,46 @@ pub fn shift(a: &[f64], b: &[f64]) -> f64 {
     if total % 2 == 1 {
         nth_difference(&a, &b, half + 1)
     } else {
-        0.5 * (nth_difference(&a, &b, half) + nth_difference(&a, &b, half + 1))
+        // As `quantile_sorted` interpolates.
+        let (x, y) = (nth_difference(&a, &b, half), nth_difference(&a, &b, half + 1));
+        x + 0.5 * (y - x)
     }
 }
 
-/// The `k`-th smallest (from 1) of the differences `b[j] − a[i]` of sorted
-/// `a` and `b`.
+/// The `k`-th smallest (from 1) of the differences `b[j] − a[i]` of sorted,
+/// finite `a` and `b`, as computed in floating point.
 fn nth_difference(a: &[f64], b: &[f64], k: usize) -> f64 {
-    // Per j, the first i with a[i] >= b[j] − d moves right as j grows: the
-    // pairs with a difference of at most d, and the largest such difference.
+    // How many differences are at most d, each computed as it is returned.
+    // For each j the i whose difference exceeds d form a prefix, which only
+    // grows with j (rounding keeps b[j] − a[i] monotone in both).
     let at_most = |d: f64| {
-        let (mut i, mut count, mut largest) = (0, 0usize, f64::NEG_INFINITY);
+        let (mut i, mut count) = (0, 0usize);
         for &bj in b {
-            while i < a.len() && a[i] < bj - d {
+            while i < a.len() && bj - a[i] > d {
                 i += 1;
             }
-            if i < a.len() {
-                count += a.len() - i;
-                largest = largest.max(bj - a[i]);
-            }
+            count += a.len() - i;
         }
-        (count, largest)
+        count
     };
-    let (mut lo, mut hi) = (b[0] - a[a.len() - 1], b[b.len() - 1] - a[0]);
-    if at_most(lo).0 >= k {
-        return lo;
-    }
-    // at_most(lo) < k <= at_most(hi) throughout.
-    for _ in 0..256 {
-        let mid = lo + 0.5 * (hi - lo);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if at_most(mid).0 >= k {
+    // Keys in the floating-point values' total order, and back.
+    let key = |x: f64| {
+        let bits = x.to_bits();
+        if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
+    };
+    let value = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    // The smallest value with at least k differences at or below it is a
+    // difference itself, the k-th: between the smallest and the largest.
+    let (mut lo, mut hi) = (key(b[0] - a[a.len() - 1]), key(b[b.len() - 1] - a[0]));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if at_most(value(mid)) >= k {
             hi = mid;
         } else {
-            lo = mid;
+            lo = mid + 1;
         }
     }
-    // The largest difference at most hi is the k-th itself.
-    at_most(hi).1
+    value(lo)
 }
 
 /// Formats `x` with 4 significant figures.
@@ -272,6 +273,20 @@ mod tests {
             let plus: Vec<f64> = a.iter().map(|x| x + 96.0).collect();
             assert_eq!(shift(&a, &plus), 96.0);
         }
+        // Values that are not whole (the differences round), one pair, and
+        // a wide range with the answer near zero.
+        for (n, m) in [(1, 1), (2, 3), (9, 14), (31, 30)] {
+            for _ in 0..50 {
+                let a: Vec<f64> = (0..n).map(|_| rng.below(1 << 20) as f64 * 0.003_141_59).collect();
+                let b: Vec<f64> = (0..m).map(|_| rng.below(1 << 20) as f64 * 0.002_718_28).collect();
+                let mut d: Vec<f64> = b.iter().flat_map(|y| a.iter().map(move |x| y - x)).collect();
+                d.sort_by(f64::total_cmp);
+                assert_eq!(shift(&a, &b), quantile_sorted(&d, 0.5), "{a:?} {b:?}");
+            }
+        }
+        let (x, y) = (3129.9933051295807, 1013.921943610723);
+        assert_eq!(shift(&[x], &[y]), y - x);
+        assert_eq!(shift(&[0.0], &[1e-300, 2e-300, 3e-300, 1.0]), 2e-300 + 0.5 * (3e-300 - 2e-300));
         assert!(shift(&[], &[1.0]).is_nan() && shift(&[1.0], &[]).is_nan());
         // 48 % and 52 % of samples on the upper of two levels 192 apart.
         let levels = |upper: usize| -> Vec<f64> {

@@ -57,8 +57,9 @@ pub enum KernelRecords {
     /// enqueues a copy or memset on the timing stream (one run is first
     /// watched through CUPTI's memcpy and memset records, off again before
     /// the profiler starts). Each run is timed alone, after
-    /// [`PROFILER_IDLE_S`] of idle GPU, as Nsight Compute times a kernel. [`Bench::run_streams`](crate::Bench::run_streams)
-    /// makes its own timers, on concurrent records.
+    /// [`PROFILER_IDLE_S`] of idle GPU, as Nsight Compute times a kernel.
+    /// [`Bench::run_streams`](crate::Bench::run_streams) makes its own
+    /// timers, on concurrent records.
     Profiler,
 }
 
@@ -101,7 +102,7 @@ pub(crate) const PROFILER_MAX_KERNELS: usize = 1024;
 /// each run is timed alone after the GPU has had no work for this long, as
 /// Nsight Compute times a kernel. On an H200 an empty kernel launched back
 /// to back (or 20–200 µs after the last) runs at one of two levels at
-/// random (about 1.25 and 1.56 µs; 3–67 % of launches on the upper one),
+/// random (about 1.25 and 1.56 µs; 1–67 % of launches on the upper one),
 /// and after 2 ms of idle on the lower one in 94–100 % of launches, where
 /// ncu reads it (`docs/results/h200/2026-11-28-placement.md`, "The empty
 /// kernel's two levels"); on an H100 it read one level either way.

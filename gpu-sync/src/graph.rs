@@ -365,7 +365,8 @@ impl GraphExec {
     /// benchmark's raw `cuGraphLaunch` held against [`GraphExec::launch`].
     /// A launch through it is not tracked (its caller orders the buffers
     /// the graph touches) and must not race a [`GraphExec::launch`] of the
-    /// same exec.
+    /// same exec. The handle is valid while `self` lives; dropping `self`
+    /// waits for its last tracked launch only, not for raw ones.
     pub fn as_raw(&self) -> CUgraphExec {
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.exec.as_ref().map_or(std::ptr::null_mut(), |e| e.get().as_raw())

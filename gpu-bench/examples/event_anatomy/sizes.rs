@@ -14,9 +14,11 @@ use std::ffi::c_void;
 /// grid for `n`).
 ///
 /// # Safety
-/// `xp` and `op` are device allocations of at least `n` `f32` each, alive
-/// until the launch has completed (the launch is not tracked: the caller
-/// synchronizes `s` before they are freed).
+/// `func` is the elementwise module's `scale_f32` (parameters: two device
+/// pointers, an `f32`, a `u64`); `xp` and `op` are device allocations of at
+/// least `n` `f32` each in the context of `s`, alive until the launch has
+/// completed (the launch is not tracked: the caller synchronizes `s`
+/// before they are freed).
 unsafe fn raw_scale(
     func: BorrowedFunction<'_>,
     cfg: gpu_sync::LaunchConfig,
@@ -111,13 +113,13 @@ pub(super) fn sizes(
         let median = |v: &[f64]| gpu_bench::stats::median(v);
         let verdict = |ours: &[f64], base: &[f64]| {
             let limit = (0.005 * median(base)).max(64.0);
-            let shift = gpu_bench::stats::shift(base, ours) + 0.0;
+            let shift = gpu_bench::stats::shift(base, ours).round() + 0.0;
             format!(
                 "{:.0} ns − {:.0}: shift {shift:+.0} ns (limit {limit:.0}: {}), medians {:+.0}",
                 median(ours),
                 median(base),
                 if shift <= limit { "within" } else { "OVER" },
-                median(ours) - median(base) + 0.0,
+                (median(ours) - median(base)).round() + 0.0,
             )
         };
         notes.push(format!(
@@ -219,12 +221,12 @@ pub(super) fn execs(
                 .find(|r| r.mode == Mode::Hot)
                 .map(|r| r.samples.iter().map(|x| x * 1e9).collect())
                 .unwrap_or_default();
-            let shift = gpu_bench::stats::shift(&base, &hot) + 0.0;
+            let shift = gpu_bench::stats::shift(&base, &hot).round() + 0.0;
             let limit = (0.005 * median(&base)).max(64.0);
             notes.push(format!(
-                "(g) scale_f32 {label}, exec {e}: raw capture's exec, raw pair {:.0} ns; gpu-sync's exec ({nodes} \
-                 node{}), raw pair {:.0} ns, gpu-bench hot on its tracked launch {:.0}: shift {shift:+.0} ns \
-                 (limit {limit:.0}: {})",
+                "(g) scale_f32 {label}, exec {e}: raw capture's exec, raw pair {:.0} ns; gpu-sync's exec \
+                 ({nodes} node{}), raw pair {:.0} ns, gpu-bench hot on its tracked launch {:.0}: shift \
+                 {shift:+.0} ns (limit {limit:.0}: {})",
                 median(&raw_exec),
                 if nodes == 1 { "" } else { "s" },
                 median(&base),
