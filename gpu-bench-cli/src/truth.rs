@@ -28,8 +28,8 @@
 //! Kernel mode (and the CUPTI host-cost record) reads CUPTI's range
 //! profiler by default (`--kernel-records profiler`: `gpu__time_duration.sum`
 //! per kernel, the counter Nsight Compute reads, with no code added to the
-//! kernels, each run after [`gpu_bench::PROFILER_IDLE_S`] of idle GPU, as
-//! Nsight Compute times a kernel); `concurrent` reads `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`
+//! kernels, each run after [`gpu_bench::PROFILER_IDLE_S`] of idle GPU,
+//! which says why); `concurrent` reads `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`
 //! (issue 26: it instruments kernel code, which slows grids of many short
 //! blocks) and `serial` `CUPTI_ACTIVITY_KIND_KERNEL`; the report's notes
 //! say which was read.

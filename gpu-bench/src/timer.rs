@@ -56,8 +56,8 @@ pub enum KernelRecords {
     /// timestamps. It sees kernels only: kernel mode fails when a run
     /// enqueues a copy or memset on the timing stream (one run is first
     /// watched through CUPTI's memcpy and memset records, off again before
-    /// the profiler starts). Each run is timed alone, after
-    /// [`PROFILER_IDLE_S`] of idle GPU, as Nsight Compute times a kernel.
+    /// the profiler starts). Each run is timed after [`PROFILER_IDLE_S`] of
+    /// idle GPU (it says why).
     /// [`Bench::run_streams`](crate::Bench::run_streams) makes its own
     /// timers, on concurrent records.
     Profiler,
@@ -99,13 +99,15 @@ impl KernelRecords {
 pub(crate) const PROFILER_MAX_KERNELS: usize = 1024;
 
 /// Idle GPU before each run of kernel mode on the range profiler, seconds:
-/// each run is timed alone after the GPU has had no work for this long, as
-/// Nsight Compute times a kernel. On an H200 an empty kernel launched back
-/// to back (or 20–200 µs after the last) runs at one of two levels at
-/// random (about 1.25 and 1.56 µs; 1–67 % of launches on the upper one),
-/// and after 2 ms of idle on the lower one in 94–100 % of launches, where
-/// ncu reads it (`docs/results/h200/2026-11-28-placement.md`, "The empty
-/// kernel's two levels"); on an H100 it read one level either way.
+/// each run is timed after the GPU has had no work for this long. On an
+/// H200 an empty kernel launched back to back (or 20–200 µs after the
+/// last) runs at one of two levels at random (about 1.25 and 1.56 µs; 1–67 %
+/// of launches on the upper one), and after 2 ms of idle on the lower one
+/// in 94–100 % of launches, the level Nsight Compute read on every launch
+/// (`docs/results/h200/2026-11-28-placement.md`, "The empty kernel's two
+/// levels"; how long ncu leaves the GPU idle between the kernels it times
+/// was not measured). On an H100 the empty kernel read one level back to
+/// back; the wait was not tried there.
 pub const PROFILER_IDLE_S: f64 = 0.002;
 
 /// The engine's state for one caller stream: a timing stream, a pair of

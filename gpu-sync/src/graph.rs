@@ -358,15 +358,23 @@ impl GraphExec {
         st.last = Some(Point::new(stream.inner.clone(), ticket));
         Ok(())
     }
-}
 
-impl GraphExec {
     /// The raw handle (`CUgraphExec`), for a call gpu-sync does not make: a
     /// benchmark's raw `cuGraphLaunch` held against [`GraphExec::launch`].
     /// A launch through it is not tracked (its caller orders the buffers
     /// the graph touches) and must not race a [`GraphExec::launch`] of the
     /// same exec. The handle is valid while `self` lives; dropping `self`
     /// waits for its last tracked launch only, not for raw ones.
+    ///
+    /// ```
+    /// # gpu_sync::sim::install()?;
+    /// use gpu_sync::{Device, DeviceBuffer, Stream};
+    /// let stream = Stream::new(&Device::get(0)?)?;
+    /// let mut n = DeviceBuffer::<u32>::zeroed(&stream, 1)?;
+    /// let exec = stream.capture(|cap| cap.stream().fill_u32(&mut n, 5))?.instantiate()?;
+    /// assert!(!exec.as_raw().is_null());
+    /// # Ok::<(), gpu_sync::Error>(())
+    /// ```
     pub fn as_raw(&self) -> CUgraphExec {
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.exec.as_ref().map_or(std::ptr::null_mut(), |e| e.get().as_raw())

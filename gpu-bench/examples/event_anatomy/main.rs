@@ -44,7 +44,7 @@ use std::ffi::c_void;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 mod sizes;
-use sizes::{execs, sizes};
+use sizes::{Scale, execs, sizes};
 
 /// Samples per gated round (the timer's ring).
 const ROUND: usize = 64;
@@ -184,21 +184,11 @@ enum Timing {
     Off,
 }
 
-/// `ROUNDS` gated rounds of `ROUND` samples: per sample, start event,
-/// `body(slot)`, end event (see [`Timing`]). `after` runs after each round
-/// (the stream then drained). Samples, ns.
+/// `rounds` gated rounds of `ROUND` samples (`ROUNDS` for the full
+/// count): per sample, start event, `body(slot)`, end event (see
+/// [`Timing`]). `after` runs after each round (the stream then drained).
+/// Samples, ns.
 fn pairs(
-    timer: &mut Timer,
-    raw: &Raw<'_>,
-    timing: Timing,
-    body: &mut dyn FnMut(BorrowedStream<'_>, usize) -> Res<()>,
-    after: &mut dyn FnMut(BorrowedStream<'_>) -> Res<()>,
-) -> Res<Vec<f64>> {
-    pairs_n(ROUNDS, timer, raw, timing, body, after)
-}
-
-/// [`pairs`] over `rounds` gated rounds.
-fn pairs_n(
     rounds: usize,
     timer: &mut Timer,
     raw: &Raw<'_>,
@@ -358,12 +348,17 @@ fn main() -> Res<()> {
         if tag == "A" {
             // The simulator's buffers stay small.
             let max = if simulated { 1 << 20 } else { 256 << 20 };
+            // SAFETY: `scale_f32` is the elementwise module's `scale_f32`,
+            // loaded above in the device's primary context, the context of
+            // the timer's stream.
+            let mut scale = unsafe { Scale::new(timer.stream(), &k, scale_f32, max) }?;
             if !only_execs {
-                notes.extend(sizes(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
+                notes.extend(sizes(&mut timer, &raw, &mut scale, settings, &mut rows)?);
             }
             if only_execs || !only_sizes {
-                notes.extend(execs(&mut timer, &raw, &k, scale_f32, settings, max, &mut rows)?);
+                notes.extend(execs(&mut timer, &raw, &mut scale, settings, &mut rows)?);
             }
+            drop(scale);
             if only_sizes || only_execs {
                 break;
             }
@@ -414,14 +409,14 @@ fn main() -> Res<()> {
         };
 
         // (a) the empty pair.
-        let v = pairs(&mut timer, &raw, Timing::Around, &mut |_, _| Ok(()), nothing)?;
+        let v = pairs(ROUNDS, &mut timer, &raw, Timing::Around, &mut |_, _| Ok(()), nothing)?;
         rows.push(Row { phase: tag, case: "(a) empty pair, gated".into(), v });
 
         // (b) raw pair around a raw launch of the empty kernel and of stamp(0).
         if let Some(c) = &consumer {
             c.take()?;
         }
-        let v = pairs(&mut timer, &raw, Timing::Around, &mut |s, _| raw.launch_empty(s), nothing)?;
+        let v = pairs(ROUNDS, &mut timer, &raw, Timing::Around, &mut |s, _| raw.launch_empty(s), nothing)?;
         let recs = kern(&mut rows, "(b) raw pair + raw empty kernel", &consumer, 1)?;
         if !recs.is_empty() && recs.len() == v.len() {
             let d: Vec<f64> = v.iter().zip(&recs).map(|(p, r)| p - r.duration_ns() as f64).collect();
@@ -440,7 +435,9 @@ fn main() -> Res<()> {
             Ok(())
         };
         let v =
-            pairs(&mut timer, &raw, Timing::Around, &mut |s, i| raw.launch_stamp(s, i), &mut |s| collect(s))?;
+            pairs(ROUNDS, &mut timer, &raw, Timing::Around, &mut |s, i| raw.launch_stamp(s, i), &mut |s| {
+                collect(s)
+            })?;
         rows.push(Row { phase: tag, case: "(b) raw pair + raw stamp(0)".into(), v });
         rows.push(Row {
             phase: tag,
@@ -466,10 +463,17 @@ fn main() -> Res<()> {
             // One more round, read alone, to line stamps up with records.
             c.take()?;
             let mut last = Vec::new();
-            let _ = pairs(&mut timer, &raw, Timing::Around, &mut |s, i| raw.launch_stamp(s, i), &mut |s| {
-                last = raw.read_stamps(s)?;
-                Ok(())
-            })?;
+            let _ = pairs(
+                ROUNDS,
+                &mut timer,
+                &raw,
+                Timing::Around,
+                &mut |s, i| raw.launch_stamp(s, i),
+                &mut |s| {
+                    last = raw.read_stamps(s)?;
+                    Ok(())
+                },
+            )?;
             let recs = kernels_of(c, sid.unwrap_or(0))?;
             let tail = &recs[recs.len().saturating_sub(ROUND)..];
             for (i, r) in tail.iter().enumerate() {
@@ -486,6 +490,7 @@ fn main() -> Res<()> {
         }
         let mut long_bodies = Vec::new();
         let v = pairs(
+            ROUNDS,
             &mut timer,
             &raw,
             Timing::Around,
@@ -528,6 +533,7 @@ fn main() -> Res<()> {
             };
             let ring = &raw.ring;
             pairs(
+                ROUNDS,
                 &mut timer,
                 &raw,
                 Timing::Off,
@@ -555,20 +561,39 @@ fn main() -> Res<()> {
         if let Some(c) = &consumer {
             c.take()?;
         }
-        let v =
-            pairs(&mut timer, &raw, Timing::Around, &mut |s, _| Ok(graph::launch(&g_empty, s)?), nothing)?;
+        let v = pairs(
+            ROUNDS,
+            &mut timer,
+            &raw,
+            Timing::Around,
+            &mut |s, _| Ok(graph::launch(&g_empty, s)?),
+            nothing,
+        )?;
         let recs = kern(&mut rows, "(e)(i) graph of K", &consumer, 1)?;
         minus(&mut rows, tag, "(e)(i) pair − CUPTI kernel, per sample", &v, &recs);
         rows.push(Row { phase: tag, case: "(e)(i) pair + cuGraphLaunch(K)".into(), v });
-        let v =
-            pairs(&mut timer, &raw, Timing::Inside, &mut |s, i| Ok(graph::launch(&g_nodes[i], s)?), nothing)?;
+        let v = pairs(
+            ROUNDS,
+            &mut timer,
+            &raw,
+            Timing::Inside,
+            &mut |s, i| Ok(graph::launch(&g_nodes[i], s)?),
+            nothing,
+        )?;
         let recs = kern(&mut rows, "(e)(ii) graph ev→K→ev", &consumer, 1)?;
         minus(&mut rows, tag, "(e)(ii) pair − CUPTI kernel, per sample", &v, &recs);
         rows.push(Row { phase: tag, case: "(e)(ii) graph: event node → K → event node".into(), v });
-        let v =
-            pairs(&mut timer, &raw, Timing::Around, &mut |s, i| Ok(graph::launch(&g_stamp[i], s)?), nothing)?;
+        let v = pairs(
+            ROUNDS,
+            &mut timer,
+            &raw,
+            Timing::Around,
+            &mut |s, i| Ok(graph::launch(&g_stamp[i], s)?),
+            nothing,
+        )?;
         rows.push(Row { phase: tag, case: "(e)(i) pair + cuGraphLaunch(stamp)".into(), v });
         let v = pairs(
+            ROUNDS,
             &mut timer,
             &raw,
             Timing::Inside,
