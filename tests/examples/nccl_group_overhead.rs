@@ -5,6 +5,8 @@
 //! `CUDA_SIM_DEVICES` at least as many; blocking communicators unless
 //! `BLOCKING=0`) issued raw through `cuda_sys::nccl::result`, then `N`
 //! through `gpu_sync::nccl::group`, each on the same streams and buffers.
+//! `RANKS=1` is a clique of one, its raw call made alone (no
+//! `ncclGroupStart`), as one process per GPU makes its rank's call.
 //! `MODE=raw` or `MODE=tracked` runs one side only.
 //!
 //! `cargo run --release -p sync-tests --example nccl_group_overhead`. The
@@ -81,9 +83,9 @@ fn main() -> Result<()> {
     let blocking = std::env::var("BLOCKING").map_or(true, |b| b != "0");
     let ranks: usize = std::env::var("RANKS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let devices = Device::all()?;
-    if ranks < 2 || devices.len() < ranks {
+    if ranks < 1 || devices.len() < ranks {
         return Err(Error::InvalidArgument(format!(
-            "RANKS={ranks} over {} simulated devices: at least 2 ranks, at most one per device \
+            "RANKS={ranks} over {} simulated devices: at least 1 rank, at most one per device \
              (set CUDA_SIM_DEVICES)",
             devices.len()
         )));
@@ -104,7 +106,11 @@ fn main() -> Result<()> {
     if mode != "tracked" {
         let t = Instant::now();
         for i in 0..n {
-            nc::group_start(table)?;
+            // One rank: its call alone (as one process per GPU makes it).
+            let grouped = ranks > 1;
+            if grouped {
+                nc::group_start(table)?;
+            }
             let mut first = Ok(());
             for r in 0..ranks {
                 // SAFETY: live communicators and streams of the same
@@ -129,7 +135,7 @@ fn main() -> Result<()> {
                     break;
                 }
             }
-            let ended = in_progress_ok(nc::group_end(table));
+            let ended = if grouped { in_progress_ok(nc::group_end(table)) } else { Ok(()) };
             first?;
             ended?;
             if i % BATCH == BATCH - 1 {

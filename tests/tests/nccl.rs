@@ -142,6 +142,54 @@ fn every_collective_is_exact_and_ordered_against_kernels_on_other_streams() {
 }
 
 #[test]
+fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
+    // A group of one operation (one process per GPU; `Communicator::
+    // all_reduce`) takes the engine's single-stream path: it must wait for
+    // a kernel's write on another stream, and a read, a kernel and a free
+    // after it must wait for it, as after a group of every rank.
+    let t = ctx(0x3005);
+    let Some((devices, comms, streams)) = clique() else { return };
+    let n = devices.len();
+    let others: Vec<Stream> = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
+    let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
+    for round in 0..3u32 {
+        let mut send: Vec<DeviceBuffer<u32>> = others
+            .iter()
+            .enumerate()
+            .map(|(r, s)| DeviceBuffer::from_slice(s, &vec![r as u32 + round; N]).expect("send"))
+            .collect();
+        for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
+            k.bump(s, b, 1).expect("bump before");
+        }
+        let mut recv: Vec<DeviceBuffer<u32>> =
+            streams.iter().map(|s| DeviceBuffer::<u32>::zeroed(s, N).expect("recv")).collect();
+        for r in 0..n {
+            comms[r]
+                .all_reduce(&streams[r], &send[r], &mut recv[r], ReduceOp::Sum)
+                .expect("all_reduce alone");
+        }
+        let want = (0..n as u32).map(|r| r + round + 1).sum::<u32>();
+        for r in 0..n {
+            assert_eq!(others[r].to_vec(&recv[r]).expect("recv"), vec![want; N], "rank {r}, round {round}");
+        }
+        // A write after the collective's read, then the buffers freed at
+        // once: both ordered after it on the GPU.
+        for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
+            k.bump(s, b, 1).expect("bump after");
+        }
+        // In place, each rank alone, the buffer dropped right after.
+        let mut bufs: Vec<DeviceBuffer<u32>> =
+            streams.iter().map(|s| DeviceBuffer::from_slice(s, &vec![2; N]).expect("bufs")).collect();
+        for r in 0..n {
+            comms[r].all_reduce_in_place(&streams[r], &mut bufs[r], ReduceOp::Prod).expect("in place alone");
+        }
+        assert_eq!(others[0].to_vec(&bufs[0]).expect("in place"), vec![1 << n; N]);
+        drop((send, recv, bufs));
+    }
+    t.finish();
+}
+
+#[test]
 fn in_place_all_reduce_in_f32_and_a_buffer_dropped_right_after_it() {
     let t = ctx(0x3002);
     let Some((devices, comms, streams)) = clique() else { return };

@@ -10,6 +10,13 @@
 //! `ncclGroupEnd`, so the group is ended on every path, error and panic
 //! included, and an event can never be recorded inside it.
 //!
+//! A group of one operation on a stream that is not capturing (one process
+//! per GPU, each rank issuing its own part) is the engine's single-stream
+//! operation (`engine::submit`, as a kernel launch is), its NCCL call made
+//! alone — NCCL makes a lone call its own group — but for all-to-all, whose
+//! sends and receives keep their `ncclGroupStart` … `ncclGroupEnd`. The
+//! ordering and the recording are the same; the path is shorter.
+//!
 //! On capturing streams ([`crate::Stream::capture`]) the group is captured
 //! like other work (`engine::submit_group_capturable`): every stream of the
 //! group must capture — each in its own capture, one graph per device is
@@ -528,6 +535,11 @@ impl<'a> Group<'a> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         let nccl = first.comm.inner.nccl;
         let blocking = self.check_blocking()?;
+        if let [p] = self.ops.as_slice()
+            && !p.stream.inner.capture_hint()
+        {
+            return issue_alone(p, nccl, blocking);
+        }
         // On capturing streams, each graph keeps its parts' communicators.
         // Pushed one by one: a collect's generic extend costs more than
         // the few parts of a group.
@@ -566,6 +578,37 @@ impl<'a> Group<'a> {
         }
         Ok(())
     }
+}
+
+/// A group of one operation on a stream that is not capturing (one
+/// process per GPU, where each rank issues its own part, and
+/// [`Communicator::all_reduce`]): the engine's single-stream operation
+/// (`engine::submit`), as a kernel launch is, where the group flavor over
+/// one part would do the same work in more steps. It never joins a capture
+/// (`Kind::Uncaptured`): a capture begun after the hint was read is refused
+/// under the book ([`Error::Capturing`]), as the group flavor refuses it.
+/// The NCCL call is made alone, as NCCL makes a lone call its own group,
+/// but for all-to-all, whose sends and receives need their group. Once
+/// NCCL was called, its uses are recorded whatever it answered (the call
+/// may have enqueued work before failing, as the group flavor assumes): the
+/// engine's call returns NCCL's answer as its value, not as its error.
+fn issue_alone(p: &Pending<'_>, nccl: &'static cuda_sys::nccl::Nccl, blocking: bool) -> Result<()> {
+    let op = engine::Op::new("nccl group", engine::Kind::Uncaptured, p.uses.as_slice());
+    let (answer, _ticket) = engine::submit(&p.stream.inner, op, |raw| {
+        let issued = if matches!(p.call, Call::AllToAll { .. }) {
+            nc::group_start(nccl)?;
+            let r = issue_one(p, raw);
+            let ended = in_progress_ok(nc::group_end(nccl));
+            r.and(ended)
+        } else {
+            issue_one(p, raw)
+        };
+        // Non-blocking: the work is enqueued once the communicator reports
+        // success (its first use connects the ranks).
+        Ok(issued.and_then(|()| if blocking { Ok(()) } else { p.comm.inner.wait_ready("an NCCL group") }))
+    })?;
+    p.comm.inner.note(&p.stream.inner);
+    answer
 }
 
 /// Whether the `len` operations (`at(i)` reads the `i`-th) have the usual

@@ -21,6 +21,8 @@
 //!   (`engine::submit_group`): the streams wait for their buffers' earlier
 //!   uses, `ncclGroupStart` … `ncclGroupEnd` runs with no user code inside,
 //!   and each stream's uses are recorded once NCCL has enqueued the work.
+//!   A group of one operation (one process per GPU) is the engine's
+//!   single-stream operation, as a kernel launch is.
 //! - [`NcclType`], [`ReduceOp`]: typed element kinds and reductions.
 //!
 //! Unsafe code, for this folder: NCCL's calls take raw communicators and
@@ -68,8 +70,8 @@ fn table() -> Result<&'static Nccl> {
 
 impl Communicator {
     /// All-reduce on this rank alone, as a group of one
-    /// ([`Group::all_reduce`]): for one process per GPU, where each process
-    /// issues its own rank's part.
+    /// ([`Group::all_reduce`], made as one single-stream operation): for
+    /// one process per GPU, where each process issues its own rank's part.
     ///
     /// # Errors
     /// As [`group`] and [`Group::all_reduce`].
