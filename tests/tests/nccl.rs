@@ -152,6 +152,30 @@ fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
     let n = devices.len();
     let others: Vec<Stream> = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
     let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
+    // The first use of a clique connects its ranks, which a rank's call
+    // made alone would wait for on the host (every rank is in this
+    // thread): one group of every rank first, of the same collectives and
+    // size. After it, each call made alone only enqueues (on the GPU the
+    // test hung without it).
+    let mut warm: Vec<DeviceBuffer<u32>> =
+        streams.iter().map(|s| DeviceBuffer::<u32>::zeroed(s, N).expect("warm")).collect();
+    let mut warm_out: Vec<DeviceBuffer<u32>> =
+        streams.iter().map(|s| DeviceBuffer::<u32>::zeroed(s, N).expect("warm out")).collect();
+    nccl::group(|g| {
+        for (((c, s), x), y) in comms.iter().zip(&streams).zip(&warm).zip(warm_out.iter_mut()) {
+            g.all_reduce(c, s, x, y, ReduceOp::Sum)?;
+        }
+        Ok(())
+    })
+    .expect("the group that connects the ranks");
+    nccl::group(|g| {
+        for ((c, s), x) in comms.iter().zip(&streams).zip(warm.iter_mut()) {
+            g.all_reduce_in_place(c, s, x, ReduceOp::Prod)?;
+        }
+        Ok(())
+    })
+    .expect("in place, the same");
+    drop((warm, warm_out));
     for round in 0..3u32 {
         let mut send: Vec<DeviceBuffer<u32>> = others
             .iter()
