@@ -133,7 +133,7 @@ unsafe extern "C" fn ncclCommInitRankConfig(
             Some(&c) => c,
             None => {
                 let c = next_id(&mut st.nccl);
-                st.nccl.cliques.insert(c, Clique { ranks: vec![None; nranks as usize] });
+                st.nccl.cliques.insert(c, Clique::new(vec![None; nranks as usize]));
                 st.nccl.by_id.insert(key.clone(), c);
                 c
             }
@@ -194,7 +194,7 @@ unsafe extern "C" fn ncclCommInitAll(
         // SAFETY: `comms` has room for `ndev` handles (NCCL's contract).
         unsafe { *comms.add(r) = comm_handle(h) };
     }
-    st.nccl.cliques.insert(clique, Clique { ranks });
+    st.nccl.cliques.insert(clique, Clique::new(ranks));
     OK
 }
 
@@ -219,7 +219,7 @@ fn form_split(st: &mut State, calls: Vec<Option<(i32, i32, u64)>>) {
                 c.nranks = n;
             }
         }
-        st.nccl.cliques.insert(clique, Clique { ranks: members.iter().map(|m| Some(m.2)).collect() });
+        st.nccl.cliques.insert(clique, Clique::new(members.iter().map(|m| Some(m.2)).collect()));
     }
 }
 
@@ -392,7 +392,10 @@ unsafe extern "C" fn ncclCommGetAsyncError(comm: ncclComm_t, out: *mut ncclResul
         if x.error != OK {
             return x.error;
         }
-        if !ready(&st.nccl, c) || (x.finalized && pending_parts(st, c)) {
+        if !ready(&st.nccl, c)
+            || (x.finalized && pending_parts(st, c))
+            || super::issue::connecting(&st.nccl, c)
+        {
             return ncclResult_t::ncclInProgress;
         }
         OK

@@ -95,12 +95,28 @@ unsafe extern "C" fn ncclGroupEnd() -> ncclResult_t {
             None => parts.push((p.comm, p.stream, vec![p.item])),
         }
     }
+    let touched: Vec<u64> = parts.iter().map(|p| p.0).collect();
     for (comm, sid, items) in parts {
         if let Err(code) = queue(st, comm, sid, items) {
             return code;
         }
     }
+    // A blocking communicator's first collective waits for its clique's
+    // other ranks to issue theirs (the connection), as NCCL's does.
+    let mut connect: Vec<u64> = touched
+        .into_iter()
+        .filter(|h| st.nccl.comms.get(h).is_some_and(|c| c.blocking) && connecting(&st.nccl, *h))
+        .collect();
+    connect.sort_unstable();
+    connect.dedup();
     drop(guard);
+    let r = wait_connected(
+        &connect,
+        "ncclGroupEnd: a blocking communicator's first collective connects every rank",
+    );
+    if r != OK {
+        return r;
+    }
     let blocking: Vec<u64> = group.joins.iter().filter(|j| j.1).map(|j| j.0).collect();
     if !blocking.is_empty() {
         let r = wait_for(
@@ -127,7 +143,13 @@ fn queue(st: &mut State, comm: u64, sid: u64, items: Vec<Item>) -> Result<(), nc
     let Some(c) = st.nccl.comms.get(&comm) else {
         return Err(fail(ncclResult_t::ncclInvalidArgument, "the communicator was destroyed in the group"));
     };
-    let (rank, nranks, device) = (c.rank, c.nranks, c.device);
+    let (rank, nranks, device, clique) = (c.rank, c.nranks, c.device, c.clique);
+    // Its first collective: the rank's part of the clique's connection.
+    if items.iter().any(|it| !matches!(it.call, Call::Send { .. } | Call::Recv { .. }))
+        && let Some(used) = st.nccl.cliques.get_mut(&clique).and_then(|q| q.used.get_mut(rank as usize))
+    {
+        *used = true;
+    }
     if crate::graph::capture_of(st, sid).is_some() {
         let duration = coll::part_ns(&items, nranks);
         let part = Arc::new(Part { comm, rank, nranks, device, items, duration });
@@ -136,6 +158,36 @@ fn queue(st: &mut State, comm: u64, sid: u64, items: Vec<Item>) -> Result<(), nc
         });
     }
     enqueue_part(st, comm, sid, items, Waits::default()).map(drop)
+}
+
+/// Whether communicator `comm` has issued a collective and waits for its
+/// clique's other ranks to issue their first one (NCCL connects the ranks
+/// on their first collective): a blocking communicator's call waits for
+/// them on the host, a non-blocking one reports `ncclInProgress`.
+pub(super) fn connecting(ns: &super::NcclState, comm: u64) -> bool {
+    ns.comms.get(&comm).is_some_and(|c| {
+        ns.cliques
+            .get(&c.clique)
+            .is_some_and(|q| q.used.get(c.rank as usize).copied().unwrap_or(false) && !q.connected())
+    })
+}
+
+/// Waits (the simulator's lock released) until none of the blocking
+/// communicators `comms` is [`connecting`], or one failed; after
+/// [`super::PEER_TIMEOUT`], `ncclSystemError` naming `what`.
+fn wait_connected(comms: &[u64], what: &str) -> ncclResult_t {
+    if comms.is_empty() {
+        return OK;
+    }
+    wait_for(
+        |st| {
+            if let Some(c) = comms.iter().filter_map(|h| st.nccl.comms.get(h)).find(|c| c.error != OK) {
+                return Some(c.error);
+            }
+            (!comms.iter().any(|h| connecting(&st.nccl, *h))).then_some(OK)
+        },
+        what,
+    )
 }
 
 /// Draws the instances of `items` of communicator `comm` (the next
@@ -264,9 +316,23 @@ fn operation(
         with_group(|g| g.ops.push(Pending { comm: c, stream: sid, item }));
         return OK;
     }
-    match queue(st, c, sid, vec![item]) {
-        Ok(()) => OK,
-        Err(code) => code,
+    if let Err(code) = queue(st, c, sid, vec![item]) {
+        return code;
+    }
+    // A call alone is its own group: its first collective waits for the
+    // clique's other ranks (blocking), or is reported in progress.
+    if !connecting(&st.nccl, c) {
+        return OK;
+    }
+    let blocking = st.nccl.comms.get(&c).is_some_and(|x| x.blocking);
+    drop(guard);
+    if blocking {
+        wait_connected(
+            &[c],
+            &format!("{what}: a blocking communicator's first collective connects every rank"),
+        )
+    } else {
+        ncclResult_t::ncclInProgress
     }
 }
 

@@ -25,6 +25,18 @@
 //!   `ncclSuccess` once the communicator's ranks have all joined), else
 //!   waits for the blocking communicators it initialized to be complete
 //!   and returns `ncclSuccess`.
+//! - **Connections on first use**: a clique's ranks connect when each has
+//!   issued its first collective (queued or captured), as NCCL connects
+//!   them on first use (`NCCL_RUNTIME_CONNECT`, on by default; with
+//!   `NCCL_RUNTIME_CONNECT=0` in the environment when the clique is made,
+//!   at init). Until then a blocking communicator's call (a group's end,
+//!   or a call alone) that issued a collective waits for the other ranks'
+//!   first ones with the simulator's lock released, up to [`PEER_TIMEOUT`]
+//!   (then `ncclSystemError`), and a non-blocking one's call returns
+//!   `ncclInProgress` and `ncclCommGetAsyncError` reports `ncclInProgress`.
+//!   So one thread that issues each rank's first collective alone, rank
+//!   by rank, waits for ever on a GPU and here times out. Sends and
+//!   receives connect nothing in this model.
 //! - **Collectives** (all-reduce, broadcast, reduce, all-gather,
 //!   reduce-scatter, send/recv) over `i8`, `u8`, `i32`, `u32`, `i64`,
 //!   `u64`, `f16`, `f32`, `f64`, `bf16` with sum, prod, min, max, avg; FP8
@@ -146,15 +158,35 @@ pub(crate) struct Comm {
     pub(crate) splits: u64,
 }
 
-/// The ranks of one communicator: each rank's handle once it joined.
+/// The ranks of one communicator: each rank's handle once it joined, and
+/// which ranks have issued a collective (NCCL connects a clique's ranks on
+/// their first collective unless `NCCL_RUNTIME_CONNECT=0` had it connect
+/// them at init).
 #[derive(Debug)]
 pub(crate) struct Clique {
     pub(crate) ranks: Vec<Option<u64>>,
+    /// Rank `r` has issued (queued or captured) its first collective.
+    pub(crate) used: Vec<bool>,
+    /// Connected at init (`NCCL_RUNTIME_CONNECT=0` when it was made).
+    pub(crate) connected_at_init: bool,
 }
 
 impl Clique {
+    /// A clique of `ranks` (each `Some` once joined), none of them used yet.
+    pub(crate) fn new(ranks: Vec<Option<u64>>) -> Clique {
+        let used = vec![false; ranks.len()];
+        let connected_at_init = std::env::var("NCCL_RUNTIME_CONNECT").is_ok_and(|v| v.trim() == "0");
+        Clique { ranks, used, connected_at_init }
+    }
+
     fn complete(&self) -> bool {
         self.ranks.iter().all(Option::is_some)
+    }
+
+    /// Whether its ranks are connected for collectives: at init, or once
+    /// every rank has issued its first collective.
+    pub(crate) fn connected(&self) -> bool {
+        self.connected_at_init || self.used.iter().all(|&u| u)
     }
 }
 

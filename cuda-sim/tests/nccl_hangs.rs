@@ -1,0 +1,239 @@
+//! NCCL's hangs in the simulated NCCL: two communicators issued in
+//! opposite orders on two devices reported as a deadlock (and the same
+//! order not), and a clique's first collective, which connects its ranks:
+//! a rank's first one made alone waits for the others' (blocking) or stays
+//! in progress (non-blocking). Its own test binary: it runs eight
+//! simulated devices.
+
+mod common;
+mod nccl_rig;
+use common::*;
+use cuda_sys::nccl::{Nccl, NcclError, result as nr};
+use cuda_sys::nccl_bindings::{
+    NCCL_CONFIG_INITIALIZER, ncclComm_t, ncclDataType_t as T, ncclRedOp_t as O, ncclResult_t,
+};
+use nccl_rig::*;
+use std::ffi::c_void;
+
+#[test]
+fn two_communicators_issued_in_opposite_orders_are_reported_as_a_deadlock() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_40);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let (a, b) = (init_all(n, 2), init_all(n, 2));
+    // Each clique's first collective, every rank in one group: NCCL's
+    // connections (a blocking rank's first collective alone would wait on
+    // the host for the other's).
+    all_reduce_case(n, &rig, &a, T::ncclInt32, O::ncclSum);
+    all_reduce_case(n, &rig, &b, T::ncclInt32, O::ncclSum);
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let issue = |comm: ncclComm_t, r: usize| {
+        // SAFETY: live communicator and stream of device r; in-place
+        // buffer of 16 ints on device r.
+        unsafe {
+            nr::all_reduce(
+                n,
+                bufs[r] as *const c_void,
+                bufs[r] as *mut c_void,
+                16,
+                T::ncclInt32,
+                O::ncclSum,
+                comm,
+                rig.raw(r),
+            )
+        }
+        .unwrap();
+    };
+    // Device 0: A then B. Device 1: B then A. Each waits for the other.
+    issue(a[0], 0);
+    issue(b[0], 0);
+    issue(b[1], 1);
+    issue(a[1], 1);
+    let t0 = std::time::Instant::now();
+    let r = stream::synchronize(&rig.streams[0]);
+    assert_eq!(code(r), CUresult::CUDA_ERROR_LAUNCH_TIMEOUT);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
+    let found = e.session.deadlocks();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("deadlock"), "{found:?}");
+    for c in [a[0], a[1], b[0], b[1]] {
+        // SAFETY: live communicators.
+        let s = unsafe { nr::comm_get_async_error(n, c) }.unwrap();
+        assert_eq!(s, ncclResult_t::ncclInvalidUsage);
+    }
+    // Aborting one communicator cancels its collectives: the streams move on.
+    for c in a {
+        // SAFETY: live communicators, not used afterwards.
+        unsafe { nr::comm_abort(n, c) }.unwrap();
+    }
+    rig.sync();
+    destroy(n, &b);
+    assert_eq!(rig.read(bufs[0], 64), encode(T::ncclInt32, &[3; 16]), "B still ran");
+    for p in bufs {
+        free(p);
+    }
+    drop(rig);
+    teardown(e);
+}
+
+#[test]
+fn the_same_order_on_both_devices_does_not_deadlock() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_41);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let (a, b) = (init_all(n, 2), init_all(n, 2));
+    // Connected first, as in the deadlock test.
+    all_reduce_case(n, &rig, &a, T::ncclInt32, O::ncclSum);
+    all_reduce_case(n, &rig, &b, T::ncclInt32, O::ncclSum);
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    for r in 0..2 {
+        for comm in [a[r], b[r]] {
+            // SAFETY: as in the deadlock test.
+            unsafe {
+                nr::all_reduce(
+                    n,
+                    bufs[r] as *const c_void,
+                    bufs[r] as *mut c_void,
+                    16,
+                    T::ncclInt32,
+                    O::ncclSum,
+                    comm,
+                    rig.raw(r),
+                )
+            }
+            .unwrap();
+        }
+    }
+    rig.sync();
+    assert!(e.session.deadlocks().is_empty());
+    assert_eq!(rig.read(bufs[1], 64), encode(T::ncclInt32, &[6; 16]), "(1+2), twice summed");
+    destroy(n, &a);
+    destroy(n, &b);
+    for p in bufs {
+        free(p);
+    }
+    drop(rig);
+    teardown(e);
+}
+
+/// Rank `r`'s in-place all-reduce of the 4 ints at `buf` on its rig stream,
+/// made alone (no group).
+fn all_reduce_alone(
+    n: &Nccl,
+    rig: &Rig,
+    comm: ncclComm_t,
+    r: usize,
+    buf: CUdeviceptr,
+) -> Result<(), NcclError> {
+    // SAFETY: a live communicator of device r, its rig stream, and a 4-int
+    // buffer there, kept until the rig syncs.
+    unsafe {
+        nr::all_reduce(
+            n,
+            buf as *const c_void,
+            buf as *mut c_void,
+            4,
+            T::ncclInt32,
+            O::ncclSum,
+            comm,
+            rig.raw(r),
+        )
+    }
+}
+
+#[test]
+fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
+    // NCCL connects a clique's ranks on their first collective: a rank's
+    // first one made alone, from a thread that has not issued the others',
+    // waits on the host (blocking) or stays in progress (non-blocking).
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_70);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+
+    // Non-blocking: in progress until rank 1 issues its first collective.
+    let id = nr::get_unique_id(n).unwrap();
+    let mut comms = vec![std::ptr::null_mut(); 2];
+    nr::group_start(n).unwrap();
+    for (r, c) in comms.iter_mut().enumerate() {
+        on(r as i32);
+        let mut cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        // SAFETY: a context is current; the config starts from the initializer.
+        unsafe { nr::comm_init_rank_config(n, c, 2, id, r, &mut cfg) }.unwrap();
+    }
+    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    // SAFETY: live communicator; every rank joined.
+    assert_eq!(unsafe { nr::comm_get_async_error(n, comms[0]) }, Ok(ncclResult_t::ncclSuccess));
+    assert_eq!(
+        all_reduce_alone(n, &rig, comms[0], 0, bufs[0]),
+        Err(NcclError::InProgress { call: "ncclAllReduce" })
+    );
+    // SAFETY: a live communicator.
+    assert_eq!(unsafe { nr::comm_get_async_error(n, comms[0]) }, Ok(ncclResult_t::ncclInProgress));
+    // SAFETY: a live communicator.
+    assert_eq!(unsafe { nr::comm_get_async_error(n, comms[1]) }, Ok(ncclResult_t::ncclSuccess), "unused");
+    // The last rank's first collective completes the connection (NCCL may
+    // report it in progress until its own part of it is done).
+    let last = all_reduce_alone(n, &rig, comms[1], 1, bufs[1]);
+    assert!(matches!(last, Ok(()) | Err(NcclError::InProgress { .. })), "{last:?}");
+    for c in &comms {
+        // SAFETY: live communicators.
+        assert_eq!(unsafe { nr::comm_get_async_error(n, *c) }, Ok(ncclResult_t::ncclSuccess), "connected");
+    }
+    // Connected: a call alone only enqueues.
+    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0]), Ok(()));
+    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1]), Ok(()));
+    rig.sync();
+    assert_eq!(rig.read(bufs[0], 16), encode(T::ncclInt32, &[6; 4]), "(1 + 2) summed twice");
+    destroy(n, &comms);
+
+    // Blocking: rank 0's first call returns once another thread has issued
+    // rank 1's; later calls alone do not wait.
+    let comms = init_all(n, 2);
+    let session = &e.session;
+    let (c1, b1) = (comms[1] as usize, bufs[1]);
+    let waited = std::thread::scope(|s| {
+        let peer = s.spawn(|| {
+            let _in = session.enter();
+            on(1);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            all_reduce_alone(n, &rig, c1 as ncclComm_t, 1, b1)
+        });
+        on(0);
+        let t0 = std::time::Instant::now();
+        let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+        let waited = t0.elapsed();
+        assert_eq!(r, Ok(()));
+        assert_eq!(peer.join().unwrap(), Ok(()));
+        waited
+    });
+    assert!(waited >= std::time::Duration::from_millis(150), "rank 0 returned after {waited:?}");
+    let t0 = std::time::Instant::now();
+    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0]), Ok(()));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(1),
+        "a connected call alone waited {:?}",
+        t0.elapsed()
+    );
+    on(1);
+    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1]), Ok(()));
+    rig.sync();
+    assert_eq!(rig.read(bufs[1], 16), encode(T::ncclInt32, &[24; 4]), "6 summed twice more");
+    destroy(n, &comms);
+    for p in bufs {
+        free(p);
+    }
+    assert!(e.session.races().is_empty(), "{:?}", e.session.races());
+    drop(rig);
+    teardown(e);
+}
