@@ -258,7 +258,11 @@
 //! collected first, with their buffers borrowed and checked, and
 //! `ncclGroupStart` … `ncclGroupEnd` runs inside the engine's call with no
 //! user code between them, so the group ends on every path and nothing can
-//! be recorded inside it. On non-blocking communicators the call polls
+//! be recorded inside it. A group of one operation on a stream that is not
+//! capturing is the engine's single-stream operation (point 4 for one
+//! stream) and makes its one NCCL call alone (all-to-all keeps its group);
+//! its uses are recorded once NCCL was called, whatever it answered. On
+//! non-blocking communicators the call polls
 //! `ncclCommGetAsyncError` until NCCL reports the work enqueued (bounded by
 //! the communicator's timeout, then aborted), so each stream's ticket is
 //! drawn after its work is enqueued. Blocking communicators (an opt-in,

@@ -208,7 +208,40 @@ fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
             comms[r].all_reduce_in_place(&streams[r], &mut bufs[r], ReduceOp::Prod).expect("in place alone");
         }
         assert_eq!(others[0].to_vec(&bufs[0]).expect("in place"), vec![1 << n; N]);
-        drop((send, recv, bufs));
+        // All-to-all alone per rank (its sends and receives in a group of
+        // their own inside the operation): block j of rank i's input is
+        // block i of rank j's output.
+        let b = N / n;
+        let blocks: Vec<DeviceBuffer<u32>> = streams
+            .iter()
+            .enumerate()
+            .map(|(r, s)| {
+                let v: Vec<u32> = (0..N).map(|i| (r * N + i) as u32 + round).collect();
+                DeviceBuffer::from_slice(s, &v).expect("blocks")
+            })
+            .collect();
+        let mut swapped: Vec<DeviceBuffer<u32>> =
+            streams.iter().map(|s| DeviceBuffer::<u32>::zeroed(s, N).expect("swapped")).collect();
+        if round == 0 {
+            // Its first use, every rank in one group (the connections).
+            nccl::group(|g| {
+                for (((c, s), x), y) in comms.iter().zip(&streams).zip(&blocks).zip(swapped.iter_mut()) {
+                    g.all_to_all(c, s, x, y)?;
+                }
+                Ok(())
+            })
+            .expect("all_to_all, grouped");
+        }
+        for r in 0..n {
+            nccl::group(|g| g.all_to_all(&comms[r], &streams[r], &blocks[r], &mut swapped[r]))
+                .expect("all_to_all alone");
+        }
+        for (j, y) in swapped.iter().enumerate() {
+            let want: Vec<u32> =
+                (0..n).flat_map(|i| (0..b).map(move |k| (i * N + j * b + k) as u32 + round)).collect();
+            assert_eq!(others[j].to_vec(y).expect("swapped"), want, "all_to_all on rank {j}, round {round}");
+        }
+        drop((send, recv, bufs, blocks, swapped));
     }
     t.finish();
 }

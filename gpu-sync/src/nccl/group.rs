@@ -15,7 +15,7 @@
 //! operation (`engine::submit`, as a kernel launch is), its NCCL call made
 //! alone — NCCL makes a lone call its own group — but for all-to-all, whose
 //! sends and receives keep their `ncclGroupStart` … `ncclGroupEnd`. The
-//! ordering and the recording are the same; the path is shorter.
+//! ordering and the uses recorded are the same; the path is shorter.
 //!
 //! On capturing streams ([`crate::Stream::capture`]) the group is captured
 //! like other work (`engine::submit_group_capturable`): every stream of the
@@ -176,7 +176,9 @@ pub struct Group<'a> {
 
 /// Runs `collect`, which adds NCCL operations to a [`Group`], then issues
 /// them all as one group (`ncclGroupStart` … `ncclGroupEnd`) and one
-/// tracked operation over their streams. One process driving several GPUs
+/// tracked operation over their streams — a group of one operation on a
+/// stream that is not capturing as one single-stream operation, its NCCL
+/// call made alone (see the module docs). One process driving several GPUs
 /// must give each collective's operation of every rank in one group (NCCL
 /// runs a collective once every rank has issued it). When `collect`
 /// returns an error or panics, nothing is issued.
@@ -528,7 +530,7 @@ impl<'a> Group<'a> {
         for p in &self.ops {
             parts.push(Part::new(&p.stream.inner, p.uses.as_slice()).keeping(&p.comm.inner));
         }
-        let ((), _tickets) = engine::submit_group_capturable("nccl group", &parts, |raws| {
+        let submitted = engine::submit_group_capturable("nccl group", &parts, |raws| {
             // Refused before any lock by the engine inside host functions;
             // here every NCCL call is made under the books, one group.
             nc::group_start(nccl)?;
@@ -553,11 +555,14 @@ impl<'a> Group<'a> {
                 }
             }
             Ok(())
-        })?;
+        });
+        // Noted on failure too (the uses are recorded then as well: NCCL
+        // may have enqueued part of the group), so a communicator's drop
+        // waits for these streams.
         for p in &self.ops {
             p.comm.inner.note(&p.stream.inner);
         }
-        Ok(())
+        submitted.map(drop)
     }
 }
 
@@ -572,7 +577,10 @@ impl<'a> Group<'a> {
 /// but for all-to-all, whose sends and receives need their group. Once
 /// NCCL was called, its uses are recorded whatever it answered (the call
 /// may have enqueued work before failing, as the group flavor assumes): the
-/// engine's call returns NCCL's answer as its value, not as its error.
+/// engine's call returns NCCL's answer as its value, not as its error — so
+/// a recording (`crate::trace`) keeps a failed call's record, where the
+/// group flavor's is dropped. The communicator notes the stream either way,
+/// so its drop waits for what may have been enqueued.
 fn issue_alone(p: &Pending<'_>, nccl: &'static cuda_sys::nccl::Nccl, blocking: bool) -> Result<()> {
     let op = engine::Op::new("nccl group", engine::Kind::Uncaptured, p.uses.as_slice());
     let (answer, _ticket) = engine::submit(&p.stream.inner, op, |raw| {
@@ -633,7 +641,8 @@ fn read_write<'a>(send: &'a Arc<Allocation>, recv: &'a Arc<Allocation>) -> Small
     SmallVec::from_slice(&[(Target::Device(send), Access::Read), (Target::Device(recv), Access::Write)])
 }
 
-/// Makes `p`'s NCCL call on `raw` (inside the group).
+/// Makes `p`'s NCCL call on `raw` (inside the group, or alone for a group
+/// of one).
 fn issue_one(p: &Pending<'_>, raw: BorrowedStream<'_>) -> Result<()> {
     let (nccl, comm, ty) = (p.comm.inner.nccl, p.comm.inner.raw.get(), p.ty);
     let stream: cudaStream_t = raw.as_raw();
@@ -646,8 +655,9 @@ fn issue_one(p: &Pending<'_>, raw: BorrowedStream<'_>) -> Result<()> {
     // collected); every pointer is a view of a buffer borrowed for the
     // group, of the count given (checked when collected), on the
     // communicator's device (the engine's device rule); the engine orders
-    // the call after every conflicting use and records its uses after
-    // `ncclGroupEnd`, so nothing else touches the buffers until it is done.
+    // the call after every conflicting use and records its uses once NCCL
+    // has been called (after `ncclGroupEnd`, or after the call alone), so
+    // nothing else touches the buffers until it is done.
     // SAFETY: the obligations 1–4 of `cuda_sys::nccl::result`, argued above.
     let r = unsafe {
         match p.call {

@@ -21,7 +21,8 @@
 //!   (`engine::submit_group`): the streams wait for their buffers' earlier
 //!   uses, `ncclGroupStart` … `ncclGroupEnd` runs with no user code inside,
 //!   and each stream's uses are recorded once NCCL has enqueued the work.
-//!   A group of one operation (one process per GPU) is the engine's
+//!   A group of one operation on a stream that is not capturing (one
+//!   process per GPU, where each rank issues its own part) is the engine's
 //!   single-stream operation, as a kernel launch is.
 //! - [`NcclType`], [`ReduceOp`]: typed element kinds and reductions.
 //!
@@ -70,8 +71,12 @@ fn table() -> Result<&'static Nccl> {
 
 impl Communicator {
     /// All-reduce on this rank alone, as a group of one
-    /// ([`Group::all_reduce`], made as one single-stream operation): for
-    /// one process per GPU, where each process issues its own rank's part.
+    /// ([`Group::all_reduce`], made as one single-stream operation when the
+    /// stream is not capturing): for one process per GPU, where each
+    /// process issues its own rank's part. From one thread holding several
+    /// ranks, a clique's first collective must be a group of every rank:
+    /// NCCL connects the ranks on first use, and a rank's first call alone
+    /// waits for the others'.
     ///
     /// # Errors
     /// As [`group`] and [`Group::all_reduce`].
