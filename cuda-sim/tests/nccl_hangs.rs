@@ -237,3 +237,73 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
     drop(rig);
     teardown(e);
 }
+
+/// The result code of a failed NCCL call.
+fn failed(r: Result<(), NcclError>) -> Option<ncclResult_t> {
+    match r {
+        Err(NcclError::Failed { result, .. }) => Some(result),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_connection_that_cannot_complete_fails_and_stays_failed() {
+    eight_devices();
+    let _serial = serial();
+    let e = env(0x30_71);
+    let n = nccl();
+    let rig = Rig::new(2);
+    let bufs: Vec<CUdeviceptr> =
+        (0..2).map(|r| rig.alloc(r, 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+
+    // Blocking: rank 1 never issues; rank 0's first collective alone times
+    // out, and the failure stays: its next call fails at once.
+    let comms = init_all(n, 2);
+    let t0 = std::time::Instant::now();
+    let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+    assert_eq!(failed(r.clone()), Some(ncclResult_t::ncclSystemError), "{r:?}");
+    assert!(t0.elapsed() >= cuda_sim::nccl::PEER_TIMEOUT, "returned after {:?}", t0.elapsed());
+    let t0 = std::time::Instant::now();
+    let again = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+    assert_eq!(failed(again.clone()), Some(ncclResult_t::ncclSystemError), "{again:?}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(1), "the second call waited {:?}", t0.elapsed());
+    for c in &comms {
+        // SAFETY: live communicators, not used afterwards; the abort cancels
+        // rank 0's queued part.
+        unsafe { nr::comm_abort(n, *c) }.unwrap();
+    }
+    rig.sync();
+
+    // Non-blocking: rank 1 is destroyed before its first collective, so
+    // rank 0 can never connect and says so.
+    let id = nr::get_unique_id(n).unwrap();
+    let mut comms = [std::ptr::null_mut(); 2];
+    nr::group_start(n).unwrap();
+    for (r, c) in comms.iter_mut().enumerate() {
+        on(r as i32);
+        let mut cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        // SAFETY: a context is current; the config starts from the initializer.
+        unsafe { nr::comm_init_rank_config(n, c, 2, id, r, &mut cfg) }.unwrap();
+    }
+    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    on(0);
+    assert_eq!(
+        all_reduce_alone(n, &rig, comms[0], 0, bufs[0]),
+        Err(NcclError::InProgress { call: "ncclAllReduce" })
+    );
+    // SAFETY: a live communicator, not used afterwards.
+    unsafe { nr::comm_destroy(n, comms[1]) }.unwrap();
+    // SAFETY: a live communicator.
+    assert_eq!(unsafe { nr::comm_get_async_error(n, comms[0]) }, Ok(ncclResult_t::ncclRemoteError));
+    // SAFETY: as above: the error stays.
+    assert_eq!(unsafe { nr::comm_get_async_error(n, comms[0]) }, Ok(ncclResult_t::ncclRemoteError));
+    // SAFETY: a live communicator, not used afterwards; cancels its part.
+    unsafe { nr::comm_abort(n, comms[0]) }.unwrap();
+    rig.sync();
+    for p in bufs {
+        free(p);
+    }
+    drop(rig);
+    teardown(e);
+}

@@ -392,6 +392,18 @@ unsafe extern "C" fn ncclCommGetAsyncError(comm: ncclComm_t, out: *mut ncclResul
         if x.error != OK {
             return x.error;
         }
+        if super::issue::connecting(&st.nccl, c)
+            && let Some(r) = super::issue::stranded(&st.nccl, c)
+        {
+            // A rank left before its first collective: the ranks can never
+            // connect, which this communicator now reports for good.
+            let text = format!("rank {r} left before its first collective, so the ranks can never connect");
+            if let Some(x) = st.nccl.comms.get_mut(&c) {
+                x.error = ncclResult_t::ncclRemoteError;
+                x.error_text.clone_from(&text);
+            }
+            return fail(ncclResult_t::ncclRemoteError, &text);
+        }
         if !ready(&st.nccl, c)
             || (x.finalized && pending_parts(st, c))
             || super::issue::connecting(&st.nccl, c)

@@ -172,22 +172,66 @@ pub(super) fn connecting(ns: &super::NcclState, comm: u64) -> bool {
     })
 }
 
+/// The rank of `comm`'s clique that left (destroyed or aborted) before its
+/// first collective while `comm` waits to connect: the clique can never
+/// connect (NCCL would wait for it for ever).
+pub(super) fn stranded(ns: &super::NcclState, comm: u64) -> Option<usize> {
+    let c = ns.comms.get(&comm)?;
+    let q = ns.cliques.get(&c.clique)?;
+    if q.connected() {
+        return None;
+    }
+    q.ranks.iter().zip(&q.used).position(|(h, used)| *h == Some(0) && !*used)
+}
+
 /// Waits (the simulator's lock released) until none of the blocking
-/// communicators `comms` is [`connecting`], or one failed; after
-/// [`super::PEER_TIMEOUT`], `ncclSystemError` naming `what`.
+/// communicators `comms` is [`connecting`]. Fails when one of them failed,
+/// was destroyed or aborted meanwhile (`ncclInvalidUsage`), or its clique
+/// lost a rank before that rank's first collective (`ncclRemoteError`);
+/// after [`super::PEER_TIMEOUT`], `ncclSystemError` naming `what`. A
+/// failure is kept as the error of each communicator still there, so their
+/// later calls fail at once, as on a communicator whose connection failed.
 fn wait_connected(comms: &[u64], what: &str) -> ncclResult_t {
     if comms.is_empty() {
         return OK;
     }
-    wait_for(
+    let r = wait_for(
         |st| {
             if let Some(c) = comms.iter().filter_map(|h| st.nccl.comms.get(h)).find(|c| c.error != OK) {
                 return Some(c.error);
             }
+            if comms.iter().any(|h| !st.nccl.comms.contains_key(h)) {
+                return Some(fail(
+                    ncclResult_t::ncclInvalidUsage,
+                    &format!("{what}: the communicator was destroyed or aborted while it waited"),
+                ));
+            }
+            if let Some(r) = comms.iter().find_map(|h| stranded(&st.nccl, *h)) {
+                return Some(fail(
+                    ncclResult_t::ncclRemoteError,
+                    &format!(
+                        "{what}: rank {r} left before its first collective, so the ranks can never connect"
+                    ),
+                ));
+            }
             (!comms.iter().any(|h| connecting(&st.nccl, *h))).then_some(OK)
         },
         what,
-    )
+    );
+    if r != OK
+        && let Ok(mut st) = enter()
+    {
+        let text = super::last_error_text();
+        for h in comms {
+            if let Some(c) = st.nccl.comms.get_mut(h)
+                && c.error == OK
+            {
+                c.error = r;
+                c.error_text.clone_from(&text);
+            }
+        }
+    }
+    r
 }
 
 /// Draws the instances of `items` of communicator `comm` (the next

@@ -22,7 +22,8 @@
 //!   `ncclGroupEnd` returns `ncclInProgress` when the group touched a
 //!   non-blocking communicator (its operations are nevertheless queued on
 //!   their streams when it returns; `ncclCommGetAsyncError` then reports
-//!   `ncclSuccess` once the communicator's ranks have all joined), else
+//!   `ncclSuccess` once the communicator's ranks have all joined and, if
+//!   it issued a collective, connected: below), else
 //!   waits for the blocking communicators it initialized to be complete
 //!   and returns `ncclSuccess`.
 //! - **Connections on first use**: a clique's ranks connect when each has
@@ -32,11 +33,18 @@
 //!   at init). Until then a blocking communicator's call (a group's end,
 //!   or a call alone) that issued a collective waits for the other ranks'
 //!   first ones with the simulator's lock released, up to [`PEER_TIMEOUT`]
-//!   (then `ncclSystemError`), and a non-blocking one's call returns
-//!   `ncclInProgress` and `ncclCommGetAsyncError` reports `ncclInProgress`.
-//!   So one thread that issues each rank's first collective alone, rank
-//!   by rank, waits for ever on a GPU and here times out. Sends and
-//!   receives connect nothing in this model.
+//!   (then `ncclSystemError`), and a non-blocking one's call alone (a
+//!   collective, or a send or receive) returns `ncclInProgress` and
+//!   `ncclCommGetAsyncError` reports `ncclInProgress`. A rank destroyed or
+//!   aborted before its first collective leaves the others unable to
+//!   connect: a waiting call fails with `ncclRemoteError`, as does
+//!   `ncclCommGetAsyncError`; a waiting communicator destroyed or aborted
+//!   meanwhile fails its call with `ncclInvalidUsage`. A failed connection
+//!   stays the communicator's error, so its later calls fail at once. So
+//!   one thread that issues each rank's first collective alone, rank by
+//!   rank, waits for ever on a GPU with blocking communicators (and until
+//!   its own timeout with non-blocking ones, in gpu-sync); here the
+//!   blocking call times out.
 //! - **Collectives** (all-reduce, broadcast, reduce, all-gather,
 //!   reduce-scatter, send/recv) over `i8`, `u8`, `i32`, `u32`, `i64`,
 //!   `u64`, `f16`, `f32`, `f64`, `bf16` with sum, prod, min, max, avg; FP8
@@ -102,6 +110,16 @@
 //! - `ncclCommFinalize` does not wait for the device: on a non-blocking
 //!   communicator it returns `ncclInProgress` and `ncclCommGetAsyncError`
 //!   says `ncclSuccess` once the communicator's queued parts have run.
+//! - Connections are modelled per clique, for collectives only. NCCL
+//!   connects per algorithm (a later collective that picks another
+//!   algorithm connects again), connects each peer of a send or receive on
+//!   its first use (even with `NCCL_RUNTIME_CONNECT=0`), and connects at
+//!   run time only where cuMem is supported; a send or receive issued
+//!   alone, rank by rank, from one thread can hang on a GPU and pass
+//!   here. `NCCL_RUNTIME_CONNECT` is read when each clique is made (NCCL
+//!   reads it once per process). A connected non-blocking communicator's
+//!   call alone returns `ncclSuccess`, where NCCL often says
+//!   `ncclInProgress` first.
 //!
 //! This module holds `unsafe` code because NCCL's C interface hands raw
 //! out-pointers and buffers; each function checks pointers for null.
@@ -221,6 +239,11 @@ pub(crate) struct NcclState {
 thread_local! {
     /// This thread's last error text (`ncclGetLastError`).
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// This thread's last error text, as a `String`.
+fn last_error_text() -> String {
+    LAST_ERROR.try_with(|l| l.borrow().to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Sets this thread's last error text.
