@@ -332,20 +332,9 @@ fn communicators_by_unique_id_from_one_group_from_threads_and_by_split() {
     let e = env(0x30_50);
     let n = nccl();
     let rig = Rig::new(4);
-    let mut nb = NCCL_CONFIG_INITIALIZER;
-    nb.blocking = 0;
     // One thread, every rank in a group, non-blocking: the group's end says
     // in progress, then each communicator reports success.
-    let id = nr::get_unique_id(n).unwrap();
-    let mut comms = vec![std::ptr::null_mut(); 4];
-    nr::group_start(n).unwrap();
-    for (r, c) in comms.iter_mut().enumerate() {
-        on(r as i32);
-        let mut cfg = nb;
-        // SAFETY: a context is current; the config starts from the initializer.
-        unsafe { nr::comm_init_rank_config(n, c, 4, id, r, &mut cfg) }.unwrap();
-    }
-    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    let comms = nonblocking_clique(n, 4);
     for c in &comms {
         // SAFETY: live communicators.
         assert_eq!(unsafe { nr::comm_get_async_error(n, *c) }, Ok(ncclResult_t::ncclSuccess));

@@ -9,11 +9,20 @@ mod common;
 mod nccl_rig;
 use common::*;
 use cuda_sys::nccl::{Nccl, NcclError, result as nr};
-use cuda_sys::nccl_bindings::{
-    NCCL_CONFIG_INITIALIZER, ncclComm_t, ncclDataType_t as T, ncclRedOp_t as O, ncclResult_t,
-};
+use cuda_sys::nccl_bindings::{ncclComm_t, ncclDataType_t as T, ncclRedOp_t as O, ncclResult_t};
 use nccl_rig::*;
-use std::ffi::c_void;
+
+/// Two blocking cliques over devices 0 and 1, each connected by a first
+/// collective of every rank in one group (NCCL's connections: a blocking
+/// rank's first collective alone would wait on the host for the other's),
+/// and an in-place buffer of 16 ints per device, rank r holding r + 1.
+fn two_connected_cliques(n: &Nccl, rig: &Rig) -> (Vec<ncclComm_t>, Vec<ncclComm_t>, Vec<CUdeviceptr>) {
+    let (a, b) = (init_all(n, 2), init_all(n, 2));
+    all_reduce_case(n, rig, &a, T::ncclInt32, O::ncclSum);
+    all_reduce_case(n, rig, &b, T::ncclInt32, O::ncclSum);
+    let bufs = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    (a, b, bufs)
+}
 
 #[test]
 fn two_communicators_issued_in_opposite_orders_are_reported_as_a_deadlock() {
@@ -22,31 +31,8 @@ fn two_communicators_issued_in_opposite_orders_are_reported_as_a_deadlock() {
     let e = env(0x30_40);
     let n = nccl();
     let rig = Rig::new(2);
-    let (a, b) = (init_all(n, 2), init_all(n, 2));
-    // Each clique's first collective, every rank in one group: NCCL's
-    // connections (a blocking rank's first collective alone would wait on
-    // the host for the other's).
-    all_reduce_case(n, &rig, &a, T::ncclInt32, O::ncclSum);
-    all_reduce_case(n, &rig, &b, T::ncclInt32, O::ncclSum);
-    let bufs: Vec<CUdeviceptr> =
-        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
-    let issue = |comm: ncclComm_t, r: usize| {
-        // SAFETY: live communicator and stream of device r; in-place
-        // buffer of 16 ints on device r.
-        unsafe {
-            nr::all_reduce(
-                n,
-                bufs[r] as *const c_void,
-                bufs[r] as *mut c_void,
-                16,
-                T::ncclInt32,
-                O::ncclSum,
-                comm,
-                rig.raw(r),
-            )
-        }
-        .unwrap();
-    };
+    let (a, b, bufs) = two_connected_cliques(n, &rig);
+    let issue = |comm: ncclComm_t, r: usize| all_reduce_alone(n, &rig, comm, r, bufs[r], 16).unwrap();
     // Device 0: A then B. Device 1: B then A. Each waits for the other.
     issue(a[0], 0);
     issue(b[0], 0);
@@ -86,28 +72,10 @@ fn the_same_order_on_both_devices_does_not_deadlock() {
     let e = env(0x30_41);
     let n = nccl();
     let rig = Rig::new(2);
-    let (a, b) = (init_all(n, 2), init_all(n, 2));
-    // Connected first, as in the deadlock test.
-    all_reduce_case(n, &rig, &a, T::ncclInt32, O::ncclSum);
-    all_reduce_case(n, &rig, &b, T::ncclInt32, O::ncclSum);
-    let bufs: Vec<CUdeviceptr> =
-        (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let (a, b, bufs) = two_connected_cliques(n, &rig);
     for r in 0..2 {
         for comm in [a[r], b[r]] {
-            // SAFETY: as in the deadlock test.
-            unsafe {
-                nr::all_reduce(
-                    n,
-                    bufs[r] as *const c_void,
-                    bufs[r] as *mut c_void,
-                    16,
-                    T::ncclInt32,
-                    O::ncclSum,
-                    comm,
-                    rig.raw(r),
-                )
-            }
-            .unwrap();
+            all_reduce_alone(n, &rig, comm, r, bufs[r], 16).unwrap();
         }
     }
     rig.sync();
@@ -120,31 +88,6 @@ fn the_same_order_on_both_devices_does_not_deadlock() {
     }
     drop(rig);
     teardown(e);
-}
-
-/// Rank `r`'s in-place all-reduce of the 4 ints at `buf` on its rig stream,
-/// made alone (no group).
-fn all_reduce_alone(
-    n: &Nccl,
-    rig: &Rig,
-    comm: ncclComm_t,
-    r: usize,
-    buf: CUdeviceptr,
-) -> Result<(), NcclError> {
-    // SAFETY: a live communicator of device r, its rig stream, and a 4-int
-    // buffer there, kept until the rig syncs.
-    unsafe {
-        nr::all_reduce(
-            n,
-            buf as *const c_void,
-            buf as *mut c_void,
-            4,
-            T::ncclInt32,
-            O::ncclSum,
-            comm,
-            rig.raw(r),
-        )
-    }
 }
 
 #[test]
@@ -161,21 +104,11 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
         (0..2).map(|r| rig.alloc(r, 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
 
     // Non-blocking: in progress until rank 1 issues its first collective.
-    let id = nr::get_unique_id(n).unwrap();
-    let mut comms = vec![std::ptr::null_mut(); 2];
-    nr::group_start(n).unwrap();
-    for (r, c) in comms.iter_mut().enumerate() {
-        on(r as i32);
-        let mut cfg = NCCL_CONFIG_INITIALIZER;
-        cfg.blocking = 0;
-        // SAFETY: a context is current; the config starts from the initializer.
-        unsafe { nr::comm_init_rank_config(n, c, 2, id, r, &mut cfg) }.unwrap();
-    }
-    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    let comms = nonblocking_clique(n, 2);
     // SAFETY: live communicator; every rank joined.
     assert_eq!(unsafe { nr::comm_get_async_error(n, comms[0]) }, Ok(ncclResult_t::ncclSuccess));
     assert_eq!(
-        all_reduce_alone(n, &rig, comms[0], 0, bufs[0]),
+        all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4),
         Err(NcclError::InProgress { call: "ncclAllReduce" })
     );
     // SAFETY: a live communicator.
@@ -184,15 +117,15 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
     assert_eq!(unsafe { nr::comm_get_async_error(n, comms[1]) }, Ok(ncclResult_t::ncclSuccess), "unused");
     // The last rank's first collective completes the connection (NCCL may
     // report it in progress until its own part of it is done).
-    let last = all_reduce_alone(n, &rig, comms[1], 1, bufs[1]);
+    let last = all_reduce_alone(n, &rig, comms[1], 1, bufs[1], 4);
     assert!(matches!(last, Ok(()) | Err(NcclError::InProgress { .. })), "{last:?}");
     for c in &comms {
         // SAFETY: live communicators.
         assert_eq!(unsafe { nr::comm_get_async_error(n, *c) }, Ok(ncclResult_t::ncclSuccess), "connected");
     }
     // Connected: a call alone only enqueues.
-    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0]), Ok(()));
-    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1]), Ok(()));
+    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4), Ok(()));
+    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1], 4), Ok(()));
     rig.sync();
     assert_eq!(rig.read(bufs[0], 16), encode(T::ncclInt32, &[6; 4]), "(1 + 2) summed twice");
     destroy(n, &comms);
@@ -207,11 +140,11 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
             let _in = session.enter();
             on(1);
             std::thread::sleep(std::time::Duration::from_millis(200));
-            all_reduce_alone(n, &rig, c1 as ncclComm_t, 1, b1)
+            all_reduce_alone(n, &rig, c1 as ncclComm_t, 1, b1, 4)
         });
         on(0);
         let t0 = std::time::Instant::now();
-        let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+        let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4);
         let waited = t0.elapsed();
         assert_eq!(r, Ok(()));
         assert_eq!(peer.join().unwrap(), Ok(()));
@@ -219,14 +152,14 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
     });
     assert!(waited >= std::time::Duration::from_millis(150), "rank 0 returned after {waited:?}");
     let t0 = std::time::Instant::now();
-    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0]), Ok(()));
+    assert_eq!(all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4), Ok(()));
     assert!(
         t0.elapsed() < std::time::Duration::from_secs(1),
         "a connected call alone waited {:?}",
         t0.elapsed()
     );
     on(1);
-    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1]), Ok(()));
+    assert_eq!(all_reduce_alone(n, &rig, comms[1], 1, bufs[1], 4), Ok(()));
     rig.sync();
     assert_eq!(rig.read(bufs[1], 16), encode(T::ncclInt32, &[24; 4]), "6 summed twice more");
     destroy(n, &comms);
@@ -260,11 +193,11 @@ fn a_connection_that_cannot_complete_fails_and_stays_failed() {
     // out, and the failure stays: its next call fails at once.
     let comms = init_all(n, 2);
     let t0 = std::time::Instant::now();
-    let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+    let r = all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4);
     assert_eq!(failed(r.clone()), Some(ncclResult_t::ncclSystemError), "{r:?}");
     assert!(t0.elapsed() >= cuda_sim::nccl::PEER_TIMEOUT, "returned after {:?}", t0.elapsed());
     let t0 = std::time::Instant::now();
-    let again = all_reduce_alone(n, &rig, comms[0], 0, bufs[0]);
+    let again = all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4);
     assert_eq!(failed(again.clone()), Some(ncclResult_t::ncclSystemError), "{again:?}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(1), "the second call waited {:?}", t0.elapsed());
     for c in &comms {
@@ -276,20 +209,9 @@ fn a_connection_that_cannot_complete_fails_and_stays_failed() {
 
     // Non-blocking: rank 1 is destroyed before its first collective, so
     // rank 0 can never connect and says so.
-    let id = nr::get_unique_id(n).unwrap();
-    let mut comms = [std::ptr::null_mut(); 2];
-    nr::group_start(n).unwrap();
-    for (r, c) in comms.iter_mut().enumerate() {
-        on(r as i32);
-        let mut cfg = NCCL_CONFIG_INITIALIZER;
-        cfg.blocking = 0;
-        // SAFETY: a context is current; the config starts from the initializer.
-        unsafe { nr::comm_init_rank_config(n, c, 2, id, r, &mut cfg) }.unwrap();
-    }
-    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
-    on(0);
+    let comms = nonblocking_clique(n, 2);
     assert_eq!(
-        all_reduce_alone(n, &rig, comms[0], 0, bufs[0]),
+        all_reduce_alone(n, &rig, comms[0], 0, bufs[0], 4),
         Err(NcclError::InProgress { call: "ncclAllReduce" })
     );
     // SAFETY: a live communicator, not used afterwards.

@@ -29,6 +29,21 @@ fn clique() -> Option<(Vec<Device>, Vec<Communicator>, Vec<Stream>)> {
     Some((devices, comms, streams))
 }
 
+/// Another stream on each device, and the kernels loaded on each: work
+/// the collectives must be ordered against.
+fn side_streams(devices: &[Device]) -> (Vec<Stream>, Vec<Kernels>) {
+    let others = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
+    let ks = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
+    (others, ks)
+}
+
+/// Adds 1 to every element of `bufs[r]` with a kernel on `others[r]`.
+fn bump_all(ks: &[Kernels], others: &[Stream], bufs: &mut [DeviceBuffer<u32>], what: &str) {
+    for ((k, s), b) in ks.iter().zip(others).zip(bufs.iter_mut()) {
+        k.bump(s, b, 1).expect(what);
+    }
+}
+
 /// Rank `r`'s input: `r * 1000 + i`.
 fn input(r: usize, n: usize) -> Vec<i32> {
     (0..n).map(|i| (r * 1000 + i) as i32).collect()
@@ -41,8 +56,7 @@ fn every_collective_is_exact_and_ordered_against_kernels_on_other_streams() {
     let n = devices.len();
     // Written by a kernel on another stream of each device first: each
     // rank's stream must wait for it.
-    let others: Vec<Stream> = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
-    let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
+    let (others, ks) = side_streams(&devices);
     let mut send: Vec<DeviceBuffer<u32>> = others
         .iter()
         .enumerate()
@@ -51,9 +65,7 @@ fn every_collective_is_exact_and_ordered_against_kernels_on_other_streams() {
                 .expect("send")
         })
         .collect();
-    for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
-        k.bump(s, b, 1).expect("bump before the collective");
-    }
+    bump_all(&ks, &others, &mut send, "bump before the collective");
     let sent: Vec<Vec<u32>> = (0..n).map(|r| input(r, N).iter().map(|&v| v as u32 + 1).collect()).collect();
 
     // All-reduce (sum), out of place.
@@ -134,9 +146,7 @@ fn every_collective_is_exact_and_ordered_against_kernels_on_other_streams() {
 
     // Kernels after the collectives, on the other streams, then dropped at
     // once: each free waits for the collective's use on the GPU.
-    for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
-        k.bump(s, b, 1).expect("bump after the collectives");
-    }
+    bump_all(&ks, &others, &mut send, "bump after the collectives");
     drop((send, recv, gathered, block, ring));
     t.finish();
 }
@@ -150,8 +160,7 @@ fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
     let t = ctx(0x3005);
     let Some((devices, comms, streams)) = clique() else { return };
     let n = devices.len();
-    let others: Vec<Stream> = devices.iter().map(|d| Stream::new(d).expect("other")).collect();
-    let ks: Vec<Kernels> = devices.iter().map(|d| Kernels::load(d).expect("kernels")).collect();
+    let (others, ks) = side_streams(&devices);
     // The first use of a clique connects its ranks, which a rank's call
     // made alone would wait for on the host (every rank is in this
     // thread): one group of every rank first, of the same collectives and
@@ -182,9 +191,7 @@ fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
             .enumerate()
             .map(|(r, s)| DeviceBuffer::from_slice(s, &vec![r as u32 + round; N]).expect("send"))
             .collect();
-        for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
-            k.bump(s, b, 1).expect("bump before");
-        }
+        bump_all(&ks, &others, &mut send, "bump before");
         let mut recv: Vec<DeviceBuffer<u32>> =
             streams.iter().map(|s| DeviceBuffer::<u32>::zeroed(s, N).expect("recv")).collect();
         for r in 0..n {
@@ -198,9 +205,7 @@ fn each_ranks_call_made_alone_is_ordered_as_a_group_is() {
         }
         // A write after the collective's read, then the buffers freed at
         // once: both ordered after it on the GPU.
-        for ((k, s), b) in ks.iter().zip(&others).zip(send.iter_mut()) {
-            k.bump(s, b, 1).expect("bump after");
-        }
+        bump_all(&ks, &others, &mut send, "bump after");
         // In place, each rank alone, the buffer dropped right after.
         let mut bufs: Vec<DeviceBuffer<u32>> =
             streams.iter().map(|s| DeviceBuffer::from_slice(s, &vec![2; N]).expect("bufs")).collect();

@@ -111,14 +111,14 @@
 //!   communicator it returns `ncclInProgress` and `ncclCommGetAsyncError`
 //!   says `ncclSuccess` once the communicator's queued parts have run.
 //! - Connections are modelled per clique, for collectives only. NCCL
-//!   connects per algorithm (a later collective that picks another
+//!   (as read in its 2.28 source, not measured here) connects per algorithm (a later collective that picks another
 //!   algorithm connects again), connects each peer of a send or receive on
 //!   its first use (even with `NCCL_RUNTIME_CONNECT=0`), and connects at
 //!   run time only where cuMem is supported; a send or receive issued
 //!   alone, rank by rank, from one thread can hang on a GPU and pass
 //!   here. `NCCL_RUNTIME_CONNECT` is read when each clique is made (NCCL
 //!   reads it once per process). A connected non-blocking communicator's
-//!   call alone returns `ncclSuccess`, where NCCL often says
+//!   call alone returns `ncclSuccess`, where NCCL may say
 //!   `ncclInProgress` first.
 //!
 //! This module holds `unsafe` code because NCCL's C interface hands raw

@@ -5,8 +5,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use super::common::*;
-use cuda_sys::nccl::{Nccl, result as nr};
-use cuda_sys::nccl_bindings::{ncclComm_t, ncclDataType_t as T, ncclRedOp_t as O};
+use cuda_sys::nccl::{Nccl, NcclError, result as nr};
+use cuda_sys::nccl_bindings::{NCCL_CONFIG_INITIALIZER, ncclComm_t, ncclDataType_t as T, ncclRedOp_t as O};
 use std::ffi::c_void;
 
 /// Eight devices, configured before this binary's first `cuInit`.
@@ -239,5 +239,51 @@ pub fn destroy(n: &Nccl, comms: &[ncclComm_t]) {
     for c in comms {
         // SAFETY: a live communicator of `n`, unused afterwards.
         unsafe { nr::comm_destroy(n, *c) }.unwrap();
+    }
+}
+
+/// A non-blocking clique of `ranks` (devices `0..ranks`), every rank made
+/// from this thread in one group (`ncclCommInitRankConfig` with an id from
+/// `ncclGetUniqueId`); the group's end says in progress. Device 0's context
+/// is current afterwards.
+pub fn nonblocking_clique(n: &Nccl, ranks: usize) -> Vec<ncclComm_t> {
+    let id = nr::get_unique_id(n).unwrap();
+    let mut comms = vec![std::ptr::null_mut(); ranks];
+    nr::group_start(n).unwrap();
+    for (r, c) in comms.iter_mut().enumerate() {
+        on(r as i32);
+        let mut cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        // SAFETY: a context is current; the config starts from the initializer.
+        unsafe { nr::comm_init_rank_config(n, c, ranks, id, r, &mut cfg) }.unwrap();
+    }
+    assert_eq!(nr::group_end(n), Err(NcclError::InProgress { call: "ncclGroupEnd" }));
+    on(0);
+    comms
+}
+
+/// Rank `r`'s in-place sum of the `count` ints at `buf` on its rig stream,
+/// made alone (no group).
+pub fn all_reduce_alone(
+    n: &Nccl,
+    rig: &Rig,
+    comm: ncclComm_t,
+    r: usize,
+    buf: CUdeviceptr,
+    count: usize,
+) -> Result<(), NcclError> {
+    // SAFETY: a live communicator of device r, its rig stream, and a buffer
+    // of `count` ints there, kept until the rig syncs (the caller's part).
+    unsafe {
+        nr::all_reduce(
+            n,
+            buf as *const c_void,
+            buf as *mut c_void,
+            count,
+            T::ncclInt32,
+            O::ncclSum,
+            comm,
+            rig.raw(r),
+        )
     }
 }
