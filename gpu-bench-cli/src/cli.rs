@@ -411,8 +411,9 @@ pub struct NcclArgs {
     /// The factor between sizes (`-f`); default 2.
     #[arg(long, value_parser = crate::bounds::factor)]
     pub factor: Option<usize>,
-    /// Untimed iterations per size (`-w`); default 5, 1 with --quick or on
-    /// the simulator.
+    /// Untimed iterations per size (`-w`), at every size before any is
+    /// timed (as nccl-tests warms up) and again before each; default 5, 1
+    /// with --quick or on the simulator.
     #[arg(long, value_parser = crate::bounds::iters0)]
     pub warmup_iters: Option<usize>,
     /// Timed iterations per size (`-n`); default 20, 5 with --quick or on

@@ -321,3 +321,24 @@ fn the_cupti_check_reads_each_rows_kernels_within_its_event_time() {
     assert!(!r.to_markdown().contains("gpu µs") && !r.to_csv().contains("gpu_us"));
     assert!(!serde_json::to_string(&r).expect("json").contains("gpu_us"));
 }
+
+/// Every collective is warmed up at every size before any size is timed,
+/// as nccl-tests warms up (the first sizes of a fresh process otherwise
+/// read slow): the sweep says so, in that order.
+#[test]
+fn every_size_is_warmed_up_before_any_is_timed() {
+    let _one = one_at_a_time();
+    gpu_sync::sim::install().expect("the simulator");
+    let devices = Device::all().expect("devices");
+    let opts = NcclOptions {
+        collectives: vec![Collective::AllReduce, Collective::Broadcast],
+        ..small(Dtype::F32, 0, false)
+    };
+    let mut steps = Vec::new();
+    run(&devices[..2], &opts, &mut |m| steps.push(m.to_string())).expect("the sweep runs");
+    let first_row = steps.iter().position(|m| m.ends_with(')') && m.contains(" B (")).expect("a timed row");
+    for c in ["all_reduce", "broadcast"] {
+        let warm = steps.iter().position(|m| m == &format!("nccl: {c}: warm-up at every size"));
+        assert!(warm.is_some_and(|w| w < first_row), "{c}'s warm-up comes before any row: {steps:?}");
+    }
+}

@@ -62,7 +62,8 @@
 #   smallmed   $ROUNDS rounds of all-reduce 8 B-32 KiB: ours eager and --graph 10 (blocking), nccl-tests
 #              eager and -G 10, the order alternating; $SMALL_WARMUP/$SMALL_ITERS (10/50) both sides'
 #              -w/-n, SMALL_GRAPH=0 eager only, SMALL_NT_TWICE=1 nccl-tests twice a round (its A/A control);
-#              then --host-cost --blocking ($HC_BATCHES 11, $HC_ITERS 50);
+#              then --host-cost --blocking ($HC_BATCHES 11, $HC_ITERS 50); SMALL_OLD=PATH also runs
+#              that gpu-bench (an earlier build) eager each round;
 #              $NGPU ranks (every GPU) for a CUDA_VISIBLE_DEVICES subset
 #   ddpcmp     ddp_overlap (bin/, fma, blocking; $DDP_VARIANTS "priority:reserved SMs") and
 #              ddp-overlap-torch.py (matmul, wait at the end, NCCL streams at default and high priority)
@@ -682,8 +683,16 @@ PY
         [ "${SMALL_GRAPH:-1}" = 0 ] || NTPIN="$pin" ntrun all_reduce "$logs/small-ntg-$1.log" -b 8 -e 32K -f 2 \
           -g "$ngpu" -w "$sw" -n "$sn" -G 10 || say "round $1 -G: exit $?"
       }
+      # SMALL_OLD=PATH: that gpu-bench (an earlier build) eager too, each
+      # round, into small-old-r (the A/B of a change to the sweep).
+      small_old() {
+        [ -n "${SMALL_OLD:-}" ] || return 0
+        $pin timeout 100 "$SMALL_OLD" nccl $small --no-algorithms --out "$logs/small-old-$1" \
+          >"$logs/small-old-$1.log" 2>&1 || say "round $1 the earlier build: exit $?"
+      }
       for r in $(seq 1 "${ROUNDS:-5}"); do
-        if [ $((r % 2)) = 1 ]; then small_ours "$r"; small_nt "$r"; else small_nt "$r"; small_ours "$r"; fi
+        if [ $((r % 2)) = 1 ]; then small_ours "$r"; small_nt "$r"; small_old "$r"
+        else small_old "$r"; small_nt "$r"; small_ours "$r"; fi
         say "small round $r: at $((SECONDS - t0)) s"
       done
       $pin timeout 300 "$gb" nccl --host-cost --min-bytes 8 --max-bytes 32K --iters "${HC_ITERS:-50}" \

@@ -121,7 +121,7 @@ def compare(sizes, ours, peer, key, higher_is_better):
     return lines
 
 
-def order_statistics(sizes, ours, peer, aa, n):
+def order_statistics(sizes, ours, peer, aa, n, kind="eager"):
     """The small eager table by order statistics over the rounds: ours ÷
     nccl-tests by the minimum, the lower quartile and the mean, and (when
     nccl-tests ran twice a round) nccl-tests' second ÷ first by the minimum."""
@@ -148,7 +148,7 @@ def order_statistics(sizes, ours, peer, aa, n):
             ]
         )
     table(
-        f"all_reduce 8 B–32 KiB, eager: ours (blocking) vs nccl-tests by order statistics over {n} rounds",
+        f"all_reduce 8 B–32 KiB, {kind}: ours (blocking) vs nccl-tests by order statistics over {n} rounds",
         ["bytes", "ours (min)", "nccl-tests (min)", "ratio of minima", "of lower quartiles", "of means", "A/A ratio of minima"],
         lines,
     )
@@ -204,7 +204,12 @@ def main():
             ["bytes", "second (median)", "first (median)", "second / first", "per round", "rounds"],
             compare(sizes, a, p, "time", False),
         )
-    for kind, ours_pat, nt_pat in (("eager", "small-ours-{r}", "small-nt-{r}.log"), ("graph", "small-graph-{r}", "small-ntg-{r}.log")):
+    kinds = (
+        ("eager", "small-ours-{r}", "small-nt-{r}.log"),
+        ("eager, the earlier build (SMALL_OLD)", "small-old-{r}", "small-nt-{r}.log"),
+        ("graph", "small-graph-{r}", "small-ntg-{r}.log"),
+    )
+    for kind, ours_pat, nt_pat in kinds:
         rr = rounds(logs, ours_pat + "/results.json")
         if not rr:
             continue
@@ -217,12 +222,12 @@ def main():
             path = f"{logs}/{nt_pat.format(r=r)}"
             p.append({b: v[0] for b, v in nccl_tests(path).items()} if os.path.exists(path) else {})
         sizes = sorted({b for x in o for b in x})
-        peer = "nccl-tests" if kind == "eager" else "nccl-tests -G 10"
-        if kind == "eager":
+        peer = "nccl-tests -G 10" if kind == "graph" else "nccl-tests"
+        if kind != "graph":
             aa = {}
             if r2:
                 aa = {b: [x[b] for x in a if b in x] for b in sizes}
-            order_statistics(sizes, o, p, aa, len(rr))
+            order_statistics(sizes, o, p, aa, len(rr), kind)
         table(
             f"all_reduce 8 B–32 KiB, {kind}: µs per call, ours (blocking) vs {peer}, {len(rr)} rounds (lower is better)",
             ["bytes", "ours (median)", f"{peer} (median)", "ours / peer", "per round", "rounds"],

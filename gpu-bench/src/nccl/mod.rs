@@ -16,7 +16,9 @@
 //!   shortest span and its wrong elements are reduced over the ranks by an
 //!   NCCL all-reduce (max, min, sum), so the rows are computed as one
 //!   process computes them over its devices.
-//! - **Time**: `warmup_iters` iterations, then per device an event recorded
+//! - **Time**: first every collective at every size, `warmup_iters`
+//!   iterations each (nccl-tests' warm-up of every size before it times
+//!   any); then per size `warmup_iters` iterations, then per device an event recorded
 //!   on its stream before and after `iters` iterations. Events of two
 //!   devices cannot be subtracted: each device's span is taken alone, the
 //!   time per iteration is the longest span over `iters`, and the spread is
@@ -229,7 +231,8 @@ pub struct NcclOptions {
     pub max_bytes: usize,
     /// The step between sizes, a factor of at least 2 (`-f`).
     pub factor: usize,
-    /// Untimed iterations per size (`-w`).
+    /// Untimed iterations per size (`-w`): at every size once before any
+    /// is timed, as nccl-tests does, and again just before each size.
     pub warmup_iters: usize,
     /// Timed iterations per size (`-n`).
     pub iters: usize,

@@ -71,6 +71,24 @@ pub(super) fn run<T: Element>(
     let others = ranks.len() < n;
     let sizes = opts.sizes();
     let steps = opts.collectives.len() * sizes.len();
+    // Every collective at every size first, untimed (nccl-tests' "warm-up
+    // for all sizes", before it times any): the first sizes of a fresh
+    // process otherwise time what the process, its communicators and the
+    // GPUs have not yet settled (issue 30: on four H200s the first sizes
+    // read slower than the later ones by up to about 2 µs a call, where
+    // nccl-tests' did not). Each size gets its own warm-up again below.
+    for &c in &opts.collectives {
+        progress(&format!("nccl: {c}: warm-up at every size"));
+        for &bytes in &sizes {
+            let Some(shape) = c.shape(bytes, elt, n) else { continue };
+            for _ in 0..opts.warmup_iters {
+                issue(c, &mut ranks, shape.count, opts.in_place)?;
+            }
+        }
+    }
+    for r in &ranks {
+        r.stream.synchronize()?;
+    }
     let mut rows = Vec::new();
     for (ci, &c) in opts.collectives.iter().enumerate() {
         for (si, &bytes) in sizes.iter().enumerate() {
