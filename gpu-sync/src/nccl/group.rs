@@ -114,11 +114,48 @@ impl Call {
     }
 }
 
+/// The uses of one collected operation: one or two (every NCCL call reads
+/// and writes at most a buffer each). Plain data, so a group's operations
+/// need no drop (a `SmallVec` of uses per operation cost a drop check
+/// each, and a spill check at every read).
+#[derive(Clone, Copy)]
+struct OpUses<'a> {
+    at: [Use<'a>; 2],
+    n: u8,
+}
+
+impl<'a> OpUses<'a> {
+    /// One use.
+    fn one(u: Use<'a>) -> OpUses<'a> {
+        OpUses { at: [u, u], n: 1 }
+    }
+
+    /// Two uses, in order.
+    fn two(a: Use<'a>, b: Use<'a>) -> OpUses<'a> {
+        OpUses { at: [a, b], n: 2 }
+    }
+
+    /// `first`, then `second` when there is one.
+    fn maybe(first: Use<'a>, second: Option<Use<'a>>) -> OpUses<'a> {
+        match second {
+            Some(b) => OpUses::two(first, b),
+            None => OpUses::one(first),
+        }
+    }
+
+    /// The uses, in order.
+    #[inline(always)]
+    fn as_slice(&self) -> &[Use<'a>] {
+        &self.at[..usize::from(self.n)]
+    }
+}
+
 /// One collected operation.
+#[derive(Clone, Copy)]
 struct Pending<'a> {
     comm: &'a Communicator,
     stream: &'a Stream,
-    uses: SmallVec<[Use<'a>; 2]>,
+    uses: OpUses<'a>,
     ty: ncclDataType_t,
     call: Call,
 }
@@ -212,7 +249,7 @@ impl<'a> Group<'a> {
         &mut self,
         comm: &'a Communicator,
         stream: &'a Stream,
-        uses: SmallVec<[Use<'a>; 2]>,
+        uses: OpUses<'a>,
         ty: ncclDataType_t,
         call: Call,
         what: &'static str,
@@ -262,7 +299,7 @@ impl<'a> Group<'a> {
         op: ReduceOp,
     ) -> Result<()> {
         let b = buf.view();
-        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
+        let uses = OpUses::one((Target::Device(b.alloc), Access::Write));
         let call = Call::AllReduce { send: b.ptr(), recv: b.ptr(), count: b.len, op: op.raw() };
         self.push(comm, stream, uses, T::KIND, call, "all_reduce_in_place")
     }
@@ -284,7 +321,7 @@ impl<'a> Group<'a> {
         let b = buf.view();
         // The root's buffer counts as written too: in place, NCCL may still
         // copy it onto itself.
-        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
+        let uses = OpUses::one((Target::Device(b.alloc), Access::Write));
         let call = Call::Broadcast { send: b.ptr(), recv: b.ptr(), count: b.len, root };
         self.push(comm, stream, uses, T::KIND, call, "broadcast_in_place")
     }
@@ -307,19 +344,17 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         rank_in("broadcast", comm, root)?;
         let r = recv.view();
-        let mut uses: SmallVec<[Use<'a>; 2]> = SmallVec::new();
+        let write = (Target::Device(r.alloc), Access::Write);
         let send =
             root_only("broadcast", "sends", "a send buffer (or use broadcast_in_place)", comm, root, send)?;
         // NCCL reads `sendbuff` on the root only.
-        let send_ptr = match send.map(|s| s.view()) {
+        let (send_ptr, uses) = match send.map(|s| s.view()) {
             Some(s) => {
                 same_len("broadcast", s.len, r.len)?;
-                uses.push((Target::Device(s.alloc), Access::Read));
-                s.ptr()
+                (s.ptr(), OpUses::two((Target::Device(s.alloc), Access::Read), write))
             }
-            None => r.ptr(),
+            None => (r.ptr(), OpUses::one(write)),
         };
-        uses.push((Target::Device(r.alloc), Access::Write));
         let call = Call::Broadcast { send: send_ptr, recv: r.ptr(), count: r.len, root };
         self.push(comm, stream, uses, T::KIND, call, "broadcast")
     }
@@ -342,17 +377,15 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         rank_in("reduce", comm, root)?;
         let s = send.view();
-        let mut uses: SmallVec<[Use<'a>; 2]> =
-            SmallVec::from_slice(&[(Target::Device(s.alloc), Access::Read)]);
         let recv = root_only("reduce", "receives", "a recv buffer", comm, root, recv)?;
-        let recv_ptr = match recv.map(|r| r.view()) {
+        let (recv_ptr, write) = match recv.map(|r| r.view()) {
             Some(r) => {
                 same_len("reduce", s.len, r.len)?;
-                uses.push((Target::Device(r.alloc), Access::Write));
-                r.ptr()
+                (r.ptr(), Some((Target::Device(r.alloc), Access::Write)))
             }
-            None => 0,
+            None => (0, None),
         };
+        let uses = OpUses::maybe((Target::Device(s.alloc), Access::Read), write);
         let call = Call::Reduce { send: s.ptr(), recv: recv_ptr, count: s.len, op: op.raw(), root };
         self.push(comm, stream, uses, T::KIND, call, "reduce")
     }
@@ -413,7 +446,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         rank_in("send", comm, peer)?;
         let b = buf.view();
-        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Read)]);
+        let uses = OpUses::one((Target::Device(b.alloc), Access::Read));
         self.push(comm, stream, uses, T::KIND, Call::Send { buf: b.ptr(), count: b.len, peer }, "send")
     }
 
@@ -430,7 +463,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         rank_in("recv", comm, peer)?;
         let b = buf.view();
-        let uses = SmallVec::from_slice(&[(Target::Device(b.alloc), Access::Write)]);
+        let uses = OpUses::one((Target::Device(b.alloc), Access::Write));
         self.push(comm, stream, uses, T::KIND, Call::Recv { buf: b.ptr(), count: b.len, peer }, "recv")
     }
 
@@ -637,8 +670,8 @@ fn kind_unsupported(comm: &Communicator, what: &str) -> Error {
 }
 
 /// The uses of an operation that reads `send` and writes `recv`.
-fn read_write<'a>(send: &'a Arc<Allocation>, recv: &'a Arc<Allocation>) -> SmallVec<[Use<'a>; 2]> {
-    SmallVec::from_slice(&[(Target::Device(send), Access::Read), (Target::Device(recv), Access::Write)])
+fn read_write<'a>(send: &'a Arc<Allocation>, recv: &'a Arc<Allocation>) -> OpUses<'a> {
+    OpUses::two((Target::Device(send), Access::Read), (Target::Device(recv), Access::Write))
 }
 
 /// Makes `p`'s NCCL call on `raw` (inside the group, or alone for a group
