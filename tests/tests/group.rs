@@ -66,6 +66,42 @@ fn a_group_over_two_devices_orders_each_part_and_the_work_after_it() {
     t.finish();
 }
 
+/// A part whose buffer another device's stream used last (a peer copy
+/// into it): the group waits for that stream too, across devices (the
+/// group flavor finds the conflict under its books, locks that device's
+/// book as well and reads the conflicts again before anything is
+/// enqueued).
+#[test]
+fn a_part_whose_buffer_another_device_wrote_waits_for_that_device() {
+    let t = ctx(0x2915);
+    let Some(d) = devices(2) else { return };
+    let (g0, g1) = (Stream::new(&d[0]).expect("g0"), Stream::new(&d[1]).expect("g1"));
+    let w1 = Stream::new(&d[1]).expect("w1");
+    let k1 = Kernels::load(&d[1]).expect("k1");
+    for round in 1..=4u32 {
+        let mut x0 = DeviceBuffer::<u32>::zeroed(&g0, N).expect("x0");
+        let mut x1 = DeviceBuffer::<u32>::zeroed(&g1, N).expect("x1");
+        let mut src = DeviceBuffer::<u32>::zeroed(&w1, N).expect("src");
+        k1.bump(&w1, &mut src, round).expect("bump src");
+        // Device 0's buffer written last on device 1's stream.
+        w1.copy(&src, &mut x0).expect("peer copy into x0");
+        let (mut u0, mut u1) = (ForeignUses::new(), ForeignUses::new());
+        let (p0, p1) = (u0.output(&mut x0), u1.output(&mut x1));
+        // SAFETY: one memset per stream, on that stream, over exactly the
+        // memory declared for it; nothing else touched.
+        unsafe {
+            ForeignGroup::new().on(&g0, u0).on(&g1, u1).launch("group after a peer copy", |raw| {
+                set(p0, 100 + round, raw[0])?;
+                set(p1, 200 + round, raw[1])
+            })
+        }
+        .expect("group");
+        assert_eq!(g0.to_vec(&x0).expect("x0"), vec![100 + round; N]);
+        assert_eq!(g1.to_vec(&x1).expect("x1"), vec![200 + round; N]);
+    }
+    t.finish();
+}
+
 #[test]
 fn a_failed_or_panicking_group_call_still_records_what_it_queued() {
     let t = ctx(0x2912);
