@@ -67,10 +67,9 @@ fn a_group_over_two_devices_orders_each_part_and_the_work_after_it() {
 }
 
 /// A part whose buffer another device's stream used last (a peer copy
-/// into it): the group waits for that stream too, across devices (the
-/// group flavor finds the conflict under its books, locks that device's
-/// book as well and reads the conflicts again before anything is
-/// enqueued).
+/// into it): the group waits for that stream too, across devices (a wait
+/// on another device's timeline, made before anything is enqueued; both
+/// devices' books are the group's own here).
 #[test]
 fn a_part_whose_buffer_another_device_wrote_waits_for_that_device() {
     let t = ctx(0x2915);

@@ -1,7 +1,7 @@
 //! NCCL's other forms (issue 30): blocking communicators for the ranks of
 //! one process, with the groups that could wait forever on the host
 //! refused before anything is issued; sub-cliques (`ncclCommSplit`);
-//! all-to-all; broadcast out of place. Exact results on every device of the
+//! all-to-all; broadcast out of place; reduce to a root. Exact results on every device of the
 //! machine (the simulator's `CUDA_SIM_DEVICES`, default 2; the real NCCL on
 //! a GPU host), the race oracle watching.
 
@@ -227,5 +227,47 @@ fn all_to_all_and_broadcast_out_of_place_are_exact() {
     let none: Option<&DeviceBuffer<f32>> = None;
     let r = nccl::group(|g| g.broadcast(&comms[root], &streams[root], none, &mut recv[root], root));
     assert!(matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("needs a send buffer")), "{r:?}");
+    t.finish();
+}
+
+/// Reduce to one root: the root's `recv` is the sum and is written by the
+/// collective, so a read on another stream of its device is ordered after
+/// it with no wait written (the race oracle watching); every rank's `send`
+/// is only read; a receive buffer on a rank that is not the root is
+/// refused, as is none on the root.
+#[test]
+fn reduce_writes_the_roots_buffer_and_orders_a_read_on_another_stream() {
+    let t = ctx(0x3105);
+    let Some((devices, comms, streams)) = clique(CommOptions::default()) else { return };
+    let n = devices.len();
+    let root = n - 1;
+    let send: Vec<DeviceBuffer<f32>> = streams
+        .iter()
+        .enumerate()
+        .map(|(r, s)| DeviceBuffer::from_slice(s, &input(r, N)).expect("send"))
+        .collect();
+    let mut out = DeviceBuffer::<f32>::zeroed(&streams[root], N).expect("out");
+    let reader = Stream::new(&devices[root]).expect("reader");
+    for round in 0..3 {
+        let mut root_out = Some(&mut out);
+        nccl::group(|g| {
+            for (r, ((c, s), x)) in comms.iter().zip(&streams).zip(&send).enumerate() {
+                let y = if r == root { root_out.take() } else { None };
+                g.reduce(c, s, x, y, ReduceOp::Sum, root)?;
+            }
+            Ok(())
+        })
+        .expect("reduce");
+        let want: Vec<f32> = (0..N).map(|i| (0..n).map(|r| input(r, N)[i]).sum()).collect();
+        assert_eq!(reader.to_vec(&out).expect("read"), want, "round {round}: the root's sum");
+    }
+    for (r, x) in send.iter().enumerate() {
+        assert_eq!(streams[r].to_vec(x).expect("read"), input(r, N), "rank {r}'s send is only read");
+    }
+    let r = nccl::group(|g| g.reduce(&comms[0], &streams[0], &send[0], Some(&mut out), ReduceOp::Sum, root));
+    assert!(matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("not the root")), "{r:?}");
+    let none: Option<&mut DeviceBuffer<f32>> = None;
+    let r = nccl::group(|g| g.reduce(&comms[root], &streams[root], &send[root], none, ReduceOp::Sum, root));
+    assert!(matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("needs a recv buffer")), "{r:?}");
     t.finish();
 }

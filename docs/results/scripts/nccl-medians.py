@@ -11,7 +11,9 @@ LOGS_DIR holds, per round r:
   smallmed: small-ours-r/ and small-graph-r/results.json (eager and
             --graph 10), small-nt-r.log and small-ntg-r.log (nccl-tests
             eager and -G 10), small-nt2-r.log (nccl-tests eager again: its
-            A/A control, when present)
+            A/A control, when present), small-old-r/results.json (an
+            earlier build's eager sweep, device-call.sh's SMALL_OLD, when
+            present)
 
 Per size: the median over the rounds of each side's busbw (large) or time
 per call (small), and the ratio of the medians; beside it the lowest and
