@@ -71,12 +71,12 @@ pub(super) fn run<T: Element>(
     let others = ranks.len() < n;
     let sizes = opts.sizes();
     let steps = opts.collectives.len() * sizes.len();
-    // Every collective at every size first, untimed (nccl-tests' "warm-up
-    // for all sizes", before it times any): the first sizes of a fresh
-    // process otherwise time what the process, its communicators and the
-    // GPUs have not yet settled (issue 30: on four H200s the first sizes
-    // read slower than the later ones by up to about 2 µs a call, where
-    // nccl-tests' did not). Each size gets its own warm-up again below.
+    // Every collective at every size first, untimed, as nccl-tests warms
+    // up ("warm-up for all sizes") before it times any, so both time their
+    // first sizes alike (issue 30: on four H200s our first sizes had read
+    // about 1–3 µs a call slower than the later ones, where nccl-tests'
+    // did not; on two H200s the warm-up changed nothing that was seen).
+    // Each size gets its own warm-up again below.
     for &c in &opts.collectives {
         progress(&format!("nccl: {c}: warm-up at every size"));
         for &bytes in &sizes {
