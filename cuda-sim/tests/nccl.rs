@@ -296,25 +296,10 @@ fn an_event_recorded_inside_a_group_does_not_cover_the_groups_work_and_the_oracl
 /// rank's result.
 fn check_sum(n: &Nccl, rig: &Rig, comms: &[ncclComm_t], devices: &[i32]) {
     let k = comms.len();
-    let bufs: Vec<CUdeviceptr> =
-        (0..k).map(|r| rig.alloc(devices[r], 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+    let bufs = rank_ints(rig, devices, 4);
     nr::group_start(n).unwrap();
     for r in 0..k {
-        // SAFETY: live communicator of device devices[r], its stream, and a
-        // 4-int buffer there.
-        unsafe {
-            nr::all_reduce(
-                n,
-                bufs[r] as *const c_void,
-                bufs[r] as *mut c_void,
-                4,
-                T::ncclInt32,
-                O::ncclSum,
-                comms[r],
-                rig.raw(devices[r] as usize),
-            )
-        }
-        .unwrap();
+        all_reduce_alone(n, rig, comms[r], devices[r] as usize, bufs[r], 4).unwrap();
     }
     let _ = nr::group_end(n);
     rig.sync();

@@ -20,7 +20,7 @@ fn two_connected_cliques(n: &Nccl, rig: &Rig) -> (Vec<ncclComm_t>, Vec<ncclComm_
     let (a, b) = (init_all(n, 2), init_all(n, 2));
     all_reduce_case(n, rig, &a, T::ncclInt32, O::ncclSum);
     all_reduce_case(n, rig, &b, T::ncclInt32, O::ncclSum);
-    let bufs = (0..2).map(|r| rig.alloc(r, 64, &encode(T::ncclInt32, &[r as i64 + 1; 16]))).collect();
+    let bufs = rank_ints(rig, &[0, 1], 16);
     (a, b, bufs)
 }
 
@@ -100,8 +100,7 @@ fn a_ranks_first_collective_alone_waits_for_the_other_ranks_first_ones() {
     let e = env(0x30_70);
     let n = nccl();
     let rig = Rig::new(2);
-    let bufs: Vec<CUdeviceptr> =
-        (0..2).map(|r| rig.alloc(r, 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+    let bufs = rank_ints(&rig, &[0, 1], 4);
 
     // Non-blocking: in progress until rank 1 issues its first collective.
     let comms = nonblocking_clique(n, 2);
@@ -186,8 +185,7 @@ fn a_connection_that_cannot_complete_fails_and_stays_failed() {
     let e = env(0x30_71);
     let n = nccl();
     let rig = Rig::new(2);
-    let bufs: Vec<CUdeviceptr> =
-        (0..2).map(|r| rig.alloc(r, 16, &encode(T::ncclInt32, &[r as i64 + 1; 4]))).collect();
+    let bufs = rank_ints(&rig, &[0, 1], 4);
 
     // Blocking: rank 1 never issues; rank 0's first collective alone times
     // out, and the failure stays: its next call fails at once.

@@ -262,8 +262,16 @@ pub fn nonblocking_clique(n: &Nccl, ranks: usize) -> Vec<ncclComm_t> {
     comms
 }
 
-/// Rank `r`'s in-place sum of the `count` ints at `buf` on its rig stream,
-/// made alone (no group).
+/// Each rank's buffer of `count` ints, all `r + 1` for rank `r`, on
+/// device `devices[r]`.
+pub fn rank_ints(rig: &Rig, devices: &[i32], count: usize) -> Vec<CUdeviceptr> {
+    (0..devices.len())
+        .map(|r| rig.alloc(devices[r], count * 4, &encode(T::ncclInt32, &vec![r as i64 + 1; count])))
+        .collect()
+}
+
+/// Rank `r`'s in-place sum of the `count` ints at `buf` on the rig stream
+/// of device `r`: made alone, or as one part of the caller's group.
 pub fn all_reduce_alone(
     n: &Nccl,
     rig: &Rig,
